@@ -1,0 +1,3 @@
+#!/usr/bin/env node
+// `npx onceline <command>`: the admin CLI from the build in dist/.
+import '../dist/cli.js';

@@ -1,0 +1,27 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { AccountsModule } from './accounts/accounts.module.js';
+import { CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand } from './accounts/commands/accounts.commands.js';
+import { AppConfig } from './config/app-config.js';
+import { ConfigModule } from './config/config.module.js';
+import { DatabaseModule } from './database/database.module.js';
+import { MigrateCommand } from './database/commands/migrate.command.js';
+import { MetricsModule } from './metrics/metrics.module.js';
+import { OutboxStatusCommand } from './outbox/commands/outbox-status.command.js';
+import { OutboxModule } from './outbox/outbox.module.js';
+
+/** The admin CLI: thin commands over the same services the API uses. */
+@Module({})
+export class CliModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: CliModule,
+      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, OutboxModule, AccountsModule],
+      providers: [CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand],
+    };
+  }
+
+  /** `migrate` runs before the database or its schema exists, so it boots without a connection. */
+  static forMigrate(config: AppConfig): DynamicModule {
+    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [MigrateCommand] };
+  }
+}

@@ -1,0 +1,39 @@
+import 'reflect-metadata';
+import { CommandFactory } from 'nest-commander';
+import { CliModule } from './cli.module.js';
+import { printError } from './cli/output.js';
+import { ConfigError, loadConfig } from './config/app-config.js';
+import { createPino, PinoNestLogger } from './http/logger.js';
+
+async function main(): Promise<void> {
+  const json = process.argv.includes('--json');
+  const fail = (err: unknown) => {
+    printError(json, err);
+    process.exit(1);
+  };
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) return fail(err);
+    throw err;
+  }
+  const root = process.argv[2] === 'migrate' ? CliModule.forMigrate(config) : CliModule.forRoot(config);
+  await CommandFactory.run(root, {
+    // Boot chatter stays out of the admin's way unless debugging was asked for.
+    logger: new PinoNestLogger(createPino(['debug', 'trace'].includes(config.LOG_LEVEL) ? config.LOG_LEVEL : 'warn')),
+    cliName: 'onceline',
+    serviceErrorHandler: fail,
+    errorHandler: (err) => {
+      // commander's own exits (help, version) are not failures
+      const code = (err as { code?: string }).code ?? '';
+      if (code.startsWith('commander.help') || code === 'commander.version' || code === 'commander.helpDisplayed') process.exit(0);
+      fail(err);
+    },
+  });
+}
+
+main().catch((err) => {
+  printError(process.argv.includes('--json'), err);
+  process.exit(1);
+});

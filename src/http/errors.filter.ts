@@ -1,0 +1,55 @@
+import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { defaultError, type ApiError } from './problem.js';
+
+/** Postgres unreachable or shutting down: the caller should retry. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | undefined;
+  if (!e) return false;
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300', '08006', '08001', '08003'].includes(e.code ?? '')) return true;
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(e.message ?? '');
+}
+
+/**
+ * Every error leaves as `{"errors":[...]}`. A 500 says nothing internal, only its request id;
+ * the cause goes to the log under the same id.
+ */
+@Catch()
+export class ErrorsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('http');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const request = host.switchToHttp().getRequest<FastifyRequest>();
+    const { status, errors } = this.describe(exception, request.id);
+    if (status === 503) reply.header('retry-after', reply.getHeader('retry-after') ?? '5');
+    reply.status(status).header('content-type', 'application/json').send({ errors });
+  }
+
+  private describe(exception: unknown, requestId: string): { status: number; errors: ApiError[] } {
+    if (exception instanceof HttpException) {
+      const status = exception.getStatus();
+      const [code, title] = defaultError(status);
+      const body = exception.getResponse();
+      if (typeof body === 'object' && body !== null) {
+        const b = body as { errors?: ApiError[]; code?: string; title?: string; detail?: string; message?: string | string[] };
+        if (Array.isArray(b.errors)) return { status, errors: b.errors };
+        const message = Array.isArray(b.message) ? b.message.join('; ') : b.message;
+        return { status, errors: [{ code: b.code ?? code, title: b.title ?? title, detail: b.detail ?? message }] };
+      }
+      return { status, errors: [{ code, title, detail: String(body) }] };
+    }
+    const fastifyStatus = (exception as { statusCode?: number })?.statusCode;
+    if (typeof fastifyStatus === 'number' && fastifyStatus >= 400 && fastifyStatus < 500) {
+      const [code, title] = defaultError(fastifyStatus);
+      return { status: fastifyStatus, errors: [{ code, title, detail: (exception as Error).message }] };
+    }
+    if (isDatabaseUnavailable(exception)) {
+      this.logger.warn(`database unavailable (request ${requestId}): ${(exception as Error).message}`);
+      const [code, title] = defaultError(503);
+      return { status: 503, errors: [{ code, title, meta: { request_id: requestId } }] };
+    }
+    this.logger.error(`unhandled error (request ${requestId}): ${(exception as Error)?.stack ?? String(exception)}`);
+    return { status: 500, errors: [{ code: 'internal_error', title: 'Internal error', meta: { request_id: requestId } }] };
+  }
+}

@@ -1,0 +1,44 @@
+import 'reflect-metadata';
+import { ConfigError, loadConfig } from './config/app-config.js';
+import { createApp } from './http/create-app.js';
+import { JobWorkers } from './outbox/job-workers.js';
+import { OutboxRelay } from './outbox/outbox-relay.js';
+
+export const ROLES = ['api', 'worker', 'relay', 'sandbox', 'all'] as const;
+export type Role = (typeof ROLES)[number];
+
+async function main(): Promise<void> {
+  const role = (process.argv[2] ?? 'all') as Role;
+  if (!ROLES.includes(role)) {
+    process.stderr.write(`Unknown role "${role}". Use one of: ${ROLES.join(', ')}\n`);
+    process.exit(2);
+  }
+  if (role === 'sandbox') {
+    process.stderr.write('The carrier sandbox role is not built yet (see the sandbox issue).\n');
+    process.exit(2);
+  }
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const app = await createApp(config);
+  await app.init();
+  if (role === 'relay' || role === 'all') await app.get(OutboxRelay).start();
+  if (role === 'worker' || role === 'all') app.get(JobWorkers).start();
+  if (role === 'api' || role === 'all') {
+    await app.listen({ port: config.PORT, host: '0.0.0.0' });
+  }
+  const urls = role === 'api' || role === 'all' ? ` on http://127.0.0.1:${config.PORT} (docs /docs)` : '';
+  process.stderr.write(`onceline ${role} started${urls}\n`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`onceline failed to start: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});

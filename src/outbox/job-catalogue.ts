@@ -1,0 +1,41 @@
+/**
+ * Every queue and job in the system, with the payload each job carries. A job is handled by
+ * exactly one @JobHandler provider; JobRegistry fails boot otherwise.
+ */
+export enum QueueName {
+  System = 'system',
+}
+
+export enum JobName {
+  /** Diagnostics and benchmarks: records one probe_runs row per run. */
+  Probe = 'probe',
+}
+
+export interface JobPayloads {
+  [JobName.Probe]: { label?: string };
+}
+
+export interface JobSpec {
+  queue: QueueName;
+  /**
+   * transactional: the handler's writes and the job's completion commit together, so a job
+   * redelivered by Redis runs its transaction once. external: the handler talks to the outside
+   * world, is at least once, and must guard its own writes.
+   */
+  mode: 'transactional' | 'external';
+  /** BullMQ attempts before the job is recorded failed in Postgres. */
+  attempts: number;
+  /** Base of the exponential backoff between attempts. */
+  backoffMs: number;
+}
+
+export const JOB_SPECS: { [K in JobName]: JobSpec } = {
+  [JobName.Probe]: { queue: QueueName.System, mode: 'transactional', attempts: 5, backoffMs: 200 },
+};
+
+export function queueOf(name: JobName): QueueName {
+  return JOB_SPECS[name].queue;
+}
+
+/** BullMQ rejects jobIds containing ':' or made only of digits. */
+export const JOB_ID_PATTERN = /^(?!\d+$)[A-Za-z0-9_.-]{1,200}$/;

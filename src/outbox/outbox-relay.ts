@@ -1,0 +1,171 @@
+import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import pg from 'pg';
+import { AppConfig } from '../config/app-config.js';
+import { exec } from '../database/tx.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import { OutboxMetrics } from './outbox-metrics.js';
+import { OUTBOX_CHANNEL } from './outbox.service.js';
+import { Queues, type RelayedJob } from './queues.js';
+
+const MAINTENANCE_EVERY_MS = 5_000;
+
+/**
+ * Moves committed outbox rows into BullMQ. Any number of relays may run: each claims its own
+ * rows with SKIP LOCKED, publishes them under their stable jobIds and marks them relayed in the
+ * same transaction, so a relay that dies before commit leaves the rows for the next one.
+ */
+@Injectable()
+export class OutboxRelay implements BeforeApplicationShutdown {
+  private readonly logger = new Logger(OutboxRelay.name);
+  private running = false;
+  private loop?: Promise<void>;
+  private listener?: pg.Client;
+  private wake?: () => void;
+  private lastMaintenance = 0;
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly queues: Queues,
+    private readonly config: AppConfig,
+    private readonly metrics: OutboxMetrics,
+  ) {}
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    await this.listen();
+    this.loop = this.run();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    await this.listener?.end().catch(() => undefined);
+  }
+
+  /** Claims up to one batch of due rows, publishes them and marks them relayed. Returns the count. */
+  async relayBatch(): Promise<number> {
+    return this.uow.run(async (tx) => {
+      // SKIP LOCKED: rows another relay is publishing right now are not claimed twice.
+      const { rows } = await exec<RelayedJob & { lag: number }>(
+        tx,
+        `SELECT job_id AS "jobId", queue, name, extract(epoch FROM clock_timestamp() - run_at)::float8 AS lag
+           FROM outbox_jobs
+          WHERE relayed_at IS NULL AND run_at <= now()
+          ORDER BY run_at, id
+          LIMIT $1
+          FOR UPDATE SKIP LOCKED`,
+        [this.config.OUTBOX_BATCH_SIZE],
+      );
+      if (rows.length === 0) return 0;
+      await this.queues.publish(rows);
+      await exec(
+        tx,
+        `UPDATE outbox_jobs SET relayed_at = now(), redrive_at = now() + make_interval(secs => $2)
+          WHERE job_id = ANY($1)`,
+        [rows.map((r) => r.jobId), this.config.OUTBOX_REDRIVE_AFTER_SECONDS],
+      );
+      for (const row of rows) this.metrics.relayLag.observe(row.lag);
+      return rows.length;
+    });
+  }
+
+  /**
+   * Recovery from a Redis that lost jobs (restart, FLUSHALL, eviction): every relayed job with no
+   * outcome in Postgres past its redrive time is published again under the same jobId. Redis
+   * ignores the ones it still holds; the lost ones come back. Returns the count re-published.
+   */
+  async redriveBatch(): Promise<number> {
+    return this.uow.run(async (tx) => {
+      // Only relayed, unfinished rows whose check is due; SKIP LOCKED keeps relays apart.
+      const { rows } = await exec<RelayedJob>(
+        tx,
+        `SELECT job_id AS "jobId", queue, name FROM outbox_jobs
+          WHERE relayed_at IS NOT NULL AND completed_at IS NULL AND failed_at IS NULL AND redrive_at <= now()
+          ORDER BY redrive_at
+          LIMIT $1
+          FOR UPDATE SKIP LOCKED`,
+        [this.config.OUTBOX_BATCH_SIZE],
+      );
+      if (rows.length === 0) return 0;
+      await this.queues.publish(rows);
+      await exec(
+        tx,
+        `UPDATE outbox_jobs SET redrive_at = now() + make_interval(secs => $2), redrives = redrives + 1
+          WHERE job_id = ANY($1)`,
+        [rows.map((r) => r.jobId), this.config.OUTBOX_REDRIVE_AFTER_SECONDS],
+      );
+      this.metrics.redriven.inc(rows.length);
+      return rows.length;
+    });
+  }
+
+  /** Retention: deletes finished rows older than OUTBOX_RETENTION_HOURS. */
+  async cleanFinished(): Promise<number> {
+    return this.uow.run(async (tx) => {
+      const { affected } = await exec(
+        tx,
+        `DELETE FROM outbox_jobs WHERE id IN (
+           SELECT id FROM outbox_jobs
+            WHERE (completed_at IS NOT NULL OR failed_at IS NOT NULL)
+              AND coalesce(completed_at, failed_at) < now() - make_interval(hours => $1)
+            LIMIT 5000)`,
+        [this.config.OUTBOX_RETENTION_HOURS],
+      );
+      return affected;
+    });
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      try {
+        const relayed = await this.relayBatch();
+        if (Date.now() - this.lastMaintenance > MAINTENANCE_EVERY_MS) {
+          this.lastMaintenance = Date.now();
+          await this.redriveBatch();
+          await this.cleanFinished();
+        }
+        failures = 0;
+        if (relayed >= this.config.OUTBOX_BATCH_SIZE) continue;
+        await this.sleep(this.config.OUTBOX_POLL_MS);
+      } catch (err) {
+        failures++;
+        if (failures === 1 || failures % 20 === 0) {
+          this.logger.warn(`relay paused, will retry: ${(err as Error).message}`);
+        }
+        await this.sleep(Math.min(200 * failures, 2000));
+        if (!this.listener) await this.listen().catch(() => undefined);
+      }
+    }
+  }
+
+  /** LISTEN is a wake-up hint only: the poll still finds every row if a NOTIFY is missed. */
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.config.DATABASE_URL });
+    client.on('error', () => {
+      this.listener = undefined;
+    });
+    client.on('notification', () => this.wake?.());
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+      this.listener = client;
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+}

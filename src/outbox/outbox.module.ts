@@ -1,0 +1,18 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { JobRegistry } from './job-registry.js';
+import { JobRunner } from './job-runner.js';
+import { JobWorkers } from './job-workers.js';
+import { OutboxMetrics } from './outbox-metrics.js';
+import { OutboxRelay } from './outbox-relay.js';
+import { OutboxService } from './outbox.service.js';
+import { ProbeHandler } from './probe.handler.js';
+import { Queues } from './queues.js';
+
+/** The transactional outbox: enqueue in a transaction, relay to BullMQ, run, recover. */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [OutboxService, OutboxRelay, OutboxMetrics, Queues, JobRegistry, JobRunner, JobWorkers, ProbeHandler],
+  exports: [OutboxService, OutboxRelay, JobWorkers, Queues],
+})
+export class OutboxModule {}

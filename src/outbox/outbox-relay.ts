@@ -7,6 +7,7 @@ import { OutboxMetrics } from './outbox-metrics.js';
 import { OUTBOX_CHANNEL } from './outbox.service.js';
 import { Queues, type RelayedJob } from './queues.js';
 
+/** Recovery and retention run at most this often (sooner when the redrive delay is shorter). */
 const MAINTENANCE_EVERY_MS = 5_000;
 
 /**
@@ -122,7 +123,7 @@ export class OutboxRelay implements BeforeApplicationShutdown {
     while (this.running) {
       try {
         const relayed = await this.relayBatch();
-        if (Date.now() - this.lastMaintenance > MAINTENANCE_EVERY_MS) {
+        if (Date.now() - this.lastMaintenance > Math.min(MAINTENANCE_EVERY_MS, this.config.OUTBOX_REDRIVE_AFTER_SECONDS * 1000)) {
           this.lastMaintenance = Date.now();
           await this.redriveBatch();
           await this.cleanFinished();
@@ -136,7 +137,7 @@ export class OutboxRelay implements BeforeApplicationShutdown {
           this.logger.warn(`relay paused, will retry: ${(err as Error).message}`);
         }
         await this.sleep(Math.min(200 * failures, 2000));
-        if (!this.listener) await this.listen().catch(() => undefined);
+        if (this.running && !this.listener) await this.listen().catch(() => undefined);
       }
     }
   }

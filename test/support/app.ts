@@ -1,0 +1,48 @@
+import { randomBytes } from 'node:crypto';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
+import { createApp } from '../../src/http/create-app.js';
+import { JobWorkers } from '../../src/outbox/job-workers.js';
+import { OutboxRelay } from '../../src/outbox/outbox-relay.js';
+import { TEST_REDIS_URL } from './env.js';
+
+export interface TestApp {
+  app: NestFastifyApplication;
+  config: AppConfig;
+  url: string;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  databaseUrl: string;
+  env?: Record<string, string>;
+  /** Which loops to run besides HTTP. */
+  relay?: boolean;
+  worker?: boolean;
+  http?: boolean;
+}
+
+/** The real application, in-process, on its own database and its own queue prefix. */
+export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
+  const config = loadConfig({
+    DATABASE_URL: options.databaseUrl,
+    REDIS_URL: TEST_REDIS_URL,
+    QUEUE_PREFIX: `t${randomBytes(4).toString('hex')}`,
+    PORT: '0',
+    LOG_LEVEL: 'error',
+    OUTBOX_POLL_MS: '50',
+    WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
+    ...options.env,
+  });
+  const app = await createApp(config);
+  await app.init();
+  if (options.relay) await app.get(OutboxRelay).start();
+  if (options.worker) app.get(JobWorkers).start();
+  let url = '';
+  if (options.http !== false) {
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    url = await app.getUrl();
+    url = url.replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
+  }
+  return { app, config, url, close: () => app.close() };
+}

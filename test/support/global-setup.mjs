@@ -1,0 +1,24 @@
+// Builds the migrated template database every test file clones its own database from.
+// Plain ESM importing the built migrator: jest loads globalSetup outside its ESM transform,
+// and scripts/test.mjs builds dist/ before jest starts. The template's name is unique to this
+// run (passed to the test workers through the environment), so concurrent runs never collide.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { migrate } from '../../dist/database/migrator.js';
+
+const base = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export default async function globalSetup() {
+  const template = `onceline_tpl_${randomBytes(4).toString('hex')}`;
+  process.env.ONCELINE_TEST_TEMPLATE = template;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${template}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(base);
+  url.pathname = `/${template}`;
+  await migrate(url.toString());
+}

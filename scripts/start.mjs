@@ -1,0 +1,125 @@
+// `npm start` (after `npm run build`): makes sure PostgreSQL and Redis answer (starting
+// project-local ones under .data/ when needed), applies migrations, runs every role as child
+// processes, prints the URLs once /health/ready answers, and stops everything gracefully on
+// SIGINT/SIGTERM (including the .data/ services this run started).
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ensureServices, ROOT, stopPostgresCluster } from './services.mjs';
+
+const say = (line) => process.stderr.write(`[start] ${line}\n`);
+const env = process.env;
+const port = env.PORT || '3000';
+const READY_TIMEOUT_MS = 60_000;
+/** After this long a graceful stop becomes a kill. */
+const STOP_GRACE_MS = 30_000;
+
+/**
+ * One child per entry. The carrier sandbox arrives with its own issue: once main.ts accepts the
+ * `sandbox` role, add it here (see the SANDBOX marker) and print its URL below.
+ */
+const ROLES = [
+  'all', // api + worker + relay
+  // SANDBOX: 'sandbox', // uncomment when `node dist/main.js sandbox` exists (listens on SANDBOX_PORT)
+];
+
+let services;
+try {
+  services = await ensureServices(env);
+} catch (err) {
+  say(err.message);
+  process.exit(1);
+}
+
+/** Services this run started under .data/ are stopped when it stops; shared ones are left alone. */
+function stopStartedServices() {
+  if (services.redis === 'started') {
+    try {
+      const pid = Number(readFileSync(join(ROOT, '.data', 'redis', 'redis.pid'), 'utf8').trim());
+      process.kill(pid, 'SIGTERM');
+      say(`stopped the project-local Redis (pid ${pid})`);
+    } catch (err) {
+      say(`could not stop the project-local Redis: ${err.message}`);
+    }
+  }
+  if (services.postgres === 'started') {
+    stopPostgresCluster(join(ROOT, '.data', 'postgres'));
+    say('stopped the project-local PostgreSQL');
+  }
+}
+
+const migrated = spawnSync(process.execPath, ['dist/cli.js', 'migrate'], { cwd: ROOT, stdio: 'inherit', env });
+if (migrated.status !== 0) {
+  say('migrations failed; not starting');
+  stopStartedServices();
+  process.exit(migrated.status ?? 1);
+}
+
+const children = new Map();
+let stopping = false;
+let exitCode = 0;
+
+for (const role of ROLES) {
+  // detached: a terminal Ctrl-C reaches only this process, which forwards one signal; a second
+  // signal would cut Nest's graceful shutdown short.
+  const child = spawn(process.execPath, ['dist/main.js', role], { cwd: ROOT, stdio: 'inherit', env, detached: true });
+  children.set(role, child);
+  child.on('exit', (code, signal) => {
+    children.delete(role);
+    if (!stopping) {
+      say(`role ${role} exited (${signal ?? `code ${code}`}); stopping the others`);
+      exitCode = code || 1;
+      stop('SIGTERM');
+    }
+    if (children.size === 0) {
+      stopStartedServices();
+      process.exit(exitCode);
+    }
+  });
+}
+
+function stop(signal) {
+  if (stopping) return; // npm and the terminal may both deliver the same Ctrl-C
+  stopping = true;
+  say(`stopping (${signal}): finishing in-flight work`);
+  for (const child of children.values()) child.kill('SIGTERM');
+  setTimeout(() => {
+    for (const child of children.values()) child.kill('SIGKILL');
+  }, STOP_GRACE_MS).unref();
+}
+process.on('SIGINT', () => stop('SIGINT'));
+process.on('SIGTERM', () => stop('SIGTERM'));
+
+async function waitUntilReady() {
+  const url = `http://127.0.0.1:${port}/health/ready`;
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (Date.now() < deadline && !stopping) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      if (res.status === 200) return true;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return false;
+}
+
+if (await waitUntilReady()) {
+  const base = `http://127.0.0.1:${port}`;
+  const lines = [
+    '',
+    'Onceline is running:',
+    `  API         ${base}/v2`,
+    `  Swagger UI  ${base}/docs   (OpenAPI JSON ${base}/docs-json)`,
+    `  Health      ${base}/health/live   ${base}/health/ready`,
+    `  Metrics     ${base}/metrics`,
+    // SANDBOX: `  Sandbox     http://127.0.0.1:${env.SANDBOX_PORT || '3100'}`,
+    `  Admin CLI   node dist/cli.js --help   (e.g. node dist/cli.js accounts:create --name demo)`,
+    'Ctrl-C stops it gracefully.',
+    '',
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+} else if (!stopping) {
+  say(`${`http://127.0.0.1:${port}/health/ready`} did not answer 200 within ${READY_TIMEOUT_MS / 1000} s; still running, see the logs above`);
+}

@@ -57,7 +57,7 @@ export function asPostgresUser(bin, args) {
 /** Initialises (once) and starts a PostgreSQL cluster in dataDir on port; returns when it answers. */
 export async function startPostgresCluster(dataDir, port, logFile = `${dataDir}.log`) {
   const bin = findPostgresBin();
-  if (!bin) throw new Error('PostgreSQL is not installed. Install it (Debian: apt-get install postgresql) or run `docker compose up -d`.');
+  if (!bin) throw new Error('PostgreSQL is not installed. Install it (Debian: apt-get install postgresql) or run `docker compose up -d postgres redis`.');
   mkdirSync(dirname(dataDir), { recursive: true });
   const root = process.getuid?.() === 0;
   if (!existsSync(join(dataDir, 'PG_VERSION'))) {
@@ -86,7 +86,7 @@ export function stopPostgresCluster(dataDir, mode = 'fast') {
 /** Starts a redis-server on port that keeps nothing on disk. */
 export async function startRedisServer(port, dir) {
   const which = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
-  if (which.status !== 0) throw new Error('Redis is not installed. Install it (Debian: apt-get install redis-server) or run `docker compose up -d`.');
+  if (which.status !== 0) throw new Error('Redis is not installed. Install it (Debian: apt-get install redis-server) or run `docker compose up -d postgres redis`.');
   mkdirSync(dir, { recursive: true });
   execFileSync('redis-server', [
     '--port', String(port), '--bind', '127.0.0.1', '--daemonize', 'yes', '--save', '', '--appendonly', 'no',

@@ -1,0 +1,22 @@
+# The Onceline app for `docker compose up` (see docker-compose.yml). Two stages: build with the
+# dev dependencies, run with production dependencies only.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY src ./src
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# dist/database/migrator.js reads ../../migrations
+COPY migrations ./migrations
+COPY bin ./bin
+USER node
+EXPOSE 3000
+CMD ["node", "dist/main.js", "all"]

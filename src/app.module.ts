@@ -4,7 +4,11 @@ import { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { HealthModule } from './health/health.module.js';
+import { IngestModule } from './ingest/ingest.module.js';
+import { MessagingModule } from './messaging/messaging.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
+import { NumbersModule } from './numbers/numbers.module.js';
+import { BillingModule } from './billing/billing.module.js';
 import { OutboxModule } from './outbox/outbox.module.js';
 
 /** Every module; which loops run (HTTP, relay, workers) is decided by the role in main.ts. */
@@ -13,7 +17,7 @@ export class AppModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, OutboxModule, AccountsModule, HealthModule],
+      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, OutboxModule, AccountsModule, HealthModule, IngestModule, NumbersModule, BillingModule, MessagingModule],
     };
   }
 }

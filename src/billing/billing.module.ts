@@ -1,0 +1,8 @@
+import { Module } from '@nestjs/common';
+import { AccountsModule } from '../accounts/accounts.module.js';
+import { UsageController } from './usage.controller.js';
+import { UsageLedger } from './usage-ledger.js';
+
+/** The usage ledger and its read API; other modules record usage through UsageLedger only. */
+@Module({ imports: [AccountsModule], controllers: [UsageController], providers: [UsageLedger], exports: [UsageLedger] })
+export class BillingModule {}

@@ -1,0 +1,19 @@
+import { Injectable } from '@nestjs/common';
+import type { CarrierName } from '../ingest/normalized-event.js';
+import type { MessageSender } from './message-sender.js';
+import { TelnyxMessageSender } from './telnyx/telnyx-message-sender.js';
+import { TwilioMessageSender } from './twilio/twilio-message-sender.js';
+
+/** The sender for a number's carrier. */
+@Injectable()
+export class MessageSenders {
+  private readonly byCarrier: Record<CarrierName, MessageSender>;
+
+  constructor(telnyx: TelnyxMessageSender, twilio: TwilioMessageSender) {
+    this.byCarrier = { telnyx, twilio };
+  }
+
+  for(carrier: CarrierName): MessageSender {
+    return this.byCarrier[carrier];
+  }
+}

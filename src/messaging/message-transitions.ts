@@ -1,0 +1,125 @@
+import { Injectable } from '@nestjs/common';
+import { UsageLedger } from '../billing/usage-ledger.js';
+import { exec, type Tx } from '../database/tx.js';
+import { CustomerEvents } from '../webhooks/customer-events.js';
+import type { CustomerEventType } from '../webhooks/event-types.js';
+import { MESSAGE_COLUMNS, toView, type MessageStatus, type MessageView } from './message-view.js';
+
+type Row = MessageView & { account_id: string };
+
+/**
+ * Every change of a message's status. Each is one UPDATE whose WHERE clause is the guard; the
+ * status history, the usage row and the customer event are written in the same transaction,
+ * only when that UPDATE changed a row. A duplicate or contradictory carrier report changes nothing.
+ */
+@Injectable()
+export class MessageTransitions {
+  constructor(
+    private readonly usage: UsageLedger,
+    private readonly events: CustomerEvents,
+  ) {}
+
+  /** queued|scheduled → sending: dispatch has started. No event, no charge. */
+  async markSending(tx: Tx, messageId: string): Promise<boolean> {
+    // status IN ('queued','scheduled'): only a message not yet picked up starts sending.
+    const { rows } = await exec<Row>(
+      tx,
+      `UPDATE messages SET status = 'sending', updated_at = now()
+        WHERE id = $1 AND status IN ('queued', 'scheduled') RETURNING id`,
+      [messageId],
+    );
+    if (rows.length === 0) return false;
+    await this.recordHistory(tx, messageId, 'sending');
+    return true;
+  }
+
+  /** The carrier accepted the message: stamped with its id, billed per segment, `message.sent`. */
+  async markSent(tx: Tx, messageId: string, carrierMessageId: string): Promise<boolean> {
+    // status IN (unsent): a second dispatch run (crash after the carrier answered) finds it sent already.
+    const { rows } = await exec<Row>(
+      tx,
+      `UPDATE messages SET status = 'sent', carrier_message_id = $2, updated_at = now()
+        WHERE id = $1 AND status IN ('queued', 'scheduled', 'sending') RETURNING ${MESSAGE_COLUMNS}`,
+      [messageId, carrierMessageId],
+    );
+    if (rows.length === 0) return false;
+    const message = rows[0];
+    await this.recordHistory(tx, message.id, 'sent');
+    await this.usage.record(tx, { accountId: message.account_id, kind: 'sms_outbound_segments', resourceId: message.id, quantity: message.segments });
+    await this.emit(tx, message, 'message.sent');
+    return true;
+  }
+
+  /** The carrier refused the send (its 4xx is an answer): failed, not billed, `message.failed`. */
+  async markRejected(tx: Tx, messageId: string, errorCode: string, errorDetail: string): Promise<boolean> {
+    // status IN (unsent): a message the carrier accepted is never failed by a late send error.
+    const { rows } = await exec<Row>(
+      tx,
+      `UPDATE messages SET status = 'failed', error_code = $2, error_detail = $3, updated_at = now()
+        WHERE id = $1 AND status IN ('queued', 'scheduled', 'sending') RETURNING ${MESSAGE_COLUMNS}`,
+      [messageId, errorCode, errorDetail],
+    );
+    if (rows.length === 0) return false;
+    await this.recordHistory(tx, messageId, 'failed');
+    await this.emit(tx, rows[0], 'message.failed');
+    return true;
+  }
+
+  /**
+   * A delivery receipt for a message we sent. Returns 'applied', 'unchanged' (duplicate,
+   * contradiction after a terminal status, or nothing to do) or 'unknown_message' (not stamped
+   * with this carrier id yet: the caller retries later).
+   */
+  async applyReceipt(
+    tx: Tx,
+    receipt: { carrier: string; carrierMessageId: string; status: 'sent' | 'delivered' | 'failed'; errorCode?: string; errorDetail?: string },
+  ): Promise<'applied' | 'unchanged' | 'unknown_message'> {
+    const terminal = receipt.status !== 'sent';
+    // Terminal receipts: status NOT IN ('delivered','failed'), so the first terminal word wins.
+    // A 'sent' receipt only moves a message that has not left the unsent statuses.
+    const { rows } = await exec<Row>(
+      tx,
+      `UPDATE messages SET status = $3, error_code = coalesce($4, error_code), error_detail = coalesce($5, error_detail), updated_at = now()
+        WHERE carrier = $1 AND carrier_message_id = $2 AND direction = 'outbound'
+          AND ${terminal ? `status NOT IN ('delivered', 'failed')` : `status IN ('queued', 'scheduled', 'sending')`}
+        RETURNING ${MESSAGE_COLUMNS}`,
+      [receipt.carrier, receipt.carrierMessageId, receipt.status, receipt.errorCode ?? null, receipt.errorDetail ?? null],
+    );
+    if (rows.length === 1) {
+      await this.recordHistory(tx, rows[0].id, receipt.status);
+      await this.emit(tx, rows[0], `message.${receipt.status}`);
+      return 'applied';
+    }
+    const { rows: known } = await exec(tx, `SELECT 1 FROM messages WHERE carrier = $1 AND carrier_message_id = $2`, [receipt.carrier, receipt.carrierMessageId]);
+    return known.length === 0 ? 'unknown_message' : 'unchanged';
+  }
+
+  /** Records an inbound message once per carrier message id; billed and announced only then. */
+  async receiveInbound(
+    tx: Tx,
+    inbound: { id: string; accountId: string; carrier: string; carrierMessageId: string; from: string; to: string; text: string; segments: number; encoding: string },
+  ): Promise<boolean> {
+    // ON CONFLICT (carrier, carrier_message_id): a replayed or re-signed delivery inserts nothing.
+    const { rows } = await exec<Row>(
+      tx,
+      `INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, carrier_message_id)
+       VALUES ($1, $2, 'inbound', $3, $4, $5, 'received', $6, $7, $8, $9)
+       ON CONFLICT (carrier, carrier_message_id) DO NOTHING
+       RETURNING ${MESSAGE_COLUMNS}`,
+      [inbound.id, inbound.accountId, inbound.from, inbound.to, inbound.text, inbound.segments, inbound.encoding, inbound.carrier, inbound.carrierMessageId],
+    );
+    if (rows.length === 0) return false;
+    await this.recordHistory(tx, inbound.id, 'received');
+    await this.usage.record(tx, { accountId: inbound.accountId, kind: 'sms_inbound_segments', resourceId: inbound.id, quantity: inbound.segments });
+    await this.emit(tx, rows[0], 'message.received');
+    return true;
+  }
+
+  async recordHistory(tx: Tx, messageId: string, status: MessageStatus): Promise<void> {
+    await exec(tx, `INSERT INTO message_status_history (message_id, status) VALUES ($1, $2)`, [messageId, status]);
+  }
+
+  private async emit(tx: Tx, row: Row, type: CustomerEventType): Promise<void> {
+    await this.events.emit(tx, row.account_id, type, toView(row));
+  }
+}

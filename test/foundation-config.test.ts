@@ -1,0 +1,36 @@
+import { describe, expect, it } from '@jest/globals';
+import { runNode } from './support/run-node.js';
+
+// Each case: a bad environment and the variable the one message must name.
+const BAD: Array<[Record<string, string>, string[]]> = [
+  [{ PORT: 'abc' }, ['PORT']],
+  [{ DATABASE_URL: 'mysql://x' }, ['DATABASE_URL']],
+  [{ WEBHOOK_RETRY_SCHEDULE: 'a,b' }, ['WEBHOOK_RETRY_SCHEDULE']],
+  [{ REDIS_URL: 'http://127.0.0.1:6379', OUTBOX_BATCH_SIZE: '0' }, ['REDIS_URL', 'OUTBOX_BATCH_SIZE']],
+];
+
+describe('invalid configuration stops start-up with one clear message', () => {
+  it.each(BAD)('node dist/main.js api with %j', async (env, named) => {
+    const run = await runNode(['dist/main.js', 'api'], env);
+    expect(run.code).not.toBe(0);
+    expect(run.stdout).toBe('');
+    const lines = run.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^Invalid configuration: /);
+    for (const variable of named) expect(lines[0]).toContain(variable);
+  });
+
+  it.each(BAD)('node dist/cli.js outbox:status --json with %j', async (env, named) => {
+    const run = await runNode(['dist/cli.js', 'outbox:status', '--json'], env);
+    expect(run.code).not.toBe(0);
+    const doc = JSON.parse(run.stdout);
+    expect(doc.errors).toHaveLength(1);
+    for (const variable of named) expect(doc.errors[0].detail).toContain(variable);
+  });
+
+  it('an unknown role is refused with the list of roles', async () => {
+    const run = await runNode(['dist/main.js', 'everything'], {});
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain('api, worker, relay, sandbox, all');
+  });
+});

@@ -5,6 +5,8 @@ import { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { MigrateCommand } from './database/commands/migrate.command.js';
+import { ListCarrierEventsCommand, ReplayCarrierEventsCommand } from './ingest/commands/carrier-events.commands.js';
+import { IngestModule } from './ingest/ingest.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { OutboxStatusCommand } from './outbox/commands/outbox-status.command.js';
 import { OutboxModule } from './outbox/outbox.module.js';
@@ -15,8 +17,8 @@ export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CliModule,
-      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, OutboxModule, AccountsModule],
-      providers: [CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand],
+      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, OutboxModule, AccountsModule, IngestModule],
+      providers: [CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand],
     };
   }
 

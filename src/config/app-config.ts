@@ -30,7 +30,7 @@ export class AppConfig {
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 
-  @IsOptional() @IsString()
+  @IsOptional() @Matches(/^[A-Za-z0-9+/]{43}=$/, { message: 'must be the base64 of a raw 32-byte Ed25519 public key' })
   TELNYX_PUBLIC_KEY?: string;
 
   @IsOptional() @Matches(URL_RE, { message: 'must be an absolute URL' })
@@ -86,6 +86,18 @@ export class AppConfig {
   /** Worker concurrency per queue. */
   @Transform(toInt) @Min(1) @Max(1000) @IsInt()
   WORKER_CONCURRENCY = 20;
+
+  /** Carrier events: how long after ingest an out-of-order event keeps being retried before it fails. */
+  @Transform(toInt) @Min(1) @IsInt()
+  CARRIER_EVENT_RETRY_DEADLINE_SECONDS = 3600;
+
+  /** Carrier events: first retry delay of an out-of-order event (doubles each time, with jitter). */
+  @Transform(toInt) @Min(1) @IsInt()
+  CARRIER_EVENT_RETRY_BASE_MS = 1000;
+
+  /** Carrier events: the longest wait between two retries. */
+  @Transform(toInt) @Min(1) @IsInt()
+  CARRIER_EVENT_RETRY_MAX_DELAY_SECONDS = 300;
 
   get publicBaseUrl(): string {
     return this.PUBLIC_BASE_URL ?? `http://127.0.0.1:${this.PORT}`;

@@ -40,7 +40,8 @@ export interface CallEvent extends EventBase {
   kind: 'call.initiated' | 'call.answered' | 'call.hangup' | 'call.status';
   /** The carrier's id of this call leg (Telnyx call_control_id, Twilio CallSid). */
   carrierCallId: string;
-  direction: 'inbound' | 'outbound';
+  /** `unknown` when the carrier omits it on this event (Telnyx call.hangup): the call row knows it. */
+  direction: 'inbound' | 'outbound' | 'unknown';
   from?: string;
   to?: string;
   progress: CallProgress;

@@ -4,15 +4,20 @@
  */
 export enum QueueName {
   System = 'system',
+  /** Processing of ingested carrier webhooks. */
+  CarrierEvents = 'carrier-events',
 }
 
 export enum JobName {
   /** Diagnostics and benchmarks: records one probe_runs row per run. */
   Probe = 'probe',
+  /** Runs one stored carrier event through the handler its owning module registered. */
+  ProcessCarrierEvent = 'process-carrier-event',
 }
 
 export interface JobPayloads {
   [JobName.Probe]: { label?: string };
+  [JobName.ProcessCarrierEvent]: { carrierEventId: string };
 }
 
 export interface JobSpec {
@@ -31,6 +36,9 @@ export interface JobSpec {
 
 export const JOB_SPECS: { [K in JobName]: JobSpec } = {
   [JobName.Probe]: { queue: QueueName.System, mode: 'transactional', attempts: 5, backoffMs: 200 },
+  // BullMQ retries only infrastructure errors (database gone mid-run); an out-of-order event's
+  // retries are new outbox jobs with run_at, bounded by CARRIER_EVENT_RETRY_DEADLINE_SECONDS.
+  [JobName.ProcessCarrierEvent]: { queue: QueueName.CarrierEvents, mode: 'transactional', attempts: 10, backoffMs: 1000 },
 };
 
 export function queueOf(name: JobName): QueueName {

@@ -1,0 +1,44 @@
+import type { CarrierName, NormalizedEvent } from '../ingest/normalized-event.js';
+
+/** One carrier webhook as it reached us, before anything trusts it. */
+export interface InboundWebhook {
+  /** The exact bytes received: what the carrier signed. */
+  rawBody: Buffer;
+  /** The body as the HTTP layer parsed it (JSON value or form fields). */
+  body: unknown;
+  headers: Record<string, string | string[] | undefined>;
+  /** Path plus query string as requested, e.g. `/webhooks/twilio/voice?x=1`. */
+  url: string;
+  /** Which of the carrier's webhook URLs was called, for carriers with several (Twilio). */
+  channel?: 'messaging' | 'voice';
+}
+
+/** A verified webhook, normalized: what ingest stores. */
+export interface AcceptedWebhook {
+  event: NormalizedEvent;
+  /** The carrier's own word for the event type, kept for humans and `ignored` events. */
+  carrierEventType: string;
+  /** The carrier's body as JSON text (stored as jsonb). */
+  payloadJson: string;
+  /** For carriers that sign with a nonce: the replay key under a partial unique index. */
+  signatureNonce?: string;
+}
+
+/** Verifies and normalizes one carrier's webhooks; the only code that knows its vocabulary. */
+export interface CarrierAdapter {
+  readonly carrier: CarrierName;
+  /** Throws SignatureRejected (401) or MalformedWebhook (400); never touches storage. */
+  accept(webhook: InboundWebhook): AcceptedWebhook;
+}
+
+/** Signature missing or wrong, or timestamp outside the tolerance: answered 401. */
+export class SignatureRejected extends Error {}
+
+/** Correctly signed but not the carrier's shape: answered 400. */
+export class MalformedWebhook extends Error {}
+
+/** One header's value, whatever its case in the request (Node lower-cases them already). */
+export function header(headers: InboundWebhook['headers'], name: string): string | undefined {
+  const value = headers[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value;
+}

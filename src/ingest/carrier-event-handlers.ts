@@ -1,0 +1,57 @@
+import { Injectable } from '@nestjs/common';
+import type { Tx } from '../database/tx.js';
+import type { NormalizedEvent, NormalizedEventKind } from './normalized-event.js';
+
+/** Kinds a module can own; `ignored` events are never dispatched. */
+export type HandledKind = Exclude<NormalizedEventKind, 'ignored'>;
+
+export interface CarrierEventContext {
+  carrierEventId: string;
+  /** 1 on the first run; retries and replays count up. */
+  attempt: number;
+  /** True when an operator re-ran the event (carrier-events:replay). */
+  replay: boolean;
+}
+
+/**
+ * Does the owning module's work for one event inside `tx`, the transaction that also marks the
+ * event processed. It must be safe to run again (guarded UPDATEs): a replay re-runs it.
+ */
+export type CarrierEventHandler<K extends HandledKind> = (
+  event: Extract<NormalizedEvent, { kind: K }>,
+  tx: Tx,
+  context: CarrierEventContext,
+) => Promise<void>;
+
+/**
+ * Thrown by a handler when what the event refers to is not there yet (a receipt that outran the
+ * dispatcher's commit). The event is retried with exponential backoff and jitter until
+ * CARRIER_EVENT_RETRY_DEADLINE_SECONDS after it was ingested, then recorded as failed.
+ * Any other error is permanent: recorded on the event at once, no retry, replayable.
+ */
+export class RetryLaterError extends Error {}
+
+/**
+ * Which module handles which kind of carrier event. Messaging, Calls, ... call `register` from
+ * their onModuleInit; a kind nobody registered is marked processed with a note, not failed.
+ */
+@Injectable()
+export class CarrierEventHandlers {
+  private readonly handlers = new Map<HandledKind, CarrierEventHandler<HandledKind>>();
+
+  register<K extends HandledKind>(kind: K, handler: CarrierEventHandler<K>): void {
+    if (this.handlers.has(kind)) throw new Error(`a carrier event handler for ${kind} is already registered`);
+    this.handlers.set(kind, handler as unknown as CarrierEventHandler<HandledKind>);
+  }
+
+  /** Tests: puts a handler in place of the registered one (or none); returns the undo. */
+  override<K extends HandledKind>(kind: K, handler: CarrierEventHandler<K>): () => void {
+    const previous = this.handlers.get(kind);
+    this.handlers.set(kind, handler as unknown as CarrierEventHandler<HandledKind>);
+    return () => (previous ? this.handlers.set(kind, previous) : this.handlers.delete(kind));
+  }
+
+  get(kind: NormalizedEventKind): CarrierEventHandler<HandledKind> | undefined {
+    return kind === 'ignored' ? undefined : this.handlers.get(kind);
+  }
+}

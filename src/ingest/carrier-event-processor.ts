@@ -1,0 +1,127 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../config/app-config.js';
+import { exec, type Tx } from '../database/tx.js';
+import { isDatabaseUnavailable } from '../http/errors.filter.js';
+import { JobName } from '../outbox/job-catalogue.js';
+import { OutboxService } from '../outbox/outbox.service.js';
+import { CarrierEventHandlers, RetryLaterError } from './carrier-event-handlers.js';
+import type { NormalizedEvent } from './normalized-event.js';
+
+export type ProcessOutcome = 'processed' | 'ignored' | 'retry_scheduled' | 'failed' | 'already_processed' | 'not_found';
+
+export interface ProcessResult {
+  id: string;
+  outcome: ProcessOutcome;
+  error?: string;
+}
+
+/** Errors the whole job should be retried for (by BullMQ): the database, not the event, failed. */
+function isTransient(err: unknown): boolean {
+  const code = (err as { code?: string })?.code;
+  return isDatabaseUnavailable(err) || code === '40001' || code === '40P01';
+}
+
+function messageOf(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).slice(0, 2000);
+}
+
+/**
+ * Runs one stored carrier event through its owning module's handler, in the caller's
+ * transaction (the job's, or a replay's), and marks it processed in that same transaction.
+ */
+@Injectable()
+export class CarrierEventProcessor {
+  constructor(
+    private readonly handlers: CarrierEventHandlers,
+    private readonly outbox: OutboxService,
+    private readonly config: AppConfig,
+  ) {}
+
+  async process(tx: Tx, id: string, { replay = false } = {}): Promise<ProcessResult> {
+    // FOR UPDATE: a job run and a replay of one event take turns; the second sees processed_at.
+    const { rows } = await exec<{ normalized: NormalizedEvent; attempts: number; age_ms: number; processed: boolean }>(
+      tx,
+      `SELECT normalized, attempts, processed_at IS NOT NULL AS processed,
+              extract(epoch FROM clock_timestamp() - created_at)::float8 * 1000 AS age_ms
+         FROM carrier_events WHERE id = $1 FOR UPDATE`,
+      [id],
+    );
+    const row = rows[0];
+    if (!row) return { id, outcome: 'not_found' };
+    if (row.processed) return { id, outcome: 'already_processed' };
+    const event = row.normalized;
+    const handler = this.handlers.get(event.kind);
+    if (!handler) {
+      const note = event.kind === 'ignored' ? `ignored: carrier event type ${event.carrierEventType}` : `no handler registered for ${event.kind}`;
+      await this.markProcessed(tx, id, note);
+      return { id, outcome: 'ignored' };
+    }
+    // A savepoint, so a failed handler's partial writes go while the outcome is still recorded
+    // and the job still completes in this transaction.
+    await exec(tx, 'SAVEPOINT carrier_event_handler');
+    try {
+      await handler(event as never, tx, { carrierEventId: id, attempt: row.attempts + 1, replay });
+      await exec(tx, 'RELEASE SAVEPOINT carrier_event_handler');
+    } catch (err) {
+      if (isTransient(err)) throw err;
+      await exec(tx, 'ROLLBACK TO SAVEPOINT carrier_event_handler');
+      if (err instanceof RetryLaterError) return this.retryLater(tx, id, row.age_ms, err);
+      await this.markFailed(tx, id, messageOf(err));
+      return { id, outcome: 'failed', error: messageOf(err) };
+    }
+    await this.markProcessed(tx, id, null);
+    return { id, outcome: 'processed' };
+  }
+
+  /**
+   * Out of order: schedules another run as a NEW outbox job with run_at, rather than a BullMQ
+   * retry. The wait then lives in Postgres (it survives Redis being flushed or restarted, and a
+   * BullMQ attempt count cannot express "until one hour after ingest"), each attempt is a row an
+   * operator can see, and the delay is capped to what is left of the deadline.
+   */
+  private async retryLater(tx: Tx, id: string, ageMs: number, err: RetryLaterError): Promise<ProcessResult> {
+    const remainingMs = this.config.CARRIER_EVENT_RETRY_DEADLINE_SECONDS * 1000 - ageMs;
+    if (remainingMs <= 0) {
+      const error = `retry deadline of ${this.config.CARRIER_EVENT_RETRY_DEADLINE_SECONDS} s passed: ${messageOf(err)}`;
+      await this.markFailed(tx, id, error);
+      return { id, outcome: 'failed', error };
+    }
+    // Guarded on processed_at IS NULL (we hold the row lock): counts the attempt, names the wait.
+    const { rows } = await exec<{ attempts: number }>(
+      tx,
+      `UPDATE carrier_events SET attempts = attempts + 1, note = left($2, 2000)
+        WHERE id = $1 AND processed_at IS NULL RETURNING attempts`,
+      [id, `waiting to retry: ${messageOf(err)}`],
+    );
+    const attempts = rows[0].attempts;
+    const delayMs = Math.min(remainingMs, this.backoffMs(attempts));
+    await this.outbox.enqueue(tx, {
+      name: JobName.ProcessCarrierEvent,
+      data: { carrierEventId: id },
+      jobId: `${id}-r${attempts}`,
+      runAt: new Date(Date.now() + delayMs),
+    });
+    return { id, outcome: 'retry_scheduled', error: messageOf(err) };
+  }
+
+  /** Exponential (base × 2^(n-1), capped), with equal jitter so a burst of early receipts spreads out. */
+  private backoffMs(attempt: number): number {
+    const ceiling = Math.min(this.config.CARRIER_EVENT_RETRY_MAX_DELAY_SECONDS * 1000, this.config.CARRIER_EVENT_RETRY_BASE_MS * 2 ** Math.min(attempt - 1, 30));
+    return ceiling / 2 + Math.random() * (ceiling / 2);
+  }
+
+  private async markProcessed(tx: Tx, id: string, note: string | null): Promise<void> {
+    // Only an unprocessed event becomes processed (we hold its row lock since the SELECT).
+    await exec(
+      tx,
+      `UPDATE carrier_events SET processed_at = now(), error = NULL, note = $2, attempts = attempts + 1
+        WHERE id = $1 AND processed_at IS NULL`,
+      [id, note],
+    );
+  }
+
+  private async markFailed(tx: Tx, id: string, error: string): Promise<void> {
+    // processed_at stays NULL: the event is in the failed list until a replay succeeds.
+    await exec(tx, `UPDATE carrier_events SET error = $2, attempts = attempts + 1 WHERE id = $1 AND processed_at IS NULL`, [id, error]);
+  }
+}

@@ -1,0 +1,22 @@
+import { Module } from '@nestjs/common';
+import { TelnyxAdapter } from '../carriers/telnyx/telnyx-adapter.js';
+import { TwilioAdapter } from '../carriers/twilio/twilio-adapter.js';
+import { OutboxModule } from '../outbox/outbox.module.js';
+import { CarrierEventHandlers } from './carrier-event-handlers.js';
+import { CarrierEventProcessor } from './carrier-event-processor.js';
+import { CarrierEventsService } from './carrier-events.service.js';
+import { IngestController } from './ingest.controller.js';
+import { IngestService } from './ingest.service.js';
+import { ProcessCarrierEventHandler } from './process-carrier-event.handler.js';
+
+/**
+ * Carrier webhooks in, normalized events out to whichever module registered for their kind.
+ * Modules import this one for CarrierEventHandlers (and throw RetryLaterError from handlers).
+ */
+@Module({
+  imports: [OutboxModule],
+  controllers: [IngestController],
+  providers: [TelnyxAdapter, TwilioAdapter, IngestService, CarrierEventHandlers, CarrierEventProcessor, CarrierEventsService, ProcessCarrierEventHandler],
+  exports: [CarrierEventHandlers, CarrierEventsService],
+})
+export class IngestModule {}

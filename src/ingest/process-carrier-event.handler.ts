@@ -1,0 +1,15 @@
+import { Injectable } from '@nestjs/common';
+import { JobName, type JobPayloads } from '../outbox/job-catalogue.js';
+import { HandlesJob, type JobContext, type JobHandler } from '../outbox/job-handler.js';
+import { CarrierEventProcessor } from './carrier-event-processor.js';
+
+/** Worker side of ingest: the event's processing commits with the job's completion. */
+@Injectable()
+@HandlesJob(JobName.ProcessCarrierEvent)
+export class ProcessCarrierEventHandler implements JobHandler<JobName.ProcessCarrierEvent> {
+  constructor(private readonly processor: CarrierEventProcessor) {}
+
+  async handle(data: JobPayloads[JobName.ProcessCarrierEvent], { tx }: JobContext): Promise<void> {
+    await this.processor.process(tx!, data.carrierEventId);
+  }
+}

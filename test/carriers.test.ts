@@ -1,0 +1,253 @@
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { createPrivateKey, sign } from 'node:crypto';
+import nacl from 'tweetnacl';
+import { TelnyxWebhook } from 'telnyx/lib/webhooks';
+import { MalformedWebhook, SignatureRejected, type InboundWebhook } from '../src/carriers/carrier-adapter.js';
+import { TelnyxAdapter } from '../src/carriers/telnyx/telnyx-adapter.js';
+import { telnyxPublicKey, telnyxSignatureProblem } from '../src/carriers/telnyx/telnyx-signature.js';
+import { TwilioAdapter } from '../src/carriers/twilio/twilio-adapter.js';
+import { twilioSignature, twilioSignatureMatches } from '../src/carriers/twilio/twilio-signature.js';
+import { loadConfig } from '../src/config/app-config.js';
+import type { NormalizedEvent } from '../src/ingest/normalized-event.js';
+import { carrierFixture, formBody, nowSeconds, parseForm, telnyxFixture, telnyxSigner, twilioHeaders } from './support/carrier-signing.js';
+
+const TOLERANCE = 300;
+const AUTH_TOKEN = 'test-auth-token';
+const BASE = 'https://hooks.example.test';
+
+/** PKCS#8 DER header of an Ed25519 private key; the 32-byte seed follows it. */
+const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+function telnyxAdapter(publicKey: string): TelnyxAdapter {
+  return new TelnyxAdapter(loadConfig({ TELNYX_PUBLIC_KEY: publicKey, WEBHOOK_TOLERANCE_SECONDS: String(TOLERANCE) }));
+}
+
+function twilioAdapter(): TwilioAdapter {
+  return new TwilioAdapter(loadConfig({ TWILIO_AUTH_TOKEN: AUTH_TOKEN, PUBLIC_BASE_URL: BASE }));
+}
+
+function telnyxWebhook(body: string, headers: Record<string, string>): InboundWebhook {
+  return { rawBody: Buffer.from(body), body: JSON.parse(body), headers, url: '/webhooks/telnyx' };
+}
+
+function twilioWebhook(channel: 'messaging' | 'voice', fields: Record<string, string>, headers: Record<string, string>, path = `/webhooks/twilio/${channel}`): InboundWebhook {
+  return { rawBody: Buffer.from(formBody(fields)), body: fields, headers, url: path, channel };
+}
+
+describe('Telnyx Ed25519 signatures', () => {
+  it('a fresh key pair: our verifier and the telnyx package verifier both accept, and both refuse tampering', async () => {
+    const signer = telnyxSigner();
+    const body = telnyxFixture('message.received.json');
+    const headers = signer.headers(body);
+    const key = telnyxPublicKey(signer.publicKey);
+    expect(telnyxSignatureProblem(key, { signature: headers['telnyx-signature-ed25519'], timestamp: headers['telnyx-timestamp'], rawBody: Buffer.from(body) }, TOLERANCE)).toBeUndefined();
+    await expect(new TelnyxWebhook(signer.publicKey).verify(body, headers)).resolves.toBeUndefined();
+
+    const tampered = body.replace('Hello from Telnyx!', 'Hello from Mallory');
+    expect(telnyxSignatureProblem(key, { signature: headers['telnyx-signature-ed25519'], timestamp: headers['telnyx-timestamp'], rawBody: Buffer.from(tampered) }, TOLERANCE)).toBe('signature does not match');
+    await expect(new TelnyxWebhook(signer.publicKey).verify(tampered, headers)).rejects.toThrow(/signature/i);
+
+    const otherTime: Record<string, string> = { ...headers, 'telnyx-timestamp': String(Number(headers['telnyx-timestamp']) - 1) };
+    expect(telnyxSignatureProblem(key, { signature: otherTime['telnyx-signature-ed25519'], timestamp: otherTime['telnyx-timestamp'], rawBody: Buffer.from(body) }, TOLERANCE)).toBe('signature does not match');
+    await expect(new TelnyxWebhook(signer.publicKey).verify(body, otherTime)).rejects.toThrow();
+  });
+
+  it('the timestamp window holds in both directions, at the edges', () => {
+    const signer = telnyxSigner();
+    const key = telnyxPublicKey(signer.publicKey);
+    const body = Buffer.from(telnyxFixture('message.sent.json'));
+    const now = nowSeconds();
+    const at = (offset: number) => {
+      const h = signer.headers(body, now + offset);
+      return telnyxSignatureProblem(key, { signature: h['telnyx-signature-ed25519'], timestamp: h['telnyx-timestamp'], rawBody: body }, TOLERANCE, now);
+    };
+    expect(at(-TOLERANCE)).toBeUndefined();
+    expect(at(TOLERANCE)).toBeUndefined();
+    expect(at(-TOLERANCE - 1)).toMatch(/tolerance/);
+    expect(at(TOLERANCE + 1)).toMatch(/tolerance/);
+  });
+
+  it('property: node:crypto and tweetnacl agree on random keys, bodies and tampered signatures', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        fc.uint8Array({ maxLength: 600 }),
+        fc.integer({ min: 0, max: 63 }),
+        fc.integer({ min: 1, max: 255 }),
+        fc.boolean(),
+        (seed, bodyBytes, flipAt, flipBits, tamper) => {
+          const pair = nacl.sign.keyPair.fromSeed(seed);
+          const timestamp = String(nowSeconds());
+          const body = Buffer.from(bodyBytes);
+          const message = Buffer.concat([Buffer.from(`${timestamp}|`), body]);
+          // tweetnacl (the reference) signs; node's own signer over the same seed must agree byte for byte.
+          const signature = Buffer.from(nacl.sign.detached(message, pair.secretKey));
+          const nodeKey = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, Buffer.from(seed)]), format: 'der', type: 'pkcs8' });
+          expect(sign(null, message, nodeKey).equals(signature)).toBe(true);
+          if (tamper) signature[flipAt] ^= flipBits;
+          const reference = nacl.sign.detached.verify(message, signature, pair.publicKey);
+          const ours = telnyxSignatureProblem(telnyxPublicKey(Buffer.from(pair.publicKey).toString('base64')), { signature: signature.toString('base64'), timestamp, rawBody: body }, TOLERANCE) === undefined;
+          expect(ours).toBe(reference);
+          expect(ours).toBe(!tamper);
+        },
+      ),
+      // tweetnacl is slow (pure JS): 60 runs keep this under a few seconds.
+      { numRuns: 60 },
+    );
+  });
+
+  it('refuses a key that is not 32 raw bytes in base64', () => {
+    expect(() => telnyxPublicKey('c2hvcnQ=')).toThrow(/TELNYX_PUBLIC_KEY/);
+  });
+});
+
+describe('Twilio HMAC-SHA1 signatures', () => {
+  it("matches Twilio's documented example", () => {
+    const fields = { CallSid: 'CA1234567890ABCDE', Caller: '+12349013030', Digits: '1234', From: '+12349013030', To: '+18005551212' };
+    const url = 'https://mycompany.com/myapp.php?foo=1&bar=2';
+    expect(twilioSignature('12345', url, fields)).toBe('0/KCTR6DLpKmkAf8muzZqo1nDgQ=');
+    expect(twilioSignatureMatches('12345', url, fields, '0/KCTR6DLpKmkAf8muzZqo1nDgQ=')).toBe(true);
+    expect(twilioSignatureMatches('12345', url, { ...fields, Digits: '1235' }, '0/KCTR6DLpKmkAf8muzZqo1nDgQ=')).toBe(false);
+    expect(twilioSignatureMatches('12345', url, fields, '0/KCTR6DLpKmkAf8muzZqo1nDgQ')).toBe(false);
+    expect(twilioSignatureMatches('12345', url, fields, undefined)).toBe(false);
+  });
+
+  it('signs PUBLIC_BASE_URL + path + query string', () => {
+    const fields = parseForm(carrierFixture('twilio/status-delivered.form'));
+    const good = twilioHeaders(AUTH_TOKEN, `${BASE}/webhooks/twilio/messaging?tenant=7`, fields);
+    expect(twilioAdapter().accept(twilioWebhook('messaging', fields, good, '/webhooks/twilio/messaging?tenant=7')).event.kind).toBe('message.status');
+    const withoutQuery = twilioHeaders(AUTH_TOKEN, `${BASE}/webhooks/twilio/messaging`, fields);
+    expect(() => twilioAdapter().accept(twilioWebhook('messaging', fields, withoutQuery, '/webhooks/twilio/messaging?tenant=7'))).toThrow(SignatureRejected);
+  });
+});
+
+describe('Telnyx adapter normalization', () => {
+  const signer = telnyxSigner();
+  const adapter = telnyxAdapter(signer.publicKey);
+  const normalize = (body: string): NormalizedEvent => adapter.accept(telnyxWebhook(body, signer.headers(body))).event;
+
+  it('message.received', () => {
+    expect(normalize(telnyxFixture('message.received.json'))).toEqual({
+      carrier: 'telnyx', carrierEventId: 'b301ed3f-1490-491f-995f-6e64e69674d4', occurredAt: '2026-11-29T20:16:07.588Z',
+      kind: 'message.received', carrierMessageId: '84cca175-9755-4859-b67f-4730d7f58aa3', from: '+13125550001', to: '+17735550002', text: 'Hello from Telnyx!',
+    });
+  });
+
+  it('message receipts read the recipient status and the first error', () => {
+    expect(normalize(telnyxFixture('message.sent.json'))).toMatchObject({ kind: 'message.status', carrierMessageId: 'ac012cbf-2d9e-4c0e-a9fb-8f9e7b8c4a11', status: 'sent', carrierStatus: 'sent' });
+    expect(normalize(telnyxFixture('message.finalized.delivered.json'))).toMatchObject({ kind: 'message.status', status: 'delivered' });
+    expect(normalize(telnyxFixture('message.finalized.failed.json'))).toMatchObject({
+      kind: 'message.status', status: 'failed', carrierStatus: 'delivery_failed', errorCode: '40300', errorDetail: 'The destination handset is not reachable.',
+    });
+  });
+
+  it.each([
+    ['queued', 'queued'], ['sending', 'sending'], ['sent', 'sent'], ['delivered', 'delivered'],
+    ['sending_failed', 'failed'], ['delivery_failed', 'failed'], ['delivery_unconfirmed', 'unknown'], ['something_new', 'unknown'],
+  ])('Telnyx message status %s → %s (unknown is stored, not guessed)', (word, status) => {
+    const body = JSON.parse(telnyxFixture('message.finalized.delivered.json'));
+    body.data.payload.to[0].status = word;
+    expect(normalize(JSON.stringify(body))).toMatchObject({ kind: 'message.status', status, carrierStatus: word });
+  });
+
+  it('calls: initiated and answered do not end anything, hangup does; direction is read', () => {
+    expect(normalize(telnyxFixture('call.initiated.json'))).toMatchObject({ kind: 'call.initiated', progress: 'initiated', direction: 'inbound', carrierCallId: 'v3:MdI91X4lWFEs7IgbBEOT9M4AigoY08M0WWZFISt1Yw2axZ_IiE4pqg' });
+    expect(normalize(telnyxFixture('call.answered.json'))).toMatchObject({ kind: 'call.answered', progress: 'answered', direction: 'outbound' });
+    expect(normalize(telnyxFixture('call.hangup.json'))).toMatchObject({ kind: 'call.hangup', progress: 'ended', hangupCause: 'normal_clearing', direction: 'unknown', occurredAt: '2026-11-29T22:26:40.000Z' });
+  });
+
+  it('an unknown event type is kept as ignored', () => {
+    const body = JSON.parse(telnyxFixture('message.sent.json'));
+    body.data.event_type = 'number_order.complete';
+    expect(normalize(JSON.stringify(body))).toMatchObject({ kind: 'ignored', carrierEventType: 'number_order.complete' });
+  });
+
+  it.each([
+    ['no data', (b: any) => delete b.data],
+    ['no data.id', (b: any) => delete b.data.id],
+    ['record_type not event', (b: any) => (b.data.record_type = 'message')],
+    ['occurred_at not a time', (b: any) => (b.data.occurred_at = 'yesterday')],
+    ['payload without to[]', (b: any) => delete b.data.payload.to],
+    ['payload without id', (b: any) => delete b.data.payload.id],
+  ])('a signed body with %s is malformed', (_, mutate) => {
+    const body = JSON.parse(telnyxFixture('message.sent.json'));
+    mutate(body);
+    expect(() => normalize(JSON.stringify(body))).toThrow(MalformedWebhook);
+  });
+
+  it('refuses everything when no public key is configured', () => {
+    const body = telnyxFixture('message.sent.json');
+    const unconfigured = new TelnyxAdapter(loadConfig({}));
+    expect(() => unconfigured.accept(telnyxWebhook(body, signer.headers(body)))).toThrow(SignatureRejected);
+  });
+});
+
+describe('Twilio adapter normalization', () => {
+  const adapter = twilioAdapter();
+  const accept = (channel: 'messaging' | 'voice', fields: Record<string, string>, token?: string) =>
+    adapter.accept(twilioWebhook(channel, fields, twilioHeaders(AUTH_TOKEN, `${BASE}/webhooks/twilio/${channel}`, fields, token)));
+
+  it('inbound SMS', () => {
+    const { event, carrierEventType } = accept('messaging', parseForm(carrierFixture('twilio/inbound-sms.form')));
+    expect(carrierEventType).toBe('messaging.received');
+    expect(event).toMatchObject({
+      carrier: 'twilio', kind: 'message.received', carrierEventId: 'SM0f8b6d3c2e1a4b5c6d7e8f9a0b1c2d3e:received',
+      carrierMessageId: 'SM0f8b6d3c2e1a4b5c6d7e8f9a0b1c2d3e', from: '+13125550001', to: '+14155550100', text: 'Hello from Twilio',
+    });
+  });
+
+  it('status callbacks: dedupe on Sid:Status, or the idempotency token when Twilio sends one', () => {
+    expect(accept('messaging', parseForm(carrierFixture('twilio/status-delivered.form'))).event).toMatchObject({
+      kind: 'message.status', status: 'delivered', carrierEventId: 'SM1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d:delivered',
+    });
+    expect(accept('messaging', parseForm(carrierFixture('twilio/status-undelivered.form')), 'tok-1').event).toMatchObject({
+      kind: 'message.status', status: 'failed', carrierStatus: 'undelivered', errorCode: '30003', carrierEventId: 'tok-1',
+    });
+  });
+
+  it.each([
+    ['accepted', 'queued'], ['queued', 'queued'], ['sending', 'sending'], ['sent', 'sent'], ['delivered', 'delivered'],
+    ['read', 'delivered'], ['undelivered', 'failed'], ['failed', 'failed'], ['partially_delivered', 'unknown'],
+  ])('Twilio MessageStatus %s → %s', (word, status) => {
+    expect(accept('messaging', { MessageSid: 'SM1', MessageStatus: word }).event).toMatchObject({ kind: 'message.status', status, carrierStatus: word });
+  });
+
+  it.each([
+    ['queued', 'call.status', 'initiated'],
+    ['initiated', 'call.initiated', 'initiated'],
+    ['ringing', 'call.status', 'ringing'],
+    ['in-progress', 'call.answered', 'answered'],
+    ['completed', 'call.hangup', 'ended'],
+    ['busy', 'call.hangup', 'ended'],
+    ['no-answer', 'call.hangup', 'ended'],
+    ['failed', 'call.hangup', 'ended'],
+    ['canceled', 'call.hangup', 'ended'],
+    ['transferring', 'call.status', 'unknown'],
+  ])('Twilio CallStatus %s → %s / %s', (word, kind, progress) => {
+    const event = accept('voice', { CallSid: 'CA1', CallStatus: word, Direction: 'outbound-api', CallDuration: '61' }).event;
+    expect(event).toMatchObject({ kind, progress, carrierStatus: word, direction: 'outbound' });
+  });
+
+  it('ringing, initiated and queued never end a call (no hangup kind, no ended progress)', () => {
+    for (const word of ['ringing', 'initiated', 'queued']) {
+      for (const direction of ['inbound', 'outbound-dial']) {
+        const event = accept('voice', { CallSid: 'CA2', CallStatus: word, Direction: direction }).event;
+        expect(event.kind).not.toBe('call.hangup');
+        expect(event).not.toMatchObject({ progress: 'ended' });
+        expect(event).not.toHaveProperty('hangupCause');
+      }
+    }
+  });
+
+  it('reads duration and the ending word', () => {
+    expect(accept('voice', { CallSid: 'CA3', CallStatus: 'completed', Direction: 'inbound', CallDuration: '61' }).event).toMatchObject({ durationSeconds: 61, direction: 'inbound' });
+    expect(accept('voice', { CallSid: 'CA3', CallStatus: 'busy', Direction: 'inbound' }).event).toMatchObject({ hangupCause: 'busy' });
+  });
+
+  it('a signed callback without its Sid or status is malformed; an unsigned one is refused first', () => {
+    expect(() => accept('messaging', { From: '+1' })).toThrow(MalformedWebhook);
+    expect(() => accept('voice', { CallSid: 'CA1' })).toThrow(MalformedWebhook);
+    expect(() => adapter.accept(twilioWebhook('voice', { CallSid: 'CA1' }, {}))).toThrow(SignatureRejected);
+  });
+});

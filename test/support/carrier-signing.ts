@@ -1,0 +1,96 @@
+import { generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { twilioSignature } from '../../src/carriers/twilio/twilio-signature.js';
+
+/**
+ * Builds and signs carrier webhooks the way Telnyx and Twilio do, for tests and the sandbox:
+ * a fresh Ed25519 key pair per Telnyx signer, HMAC-SHA1 over URL + sorted fields for Twilio.
+ */
+
+const FIXTURES = new URL('../fixtures/carriers/', import.meta.url);
+
+/** A sample webhook body from test/fixtures/carriers (copied from the shared carrier samples). */
+export function carrierFixture(name: string): string {
+  return readFileSync(new URL(name, FIXTURES), 'utf8');
+}
+
+export interface TelnyxSigner {
+  /** base64 of the raw 32-byte public key: the TELNYX_PUBLIC_KEY to configure. */
+  publicKey: string;
+  privateKey: KeyObject;
+  /** The two headers Telnyx sends, for these exact body bytes. */
+  headers(body: string | Buffer, timestamp?: number): Record<string, string>;
+}
+
+export function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+export function telnyxSigner(): TelnyxSigner {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const raw = Buffer.from(publicKey.export({ format: 'jwk' }).x as string, 'base64url');
+  return {
+    publicKey: raw.toString('base64'),
+    privateKey,
+    headers(body, timestamp = nowSeconds()) {
+      const signed = Buffer.concat([Buffer.from(`${timestamp}|`), Buffer.from(body)]);
+      return {
+        'content-type': 'application/json',
+        'telnyx-timestamp': String(timestamp),
+        'telnyx-signature-ed25519': sign(null, signed, privateKey).toString('base64'),
+      };
+    },
+  };
+}
+
+export interface TelnyxEventOptions {
+  id?: string;
+  attempt?: number;
+  occurredAt?: string;
+}
+
+/** A Telnyx API v2 envelope around a payload; `attempt` changes the body as a real retry does. */
+export function telnyxEvent(eventType: string, payload: Record<string, unknown>, options: TelnyxEventOptions = {}): string {
+  return JSON.stringify({
+    data: { event_type: eventType, id: options.id ?? randomUUID(), occurred_at: options.occurredAt ?? new Date().toISOString(), record_type: 'event', payload },
+    meta: { attempt: options.attempt ?? 1, delivered_to: 'http://127.0.0.1/webhooks/telnyx' },
+  });
+}
+
+/** A fixture with its event id and meta.attempt replaced: the same event delivered again. */
+export function telnyxFixture(name: string, options: TelnyxEventOptions = {}): string {
+  const body = JSON.parse(carrierFixture(`telnyx/${name}`));
+  if (options.id) body.data.id = options.id;
+  if (options.attempt) body.meta.attempt = options.attempt;
+  if (options.occurredAt) body.data.occurred_at = options.occurredAt;
+  return JSON.stringify(body);
+}
+
+/** An outbound message receipt for `carrierMessageId` with Telnyx status word `status`. */
+export function telnyxReceipt(carrierMessageId: string, status: string, options: TelnyxEventOptions = {}): string {
+  const body = JSON.parse(telnyxFixture(status === 'delivery_failed' ? 'message.finalized.failed.json' : 'message.finalized.delivered.json', options));
+  body.data.id = options.id ?? randomUUID();
+  body.data.payload.id = carrierMessageId;
+  body.data.payload.to[0].status = status;
+  if (!['delivery_failed', 'sending_failed'].includes(status)) body.data.payload.errors = [];
+  return JSON.stringify(body);
+}
+
+export type TwilioFields = Record<string, string>;
+
+export function formBody(fields: TwilioFields): string {
+  return new URLSearchParams(fields).toString();
+}
+
+export function parseForm(body: string): TwilioFields {
+  return Object.fromEntries(new URLSearchParams(body));
+}
+
+/** Headers of a Twilio callback to `url` (PUBLIC_BASE_URL + path) carrying `fields`. */
+export function twilioHeaders(authToken: string, url: string, fields: TwilioFields, idempotencyToken?: string): Record<string, string> {
+  return {
+    'content-type': 'application/x-www-form-urlencoded',
+    'x-twilio-signature': twilioSignature(authToken, url, fields),
+    ...(idempotencyToken && { 'i-twilio-idempotency-token': idempotencyToken }),
+  };
+}

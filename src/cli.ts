@@ -7,8 +7,14 @@ import { createPino, PinoNestLogger } from './http/logger.js';
 
 async function main(): Promise<void> {
   const json = process.argv.includes('--json');
+  // Under --json exactly one document: an error reported once is not reported again.
+  let reported = false;
+  const report = (err: unknown) => {
+    if (!reported) printError(json, err);
+    reported = true;
+  };
   const fail = (err: unknown) => {
-    printError(json, err);
+    report(err);
     process.exit(1);
   };
   let config;
@@ -23,6 +29,13 @@ async function main(): Promise<void> {
     // Boot chatter stays out of the admin's way unless debugging was asked for.
     logger: new PinoNestLogger(createPino(['debug', 'trace'].includes(config.LOG_LEVEL) ? config.LOG_LEVEL : 'warn')),
     cliName: 'onceline',
+    // A database that does not answer at boot is reported like any failure, not by Nest's own exit.
+    abortOnError: false,
+    // commander exits on a subcommand's usage error (missing argument, unknown option) without
+    // calling errorHandler, so --json is honoured where commander prints the error.
+    outputConfiguration: {
+      outputError: (message, write) => (json ? report(new Error(message.replace(/^error: /, '').trim())) : write(message)),
+    },
     serviceErrorHandler: fail,
     errorHandler: (err) => {
       // commander's own exits (help, version) are not failures

@@ -1,0 +1,64 @@
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface CarrierRequest {
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+export type ScriptedAnswer = { status: number; body?: unknown; delayMs?: number };
+
+/**
+ * A real local HTTP server standing in for the Telnyx and Twilio send APIs. It accepts by default
+ * (same carrier id for the same Idempotency-Key, as the carriers promise), or answers from a script.
+ */
+export class FakeCarrier {
+  readonly requests: CarrierRequest[] = [];
+  private readonly script: ScriptedAnswer[] = [];
+  private readonly idsByKey = new Map<string, string>();
+  private server?: http.Server;
+  url = '';
+
+  /** The next sends get these answers, in order; then it accepts again. */
+  answerNext(...answers: ScriptedAnswer[]): void {
+    this.script.push(...answers);
+  }
+
+  sendsFor(messageId: string): CarrierRequest[] {
+    return this.requests.filter((r) => r.headers['idempotency-key'] === messageId);
+  }
+
+  async start(): Promise<this> {
+    this.server = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', async () => {
+        this.requests.push({ path: req.url ?? '', headers: req.headers, body });
+        const scripted = this.script.shift();
+        if (scripted?.delayMs) await new Promise((r) => setTimeout(r, scripted.delayMs));
+        const key = String(req.headers['idempotency-key'] ?? randomUUID());
+        const twilio = (req.url ?? '').startsWith('/twilio/');
+        const id = this.idsByKey.get(key) ?? (twilio ? `SM${randomUUID().replace(/-/g, '')}` : randomUUID());
+        this.idsByKey.set(key, id);
+        const status = scripted?.status ?? (twilio ? 201 : 200);
+        const accepted = twilio ? { sid: id, status: 'queued' } : { data: { id, record_type: 'message' } };
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(scripted?.body ?? (status < 300 ? accepted : { errors: [{ code: String(status), title: 'scripted' }] })));
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  /** Environment pointing the app's carrier clients here. */
+  env(): Record<string, string> {
+    return { TELNYX_API_URL: `${this.url}/v2`, TWILIO_API_URL: `${this.url}/twilio` };
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}

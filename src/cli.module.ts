@@ -10,6 +10,8 @@ import { IngestModule } from './ingest/ingest.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { OutboxStatusCommand } from './outbox/commands/outbox-status.command.js';
 import { OutboxModule } from './outbox/outbox.module.js';
+import { EnableEndpointCommand } from './webhooks/commands/enable-endpoint.command.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 /** The admin CLI: thin commands over the same services the API uses. */
 @Module({})
@@ -17,8 +19,8 @@ export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CliModule,
-      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, OutboxModule, AccountsModule, IngestModule],
-      providers: [CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand],
+      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule],
+      providers: [CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand],
     };
   }
 

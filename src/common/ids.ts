@@ -13,6 +13,7 @@ export const IdPrefix = {
   PhoneNumber: 'num',
   UsageRecord: 'use',
   OutboxJob: 'job',
+  WebhookDelivery: 'dlv',
 } as const;
 export type IdPrefix = (typeof IdPrefix)[keyof typeof IdPrefix];
 

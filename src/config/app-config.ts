@@ -60,6 +60,14 @@ export class AppConfig {
   @IsOptional() @IsString()
   WEBHOOK_ALLOWED_CIDRS = '';
 
+  /** Customer webhooks: how long deliveries of a disabled endpoint stay parked before they fail. */
+  @Transform(toInt) @Min(1) @IsInt()
+  WEBHOOK_PARKED_RETENTION_DAYS = 7;
+
+  /** Customer webhooks: one attempt's whole budget (connect, send, read the response). */
+  @Transform(toInt) @Min(100) @Max(120000) @IsInt()
+  WEBHOOK_TIMEOUT_MS = 15000;
+
   @Transform(toInt) @Min(0) @Max(65535) @IsInt()
   SANDBOX_PORT = 3100;
 

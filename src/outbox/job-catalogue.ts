@@ -4,6 +4,8 @@
  */
 export enum QueueName {
   System = 'system',
+  /** Customer webhook deliveries: slow customer servers only ever hold up each other. */
+  Webhooks = 'webhooks',
   /** Processing of ingested carrier webhooks. */
   CarrierEvents = 'carrier-events',
 }
@@ -11,12 +13,18 @@ export enum QueueName {
 export enum JobName {
   /** Diagnostics and benchmarks: records one probe_runs row per run. */
   Probe = 'probe',
+  /** One HTTP attempt of one customer webhook delivery (external: guards its own writes). */
+  WebhookDeliveryAttempt = 'webhook-delivery-attempt',
+  /** Fails an endpoint's deliveries parked longer than WEBHOOK_PARKED_RETENTION_DAYS. */
+  WebhookParkedExpiry = 'webhook-parked-expiry',
   /** Runs one stored carrier event through the handler its owning module registered. */
   ProcessCarrierEvent = 'process-carrier-event',
 }
 
 export interface JobPayloads {
   [JobName.Probe]: { label?: string };
+  [JobName.WebhookDeliveryAttempt]: { deliveryId: string; round: number; attempt: number };
+  [JobName.WebhookParkedExpiry]: { endpointId: string };
   [JobName.ProcessCarrierEvent]: { carrierEventId: string };
 }
 
@@ -36,6 +44,9 @@ export interface JobSpec {
 
 export const JOB_SPECS: { [K in JobName]: JobSpec } = {
   [JobName.Probe]: { queue: QueueName.System, mode: 'transactional', attempts: 5, backoffMs: 200 },
+  // BullMQ retries only infrastructure errors here; the customer's retry schedule is one outbox job per attempt.
+  [JobName.WebhookDeliveryAttempt]: { queue: QueueName.Webhooks, mode: 'external', attempts: 5, backoffMs: 1000 },
+  [JobName.WebhookParkedExpiry]: { queue: QueueName.Webhooks, mode: 'transactional', attempts: 5, backoffMs: 1000 },
   // BullMQ retries only infrastructure errors (database gone mid-run); an out-of-order event's
   // retries are new outbox jobs with run_at, bounded by CARRIER_EVENT_RETRY_DEADLINE_SECONDS.
   [JobName.ProcessCarrierEvent]: { queue: QueueName.CarrierEvents, mode: 'transactional', attempts: 10, backoffMs: 1000 },

@@ -1,11 +1,24 @@
 import { Module } from '@nestjs/common';
+import { AccountsModule } from '../accounts/accounts.module.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
 import { CustomerEvents } from './customer-events.js';
+import { DeliveryAttemptHandler } from './delivery-attempt.handler.js';
+import { DeliveryScheduler } from './delivery-scheduler.js';
+import { EndpointHealth } from './endpoint-health.js';
+import { EndpointsController } from './endpoints.controller.js';
+import { EndpointsService } from './endpoints.service.js';
+import { EventsController } from './events.controller.js';
+import { EventsService } from './events.service.js';
+import { ParkedExpiryHandler } from './parked-expiry.handler.js';
 
-/** Customer webhooks: events written with the change, endpoints, signed delivery with retries. */
+/**
+ * Customer webhooks: events written with the change (CustomerEvents.emit), endpoints, signed
+ * delivery with retries, endpoint health and parking. Other modules use CustomerEvents only.
+ */
 @Module({
-  imports: [OutboxModule],
-  providers: [CustomerEvents],
-  exports: [CustomerEvents],
+  imports: [OutboxModule, AccountsModule],
+  controllers: [EndpointsController, EventsController],
+  providers: [CustomerEvents, DeliveryScheduler, EndpointHealth, EndpointsService, EventsService, DeliveryAttemptHandler, ParkedExpiryHandler],
+  exports: [CustomerEvents, EndpointsService],
 })
 export class WebhooksModule {}

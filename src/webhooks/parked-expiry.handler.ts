@@ -1,0 +1,33 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../config/app-config.js';
+import { exec } from '../database/tx.js';
+import { JobName, type JobPayloads } from '../outbox/job-catalogue.js';
+import { HandlesJob, type JobContext, type JobHandler } from '../outbox/job-handler.js';
+import { DeliveryScheduler } from './delivery-scheduler.js';
+
+/**
+ * Fails an endpoint's deliveries parked longer than the retention, then, while some stay parked,
+ * schedules itself for when the oldest of them expires. Started when the endpoint is disabled.
+ */
+@Injectable()
+@HandlesJob(JobName.WebhookParkedExpiry)
+export class ParkedExpiryHandler implements JobHandler<JobName.WebhookParkedExpiry> {
+  constructor(
+    private readonly scheduler: DeliveryScheduler,
+    private readonly config: AppConfig,
+  ) {}
+
+  async handle({ endpointId }: JobPayloads[JobName.WebhookParkedExpiry], { tx }: JobContext): Promise<void> {
+    await this.scheduler.expireParked(tx!, endpointId);
+    const { rows } = await exec<{ oldest: Date | null }>(
+      tx!,
+      `SELECT min(parked_at) AS oldest FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'parked'`,
+      [endpointId],
+    );
+    const oldest = rows[0]?.oldest;
+    if (oldest) {
+      const due = new Date(new Date(oldest).getTime() + this.config.WEBHOOK_PARKED_RETENTION_DAYS * 86_400_000 + 1000);
+      await this.scheduler.scheduleParkedExpiry(tx!, endpointId, due);
+    }
+  }
+}

@@ -131,7 +131,7 @@ describe('phone numbers, messages and usage API', () => {
     it('malformed JSON is a 400 with errors[]', async () => {
       const res = await fetch(`${app.url}/v2/messages`, { method: 'POST', headers: { authorization: `Bearer ${alice.apiKey}`, 'content-type': 'application/json' }, body: '{"from":' });
       expect(res.status).toBe(400);
-      expect((await res.json()).errors[0].code).toBe('bad_request');
+      expect(((await res.json()) as { errors: { code: string }[] }).errors[0].code).toBe('bad_request');
     });
   });
 
@@ -160,6 +160,20 @@ describe('phone numbers, messages and usage API', () => {
       const res = await bob.post('/v2/messages', { ...body, from: '+15550002221' }, { 'Idempotency-Key': 'order-1' });
       expect(res.status).toBe(202);
       expect(res.headers.get('idempotent-replayed')).toBeNull();
+    });
+
+    it('a key older than 24 h is forgotten: reused with another body it creates a new message, and housekeeping deletes old keys', async () => {
+      await alice.post('/v2/messages', body, { 'Idempotency-Key': 'old-key' });
+      await db.pool.query(`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = 'old-key'`);
+      const reused = await alice.post('/v2/messages', { ...body, text: 'a day later' }, { 'Idempotency-Key': 'old-key' });
+      expect(reused.status).toBe(202);
+      expect(reused.headers.get('idempotent-replayed')).toBeNull();
+      expect(reused.body.data.text).toBe('a day later');
+      await db.pool.query(`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = 'old-key'`);
+      const { Housekeeping } = await import('../src/outbox/housekeeping.js');
+      expect((await app.app.get(Housekeeping).runAll())['idempotency-keys']).toBeGreaterThanOrEqual(1);
+      expect(await db.count(`SELECT count(*) FROM idempotency_keys WHERE key = 'old-key'`)).toBe(0);
+      expect(await db.count(`SELECT count(*) FROM idempotency_keys WHERE key = 'order-1'`)).toBe(2);
     });
 
     it('an invalid key is a 400 naming the header', async () => {

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { AppConfig } from '../config/app-config.js';
 import { exec } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
+import { Housekeeping } from './housekeeping.js';
 import { OutboxMetrics } from './outbox-metrics.js';
 import { OUTBOX_CHANNEL } from './outbox.service.js';
 import { Queues, type RelayedJob } from './queues.js';
@@ -29,6 +30,7 @@ export class OutboxRelay implements BeforeApplicationShutdown {
     private readonly queues: Queues,
     private readonly config: AppConfig,
     private readonly metrics: OutboxMetrics,
+    private readonly housekeeping: Housekeeping,
   ) {}
 
   async start(): Promise<void> {
@@ -127,6 +129,7 @@ export class OutboxRelay implements BeforeApplicationShutdown {
           this.lastMaintenance = Date.now();
           await this.redriveBatch();
           await this.cleanFinished();
+          await this.housekeeping.runAll();
         }
         failures = 0;
         if (relayed >= this.config.OUTBOX_BATCH_SIZE) continue;

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { Housekeeping } from './housekeeping.js';
 import { JobRegistry } from './job-registry.js';
 import { JobRunner } from './job-runner.js';
 import { JobWorkers } from './job-workers.js';
@@ -12,7 +13,7 @@ import { Queues } from './queues.js';
 /** The transactional outbox: enqueue in a transaction, relay to BullMQ, run, recover. */
 @Module({
   imports: [DiscoveryModule],
-  providers: [OutboxService, OutboxRelay, OutboxMetrics, Queues, JobRegistry, JobRunner, JobWorkers, ProbeHandler],
-  exports: [OutboxService, OutboxRelay, JobWorkers, Queues],
+  providers: [Housekeeping, OutboxService, OutboxRelay, OutboxMetrics, Queues, JobRegistry, JobRunner, JobWorkers, ProbeHandler],
+  exports: [Housekeeping, OutboxService, OutboxRelay, JobWorkers, Queues],
 })
 export class OutboxModule {}

@@ -40,7 +40,7 @@ export class MessagingCarrierEvents implements OnModuleInit {
 
   /** An inbound SMS to a number nobody owns creates nothing. */
   async receive(event: MessageReceived, tx: Tx): Promise<void> {
-    const owner = await this.numbers.findOwner(event.to);
+    const owner = await this.numbers.findOwner(event.to, tx);
     if (!owner) return;
     const { encoding, segments } = countSegments(event.text);
     await this.transitions.receiveInbound(tx, {

@@ -1,5 +1,5 @@
 import { ConflictException, Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { newId, IdPrefix } from '../common/ids.js';
 import { exec } from '../database/tx.js';
 import type { PageRequest } from '../http/pagination.js';
@@ -41,15 +41,18 @@ export class PhoneNumbers {
     );
   }
 
-  /** The account's own number, or undefined (sending from it is then refused). */
-  async findOwned(accountId: string, phoneNumber: string): Promise<PhoneNumberView | undefined> {
-    const [row] = await this.dataSource.query(`SELECT ${COLUMNS} FROM phone_numbers WHERE account_id = $1 AND phone_number = $2`, [accountId, phoneNumber]);
+  /**
+   * The account's own number, or undefined (sending from it is then refused). Called inside a
+   * transaction, pass its manager: a second pooled connection per transaction can exhaust the pool.
+   */
+  async findOwned(accountId: string, phoneNumber: string, manager: EntityManager = this.dataSource.manager): Promise<PhoneNumberView | undefined> {
+    const [row] = await manager.query(`SELECT ${COLUMNS} FROM phone_numbers WHERE account_id = $1 AND phone_number = $2`, [accountId, phoneNumber]);
     return row;
   }
 
   /** Who receives messages to this number (inbound routing), if anyone. */
-  async findOwner(phoneNumber: string): Promise<{ accountId: string; carrier: CarrierName } | undefined> {
-    const [row] = await this.dataSource.query(`SELECT account_id, carrier FROM phone_numbers WHERE phone_number = $1`, [phoneNumber]);
+  async findOwner(phoneNumber: string, manager: EntityManager = this.dataSource.manager): Promise<{ accountId: string; carrier: CarrierName } | undefined> {
+    const [row] = await manager.query(`SELECT account_id, carrier FROM phone_numbers WHERE phone_number = $1`, [phoneNumber]);
     return row ? { accountId: row.account_id, carrier: row.carrier } : undefined;
   }
 }

@@ -1,0 +1,254 @@
+// Relay benchmark (`npm run bench:relay`, which builds first). Loopback only, bounded in time.
+//
+// 1. Lag: jobs enqueued with the SQL OutboxService.enqueue runs (one transaction per job: INSERT
+//    into outbox_jobs + pg_notify, COMMIT) at BENCH_RATE jobs/s for BENCH_SECONDS, with the real
+//    relay (`node dist/main.js relay`) running. Latency = the Redis server time of the job's
+//    'added' event (its events-stream id) minus the moment COMMIT returned to the producer.
+// 2. Maximum throughput: the relay stopped, a backlog of BENCH_BACKLOG due rows committed, the
+//    relay started again and timed until the backlog is drained into Redis.
+// Peak RSS of the relay process (VmHWM) for both phases. Everything runs against a fresh
+// database and a unique queue prefix on the local Redis, both removed at the end.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Queue, QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { migrate } from '../dist/database/migrator.js';
+import { JobName, queueOf } from '../dist/outbox/job-catalogue.js';
+import { OUTBOX_CHANNEL } from '../dist/outbox/outbox.service.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const env = process.env;
+const PG_BASE = env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS_URL = env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const RATE = Number(env.BENCH_RATE ?? 1000);
+const SECONDS = Number(env.BENCH_SECONDS ?? 60);
+const BACKLOG = Number(env.BENCH_BACKLOG ?? 100_000);
+const PRODUCER_CONNECTIONS = Number(env.BENCH_PRODUCER_CONNECTIONS ?? 48);
+/** Relay settings under test (the application's defaults unless overridden). */
+const RELAY_ENV = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('OUTBOX_')));
+
+for (const [url, what] of [[PG_BASE, 'BENCH_DATABASE_URL'], [REDIS_URL, 'BENCH_REDIS_URL']]) {
+  const host = new URL(url).hostname;
+  if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host)) throw new Error(`${what} must point at this machine (loopback only)`);
+}
+
+const say = (line) => process.stderr.write(`[bench] ${line}\n`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const nowMs = () => performance.timeOrigin + performance.now();
+
+const tag = randomBytes(4).toString('hex');
+const dbName = `onceline_bench_${tag}`;
+const dbUrl = (() => {
+  const u = new URL(PG_BASE);
+  u.pathname = `/${dbName}`;
+  return u.toString();
+})();
+const prefix = `bench${tag}`;
+const queueName = queueOf(JobName.Probe);
+
+function percentile(sorted, p) {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+/** `node dist/main.js relay` as a child; resolves once it says it started. */
+async function startRelay() {
+  const child = spawn(process.execPath, ['dist/main.js', 'relay'], {
+    cwd: ROOT,
+    env: { PATH: env.PATH, DATABASE_URL: dbUrl, REDIS_URL, QUEUE_PREFIX: prefix, LOG_LEVEL: 'warn', ...RELAY_ENV },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  await new Promise((resolveStart, reject) => {
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      if (stderr.includes('onceline relay started')) resolveStart();
+    });
+    child.once('exit', (code) => reject(new Error(`relay exited (${code}) before starting:\n${stderr}`)));
+  });
+  return child;
+}
+
+/** Peak resident set size of a process so far, in MiB. */
+function peakRssMiB(pid) {
+  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) / 1024 : NaN;
+}
+
+async function stopRelay(child) {
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+async function lagPhase(pool, queueEvents) {
+  const committedAt = new Map();
+  const latencies = [];
+  let seenEarly = 0;
+  const visibleAt = new Map();
+  queueEvents.on('added', ({ jobId }, eventId) => {
+    const at = Number(eventId.split('-')[0]); // Redis server time of the add, in ms
+    const committed = committedAt.get(jobId);
+    if (committed === undefined) {
+      visibleAt.set(jobId, at); // COMMIT's reply had not reached the producer yet
+      seenEarly++;
+    } else latencies.push(Math.max(0, at - committed));
+  });
+
+  let issued = 0;
+  let inflight = 0;
+  let failed = 0;
+  // The statements OutboxService.enqueue runs, sent as one simple-protocol round trip so that
+  // the producer (same 2 cores as the relay, Postgres and Redis) stays out of the measurement.
+  // Job ids here are plain literals, so inlining them is safe.
+  const enqueue = async (jobId) => {
+    const client = await pool.connect();
+    try {
+      await client.query(
+        `BEGIN;
+         INSERT INTO outbox_jobs (job_id, queue, name, data) VALUES ('${jobId}', '${queueName}', '${JobName.Probe}', '{}')
+           ON CONFLICT (job_id) DO NOTHING;
+         SELECT pg_notify('${OUTBOX_CHANNEL}', '');
+         COMMIT`,
+      );
+      const committed = nowMs();
+      const early = visibleAt.get(jobId);
+      if (early !== undefined) latencies.push(Math.max(0, early - committed));
+      else committedAt.set(jobId, committed);
+    } catch (err) {
+      failed++;
+      await client.query('ROLLBACK').catch(() => undefined);
+      if (failed === 1) say(`enqueue failed: ${err.message}`);
+    } finally {
+      client.release();
+    }
+  };
+
+  say(`lag phase: ${RATE} jobs/s for ${SECONDS} s, one transaction per job`);
+  const started = nowMs();
+  const tasks = new Set();
+  while (nowMs() - started < SECONDS * 1000) {
+    const due = Math.floor(((nowMs() - started) * RATE) / 1000);
+    while (issued < due) {
+      if (inflight >= PRODUCER_CONNECTIONS * 4) break; // catch up on the next tick
+      inflight++;
+      const task = enqueue(`lag-${issued++}`).finally(() => {
+        inflight--;
+        tasks.delete(task);
+      });
+      tasks.add(task);
+    }
+    await sleep(1);
+  }
+  await Promise.all(tasks);
+  const produceSeconds = (nowMs() - started) / 1000;
+  const expected = issued - failed;
+  const deadline = Date.now() + 30_000;
+  while (latencies.length < expected && Date.now() < deadline) await sleep(50);
+  latencies.sort((a, b) => a - b);
+  return {
+    offered_rate: RATE,
+    seconds: SECONDS,
+    jobs_committed: expected,
+    achieved_rate: Math.round(expected / produceSeconds),
+    enqueue_failures: failed,
+    jobs_seen_in_redis: latencies.length,
+    seen_before_commit_reply: seenEarly,
+    latency_ms: {
+      p50: percentile(latencies, 50),
+      p90: percentile(latencies, 90),
+      p99: percentile(latencies, 99),
+      p999: percentile(latencies, 99.9),
+      max: latencies[latencies.length - 1],
+    },
+  };
+}
+
+async function throughputPhase(pool) {
+  say(`throughput phase: committing a backlog of ${BACKLOG} due jobs with the relay stopped`);
+  await pool.query(
+    `INSERT INTO outbox_jobs (job_id, queue, name, data)
+     SELECT 'backlog-' || g, $2, $3, '{}' FROM generate_series(1, $1::int) AS g`,
+    [BACKLOG, queueName, JobName.Probe],
+  );
+  const t0 = nowMs();
+  const relay = await startRelay();
+  const booted = nowMs();
+  let pending = BACKLOG;
+  const deadline = Date.now() + 600_000;
+  while (pending > 0 && Date.now() < deadline) {
+    await sleep(100);
+    pending = Number((await pool.query(`SELECT count(*) FROM outbox_jobs WHERE relayed_at IS NULL`)).rows[0].count);
+  }
+  const drained = nowMs();
+  const rss = peakRssMiB(relay.pid);
+  await stopRelay(relay);
+  const { rows } = await pool.query(
+    `SELECT extract(epoch FROM max(relayed_at) - min(relayed_at))::float8 AS span FROM outbox_jobs WHERE job_id LIKE 'backlog-%'`,
+  );
+  const drainSeconds = (drained - booted) / 1000;
+  return {
+    backlog: BACKLOG,
+    left_unrelayed: pending,
+    relay_boot_seconds: +((booted - t0) / 1000).toFixed(2),
+    drain_seconds_wall: +drainSeconds.toFixed(2),
+    jobs_per_second_wall: Math.round(BACKLOG / drainSeconds),
+    jobs_per_second_first_to_last_batch: Math.round(BACKLOG / rows[0].span),
+    relay_peak_rss_mib: Math.round(rss),
+  };
+}
+
+async function main() {
+  say(`database ${dbName}, queue prefix ${prefix}`);
+  const admin = new pg.Client({ connectionString: PG_BASE });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  await admin.end();
+  const pool = new pg.Pool({ connectionString: dbUrl, max: PRODUCER_CONNECTIONS });
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const queue = new Queue(queueName, { connection: redis, prefix });
+  let queueEvents;
+  try {
+    await migrate(dbUrl);
+    queueEvents = new QueueEvents(queueName, { connection: { url: REDIS_URL }, prefix });
+    await queueEvents.waitUntilReady();
+    const relay = await startRelay();
+    const lag = await lagPhase(pool, queueEvents);
+    lag.relay_peak_rss_mib = Math.round(peakRssMiB(relay.pid));
+    await stopRelay(relay);
+    await queueEvents.close();
+    queueEvents = undefined;
+    const throughput = await throughputPhase(pool);
+    const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed');
+    const result = {
+      machine: { cpus: cpus().length, memory_gib: +(totalmem() / 2 ** 30).toFixed(1), node: process.version },
+      relay_settings: { OUTBOX_BATCH_SIZE: 500, OUTBOX_POLL_MS: 250, ...RELAY_ENV },
+      lag,
+      throughput,
+      redis_jobs_waiting: counts.waiting,
+      every_job_in_redis_once: counts.waiting === lag.jobs_committed + BACKLOG,
+    };
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  } finally {
+    await queueEvents?.close().catch(() => undefined);
+    say('cleaning up: removing the bench queue from Redis and dropping the database');
+    await queue.obliterate({ force: true }).catch((err) => say(`obliterate failed: ${err.message}`));
+    await queue.close();
+    redis.disconnect();
+    await pool.end();
+    const cleanup = new pg.Client({ connectionString: PG_BASE });
+    await cleanup.connect();
+    await cleanup.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await cleanup.end();
+  }
+}
+
+main().catch((err) => {
+  say(err.stack ?? String(err));
+  process.exit(1);
+});

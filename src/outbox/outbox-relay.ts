@@ -22,7 +22,15 @@ export class OutboxRelay implements BeforeApplicationShutdown {
   private running = false;
   private loop?: Promise<void>;
   private listener?: pg.Client;
+  /** Ends the current sleep at once (shutdown). */
   private wake?: () => void;
+  /** Ends the current sleep on a NOTIFY; unset during an error backoff, which commits must not cut short. */
+  private wakeOnNotify?: () => void;
+  /**
+   * A NOTIFY arrived since the current batch began: its commit may have missed the batch's
+   * SELECT, so the loop goes round again instead of sleeping a whole poll interval.
+   */
+  private notified = false;
   private lastMaintenance = 0;
 
   constructor(
@@ -124,6 +132,7 @@ export class OutboxRelay implements BeforeApplicationShutdown {
     let failures = 0;
     while (this.running) {
       try {
+        this.notified = false;
         const relayed = await this.relayBatch();
         if (Date.now() - this.lastMaintenance > Math.min(MAINTENANCE_EVERY_MS, this.config.OUTBOX_REDRIVE_AFTER_SECONDS * 1000)) {
           this.lastMaintenance = Date.now();
@@ -139,7 +148,7 @@ export class OutboxRelay implements BeforeApplicationShutdown {
         if (failures === 1 || failures % 20 === 0) {
           this.logger.warn(`relay paused, will retry: ${(err as Error).message}`);
         }
-        await this.sleep(Math.min(200 * failures, 2000));
+        await this.sleep(Math.min(200 * failures, 2000), false);
         if (this.running && !this.listener) await this.listen().catch(() => undefined);
       }
     }
@@ -151,7 +160,10 @@ export class OutboxRelay implements BeforeApplicationShutdown {
     client.on('error', () => {
       this.listener = undefined;
     });
-    client.on('notification', () => this.wake?.());
+    client.on('notification', () => {
+      this.notified = true;
+      this.wakeOnNotify?.();
+    });
     try {
       await client.connect();
       await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
@@ -162,7 +174,8 @@ export class OutboxRelay implements BeforeApplicationShutdown {
     }
   }
 
-  private sleep(ms: number): Promise<void> {
+  private sleep(ms: number, wakeOnNotify = true): Promise<void> {
+    if (wakeOnNotify && this.notified) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {
@@ -170,6 +183,7 @@ export class OutboxRelay implements BeforeApplicationShutdown {
         resolve();
       }
       this.wake = done;
+      this.wakeOnNotify = wakeOnNotify ? done : undefined;
     });
   }
 }

@@ -44,10 +44,11 @@ export class CarrierEventHandlers {
     this.handlers.set(kind, handler as unknown as CarrierEventHandler<HandledKind>);
   }
 
-  /** Tests: puts a handler in place of the registered one (or none); returns the undo. */
-  override<K extends HandledKind>(kind: K, handler: CarrierEventHandler<K>): () => void {
+  /** Tests: puts a handler (or none) in place of the registered one; returns the undo. */
+  override<K extends HandledKind>(kind: K, handler: CarrierEventHandler<K> | undefined): () => void {
     const previous = this.handlers.get(kind);
-    this.handlers.set(kind, handler as unknown as CarrierEventHandler<HandledKind>);
+    if (handler) this.handlers.set(kind, handler as unknown as CarrierEventHandler<HandledKind>);
+    else this.handlers.delete(kind);
     return () => (previous ? this.handlers.set(kind, previous) : this.handlers.delete(kind));
   }
 

@@ -7,6 +7,7 @@ import { DatabaseModule } from './database/database.module.js';
 import { MigrateCommand } from './database/commands/migrate.command.js';
 import { ListCarrierEventsCommand, ReplayCarrierEventsCommand } from './ingest/commands/carrier-events.commands.js';
 import { IngestModule } from './ingest/ingest.module.js';
+import { MessagingModule } from './messaging/messaging.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { OutboxStatusCommand } from './outbox/commands/outbox-status.command.js';
 import { OutboxModule } from './outbox/outbox.module.js';
@@ -19,7 +20,7 @@ export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CliModule,
-      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule],
+      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule],
       providers: [CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand],
     };
   }

@@ -25,6 +25,8 @@ export class JobWorkers implements BeforeApplicationShutdown {
         connection: redisConnection(this.config.REDIS_URL, 'worker'),
         prefix: this.config.QUEUE_PREFIX,
         concurrency: this.config.WORKER_CONCURRENCY,
+        lockDuration: this.config.WORKER_LOCK_DURATION_MS,
+        stalledInterval: this.config.WORKER_LOCK_DURATION_MS,
       });
       worker.on('error', (err) => this.logger.warn(`worker ${queue}: ${err.message}`));
       this.workers.push(worker);

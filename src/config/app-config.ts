@@ -1,6 +1,8 @@
 import 'reflect-metadata';
 import { plainToInstance, Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+import { isLoopbackUrl } from '../sandbox/loopback.js';
+import { DEFAULT_SANDBOX_TELNYX_SEED, telnyxDevKeyPair } from '../sandbox/telnyx/telnyx-dev-key.js';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
 const URL_RE = /^[a-z][a-z0-9+.-]*:\/\/.+/i;
@@ -37,13 +39,13 @@ export class AppConfig {
   TELNYX_API_URL?: string;
 
   @IsOptional() @IsString()
-  TELNYX_API_KEY?: string;
+  TELNYX_API_KEY = 'sandbox-telnyx-key';
 
   @IsOptional() @IsString()
-  TWILIO_ACCOUNT_SID?: string;
+  TWILIO_ACCOUNT_SID = 'AC00000000000000000000000000000000';
 
   @IsOptional() @IsString()
-  TWILIO_AUTH_TOKEN?: string;
+  TWILIO_AUTH_TOKEN = 'sandbox-twilio-auth-token';
 
   @IsOptional() @Matches(URL_RE, { message: 'must be an absolute URL' })
   TWILIO_API_URL?: string;
@@ -71,6 +73,22 @@ export class AppConfig {
   @Transform(toInt) @Min(0) @Max(65535) @IsInt()
   SANDBOX_PORT = 3100;
 
+  /** Sandbox: chaos for every send and inbound (e.g. `duplicate=3,resign`; syntax in src/sandbox/chaos.ts); empty is none. */
+  @Matches(/^$|^[a-z_]+(=[0-9.]+)?(,[a-z_]+(=[0-9.]+)?)*$/, { message: 'must be knobs like duplicate=3,resign,delay_ms=200' })
+  SANDBOX_CHAOS = '';
+
+  /** Sandbox: seed phrase of its Telnyx signing key pair; the app derives the matching public key (see telnyxPublicKey). */
+  @IsString()
+  SANDBOX_TELNYX_SEED = DEFAULT_SANDBOX_TELNYX_SEED;
+
+  /** Sandbox: delay between the message.sent and message.finalized webhooks of one message. */
+  @Transform(toInt) @Min(0) @Max(60000) @IsInt()
+  SANDBOX_RECEIPT_DELAY_MS = 300;
+
+  /** Sandbox: 1 lets it listen on every interface and send webhooks beyond loopback. */
+  @IsIn(['0', '1'])
+  SANDBOX_ALLOW_REMOTE = '0';
+
   /** Requests per minute allowed for one API key. */
   @Transform(toInt) @Min(1) @IsInt()
   API_RATE_LIMIT_PER_MINUTE = 600;
@@ -91,6 +109,13 @@ export class AppConfig {
   @Transform(toInt) @Min(1) @IsInt()
   OUTBOX_RETENTION_HOURS = 72;
 
+  /**
+   * How long a worker's hold on a job lasts without renewal; a worker killed mid-job has its job
+   * handed to another after about this long (BullMQ's stalled-job check runs at the same period).
+   */
+  @Transform(toInt) @Min(1000) @IsInt()
+  WORKER_LOCK_DURATION_MS = 30000;
+
   /** Worker concurrency per queue. */
   @Transform(toInt) @Min(1) @Max(1000) @IsInt()
   WORKER_CONCURRENCY = 20;
@@ -107,8 +132,40 @@ export class AppConfig {
   @Transform(toInt) @Min(1) @IsInt()
   CARRIER_EVENT_RETRY_MAX_DELAY_SECONDS = 300;
 
+  /** Price of one outbound SMS segment, in micro-units of USD. */
+  @Transform(toInt) @Min(0) @IsInt()
+  PRICE_SMS_OUTBOUND_SEGMENT_MICROS = 4000;
+
+  /** Price of one inbound SMS segment, in micro-units of USD. */
+  @Transform(toInt) @Min(0) @IsInt()
+  PRICE_SMS_INBOUND_SEGMENT_MICROS = 4000;
+
+  /** Price of one billable call minute (rounded up), in micro-units of USD. */
+  @Transform(toInt) @Min(0) @IsInt()
+  PRICE_CALL_MINUTE_MICROS = 7000;
+
   get publicBaseUrl(): string {
     return this.PUBLIC_BASE_URL ?? `http://127.0.0.1:${this.PORT}`;
+  }
+
+  /** Where we call Telnyx: the sandbox unless configured (production https://api.telnyx.com/v2). */
+  get telnyxApiUrl(): string {
+    return (this.TELNYX_API_URL ?? `http://127.0.0.1:${this.SANDBOX_PORT}/v2`).replace(/\/$/, '');
+  }
+
+  /** Where we call Twilio: the sandbox unless configured (production https://api.twilio.com). */
+  get twilioApiUrl(): string {
+    return (this.TWILIO_API_URL ?? `http://127.0.0.1:${this.SANDBOX_PORT}/twilio`).replace(/\/$/, '');
+  }
+
+  /**
+   * The key Telnyx webhooks are verified with. Unset, it is the sandbox's dev key, but only while
+   * we send to a loopback Telnyx API (the sandbox): a deployment pointed at the real Telnyx without
+   * TELNYX_PUBLIC_KEY verifies nothing rather than trusting a published development key.
+   */
+  get telnyxPublicKey(): string | undefined {
+    if (this.TELNYX_PUBLIC_KEY) return this.TELNYX_PUBLIC_KEY;
+    return isLoopbackUrl(this.telnyxApiUrl) ? telnyxDevKeyPair(this.SANDBOX_TELNYX_SEED).publicKey : undefined;
   }
 
   get webhookRetryScheduleSeconds(): number[] {

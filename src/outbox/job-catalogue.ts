@@ -4,6 +4,8 @@
  */
 export enum QueueName {
   System = 'system',
+  /** Outbound message dispatch to carriers. */
+  Messaging = 'messaging',
   /** Customer webhook deliveries: slow customer servers only ever hold up each other. */
   Webhooks = 'webhooks',
   /** Processing of ingested carrier webhooks. */
@@ -13,6 +15,8 @@ export enum QueueName {
 export enum JobName {
   /** Diagnostics and benchmarks: records one probe_runs row per run. */
   Probe = 'probe',
+  /** Sends one outbound message through its number's carrier (external: guards its own writes). */
+  DispatchMessage = 'dispatch-message',
   /** One HTTP attempt of one customer webhook delivery (external: guards its own writes). */
   WebhookDeliveryAttempt = 'webhook-delivery-attempt',
   /** Fails an endpoint's deliveries parked longer than WEBHOOK_PARKED_RETENTION_DAYS. */
@@ -23,6 +27,7 @@ export enum JobName {
 
 export interface JobPayloads {
   [JobName.Probe]: { label?: string };
+  [JobName.DispatchMessage]: { messageId: string };
   [JobName.WebhookDeliveryAttempt]: { deliveryId: string; round: number; attempt: number };
   [JobName.WebhookParkedExpiry]: { endpointId: string };
   [JobName.ProcessCarrierEvent]: { carrierEventId: string };
@@ -44,6 +49,8 @@ export interface JobSpec {
 
 export const JOB_SPECS: { [K in JobName]: JobSpec } = {
   [JobName.Probe]: { queue: QueueName.System, mode: 'transactional', attempts: 5, backoffMs: 200 },
+  // Carrier 408/429/5xx and transport errors retry with backoff (~4 min in all); then the message fails.
+  [JobName.DispatchMessage]: { queue: QueueName.Messaging, mode: 'external', attempts: 8, backoffMs: 1000 },
   // BullMQ retries only infrastructure errors here; the customer's retry schedule is one outbox job per attempt.
   [JobName.WebhookDeliveryAttempt]: { queue: QueueName.Webhooks, mode: 'external', attempts: 5, backoffMs: 1000 },
   [JobName.WebhookParkedExpiry]: { queue: QueueName.Webhooks, mode: 'transactional', attempts: 5, backoffMs: 1000 },

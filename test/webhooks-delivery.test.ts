@@ -229,7 +229,7 @@ describe('customer webhook delivery (Standard Webhooks, retries, health)', () =>
     const d = await delivery(eventId, '/dup');
     const { DeliveryAttemptHandler } = await import('../src/webhooks/delivery-attempt.handler.js');
     // Redis redelivering the same job (or recovery re-driving it) finds the guard closed.
-    await app.app.get(DeliveryAttemptHandler).handle({ deliveryId: d.id, round: 1, attempt: 1 }, { jobId: 'replay', attempt: 2 });
+    await app.app.get(DeliveryAttemptHandler).handle({ deliveryId: d.id, round: 1, attempt: 1 });
     expect(await db.count(`SELECT count(*) FROM webhook_delivery_attempts WHERE delivery_id = $1`, [d.id])).toBe(1);
     expect(receiver.requests.filter(onPath('/dup'))).toHaveLength(1);
   });

@@ -1,0 +1,134 @@
+// Ingest benchmark: signed Telnyx webhooks against the api role (32 connections, bounded time,
+// loopback only; 10% of events delivered again with a higher meta.attempt, as a carrier retry),
+// then pgbench of the same SQL (event insert ON CONFLICT DO NOTHING + outbox row + NOTIFY) at 32
+// clients on the same machine. Prints req/s, p50/p99, tps and their ratio.
+//   npm run bench:ingest            (BENCH_SECONDS=30 BENCH_CONNECTIONS=32 by default)
+import { spawnSync } from 'node:child_process';
+import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { findPostgresBin } from '../../scripts/services.mjs';
+import { closedLoop, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole } from '../lib.mjs';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const DUPLICATE_SHARE = 0.1;
+// Signing costs the client CPU the server needs: sign everything before the clock starts.
+const POOL = Number(process.env.BENCH_POOL ?? 200_000);
+
+const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+const publicKeyBase64 = Buffer.from(publicKey.export({ format: 'jwk' }).x, 'base64url').toString('base64');
+
+function receipt(id, attempt) {
+  return JSON.stringify({
+    data: {
+      event_type: 'message.finalized', id, occurred_at: new Date().toISOString(), record_type: 'event',
+      payload: {
+        id: randomUUID(), record_type: 'message', direction: 'outbound', type: 'SMS',
+        from: { phone_number: '+17735550002', carrier: 'Telnyx', line_type: 'Wireless' },
+        to: [{ phone_number: '+13125550001', status: 'delivered', carrier: 'T-MOBILE USA, INC.', line_type: 'Wireless' }],
+        parts: 1, errors: [], completed_at: new Date().toISOString(), cost: { amount: '0.0051', currency: 'USD' },
+      },
+    },
+    meta: { attempt, delivered_to: 'http://127.0.0.1/webhooks/telnyx' },
+  });
+}
+
+function signed(body) {
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const signature = sign(null, Buffer.from(`${timestamp}|${body}`), privateKey).toString('base64');
+  return { body, headers: { 'content-type': 'application/json', 'telnyx-timestamp': timestamp, 'telnyx-signature-ed25519': signature } };
+}
+
+/** Deliveries in send order: each new event, and for 10% of them a retry a little later. */
+function deliveries(n) {
+  const out = [];
+  const pendingRetries = [];
+  while (out.length < n) {
+    if (pendingRetries.length > 0 && (Math.random() < DUPLICATE_SHARE || out.length + pendingRetries.length >= n)) {
+      out.push(signed(receipt(pendingRetries.shift(), 2)));
+      continue;
+    }
+    const id = randomUUID();
+    out.push(signed(receipt(id, 1)));
+    if (Math.random() < DUPLICATE_SHARE / (1 - DUPLICATE_SHARE)) pendingRetries.push(id);
+  }
+  return out;
+}
+
+function pgbench(dbName) {
+  const bin = findPostgresBin();
+  if (!bin) throw new Error('pgbench not found (PostgreSQL binaries)');
+  const dir = mkdtempSync(join(tmpdir(), 'onceline-pgbench-'));
+  const payload = receipt('pgbench', 1);
+  const normalized = JSON.stringify({ carrier: 'telnyx', kind: 'message.status', carrierEventId: 'x', occurredAt: new Date().toISOString(), carrierMessageId: 'm', status: 'delivered', carrierStatus: 'delivered' });
+  const script = join(dir, 'ingest.sql');
+  // The transaction ingest runs for a new event (src/ingest/ingest.service.ts + OutboxService.enqueue).
+  writeFileSync(script, [
+    '\\set n random(1, 2000000000)',
+    'BEGIN;',
+    `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce) VALUES ('cev_' || :client_id || '_' || :n, 'telnyx', 'pgb-' || :client_id || '-' || :n, 'message.finalized', 'message.status', '${payload}'::jsonb, '${normalized}'::jsonb, NULL) ON CONFLICT DO NOTHING;`,
+    `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at) VALUES ('cev_' || :client_id || '_' || :n, 'carrier-events', 'process-carrier-event', '{"carrierEventId":"x"}', coalesce(NULL::timestamptz, now())) ON CONFLICT (job_id) DO NOTHING;`,
+    `SELECT pg_notify('onceline_outbox', '');`,
+    'END;',
+    '',
+  ].join('\n'));
+  const url = new URL(process.env.BENCH_PG_BASE ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+  const args = ['-n', '-f', script, '-c', String(CONNECTIONS), '-j', '2', '-T', String(SECONDS), '-h', url.hostname, '-p', url.port || '5432', '-U', decodeURIComponent(url.username || 'postgres'), dbName];
+  const run = spawnSync(join(bin, 'pgbench'), args, { encoding: 'utf8' });
+  const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(run.stdout)?.[1];
+  if (!tps) throw new Error(`pgbench failed: ${run.stderr || run.stdout}`);
+  const latency = /latency average = ([\d.]+) ms/.exec(run.stdout)?.[1];
+  return { tps: Number(tps), latencyMs: Number(latency), command: `pgbench ${args.join(' ')}` };
+}
+
+async function main() {
+  process.stderr.write(`signing ${POOL} deliveries...\n`);
+  const pool = deliveries(POOL);
+  const db = await freshDatabase('onceline_bench_ingest');
+  const port = await freePort();
+  const api = await startRole('api', { DATABASE_URL: db.url, REDIS_URL, PORT: String(port), TELNYX_PUBLIC_KEY: publicKeyBase64, LOG_LEVEL: 'warn' }, { readyUrl: `http://127.0.0.1:${port}/health/live` });
+  const url = `http://127.0.0.1:${port}/webhooks/telnyx`;
+  let next = 0;
+  const statuses = {};
+  try {
+    process.stderr.write(`ingest: ${CONNECTIONS} connections for ${SECONDS} s...\n`);
+    const started = performance.now();
+    const result = await closedLoop({
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      once: async () => {
+        const delivery = pool[next++ % pool.length];
+        const res = await request(url, { method: 'POST', headers: delivery.headers, body: delivery.body });
+        const key = res.status === 200 ? JSON.parse(res.body).status : String(res.status);
+        statuses[key] = (statuses[key] ?? 0) + 1;
+        return res.status === 200;
+      },
+    });
+    const elapsed = (performance.now() - started) / 1000;
+    await api.stop();
+    process.stderr.write(`pgbench: ${CONNECTIONS} clients for ${SECONDS} s...\n`);
+    const bench = pgbench(db.name);
+    const rps = result.latencies.length / elapsed;
+    const report = {
+      machine: machine(),
+      ingest: {
+        requests: result.latencies.length, errors: result.errors, wrapped_pool: next > pool.length, statuses,
+        req_per_s: Math.round(rps), p50_ms: Number(fmt(percentile(result.latencies, 50), 2)), p99_ms: Number(fmt(percentile(result.latencies, 99), 2)),
+      },
+      pgbench: { tps: Math.round(bench.tps), latency_avg_ms: bench.latencyMs, command: bench.command },
+      ratio: Number(fmt(rps / bench.tps, 2)),
+    };
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    process.stdout.write(`ingest ${fmt(rps, 0)} req/s (p50 ${fmt(percentile(result.latencies, 50), 2)} ms, p99 ${fmt(percentile(result.latencies, 99), 2)} ms), pgbench ${fmt(bench.tps, 0)} tps, ratio ${fmt(rps / bench.tps, 2)}\n`);
+  } finally {
+    await api.stop();
+    await db.drop();
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err.stack ?? err}\n`);
+  process.exit(1);
+});

@@ -175,9 +175,23 @@ describe('Redis loses its jobs', () => {
 
 describe('job catalogue boot check', () => {
   it('fails when a job has no handler or two, and names it', () => {
-    expect(() => assertOneHandlerPerJob(new Map([[JobName.Probe, ['ProbeHandler']]]))).not.toThrow();
-    expect(() => assertOneHandlerPerJob(new Map())).toThrow(/job "probe" has no handler/);
-    expect(() => assertOneHandlerPerJob(new Map([[JobName.Probe, ['A', 'B']]]))).toThrow(/job "probe" has 2 handlers \(A, B\)/);
-    expect(() => assertOneHandlerPerJob(new Map([[JobName.Probe, ['A']], ['ghost', ['G']]]))).toThrow(/unknown job "ghost"/);
+    const complete = () => new Map<string, string[]>(Object.values(JobName).map((name) => [name, [`${name}Handler`]]));
+    expect(() => assertOneHandlerPerJob(complete())).not.toThrow();
+    const missing = complete();
+    missing.delete(JobName.Probe);
+    expect(() => assertOneHandlerPerJob(missing)).toThrow(/job "probe" has no handler/);
+    const twice = complete().set(JobName.Probe, ['A', 'B']);
+    expect(() => assertOneHandlerPerJob(twice)).toThrow(/job "probe" has 2 handlers \(A, B\)/);
+    const ghost = complete().set('ghost', ['G']);
+    expect(() => assertOneHandlerPerJob(ghost)).toThrow(/unknown job "ghost"/);
+  });
+
+  it('the running app has exactly one handler for every job in the catalogue', async () => {
+    const db = await createTestDatabase();
+    const app = await startTestApp({ databaseUrl: db.url, http: false });
+    const { JobRegistry } = await import('../src/outbox/job-registry.js');
+    for (const name of Object.values(JobName)) expect(app.app.get(JobRegistry).get(name)).toBeDefined();
+    await app.close();
+    await db.drop();
   });
 });

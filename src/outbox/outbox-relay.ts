@@ -56,30 +56,18 @@ export class OutboxRelay implements BeforeApplicationShutdown {
   }
 
   /** Claims up to one batch of due rows, publishes them and marks them relayed. Returns the count. */
-  async relayBatch(): Promise<number> {
-    return this.uow.run(async (tx) => {
+  relayBatch(): Promise<number> {
+    return this.claimAndPublish<RelayedJob & { lag: number }>(
       // SKIP LOCKED: rows another relay is publishing right now are not claimed twice.
-      const { rows } = await exec<RelayedJob & { lag: number }>(
-        tx,
-        `SELECT job_id AS "jobId", queue, name, extract(epoch FROM clock_timestamp() - run_at)::float8 AS lag
-           FROM outbox_jobs
-          WHERE relayed_at IS NULL AND run_at <= now()
-          ORDER BY run_at, id
-          LIMIT $1
-          FOR UPDATE SKIP LOCKED`,
-        [this.config.OUTBOX_BATCH_SIZE],
-      );
-      if (rows.length === 0) return 0;
-      await this.queues.publish(rows);
-      await exec(
-        tx,
-        `UPDATE outbox_jobs SET relayed_at = now(), redrive_at = now() + make_interval(secs => $2)
-          WHERE job_id = ANY($1)`,
-        [rows.map((r) => r.jobId), this.config.OUTBOX_REDRIVE_AFTER_SECONDS],
-      );
-      for (const row of rows) this.metrics.relayLag.observe(row.lag);
-      return rows.length;
-    });
+      `SELECT job_id AS "jobId", queue, name, extract(epoch FROM clock_timestamp() - run_at)::float8 AS lag
+         FROM outbox_jobs
+        WHERE relayed_at IS NULL AND run_at <= now()
+        ORDER BY run_at, id
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED`,
+      `UPDATE outbox_jobs SET relayed_at = now(), redrive_at = now() + make_interval(secs => $2) WHERE job_id = ANY($1)`,
+      (rows) => rows.forEach((row) => this.metrics.relayLag.observe(row.lag)),
+    );
   }
 
   /**
@@ -87,27 +75,30 @@ export class OutboxRelay implements BeforeApplicationShutdown {
    * outcome in Postgres past its redrive time is published again under the same jobId. Redis
    * ignores the ones it still holds; the lost ones come back. Returns the count re-published.
    */
-  async redriveBatch(): Promise<number> {
-    return this.uow.run(async (tx) => {
+  redriveBatch(): Promise<number> {
+    return this.claimAndPublish<RelayedJob>(
       // Only relayed, unfinished rows whose check is due; SKIP LOCKED keeps relays apart.
-      const { rows } = await exec<RelayedJob>(
-        tx,
-        `SELECT job_id AS "jobId", queue, name FROM outbox_jobs
-          WHERE relayed_at IS NOT NULL AND completed_at IS NULL AND failed_at IS NULL AND redrive_at <= now()
-          ORDER BY redrive_at
-          LIMIT $1
-          FOR UPDATE SKIP LOCKED`,
-        [this.config.OUTBOX_BATCH_SIZE],
-      );
+      `SELECT job_id AS "jobId", queue, name FROM outbox_jobs
+        WHERE relayed_at IS NOT NULL AND completed_at IS NULL AND failed_at IS NULL AND redrive_at <= now()
+        ORDER BY redrive_at
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED`,
+      `UPDATE outbox_jobs SET redrive_at = now() + make_interval(secs => $2), redrives = redrives + 1 WHERE job_id = ANY($1)`,
+      (rows) => this.metrics.redriven.inc(rows.length),
+    );
+  }
+
+  /**
+   * One transaction: lock a batch with `claimSql`, publish it to Redis, record that with `markSql`
+   * ($1 the jobIds, $2 the redrive delay). A crash before commit leaves the rows to the next relay.
+   */
+  private claimAndPublish<T extends RelayedJob>(claimSql: string, markSql: string, published: (rows: T[]) => void): Promise<number> {
+    return this.uow.run(async (tx) => {
+      const { rows } = await exec<T>(tx, claimSql, [this.config.OUTBOX_BATCH_SIZE]);
       if (rows.length === 0) return 0;
       await this.queues.publish(rows);
-      await exec(
-        tx,
-        `UPDATE outbox_jobs SET redrive_at = now() + make_interval(secs => $2), redrives = redrives + 1
-          WHERE job_id = ANY($1)`,
-        [rows.map((r) => r.jobId), this.config.OUTBOX_REDRIVE_AFTER_SECONDS],
-      );
-      this.metrics.redriven.inc(rows.length);
+      await exec(tx, markSql, [rows.map((r) => r.jobId), this.config.OUTBOX_REDRIVE_AFTER_SECONDS]);
+      published(rows);
       return rows.length;
     });
   }

@@ -28,6 +28,13 @@ describe('invalid configuration stops start-up with one clear message', () => {
     for (const variable of named) expect(doc.errors[0].detail).toContain(variable);
   });
 
+  it('a password in a bad URL is not repeated in the message (it ends up in logs)', async () => {
+    const run = await runNode(['dist/main.js', 'api'], { DATABASE_URL: 'mysql://bob:hunter2@db.internal/x' });
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain('DATABASE_URL');
+    expect(run.stderr).not.toContain('hunter2');
+  });
+
   it('an unknown role is refused with the list of roles', async () => {
     const run = await runNode(['dist/main.js', 'everything'], {});
     expect(run.code).not.toBe(0);

@@ -175,6 +175,13 @@ export class AppConfig {
 
 export class ConfigError extends Error {}
 
+/** A bad value as the error shows it: start-up errors reach logs, so secrets and URL passwords are masked. */
+function shown(key: string, raw: string | undefined): string {
+  if (raw === undefined) return '""';
+  if (/(?<!PUBLIC_)KEY|TOKEN|SECRET|PASSWORD|SEED/.test(key)) return '"[redacted]"';
+  return JSON.stringify(raw.replace(/(\/\/[^:/@]*:)[^@/]*@/, '$1***@'));
+}
+
 /** Validates an environment into AppConfig; throws ConfigError naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined>): AppConfig {
   const known = Object.keys(new AppConfig());
@@ -187,9 +194,8 @@ export function loadConfig(env: Record<string, string | undefined>): AppConfig {
   const errors = validateSync(config, { skipMissingProperties: false, stopAtFirstError: true });
   if (errors.length > 0) {
     const lines = errors.map((e) => {
-      const raw = env[e.property];
       const why = Object.values(e.constraints ?? {}).join('; ');
-      return `${e.property}=${JSON.stringify(raw ?? '')}: ${why}`;
+      return `${e.property}=${shown(e.property, env[e.property])}: ${why}`;
     });
     throw new ConfigError(`Invalid configuration: ${lines.join(', ')}`);
   }

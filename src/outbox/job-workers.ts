@@ -1,5 +1,6 @@
 import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { AppConfig } from '../config/app-config.js';
 import { JobName, QueueName } from './job-catalogue.js';
 import { JobRunner } from './job-runner.js';
@@ -11,6 +12,8 @@ import { redisConnection } from './queues.js';
 export class JobWorkers implements BeforeApplicationShutdown {
   private readonly logger = new Logger(JobWorkers.name);
   private workers: Worker[] = [];
+  /** BullMQ does not close a connection it was handed, so these are closed after the workers. */
+  private connections: Redis[] = [];
 
   constructor(
     private readonly runner: JobRunner,
@@ -21,8 +24,10 @@ export class JobWorkers implements BeforeApplicationShutdown {
   start(queues: QueueName[] = Object.values(QueueName)): void {
     if (this.workers.length > 0) return;
     for (const queue of queues) {
+      const connection = redisConnection(this.config.REDIS_URL, 'worker');
+      this.connections.push(connection);
       const worker = new Worker(queue, (job) => this.process(queue, job), {
-        connection: redisConnection(this.config.REDIS_URL, 'worker'),
+        connection,
         prefix: this.config.QUEUE_PREFIX,
         concurrency: this.config.WORKER_CONCURRENCY,
         lockDuration: this.config.WORKER_LOCK_DURATION_MS,
@@ -37,6 +42,8 @@ export class JobWorkers implements BeforeApplicationShutdown {
   async beforeApplicationShutdown(): Promise<void> {
     await Promise.all(this.workers.map((w) => w.close()));
     this.workers = [];
+    for (const connection of this.connections) connection.disconnect();
+    this.connections = [];
   }
 
   private async process(queue: QueueName, job: Job): Promise<void> {

@@ -1,8 +1,9 @@
 import 'reflect-metadata';
-import { ConfigError, loadConfig } from './config/app-config.js';
+import { ConfigError, loadConfig, type AppConfig } from './config/app-config.js';
 import { createApp } from './http/create-app.js';
 import { JobWorkers } from './outbox/job-workers.js';
 import { OutboxRelay } from './outbox/outbox-relay.js';
+import { SandboxRefused, startSandbox } from './sandbox/sandbox-server.js';
 
 export const ROLES = ['api', 'worker', 'relay', 'sandbox', 'all'] as const;
 export type Role = (typeof ROLES)[number];
@@ -11,10 +12,6 @@ async function main(): Promise<void> {
   const role = (process.argv[2] ?? 'all') as Role;
   if (!ROLES.includes(role)) {
     process.stderr.write(`Unknown role "${role}". Use one of: ${ROLES.join(', ')}\n`);
-    process.exit(2);
-  }
-  if (role === 'sandbox') {
-    process.stderr.write('The carrier sandbox role is not built yet (see the sandbox issue).\n');
     process.exit(2);
   }
   let config;
@@ -27,6 +24,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  if (role === 'sandbox') return runSandbox(config);
   const app = await createApp(config);
   await app.init();
   if (role === 'relay' || role === 'all') await app.get(OutboxRelay).start();
@@ -36,6 +34,25 @@ async function main(): Promise<void> {
   }
   const urls = role === 'api' || role === 'all' ? ` on http://127.0.0.1:${config.PORT} (docs /docs)` : '';
   process.stderr.write(`onceline ${role} started${urls}\n`);
+}
+
+/** The carrier sandbox alone: no database, no Redis, no Nest; stops on SIGINT/SIGTERM. */
+async function runSandbox(config: AppConfig): Promise<void> {
+  const quiet = ['fatal', 'error', 'silent'].includes(config.LOG_LEVEL);
+  let sandbox;
+  try {
+    sandbox = await startSandbox(config, (line) => quiet || process.stderr.write(`${line}\n`));
+  } catch (err) {
+    if (err instanceof SandboxRefused) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const stop = () => void sandbox.close().then(() => process.exit(0));
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  process.stderr.write(`onceline sandbox started on ${sandbox.url} (webhooks to ${config.publicBaseUrl}, chaos ${config.SANDBOX_CHAOS || 'off'})\n`);
 }
 
 main().catch((err) => {

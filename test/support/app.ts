@@ -20,6 +20,8 @@ export interface TestAppOptions {
   relay?: boolean;
   worker?: boolean;
   http?: boolean;
+  /** Listen on this port instead of a random one (when PUBLIC_BASE_URL must be known before start). */
+  port?: number;
 }
 
 /** The real application, in-process, on its own database and its own queue prefix. */
@@ -40,7 +42,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
   if (options.worker) app.get(JobWorkers).start();
   let url = '';
   if (options.http !== false) {
-    await app.listen({ port: 0, host: '127.0.0.1' });
+    await app.listen({ port: options.port ?? 0, host: '127.0.0.1' });
     url = await app.getUrl();
     url = url.replace('[::1]', '127.0.0.1').replace('localhost', '127.0.0.1');
   }

@@ -13,7 +13,9 @@ export class TelnyxAdapter implements CarrierAdapter {
   private readonly key?: KeyObject;
 
   constructor(private readonly config: AppConfig) {
-    if (config.TELNYX_PUBLIC_KEY) this.key = telnyxPublicKey(config.TELNYX_PUBLIC_KEY);
+    // Explicit TELNYX_PUBLIC_KEY, else the sandbox's dev key while we talk to the sandbox.
+    const publicKey = config.telnyxPublicKey;
+    if (publicKey) this.key = telnyxPublicKey(publicKey);
   }
 
   accept(webhook: InboundWebhook): AcceptedWebhook {

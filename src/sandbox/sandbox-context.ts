@@ -1,0 +1,22 @@
+import type { KeyObject } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AppConfig } from '../config/app-config.js';
+import type { Chaos } from './chaos.js';
+import type { SandboxEngine } from './sandbox-engine.js';
+
+/** What a carrier route of the sandbox needs. */
+export interface SandboxContext {
+  engine: SandboxEngine;
+  config: AppConfig;
+  /** The sandbox's Telnyx signing key (its public half is the app's TELNYX_PUBLIC_KEY in dev). */
+  telnyxPrivateKey: KeyObject;
+  /** PUBLIC_BASE_URL without a trailing slash: where carrier webhooks go. */
+  publicBaseUrl: string;
+}
+
+export interface SandboxRequest {
+  req: IncomingMessage;
+  res: ServerResponse;
+  body: string;
+  chaos: Chaos;
+}

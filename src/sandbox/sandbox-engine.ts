@@ -1,0 +1,154 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SEND_TIMEOUT_MS } from '../carriers/message-sender.js';
+import { BoundedTimers } from './bounded-timers.js';
+import { formatChaos, parseChaos, pickSendFault, type Chaos } from './chaos.js';
+import { nonLoopbackProblem } from './loopback.js';
+import { header, sendJson } from './sandbox-http.js';
+import { emptyStats, type SandboxStats } from './sandbox-stats.js';
+import { WebhookSeries, type CarrierWebhook } from './webhook-series.js';
+
+/** A "timeout" fault holds the answer a little longer than our carrier client waits, then hangs up. */
+const HANG_MS = SEND_TIMEOUT_MS + 1000;
+/** Idempotency keys remembered (oldest forgotten first): plenty for any demo or test run. */
+const MAX_REMEMBERED_KEYS = 100_000;
+
+export interface Answer {
+  status: number;
+  body: unknown;
+}
+
+/** One send-API call, described by the carrier-specific route that parsed it. */
+export interface SendCall {
+  carrier: 'telnyx' | 'twilio';
+  idempotencyKey: string | undefined;
+  chaos: Chaos;
+  /** Creates the message: its answer and the webhooks that follow. Called once per new key. */
+  accept(): { answer: Answer; webhooks: CarrierWebhook[] };
+  /** The carrier's 4xx refusal, for `reject`. */
+  rejection: Answer;
+  /** The carrier's body for a 500 / 503. */
+  failure(status: 500 | 503): unknown;
+}
+
+/**
+ * The carrier-neutral core of the sandbox: chaos settings, Idempotency-Key memory, send faults,
+ * webhook series and counters. Carrier routes (telnyx/, twilio/) parse requests and build payloads.
+ */
+export class SandboxEngine {
+  stats: SandboxStats = emptyStats();
+  private chaos: Chaos;
+  readonly timers = new BoundedTimers();
+  private readonly answers = new Map<string, Answer>();
+  private readonly running = new Set<Promise<void>>();
+  private readonly urlChecks = new Map<string, Promise<string | undefined>>();
+
+  constructor(
+    defaultChaos: string,
+    private readonly allowRemote: boolean,
+    readonly log: (line: string) => void,
+  ) {
+    this.chaos = parseChaos(defaultChaos);
+  }
+
+  get chaosSpec(): string {
+    return formatChaos(this.chaos);
+  }
+
+  /** Replaces the chaos of every later request (POST /sandbox/chaos); throws ChaosSyntaxError. */
+  setChaos(spec: string): void {
+    this.chaos = parseChaos(spec);
+  }
+
+  /** The current chaos with the request's `x-sandbox-chaos` knobs on top; throws ChaosSyntaxError. */
+  chaosFor(req: IncomingMessage): Chaos {
+    return parseChaos(header(req, 'x-sandbox-chaos'), this.chaos);
+  }
+
+  /** Counters start again from zero; series still running stay counted as pending. */
+  resetStats(): void {
+    const pending = this.stats.webhooks.pending;
+    this.stats = emptyStats();
+    this.stats.webhooks.pending = pending;
+  }
+
+  /** Why webhooks may not go to `url` (not loopback, unless SANDBOX_ALLOW_REMOTE=1). */
+  urlProblem(url: string): Promise<string | undefined> {
+    if (this.allowRemote) return Promise.resolve(undefined);
+    const origin = safeOrigin(url);
+    let check = this.urlChecks.get(origin);
+    if (!check) {
+      check = nonLoopbackProblem(url);
+      this.urlChecks.set(origin, check);
+    }
+    return check;
+  }
+
+  /** Starts delivering a series; the promise never rejects. */
+  runSeries(chaos: Chaos, webhooks: CarrierWebhook[]): Promise<void> {
+    // The series holds the stats object it started with, so a reset does not mix runs.
+    const run = new WebhookSeries(this.timers, this.stats, chaos, this.log).run(webhooks);
+    this.running.add(run);
+    void run.finally(() => this.running.delete(run));
+    return run;
+  }
+
+  async send(res: ServerResponse, call: SendCall): Promise<void> {
+    const s = this.stats.sends;
+    const fault = pickSendFault(call.chaos);
+    if (fault === 'reject') {
+      s.rejected++;
+      return sendJson(res, call.rejection.status, call.rejection.body);
+    }
+    if (fault === '500' || fault === '503') {
+      s.failed[fault]++;
+      const status = Number(fault) as 500 | 503;
+      return sendJson(res, status, call.failure(status));
+    }
+    const memoryKey = call.idempotencyKey && `${call.carrier}:${call.idempotencyKey}`;
+    let answer = memoryKey ? this.answers.get(memoryKey) : undefined;
+    let series: Promise<void> | undefined;
+    if (answer) {
+      s.replayed++;
+    } else {
+      const accepted = call.accept();
+      answer = accepted.answer;
+      if (memoryKey) this.remember(memoryKey, answer);
+      s.accepted++;
+      series = this.runSeries(call.chaos, accepted.webhooks);
+    }
+    if (fault === 'timeout') {
+      // Accepted (and its webhooks on their way), but the answer never arrives: the worst case
+      // for a sender, which only an Idempotency-Key on its retry makes safe.
+      s.failed.timeout++;
+      return this.hangUp(res);
+    }
+    if (series && call.chaos.earlyReceipt) await series;
+    sendJson(res, answer.status, answer.body);
+  }
+
+  async close(): Promise<void> {
+    this.timers.close();
+    await Promise.allSettled([...this.running]);
+  }
+
+  private remember(key: string, answer: Answer): void {
+    this.answers.set(key, answer);
+    if (this.answers.size > MAX_REMEMBERED_KEYS) this.answers.delete(this.answers.keys().next().value!);
+  }
+
+  private async hangUp(res: ServerResponse): Promise<void> {
+    await new Promise<void>((resolve) => {
+      res.once('close', resolve);
+      this.timers.sleep(HANG_MS).then(resolve, resolve);
+    });
+    res.destroy();
+  }
+}
+
+function safeOrigin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}

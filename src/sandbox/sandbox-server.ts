@@ -1,0 +1,141 @@
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { E164_PATTERN } from '../common/e164.js';
+import type { AppConfig } from '../config/app-config.js';
+import { ChaosSyntaxError } from './chaos.js';
+import type { SandboxContext, SandboxRequest } from './sandbox-context.js';
+import { SandboxEngine } from './sandbox-engine.js';
+import { BodyTooLarge, parseJsonObject, readBody, sendJson } from './sandbox-http.js';
+import { sandboxMessage } from './sandbox-message.js';
+import type { SandboxStats } from './sandbox-stats.js';
+import { telnyxDevKeyPair } from './telnyx/telnyx-dev-key.js';
+import { telnyxInbound } from './telnyx/telnyx-sandbox.js';
+import { telnyxSendRoute } from './telnyx/telnyx-send-route.js';
+import { twilioInbound, twilioMessageSid } from './twilio/twilio-sandbox.js';
+import { twilioSendRoute } from './twilio/twilio-send-route.js';
+
+/** The sandbox will not start: bad chaos syntax, or webhooks would leave this machine. */
+export class SandboxRefused extends Error {}
+
+export interface Sandbox {
+  /** http://127.0.0.1:<port> */
+  url: string;
+  stats(): SandboxStats;
+  close(): Promise<void>;
+}
+
+const TWILIO_MESSAGES = /^\/twilio\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/;
+
+function problem(res: http.ServerResponse, status: number, detail: string): void {
+  sendJson(res, status, { errors: [{ code: status === 404 ? 'not_found' : 'invalid_request', title: 'Sandbox', detail }] });
+}
+
+/**
+ * The carrier sandbox (`node dist/main.js sandbox`): emulates Telnyx POST /v2/messages and
+ * Twilio's Messages.json, then calls PUBLIC_BASE_URL back with signed webhooks, under chaos.
+ * Control: GET /sandbox/stats, POST /sandbox/stats/reset, GET|POST /sandbox/chaos,
+ * POST /sandbox/inbound {from,to,text,carrier?}, GET /sandbox/health.
+ */
+export async function startSandbox(config: AppConfig, log: (line: string) => void = () => undefined): Promise<Sandbox> {
+  const allowRemote = config.SANDBOX_ALLOW_REMOTE === '1';
+  let engine: SandboxEngine;
+  try {
+    engine = new SandboxEngine(config.SANDBOX_CHAOS, allowRemote, log);
+  } catch (err) {
+    if (err instanceof ChaosSyntaxError) throw new SandboxRefused(`SANDBOX_CHAOS=${JSON.stringify(config.SANDBOX_CHAOS)}: ${err.message}`);
+    throw err;
+  }
+  const publicBaseUrl = config.publicBaseUrl.replace(/\/$/, '');
+  const refused = await engine.urlProblem(publicBaseUrl);
+  if (refused) {
+    throw new SandboxRefused(
+      `PUBLIC_BASE_URL=${publicBaseUrl}: ${refused}. The sandbox sends duplicated, re-signed webhooks on purpose and only to this machine; set SANDBOX_ALLOW_REMOTE=1 to send them elsewhere.`,
+    );
+  }
+  const ctx: SandboxContext = { engine, config, telnyxPrivateKey: telnyxDevKeyPair(config.SANDBOX_TELNYX_SEED).privateKey, publicBaseUrl };
+
+  const server = http.createServer((req, res) => {
+    handle(ctx, req, res).catch((err) => {
+      if (err instanceof BodyTooLarge) return problem(res, 413, err.message);
+      log(`sandbox: ${req.method} ${req.url} failed: ${(err as Error).stack ?? err}`);
+      problem(res, 500, 'sandbox error');
+    });
+  });
+  server.keepAliveTimeout = 5000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.SANDBOX_PORT, allowRemote ? '0.0.0.0' : '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stats: () => engine.stats,
+    async close() {
+      await engine.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+async function handle(ctx: SandboxContext, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const { engine } = ctx;
+  const path = (req.url ?? '/').split('?')[0]!;
+  const body = req.method === 'POST' ? await readBody(req) : '';
+  const route = `${req.method} ${path}`;
+
+  if (route === 'GET /sandbox/health') return sendJson(res, 200, { status: 'ok' });
+  if (route === 'GET /sandbox/stats') return sendJson(res, 200, { chaos: engine.chaosSpec, ...engine.stats });
+  if (route === 'POST /sandbox/stats/reset') {
+    engine.resetStats();
+    return sendJson(res, 200, { chaos: engine.chaosSpec, ...engine.stats });
+  }
+  if (route === 'GET /sandbox/chaos') return sendJson(res, 200, { chaos: engine.chaosSpec });
+  if (route === 'POST /sandbox/chaos') {
+    const json = parseJsonObject(body);
+    if (typeof json?.chaos !== 'string') return problem(res, 400, 'body must be {"chaos":"duplicate=3,resign,..."} ("off" for none)');
+    const previous = engine.chaosSpec;
+    try {
+      engine.setChaos(json.chaos);
+    } catch (err) {
+      return problem(res, 400, (err as Error).message);
+    }
+    engine.log(`sandbox chaos: ${engine.chaosSpec} (was ${previous})`);
+    return sendJson(res, 200, { chaos: engine.chaosSpec, previous });
+  }
+
+  let chaos;
+  try {
+    chaos = engine.chaosFor(req);
+  } catch (err) {
+    return problem(res, 400, `x-sandbox-chaos: ${(err as Error).message}`);
+  }
+  const request: SandboxRequest = { req, res, body, chaos };
+  if (route === 'POST /v2/messages') return telnyxSendRoute(ctx, request);
+  const twilio = req.method === 'POST' ? TWILIO_MESSAGES.exec(path) : null;
+  if (twilio) return twilioSendRoute(ctx, decodeURIComponent(twilio[1]!), request);
+  if (route === 'POST /sandbox/inbound') return inboundRoute(ctx, request);
+  return problem(res, 404, `no sandbox route ${route}`);
+}
+
+/** POST /sandbox/inbound {from, to, text, carrier?}: a handset texts one of our numbers. */
+async function inboundRoute(ctx: SandboxContext, { res, body, chaos }: SandboxRequest): Promise<void> {
+  const json = parseJsonObject(body);
+  const carrier = json?.carrier ?? 'telnyx';
+  const { from, to, text } = json ?? {};
+  if (carrier !== 'telnyx' && carrier !== 'twilio') return problem(res, 400, 'carrier must be "telnyx" or "twilio"');
+  if (typeof from !== 'string' || !E164_PATTERN.test(from)) return problem(res, 400, 'from must be an E.164 number');
+  if (typeof to !== 'string' || !E164_PATTERN.test(to)) return problem(res, 400, 'to must be an E.164 number');
+  if (typeof text !== 'string') return problem(res, 400, 'text must be a string');
+  const { config, publicBaseUrl } = ctx;
+  const message = sandboxMessage(carrier === 'telnyx' ? randomUUID() : twilioMessageSid(), from, to, text);
+  const webhook = carrier === 'telnyx'
+    ? telnyxInbound(message, `${publicBaseUrl}/webhooks/telnyx`, ctx.telnyxPrivateKey)
+    : twilioInbound(message, `${publicBaseUrl}/webhooks/twilio/messaging`, config.TWILIO_ACCOUNT_SID, config.TWILIO_AUTH_TOKEN);
+  ctx.engine.stats.inbound++;
+  const series = ctx.engine.runSeries(chaos, [webhook]);
+  // early_receipt here means: answer once the webhooks are delivered (handy for tests).
+  if (chaos.earlyReceipt) await series;
+  sendJson(res, 202, { data: { id: message.id, carrier, from, to, text, parts: message.parts } });
+}

@@ -88,6 +88,7 @@ describe('messages through the whole pipeline: signed carrier webhooks in, custo
     expect(await deliverTelnyx(body)).toBe(200);
     const id = JSON.parse(body).data.id;
     await waitFor(() => db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = $1 AND processed_at IS NOT NULL`, [id]), (c) => c === 1, { what: 'the unowned inbound event processed' });
+    expect((await db.pool.query(`SELECT note FROM carrier_events WHERE carrier_event_id = $1`, [id])).rows[0].note).toBe('no account owns +19995550000');
     expect(await db.count(`SELECT count(*) FROM messages`)).toBe(before);
   });
 

@@ -15,13 +15,14 @@ export interface CarrierEventContext {
 
 /**
  * Does the owning module's work for one event inside `tx`, the transaction that also marks the
- * event processed. It must be safe to run again (guarded UPDATEs): a replay re-runs it.
+ * event processed. It must be safe to run again (guarded UPDATEs): a replay re-runs it. It may
+ * return a note saying why it did nothing (kept on the carrier event, e.g. "no owner for +1555…").
  */
 export type CarrierEventHandler<K extends HandledKind> = (
   event: Extract<NormalizedEvent, { kind: K }>,
   tx: Tx,
   context: CarrierEventContext,
-) => Promise<void>;
+) => Promise<void | string>;
 
 /**
  * Thrown by a handler when what the event refers to is not there yet (a receipt that outran the

@@ -59,8 +59,9 @@ export class CarrierEventProcessor {
     // A savepoint, so a failed handler's partial writes go while the outcome is still recorded
     // and the job still completes in this transaction.
     await exec(tx, 'SAVEPOINT carrier_event_handler');
+    let note: string | void;
     try {
-      await handler(event as never, tx, { carrierEventId: id, attempt: row.attempts + 1, replay });
+      note = await handler(event as never, tx, { carrierEventId: id, attempt: row.attempts + 1, replay });
       await exec(tx, 'RELEASE SAVEPOINT carrier_event_handler');
     } catch (err) {
       if (isTransient(err)) throw err;
@@ -69,7 +70,7 @@ export class CarrierEventProcessor {
       await this.markFailed(tx, id, messageOf(err));
       return { id, outcome: 'failed', error: messageOf(err) };
     }
-    await this.markProcessed(tx, id, null);
+    await this.markProcessed(tx, id, note || null);
     return { id, outcome: 'processed' };
   }
 

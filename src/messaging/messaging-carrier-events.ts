@@ -26,8 +26,8 @@ export class MessagingCarrierEvents implements OnModuleInit {
    * sending) and words we do not know are kept on the carrier event, never acted on. A receipt for
    * a carrier id no message carries yet outran the dispatcher's commit: retry, never buffer.
    */
-  async applyReceipt(event: MessageStatusChanged, tx: Tx): Promise<void> {
-    if (event.status !== 'sent' && event.status !== 'delivered' && event.status !== 'failed') return;
+  async applyReceipt(event: MessageStatusChanged, tx: Tx): Promise<string | void> {
+    if (event.status !== 'sent' && event.status !== 'delivered' && event.status !== 'failed') return `carrier status ${event.carrierStatus} changes nothing`;
     const outcome = await this.transitions.applyReceipt(tx, {
       carrier: event.carrier,
       carrierMessageId: event.carrierMessageId,
@@ -36,12 +36,13 @@ export class MessagingCarrierEvents implements OnModuleInit {
       errorDetail: event.errorDetail,
     });
     if (outcome === 'unknown_message') throw new RetryLaterError(`no message carries ${event.carrier} id ${event.carrierMessageId} yet`);
+    if (outcome === 'unchanged') return `duplicate or superseded receipt (${event.carrierStatus})`;
   }
 
-  /** An inbound SMS to a number nobody owns creates nothing. */
-  async receive(event: MessageReceived, tx: Tx): Promise<void> {
+  /** An inbound SMS to a number nobody owns creates nothing; the event keeps the reason. */
+  async receive(event: MessageReceived, tx: Tx): Promise<string | void> {
     const owner = await this.numbers.findOwner(event.to, tx);
-    if (!owner) return;
+    if (!owner) return `no account owns ${event.to}`;
     const { encoding, segments } = countSegments(event.text);
     await this.transitions.receiveInbound(tx, {
       id: newId(IdPrefix.Message),

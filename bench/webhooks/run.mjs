@@ -45,7 +45,9 @@ const receiverUrl = `http://127.0.0.1:${receiver.address().port}/hook`;
 
 const db = await freshDatabase('onceline_bench_wh');
 const prefix = `benchwh${randomBytes(4).toString('hex')}`;
-const roleEnv = { DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: prefix, LOG_LEVEL: 'warn', WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', PORT: '0' };
+/** Settings under test: the application's defaults unless WORKER_* / OUTBOX_* are set. */
+const tuning = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('OUTBOX_') || k.startsWith('WORKER_')));
+const roleEnv = { DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: prefix, LOG_LEVEL: 'warn', WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', PORT: '0', ...tuning };
 const config = loadConfig(roleEnv);
 const dataSource = await new DataSource({ type: 'postgres', url: db.url, entities: [], extra: { max: 32 } }).initialize();
 const uow = new UnitOfWork(dataSource);

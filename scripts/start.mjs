@@ -6,10 +6,21 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureServices, ROOT, stopPostgresCluster } from './services.mjs';
+import { telnyxDevKeyPair } from '../dist/sandbox/telnyx/telnyx-dev-key.js';
 
 const say = (line) => process.stderr.write(`[start] ${line}\n`);
 const env = process.env;
 const port = env.PORT || '3000';
+const sandboxPort = env.SANDBOX_PORT || '3100';
+// Development default: customer webhook endpoints on this machine (the demo's receiver, yours while
+// developing) are allowed. Set WEBHOOK_ALLOWED_CIDRS yourself to change it.
+if (!env.WEBHOOK_ALLOWED_CIDRS) env.WEBHOOK_ALLOWED_CIDRS = '127.0.0.0/8';
+// The sandbox signs Telnyx webhooks with the key pair of SANDBOX_TELNYX_SEED; the app derives the
+// same public key when TELNYX_PUBLIC_KEY is unset and TELNYX_API_URL is the (loopback) sandbox.
+const sandboxTelnyxKey = telnyxDevKeyPair(env.SANDBOX_TELNYX_SEED || undefined).publicKey;
+if (env.TELNYX_PUBLIC_KEY && env.TELNYX_PUBLIC_KEY !== sandboxTelnyxKey) {
+  say('TELNYX_PUBLIC_KEY is set and is not the sandbox key: the app will refuse (401) the Telnyx webhooks the sandbox sends');
+}
 const READY_TIMEOUT_MS = 60_000;
 /** After this long a graceful stop becomes a kill. */
 const STOP_GRACE_MS = 30_000;
@@ -20,7 +31,7 @@ const STOP_GRACE_MS = 30_000;
  */
 const ROLES = [
   'all', // api + worker + relay
-  // SANDBOX: 'sandbox', // uncomment when `node dist/main.js sandbox` exists (listens on SANDBOX_PORT)
+  'sandbox', // the carrier sandbox on SANDBOX_PORT: where the app sends SMS unless TELNYX_API_URL / TWILIO_API_URL say otherwise
 ];
 
 let services;
@@ -91,12 +102,12 @@ process.on('SIGINT', () => stop('SIGINT'));
 process.on('SIGTERM', () => stop('SIGTERM'));
 
 async function waitUntilReady() {
-  const url = `http://127.0.0.1:${port}/health/ready`;
+  const urls = [`http://127.0.0.1:${port}/health/ready`, `http://127.0.0.1:${sandboxPort}/sandbox/health`];
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (Date.now() < deadline && !stopping) {
     try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
-      if (res.status === 200) return true;
+      const answers = await Promise.all(urls.map((url) => fetch(url, { signal: AbortSignal.timeout(2000) })));
+      if (answers.every((res) => res.status === 200)) return true;
     } catch {
       // not listening yet
     }
@@ -114,7 +125,13 @@ if (await waitUntilReady()) {
     `  Swagger UI  ${base}/docs   (OpenAPI JSON ${base}/docs-json)`,
     `  Health      ${base}/health/live   ${base}/health/ready`,
     `  Metrics     ${base}/metrics`,
-    // SANDBOX: `  Sandbox     http://127.0.0.1:${env.SANDBOX_PORT || '3100'}`,
+    `  Sandbox     http://127.0.0.1:${sandboxPort}   carrier emulator (Telnyx POST /v2/messages, Twilio Messages.json); the app sends SMS here`,
+    `              counters GET /sandbox/stats; chaos now ${env.SANDBOX_CHAOS || 'off'}, change it with`,
+    `              curl -X POST localhost:${sandboxPort}/sandbox/chaos -d '{"chaos":"duplicate=3,resign,contradict"}'`,
+    `              inbound SMS: curl -X POST localhost:${sandboxPort}/sandbox/inbound -d '{"from":"+13125550001","to":"<your number>","text":"hi"}'`,
+    `              Telnyx webhooks signed with the sandbox dev key ${sandboxTelnyxKey}`,
+    `  Demo        npm run demo   (another terminal: account, numbers, webhook receiver, SMS under chaos, counts)`,
+    `  Webhooks    WEBHOOK_ALLOWED_CIDRS=${env.WEBHOOK_ALLOWED_CIDRS} (endpoints on 127.0.0.0/8 allowed in dev)`,
     `  Admin CLI   node dist/cli.js --help   (e.g. node dist/cli.js accounts:create --name demo)`,
     'Ctrl-C stops it gracefully.',
     '',

@@ -1,0 +1,277 @@
+// `npm run demo` (against a running `npm start`): one account, a Telnyx and a Twilio number, a local
+// webhook receiver, SMS out and in through the carrier sandbox with chaos on, then a table of counts.
+// Exits 1 when a count is not what exactly-once promises. Settings: PORT, SANDBOX_PORT,
+// DEMO_MESSAGES (per batch, default 10), DEMO_INBOUND (default 10), DEMO_TIMEOUT_SECONDS (default 180).
+import { spawnSync } from 'node:child_process';
+import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import { ROOT } from './services.mjs';
+
+const env = process.env;
+const API = `http://127.0.0.1:${env.PORT || '3000'}`;
+const SANDBOX = `http://127.0.0.1:${env.SANDBOX_PORT || '3100'}`;
+const PER_BATCH = Number(env.DEMO_MESSAGES || 10);
+const INBOUND = Number(env.DEMO_INBOUND || 10);
+const DEADLINE = Date.now() + Number(env.DEMO_TIMEOUT_SECONDS || 180) * 1000;
+/**
+ * Batch A: every webhook three times (one copy re-signed under a new event id), random delays, and
+ * a delivery_failed receipt one second after each delivered one. Batch B: a quarter of the send-API
+ * calls fail (500, 503, or accepted but never answered: the Idempotency-Key retry makes that safe),
+ * receipts arrive before the send answer, twice each (one re-signed), in a random order.
+ */
+const BATCHES = [
+  { name: 'A', chaos: 'duplicate=3,resign,contradict,delay_ms=100' },
+  { name: 'B', chaos: 'early_receipt,duplicate=2,resign,reorder,fail_rate=0.25' },
+];
+const INBOUND_CHAOS = 'duplicate=3,resign,delay_ms=100';
+
+const say = (line) => process.stderr.write(`[demo] ${line}\n`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function call(base, method, path, { body, headers = {}, key } = {}) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { ...(body !== undefined && { 'content-type': 'application/json' }), ...(key && { authorization: `Bearer ${key}` }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(15000),
+  });
+  const text = await res.text();
+  let json;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = { raw: text };
+  }
+  if (!res.ok) throw new Error(`${method} ${base}${path} answered ${res.status}: ${text.slice(0, 300)}`);
+  return json;
+}
+
+async function reachable() {
+  const problems = [];
+  for (const [what, url] of [['the API', `${API}/health/ready`], ['the sandbox', `${SANDBOX}/sandbox/health`]]) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(3000) });
+      if (res.status !== 200) problems.push(`${what} at ${url} answered ${res.status}`);
+    } catch {
+      problems.push(`${what} does not answer at ${url}`);
+    }
+  }
+  return problems;
+}
+
+/** Standard Webhooks verification: the `standardwebhooks` package when installed, else the same HMAC by hand. */
+async function makeVerifier(secret) {
+  try {
+    const { Webhook } = await import('standardwebhooks');
+    const webhook = new Webhook(secret);
+    return { by: 'standardwebhooks', verify: (body, headers) => webhook.verify(body, headers) };
+  } catch {
+    const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+    return {
+      by: 'node:crypto HMAC-SHA256',
+      verify(body, headers) {
+        const expected = createHmac('sha256', key).update(`${headers['webhook-id']}.${headers['webhook-timestamp']}.${body}`).digest();
+        const ok = (headers['webhook-signature'] ?? '').split(' ').some((sig) => {
+          const given = Buffer.from(sig.replace(/^v1,/, ''), 'base64');
+          return sig.startsWith('v1,') && given.length === expected.length && timingSafeEqual(given, expected);
+        });
+        if (!ok) throw new Error('signature does not verify');
+      },
+    };
+  }
+}
+
+/** A customer's webhook endpoint on 127.0.0.1: verifies every delivery, keeps one entry per webhook-id. */
+async function startReceiver() {
+  const state = { requests: 0, invalid: 0, events: new Map(), verifier: undefined };
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      state.requests++;
+      const body = Buffer.concat(chunks).toString('utf8');
+      try {
+        state.verifier.verify(body, req.headers);
+        const event = JSON.parse(body);
+        if (!state.events.has(req.headers['webhook-id'])) state.events.set(req.headers['webhook-id'], event);
+        res.writeHead(200).end('ok');
+      } catch (err) {
+        state.invalid++;
+        say(`receiver: refused a delivery: ${err.message}`);
+        res.writeHead(400).end();
+      }
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { state, url: `http://127.0.0.1:${server.address().port}/onceline-demo`, close: () => new Promise((r) => server.close(r)) };
+}
+
+const randomNumber = () => `+1555${String(randomInt(0, 10_000_000)).padStart(7, '0')}`;
+
+/** Counter deltas between two /sandbox/stats snapshots (other fields kept as they are now). */
+function sub(after, before) {
+  if (typeof after === 'number') return after - (before ?? 0);
+  if (after === null || typeof after !== 'object') return after;
+  const out = {};
+  for (const k of Object.keys(after)) out[k] = sub(after[k], before?.[k]);
+  return out;
+}
+
+async function main() {
+  const problems = await reachable();
+  if (problems.length) {
+    say(`${problems.join('; ')}. Start everything first with \`npm start\` (another terminal), then run \`npm run demo\` again.`);
+    process.exit(1);
+  }
+
+  const created = spawnSync(process.execPath, ['dist/cli.js', 'accounts:create', '--name', `demo ${new Date().toISOString()}`, '--json'], { cwd: ROOT, env, encoding: 'utf8' });
+  if (created.status !== 0) throw new Error(`accounts:create failed: ${created.stdout}${created.stderr}`);
+  const { account, api_key: key } = JSON.parse(created.stdout);
+  say(`account ${account.id}`);
+  const api = (method, path, body) => call(API, method, path, { body, key });
+
+  const numbers = { telnyx: randomNumber(), twilio: randomNumber() };
+  for (const [carrier, number] of Object.entries(numbers)) await api('POST', '/v2/phone_numbers', { phone_number: number, carrier });
+  say(`numbers ${numbers.telnyx} (telnyx), ${numbers.twilio} (twilio)`);
+
+  const receiver = await startReceiver();
+  const endpoint = await api('POST', '/v2/webhook_endpoints', { url: receiver.url, description: 'npm run demo' });
+  receiver.state.verifier = await makeVerifier(endpoint.data.secret);
+  say(`webhook receiver ${receiver.url} (endpoint ${endpoint.data.id}), verified with ${receiver.state.verifier.by}`);
+
+  const previousChaos = (await call(SANDBOX, 'GET', '/sandbox/chaos')).chaos;
+  const setChaos = (chaos) => call(SANDBOX, 'POST', '/sandbox/chaos', { body: { chaos } });
+  const statsBefore = await call(SANDBOX, 'GET', '/sandbox/stats');
+  const outbound = [];
+  try {
+    for (const batch of BATCHES) {
+      await setChaos(batch.chaos);
+      say(`batch ${batch.name}: ${PER_BATCH} SMS out with chaos ${batch.chaos}`);
+      const ids = [];
+      for (let i = 0; i < PER_BATCH; i++) {
+        const carrier = i % 2 === 0 ? 'telnyx' : 'twilio';
+        const sent = await api('POST', '/v2/messages', { from: numbers[carrier], to: randomNumber(), text: `demo ${batch.name}${i} via ${carrier}` });
+        ids.push(sent.data.id);
+      }
+      outbound.push(...ids);
+      // Chaos applies when the sandbox receives a send: wait until this batch reached it before changing it.
+      await until(`batch ${batch.name} handed to the carriers`, async () => {
+        const { data } = await api('GET', '/v2/messages?direction=outbound&page[size]=250');
+        return data.filter((m) => ids.includes(m.id) && m.carrier_message_id).length === ids.length;
+      });
+    }
+    await setChaos(INBOUND_CHAOS);
+    say(`${INBOUND} SMS in with chaos ${INBOUND_CHAOS}`);
+    for (let i = 0; i < INBOUND; i++) {
+      const carrier = i % 2 === 0 ? 'telnyx' : 'twilio';
+      await call(SANDBOX, 'POST', '/sandbox/inbound', { body: { from: randomNumber(), to: numbers[carrier], text: `hello ${i} via ${carrier}`, carrier } });
+    }
+  } finally {
+    await setChaos(previousChaos).catch(() => undefined);
+  }
+
+  const N = outbound.length;
+  const expectedEvents = { 'message.sent': N, 'message.delivered': N, 'message.failed': 0, 'message.received': INBOUND };
+  const expectedTotal = Object.values(expectedEvents).reduce((a, b) => a + b, 0);
+  const observe = async () => {
+    const [out, inbound, usage, sandbox] = await Promise.all([
+      api('GET', '/v2/messages?direction=outbound&page[size]=250'),
+      api('GET', '/v2/messages?direction=inbound&page[size]=250'),
+      api('GET', '/v2/usage'),
+      call(SANDBOX, 'GET', '/sandbox/stats'),
+    ]);
+    const byType = {};
+    for (const e of receiver.state.events.values()) byType[e.type] = (byType[e.type] ?? 0) + 1;
+    return { out: out.data, inbound: inbound.data, usage: usage.data, sandbox, byType };
+  };
+  const complete = (o) =>
+    o.out.filter((m) => m.status === 'delivered').length === N && o.inbound.length === INBOUND && o.sandbox.webhooks.pending === 0 &&
+    receiver.state.events.size >= expectedTotal;
+  say(`waiting for ${N} deliveries, ${INBOUND} inbound messages and ${expectedTotal} customer events (deadline ${Math.round((DEADLINE - Date.now()) / 1000)} s)`);
+  await until('everything to settle', async () => complete(await observe()));
+  // Anything doubled would show up late: look again after the latest contradiction could have landed.
+  await sleep(3000);
+  const o = await observe();
+  await receiver.close();
+
+  const s = sub(o.sandbox, statsBefore);
+  const w = s.webhooks;
+  const changed = N + INBOUND; // each delivered receipt and each inbound SMS changed exactly one thing
+  const usageOut = o.usage.sms_outbound_segments;
+  const usageIn = o.usage.sms_inbound_segments;
+  const perMessage = (type, ids) => ids.every((id) => [...receiver.state.events.values()].filter((e) => e.type === type && e.data.id === id).length === 1);
+  const rows = [
+    ['carrier send-API calls (incl. injected failures)', '', s.sends.requests],
+    ['  failures injected: 500 / 503 / unanswered', '', `${s.sends.failed['500']} / ${s.sends.failed['503']} / ${s.sends.failed.timeout}`],
+    ['  same Idempotency-Key replayed by the sandbox', '', s.sends.replayed],
+    ['  messages the carriers created', N, s.sends.accepted],
+    ['carrier webhooks delivered (duplicates included)', '', w.deliveries],
+    ['  extra copies / of which re-signed (new event id)', '', `${w.duplicates} / ${w.resigned}`],
+    ['  contradicting delivery_failed receipts', '', w.contradictions],
+    ['  answered "duplicate" at ingest (same event id)', '', w.answered.duplicate],
+    ['  refused by the app after retries', 0, w.failed],
+    ['messages out, delivered', N, o.out.filter((m) => m.status === 'delivered').length],
+    ['messages in, received', INBOUND, o.inbound.filter((m) => m.status === 'received').length],
+    ['customer events (distinct webhook-id, verified)', expectedTotal, receiver.state.events.size],
+    ...Object.entries(expectedEvents).map(([type, n]) => [`  ${type}`, n, o.byType[type] ?? 0]),
+    ['  deliveries refused by the receiver (bad signature)', 0, receiver.state.invalid],
+    ['usage billed: outbound / inbound segments', `${N} / ${INBOUND}`, `${usageOut} / ${usageIn}`],
+    ['usage billed: amount', '', `${(o.usage.amount_micros / 1e6).toFixed(6)} ${o.usage.currency}`],
+    ['duplicates absorbed (webhooks that changed nothing)', '', w.deliveries - changed],
+  ];
+  const checks = [
+    s.sends.accepted === N,
+    w.failed === 0,
+    o.out.length === N && o.out.every((m) => m.status === 'delivered'),
+    o.inbound.length === INBOUND && o.inbound.every((m) => m.status === 'received'),
+    receiver.state.events.size === expectedTotal,
+    Object.entries(expectedEvents).every(([type, n]) => (o.byType[type] ?? 0) === n),
+    receiver.state.invalid === 0,
+    perMessage('message.delivered', outbound) && perMessage('message.sent', outbound),
+    perMessage('message.received', o.inbound.map((m) => m.id)),
+    usageOut === N && usageIn === INBOUND,
+  ];
+  printTable(rows, [...BATCHES.map((b) => `batch ${b.name}: ${b.chaos}`), `inbound: ${INBOUND_CHAOS}`]);
+  const bad = rows.filter(([, expected, counted]) => expected !== '' && String(expected) !== String(counted));
+  if (bad.length || checks.some((ok) => !ok)) {
+    say(`WRONG: ${bad.map(([what]) => what.trim()).join(', ') || 'a per-message count (see above)'}`);
+    process.exit(1);
+  }
+  say('every count is right: each carrier fact changed one thing once, however often it was told');
+}
+
+async function until(what, probe) {
+  while (Date.now() < DEADLINE) {
+    try {
+      if (await probe()) return;
+    } catch (err) {
+      say(`still waiting for ${what}: ${err.message}`);
+    }
+    await sleep(1000);
+  }
+  say(`gave up waiting for ${what} (DEMO_TIMEOUT_SECONDS)`);
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+function printTable(rows, chaosLines) {
+  const w0 = Math.max(...rows.map(([a]) => a.length));
+  const w1 = Math.max('expected'.length, ...rows.map(([, b]) => String(b).length));
+  const lines = [
+    '',
+    `Onceline demo: ${PER_BATCH * BATCHES.length} SMS out, ${INBOUND} SMS in, through the carrier sandbox with chaos on`,
+    ...chaosLines.map((l) => `  chaos ${l}`),
+    '',
+    `  ${'what'.padEnd(w0)}  ${'expected'.padStart(w1)}  counted`,
+    ...rows.map(([a, b, c]) => {
+      const mark = b !== '' && String(b) !== String(c) ? '   <-- WRONG' : '';
+      return `  ${a.padEnd(w0)}  ${String(b).padStart(w1)}  ${c}${mark}`;
+    }),
+    '',
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().catch((err) => {
+  say(`failed: ${err.message}`);
+  process.exit(1);
+});

@@ -4,7 +4,10 @@ import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
 import { databaseUrl, TEST_PG_BASE, TEST_REDIS_URL } from './support/env.js';
 import { freePort } from './support/ports.js';
-import { runNode, type NodeRun } from './support/run-node.js';
+import { mapLimit, runNode, type NodeRun } from './support/run-node.js';
+
+// Each command boots a Node process; on a busy 2-core machine a test of several takes a while.
+const SLOW = 180_000;
 
 /** Parses the WHOLE of stdout: exactly one JSON document or the test fails. */
 function oneDocument(run: NodeRun): any {
@@ -54,7 +57,7 @@ describe('admin CLI: every command with --json prints exactly one JSON document 
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
     }
-  });
+  }, SLOW);
 
   it('accounts:create, api-keys:create and api-keys:revoke print their results; keys are stored hashed', async () => {
     const created = await cli(['accounts:create', '--name', 'Acme "CLI" Ltd']);
@@ -80,7 +83,7 @@ describe('admin CLI: every command with --json prints exactly one JSON document 
     const twice = await cli(['api-keys:revoke', key.id]);
     expect(twice.code).toBe(0);
     expect(oneDocument(twice)).toEqual({ id: key.id, revoked: false });
-  });
+  }, SLOW);
 
   it('outbox:status prints the pending count and the age of the oldest pending job', async () => {
     await db.pool.query(
@@ -94,7 +97,7 @@ describe('admin CLI: every command with --json prints exactly one JSON document 
     expect(status.pending).toBe(2);
     expect(status.oldest_pending_seconds).toBeGreaterThanOrEqual(30);
     expect(Object.keys(status).sort()).toEqual(['oldest_pending_seconds', 'pending']);
-  });
+  }, SLOW);
 
   it('errors are one JSON document too, with a non-zero exit', async () => {
     const cases: Array<[string[], Record<string, string>, string, RegExp]> = [
@@ -106,14 +109,14 @@ describe('admin CLI: every command with --json prints exactly one JSON document 
       [['no-such-command'], {}, 'command_failed', /no-such-command/],
       [['outbox:status'], { PORT: 'abc' }, 'command_failed', /PORT/],
     ];
-    const runs = await Promise.all(cases.map(([args, env]) => cli(args, env)));
+    const runs = await mapLimit(cases, 2, ([args, env]) => cli(args, env));
     runs.forEach((run, i) => expectFailure(run, cases[i][2], cases[i][3]));
-  });
+  }, SLOW);
 
   it('a database that does not answer is reported as one JSON document', async () => {
     const nobody = databaseUrl('onceline', `postgres://postgres@127.0.0.1:${await freePort()}/postgres`);
     const [status, migrate] = await Promise.all([cli(['outbox:status'], { DATABASE_URL: nobody }), cli(['migrate'], { DATABASE_URL: nobody })]);
     expectFailure(status, 'command_failed', /ECONNREFUSED/);
     expectFailure(migrate, 'command_failed', /ECONNREFUSED/);
-  });
+  }, SLOW);
 });

@@ -20,7 +20,7 @@ describe('error responses', () => {
     const res = await fetch(`${app.url}/v2/no_such_thing`);
     expect(res.status).toBe(404);
     expect(res.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{16}$/);
-    const body = await res.json();
+    const body: any = await res.json();
     expect(body.errors).toEqual([expect.objectContaining({ code: 'not_found', title: expect.any(String) })]);
   });
 
@@ -42,7 +42,7 @@ describe('error responses', () => {
       }
       // Two failures, two ids: the id points at one log line, not at the route.
       const again = await fetch(`${app.url}/v2/api_keys`, { headers: { authorization: `Bearer ${api_key}` } });
-      expect((await again.json()).errors[0].meta.request_id).not.toBe(requestId);
+      expect(((await again.json()) as any).errors[0].meta.request_id).not.toBe(requestId);
     } finally {
       await db.pool.query(`ALTER TABLE api_keys RENAME COLUMN key_hash_moved TO key_hash`);
     }

@@ -74,7 +74,7 @@ describe('readiness follows the services', () => {
     redis.stop();
     await waitFor(() => status(app, '/health/ready'), (s) => s === 503, { what: 'readiness to report Redis down' });
     const ready = await fetch(`${app.url}/health/ready`);
-    const body = await ready.json();
+    const body: any = await ready.json();
     expect(body.errors[0]).toEqual(expect.objectContaining({ code: 'not_ready' }));
     expect(body.errors[0].detail).toContain('"redis":"unavailable"');
     expect(body.errors[0].detail).toContain('"postgres":"ok"');
@@ -105,7 +105,7 @@ describe('readiness without Postgres', () => {
     expect(await status(app, '/health/ready')).toBe(200);
     pgServer.stop();
     await waitFor(() => status(app, '/health/ready'), (s) => s === 503, { what: 'readiness to report Postgres down' });
-    const body = await (await fetch(`${app.url}/health/ready`)).json();
+    const body: any = await (await fetch(`${app.url}/health/ready`)).json();
     expect(body.errors[0].detail).toContain('"postgres":"unavailable"');
     expect(await status(app, '/health/live')).toBe(200);
   });

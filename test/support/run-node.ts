@@ -10,11 +10,25 @@ export interface NodeRun {
   stderr: string;
 }
 
+/** Runs fn over items with at most `limit` at once (spawned Node processes are CPU-heavy to boot). */
+export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return results;
+}
+
 /**
  * Runs `node <args>` (e.g. dist/cli.js migrate --json) to completion with only the given
  * environment (plus PATH and HOME), so nothing from the test runner's environment leaks in.
  */
-export function runNode(args: string[], env: Record<string, string>, timeoutMs = 30000): Promise<NodeRun> {
+export function runNode(args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<NodeRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, {
       cwd: ROOT,

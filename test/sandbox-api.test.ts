@@ -237,6 +237,18 @@ describe('the sandbox as a child process (node dist/main.js sandbox), a local re
     expect(((await (await fetch(`${sandbox.url}/sandbox/chaos`)).json()) as any).chaos).toBe('off');
   });
 
+  it('a reset while a series runs keeps it pending until it ends, then counts its later deliveries afresh', async () => {
+    await telnyxSend(sms, { 'x-sandbox-chaos': 'contradict' });
+    await waitFor(() => sandbox.stats(), (s) => s.webhooks.deliveries >= 1, { what: 'the first delivery' });
+    const reset = (await (await fetch(`${sandbox.url}/sandbox/stats/reset`, { method: 'POST' })).json()) as any;
+    expect(reset.webhooks.pending).toBe(1);
+    await idle();
+    const after = await sandbox.stats();
+    expect(after.webhooks.pending).toBe(0);
+    expect(after.webhooks.deliveries).toBeGreaterThanOrEqual(1); // at least the contradiction, 1 s later
+    expect(after.webhooks.deliveries).toBeLessThanOrEqual(2);
+  });
+
   it('refuses a StatusCallback outside loopback without sending anything', async () => {
     const res = await twilioSend({ From: sms.from, To: sms.to, Body: 'x', StatusCallback: 'http://192.0.2.10/webhooks/twilio/messaging' });
     expect(res.status).toBe(400);

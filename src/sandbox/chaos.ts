@@ -10,7 +10,7 @@ export interface Chaos {
   resign: boolean;
   /** The webhooks of a send are delivered before its HTTP response is written. */
   earlyReceipt: boolean;
-  /** After the terminal `delivered` receipt, a `delivery_failed` receipt for the same message. */
+  /** 1 s after the terminal `delivered` receipt, a `delivery_failed` one for the same message. */
   contradict: boolean;
   /** The deliveries of one series go out in a random order. */
   reorder: boolean;

@@ -85,8 +85,7 @@ export class SandboxEngine {
 
   /** Starts delivering a series; the promise never rejects. */
   runSeries(chaos: Chaos, webhooks: CarrierWebhook[]): Promise<void> {
-    // The series holds the stats object it started with, so a reset does not mix runs.
-    const run = new WebhookSeries(this.timers, this.stats, chaos, this.log).run(webhooks);
+    const run = new WebhookSeries(this.timers, () => this.stats, chaos, this.log).run(webhooks);
     this.running.add(run);
     void run.finally(() => this.running.delete(run));
     return run;

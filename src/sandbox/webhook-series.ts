@@ -47,17 +47,18 @@ export class WebhookSeries {
 
   constructor(
     private readonly timers: BoundedTimers,
-    private readonly stats: SandboxStats,
+    /** The current counters (a reset replaces the object mid-series; pending must follow it). */
+    private readonly stats: () => SandboxStats,
     private readonly chaos: Chaos,
     private readonly log: (line: string) => void,
   ) {}
 
   /** Resolves when every delivery of the series is done (never rejects). */
   async run(steps: CarrierWebhook[]): Promise<void> {
-    this.stats.webhooks.pending++;
+    this.stats().webhooks.pending++;
     try {
-      this.stats.webhooks.events += steps.length;
-      this.stats.webhooks.contradictions += steps.filter((s) => s.contradiction).length;
+      this.stats().webhooks.events += steps.length;
+      this.stats().webhooks.contradictions += steps.filter((s) => s.contradiction).length;
       const groups = steps.map((step) => this.copies(step));
       if (this.chaos.reorder) {
         for (const delivery of shuffle(groups.flat())) {
@@ -77,7 +78,7 @@ export class WebhookSeries {
     } catch (err) {
       if (!(err instanceof SandboxClosed)) this.log(`webhook series failed: ${(err as Error).message}`);
     } finally {
-      this.stats.webhooks.pending--;
+      this.stats().webhooks.pending--;
     }
   }
 
@@ -90,8 +91,8 @@ export class WebhookSeries {
     for (let copy = 2; copy <= this.chaos.duplicate; copy++) {
       const resigned = this.chaos.resign && copy % 2 === 0;
       deliveries.push({ webhook, eventId: resigned ? randomUUID() : webhook.eventId });
-      this.stats.webhooks.duplicates++;
-      if (resigned) this.stats.webhooks.resigned++;
+      this.stats().webhooks.duplicates++;
+      if (resigned) this.stats().webhooks.resigned++;
     }
     return deliveries;
   }
@@ -107,14 +108,14 @@ export class WebhookSeries {
   }
 
   private async deliver({ webhook, eventId }: Delivery): Promise<void> {
-    const w = this.stats.webhooks;
+    const w = () => this.stats().webhooks;
     for (let i = 0; i < ATTEMPTS; i++) {
       if (i > 0) {
-        w.retries++;
+        w().retries++;
         await this.timers.sleep(RETRY_BASE_MS * 2 ** (i - 1));
       }
       const { body, headers } = webhook.render(eventId, this.nextAttempt(eventId));
-      w.deliveries++;
+      w().deliveries++;
       let status = 'network';
       try {
         const response = await fetch(webhook.url, {
@@ -126,21 +127,21 @@ export class WebhookSeries {
         });
         status = String(response.status);
         const answer = await response.text();
-        w.statuses[status] = (w.statuses[status] ?? 0) + 1;
+        w().statuses[status] = (w().statuses[status] ?? 0) + 1;
         if (response.ok) {
           const said = parseStatus(answer);
-          if (said === 'accepted' || said === 'duplicate') w.answered[said]++;
+          if (said === 'accepted' || said === 'duplicate') w().answered[said]++;
           return;
         }
       } catch (err) {
         if (this.timers.closed) throw new SandboxClosed();
-        w.statuses.network = (w.statuses.network ?? 0) + 1;
+        w().statuses.network = (w().statuses.network ?? 0) + 1;
         this.log(`${webhook.kind} to ${webhook.url}: ${describe(err)}`);
         continue;
       }
       this.log(`${webhook.kind} to ${webhook.url}: answered ${status}`);
     }
-    w.failed++;
+    w().failed++;
   }
 }
 

@@ -28,7 +28,7 @@ const REDIS_URL = env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RATE = Number(env.BENCH_RATE ?? 1000);
 const SECONDS = Number(env.BENCH_SECONDS ?? 60);
 const BACKLOG = Number(env.BENCH_BACKLOG ?? 100_000);
-const PRODUCER_CONNECTIONS = Number(env.BENCH_PRODUCER_CONNECTIONS ?? 48);
+const PRODUCER_CONNECTIONS = Number(env.BENCH_PRODUCER_CONNECTIONS ?? 16);
 /** Relay settings under test (the application's defaults unless overridden). */
 const RELAY_ENV = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('OUTBOX_')));
 

@@ -107,6 +107,7 @@ try {
   await pool.end();
   console.log('\n| job | jobs | due → in Redis p50 / p99 ms | in Redis → done p50 / p99 ms |\n|---|---|---|---|');
   for (const s of stages) console.log(`| ${s.name} | ${s.jobs} | ${fmt(s.relay_p50)} / ${fmt(s.relay_p99)} | ${fmt(s.run_p50)} / ${fmt(s.run_p99)} |`);
+  if (process.env.BENCH_SHOW_LOG) console.log(JSON.stringify(app.logged()));
   if (seenEvents.size !== total - rejected) process.exitCode = 1;
 } finally {
   await Promise.all([app, ...workers].map((p) => p.stop()));

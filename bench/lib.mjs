@@ -41,9 +41,15 @@ export function freePort() {
 
 /** Starts `node dist/main.js <role>` with env; resolves when /health/ready answers (api roles) or at once. */
 export async function startRole(role, env, { readyUrl } = {}) {
-  const child = spawn(process.execPath, ['dist/main.js', role], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the roles.
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, 'dist/main.js', role], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
-  child.stderr.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
+  let stderrBytes = 0;
+  child.stderr.on('data', (d) => {
+    stderrBytes += d.length;
+    stderr = (stderr + d).slice(-4000);
+  });
   if (readyUrl) {
     const until = Date.now() + 30_000;
     while (Date.now() < until) {
@@ -55,6 +61,7 @@ export async function startRole(role, env, { readyUrl } = {}) {
   }
   return {
     child,
+    logged: () => ({ bytes: stderrBytes, tail: stderr }),
     stop: () => new Promise((resolve) => {
       if (child.exitCode !== null) return resolve();
       child.once('exit', resolve);

@@ -1,0 +1,51 @@
+// `npm run bench`: runs every benchmark once, one after the other, on this machine (loopback
+// only, each bounded in time), and writes docs/benchmarks.md with the machine, the commands and
+// the figures of that one run. Method and reading of each benchmark: docs/benchmarks-method.md.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+
+const BENCHES = [
+  { title: 'Relay: commit → job in Redis at 1,000 jobs/s for 60 s, and the maximum drain rate', script: 'bench/relay.mjs', args: [] },
+  { title: 'Ingest vs pgbench of the same SQL (32 connections, 30 s)', script: 'bench/ingest/run.mjs', args: [] },
+  { title: 'Messaging: POST /v2/messages with Idempotency-Key, receipt → status visible', script: 'bench/messaging.mjs', args: [] },
+  { title: 'Customer webhooks: commit → delivered at 500 events/s, burst deliveries/s', script: 'bench/webhooks/run.mjs', args: [] },
+  { title: 'End to end: carrier webhook → customer webhook at 500 events/s for 60 s', script: 'bench/e2e.mjs', args: ['--rate', '500', '--seconds', '60'] },
+];
+const only = process.argv.slice(2);
+
+const sh = (cmd, args) => {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+};
+const started = new Date();
+const sections = [];
+for (const bench of BENCHES.filter((b) => only.length === 0 || only.some((o) => b.script.includes(o)))) {
+  const command = `node ${bench.script} ${bench.args.join(' ')}`.trim();
+  process.stderr.write(`bench: ${command}\n`);
+  const load = os.loadavg()[0].toFixed(2);
+  const t0 = Date.now();
+  const run = spawnSync(process.execPath, [bench.script, ...bench.args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 15 * 60_000 });
+  const seconds = ((Date.now() - t0) / 1000).toFixed(0);
+  const output = (run.stdout ?? '').trim();
+  const status = run.status === 0 ? 'ok' : `exit ${run.status ?? run.signal}`;
+  const body = output.startsWith('{') || output.startsWith('[') ? `\`\`\`json\n${output}\n\`\`\`` : output;
+  sections.push(`## ${bench.title}\n\nCommand: \`${command}\` (${status}, ${seconds} s, load average ${load} when it started)\n\n${body}\n`);
+}
+
+const doc = `# Benchmarks (one run)
+
+Written by \`npm run bench\` (\`bench/all.mjs\`) on ${started.toISOString()}, commit ${sh('git', ['rev-parse', '--short', 'HEAD'])}.
+What each benchmark does and how to read it: [benchmarks-method.md](benchmarks-method.md).
+All traffic is on loopback; every figure below comes from this one run on this machine.
+
+Machine: ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB RAM,
+Node ${process.version}, ${sh('psql', ['--version'])}, ${sh('redis-server', ['--version']).split(' ').slice(0, 3).join(' ')},
+PostgreSQL and Redis on the same host with default settings (fsync on).
+
+${sections.join('\n')}`;
+writeFileSync(new URL('../docs/benchmarks.md', import.meta.url), doc);
+process.stderr.write('bench: wrote docs/benchmarks.md\n');

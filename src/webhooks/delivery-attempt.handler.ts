@@ -13,7 +13,7 @@ import { webhookHeaders } from './signing.js';
 import { postWebhook, type PostResult } from './webhook-http.js';
 
 /** Characters of the customer's response kept on the attempt (up to 64 KiB is read). */
-const EXCERPT_CHARS = 2048;
+export const EXCERPT_CHARS = 2048;
 
 interface DeliveryRow {
   id: string;

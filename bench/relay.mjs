@@ -1,7 +1,8 @@
 // Relay benchmark (`npm run bench:relay`, which builds first). Loopback only, bounded in time.
 //
 // 1. Lag: jobs enqueued with the SQL OutboxService.enqueue runs (one transaction per job: INSERT
-//    into outbox_jobs + pg_notify, COMMIT) at BENCH_RATE jobs/s for BENCH_SECONDS, with the real
+//    into outbox_jobs, COMMIT, then the after-commit pg_notify coalesced to one in flight, as
+//    RelayWakeup does) at BENCH_RATE jobs/s for BENCH_SECONDS, with the real
 //    relay (`node dist/main.js relay`) running. Latency = the Redis server time of the job's
 //    'added' event (its events-stream id) minus the moment COMMIT returned to the producer.
 // 2. Maximum throughput: the relay stopped, a backlog of BENCH_BACKLOG due rows committed, the
@@ -19,7 +20,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { migrate } from '../dist/database/migrator.js';
 import { JobName, queueOf } from '../dist/outbox/job-catalogue.js';
-import { OUTBOX_CHANNEL } from '../dist/outbox/outbox.service.js';
+import { OUTBOX_CHANNEL } from '../dist/outbox/relay-wakeup.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
@@ -106,6 +107,20 @@ async function lagPhase(pool, queueEvents) {
   // The statements OutboxService.enqueue runs, sent as one simple-protocol round trip so that
   // the producer (same 2 cores as the relay, Postgres and Redis) stays out of the measurement.
   // Job ids here are plain literals, so inlining them is safe.
+  // RelayWakeup: after the commit, one NOTIFY in flight at a time, another if more commits came.
+  let notifyInFlight = false;
+  let notifyAgain = false;
+  const wakeRelay = () => {
+    if (notifyInFlight) return void (notifyAgain = true);
+    notifyInFlight = true;
+    pool.query(`SELECT pg_notify('${OUTBOX_CHANNEL}', '')`).catch(() => undefined).finally(() => {
+      notifyInFlight = false;
+      if (notifyAgain) {
+        notifyAgain = false;
+        wakeRelay();
+      }
+    });
+  };
   const enqueue = async (jobId) => {
     const client = await pool.connect();
     try {
@@ -113,10 +128,10 @@ async function lagPhase(pool, queueEvents) {
         `BEGIN;
          INSERT INTO outbox_jobs (job_id, queue, name, data) VALUES ('${jobId}', '${queueName}', '${JobName.Probe}', '{}')
            ON CONFLICT (job_id) DO NOTHING;
-         SELECT pg_notify('${OUTBOX_CHANNEL}', '');
          COMMIT`,
       );
       const committed = nowMs();
+      wakeRelay();
       const early = visibleAt.get(jobId);
       if (early !== undefined) latencies.push(Math.max(0, early - committed));
       else committedAt.set(jobId, committed);

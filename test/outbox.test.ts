@@ -68,6 +68,28 @@ describe('transactional outbox', () => {
     expect(everPublished).not.toContain('rolledback-1');
   });
 
+  it('relays are woken after the commit (the row is visible then), never for a rollback', async () => {
+    const { RelayWakeup } = await import('../src/outbox/relay-wakeup.js');
+    const uow = app.app.get(UnitOfWork);
+    const outbox = app.app.get(OutboxService);
+    const seenAtHint: number[] = [];
+    const hint = jest.spyOn(app.app.get(RelayWakeup), 'hint').mockImplementation(() => {
+      void db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id = 'hinted-1'`).then((c) => seenAtHint.push(c));
+    });
+    await expect(
+      uow.run(async (tx) => {
+        await outbox.enqueue(tx, { name: JobName.Probe, data: { label: 'hinted' }, jobId: 'hinted-0' });
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    expect(hint).not.toHaveBeenCalled();
+    await uow.run((tx) => outbox.enqueue(tx, { name: JobName.Probe, data: { label: 'hinted' }, jobId: 'hinted-1' }));
+    expect(hint).toHaveBeenCalledTimes(1);
+    await waitFor(() => seenAtHint.length, (n) => n === 1, { what: 'the visibility check' });
+    expect(seenAtHint).toEqual([1]);
+    hint.mockRestore();
+  });
+
   it('the same jobId enqueued twice is one job', async () => {
     const uow = app.app.get(UnitOfWork);
     const outbox = app.app.get(OutboxService);

@@ -64,13 +64,13 @@ function pgbench(dbName) {
   const payload = receipt('pgbench', 1);
   const normalized = JSON.stringify({ carrier: 'telnyx', kind: 'message.status', carrierEventId: 'x', occurredAt: new Date().toISOString(), carrierMessageId: 'm', status: 'delivered', carrierStatus: 'delivered' });
   const script = join(dir, 'ingest.sql');
-  // The transaction ingest runs for a new event (src/ingest/ingest.service.ts + OutboxService.enqueue).
+  // The transaction ingest runs for a new event (src/ingest/ingest.service.ts + OutboxService.enqueue;
+  // the relay wake-up NOTIFY is sent after commit, coalesced, outside this transaction).
   writeFileSync(script, [
     '\\set n random(1, 2000000000)',
     'BEGIN;',
     `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce) VALUES ('cev_' || :client_id || '_' || :n, 'telnyx', 'pgb-' || :client_id || '-' || :n, 'message.finalized', 'message.status', '${payload}'::jsonb, '${normalized}'::jsonb, NULL) ON CONFLICT DO NOTHING;`,
     `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at) VALUES ('cev_' || :client_id || '_' || :n, 'carrier-events', 'process-carrier-event', '{"carrierEventId":"x"}', coalesce(NULL::timestamptz, now())) ON CONFLICT (job_id) DO NOTHING;`,
-    `SELECT pg_notify('onceline_outbox', '');`,
     'END;',
     '',
   ].join('\n'));

@@ -5,7 +5,7 @@ import { exec } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { Housekeeping } from './housekeeping.js';
 import { OutboxMetrics } from './outbox-metrics.js';
-import { OUTBOX_CHANNEL } from './outbox.service.js';
+import { OUTBOX_CHANNEL } from './relay-wakeup.js';
 import { Queues, type RelayedJob } from './queues.js';
 
 /** Recovery and retention run at most this often (sooner when the redrive delay is shorter). */

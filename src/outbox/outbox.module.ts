@@ -9,11 +9,12 @@ import { OutboxRelay } from './outbox-relay.js';
 import { OutboxService } from './outbox.service.js';
 import { ProbeHandler } from './probe.handler.js';
 import { Queues } from './queues.js';
+import { RelayWakeup } from './relay-wakeup.js';
 
 /** The transactional outbox: enqueue in a transaction, relay to BullMQ, run, recover. */
 @Module({
   imports: [DiscoveryModule],
-  providers: [Housekeeping, OutboxService, OutboxRelay, OutboxMetrics, Queues, JobRegistry, JobRunner, JobWorkers, ProbeHandler],
+  providers: [Housekeeping, RelayWakeup, OutboxService, OutboxRelay, OutboxMetrics, Queues, JobRegistry, JobRunner, JobWorkers, ProbeHandler],
   exports: [Housekeeping, OutboxService, OutboxRelay, JobWorkers, Queues],
 })
 export class OutboxModule {}

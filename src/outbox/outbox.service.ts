@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { assertInTransaction, exec, type Tx } from '../database/tx.js';
+import { afterCommit } from '../database/unit-of-work.js';
+import { RelayWakeup } from './relay-wakeup.js';
 import { JOB_ID_PATTERN, JobName, queueOf, type JobPayloads } from './job-catalogue.js';
 
-export const OUTBOX_CHANNEL = 'onceline_outbox';
 
 export interface EnqueueRequest<N extends JobName> {
   name: N;
@@ -21,10 +22,13 @@ export interface OutboxStatus {
 /** The only way to create a job: a row written in the transaction that earned it. */
 @Injectable()
 export class OutboxService {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly wakeup: RelayWakeup,
+  ) {}
 
   /**
-   * Inserts the job in the caller's transaction; NOTIFY wakes relays when it commits. A jobId
+   * Inserts the job in the caller's transaction; relays are woken once it commits. A jobId
    * already in the outbox is the same job, so it is not inserted again. Returns whether it was new.
    */
   async enqueue<N extends JobName>(tx: Tx, request: EnqueueRequest<N>): Promise<boolean> {
@@ -37,7 +41,7 @@ export class OutboxService {
        ON CONFLICT (job_id) DO NOTHING`,
       [request.jobId, queueOf(request.name), request.name, JSON.stringify(request.data), request.runAt ?? null],
     );
-    if (affected > 0) await exec(tx, `SELECT pg_notify($1, '')`, [OUTBOX_CHANNEL]);
+    if (affected > 0) afterCommit(tx, () => this.wakeup.hint());
     return affected > 0;
   }
 

@@ -28,9 +28,10 @@ for (const bench of BENCHES.filter((b) => only.length === 0 || only.some((o) => 
   process.stderr.write(`bench: ${command}\n`);
   const load = os.loadavg()[0].toFixed(2);
   const t0 = Date.now();
-  const run = spawnSync(process.execPath, [bench.script, ...bench.args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 15 * 60_000 });
+  const run = spawnSync(process.execPath, [bench.script, ...bench.args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 15 * 60_000, maxBuffer: 64 * 2 ** 20, killSignal: 'SIGINT' });
   const seconds = ((Date.now() - t0) / 1000).toFixed(0);
-  const output = (run.stdout ?? '').trim();
+  // Only the report: Nest's console logger (in-process benchmarks) also writes to stdout.
+  const output = (run.stdout ?? '').split('\n').filter((line) => !line.includes('[Nest]')).join('\n').trim();
   const status = run.status === 0 ? 'ok' : `exit ${run.status ?? run.signal}`;
   const body = output.startsWith('{') || output.startsWith('[') ? `\`\`\`json\n${output}\n\`\`\`` : output;
   sections.push(`## ${bench.title}\n\nCommand: \`${command}\` (${status}, ${seconds} s, load average ${load} when it started)\n\n${body}\n`);

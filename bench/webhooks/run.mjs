@@ -15,6 +15,7 @@ import { DataSource } from 'typeorm';
 import { loadConfig } from '../../dist/config/app-config.js';
 import { UnitOfWork } from '../../dist/database/unit-of-work.js';
 import { OutboxService } from '../../dist/outbox/outbox.service.js';
+import { RelayWakeup } from '../../dist/outbox/relay-wakeup.js';
 import { CustomerEvents } from '../../dist/webhooks/customer-events.js';
 import { DeliveryScheduler } from '../../dist/webhooks/delivery-scheduler.js';
 import { fmt, freshDatabase, machine, percentile, REDIS_URL, startRole } from '../lib.mjs';
@@ -51,7 +52,7 @@ const roleEnv = { DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: prefix, LOG_LEV
 const config = loadConfig(roleEnv);
 const dataSource = await new DataSource({ type: 'postgres', url: db.url, entities: [], extra: { max: 32 } }).initialize();
 const uow = new UnitOfWork(dataSource);
-const events = new CustomerEvents(new DeliveryScheduler(new OutboxService(dataSource), config));
+const events = new CustomerEvents(new DeliveryScheduler(new OutboxService(dataSource, new RelayWakeup(dataSource)), config));
 const roles = [];
 
 try {

@@ -6,7 +6,7 @@ import {
   CreateEndpointDto, DeliveryListResponse, EndpointListResponse, EndpointResponse, EndpointWithSecretResponse, SecretResponse, UpdateEndpointDto,
 } from './endpoint.dto.js';
 import { EndpointsService } from './endpoints.service.js';
-import { optionalOneOf } from './query-params.js';
+import { optionalEnum } from '../http/query-params.js';
 
 const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'parked'] as const;
 
@@ -92,7 +92,7 @@ export class EndpointsController {
   @ApiOkResponse({ type: DeliveryListResponse })
   @ApiNotFoundResponse()
   async deliveries(@AccountId() accountId: string, @Param('id') id: string, @Query() query: Record<string, unknown>) {
-    const status = optionalOneOf(query, 'status', DELIVERY_STATUSES);
+    const status = optionalEnum(query, 'status', DELIVERY_STATUSES);
     const page = parsePage(query);
     return pageOf(await this.endpoints.deliveries(accountId, id, status, page), page);
   }

@@ -5,7 +5,7 @@ import { MAX_PAGE_SIZE, pageOf, parsePage } from '../http/pagination.js';
 import { EventListResponse, EventResponse } from './endpoint.dto.js';
 import { CUSTOMER_EVENT_TYPES } from './event-types.js';
 import { EventsService } from './events.service.js';
-import { optionalOneOf } from './query-params.js';
+import { optionalEnum } from '../http/query-params.js';
 
 @ApiTags('Events')
 @ApiBearerAuth()
@@ -22,7 +22,7 @@ export class EventsController {
   @ApiQuery({ name: 'page[after]', required: false, description: 'meta.next_cursor of the previous page' })
   @ApiOkResponse({ type: EventListResponse })
   async list(@AccountId() accountId: string, @Query() query: Record<string, unknown>) {
-    const type = optionalOneOf(query, 'type', CUSTOMER_EVENT_TYPES);
+    const type = optionalEnum(query, 'type', CUSTOMER_EVENT_TYPES);
     const page = parsePage(query);
     return pageOf(await this.events.list(accountId, type, page), page);
   }

@@ -1,10 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { LogController } from 'fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from '../app.module.js';
 import type { AppConfig } from '../config/app-config.js';
+import { randomBytesPooled } from '../common/ids.js';
 import { MetricsRegistry } from '../metrics/metrics-registry.js';
 import { ErrorsFilter } from './errors.filter.js';
 import { createPino, PinoNestLogger } from './logger.js';
@@ -21,7 +21,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     // Per-request lines only at debug: at thousands of webhooks a second they cost more than the work.
     logController: new LogController({ disableRequestLogging: config.LOG_LEVEL !== 'debug' && config.LOG_LEVEL !== 'trace' }),
     bodyLimit: MAX_BODY_BYTES,
-    genReqId: () => `req_${randomBytes(8).toString('hex')}`,
+    genReqId: () => `req_${randomBytesPooled(8).toString('hex')}`,
     trustProxy: false,
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {

@@ -132,6 +132,18 @@ export class AppConfig {
   @Transform(toInt) @Min(1) @IsInt()
   CARRIER_EVENT_RETRY_MAX_DELAY_SECONDS = 300;
 
+  /** Ingest: most webhooks stored by one transaction (concurrent deliveries share a commit). */
+  @Transform(toInt) @Min(1) @Max(5000) @IsInt()
+  INGEST_BATCH_MAX = 256;
+
+  /** Ingest: most batch transactions running at once, per process. */
+  @Transform(toInt) @Min(1) @Max(64) @IsInt()
+  INGEST_BATCH_CONCURRENCY = 2;
+
+  /** Ingest: worker threads that verify Ed25519 signatures off the event loop (0: verify inline). */
+  @Transform(toInt) @Min(0) @Max(16) @IsInt()
+  INGEST_VERIFY_THREADS = 1;
+
   /** Price of one outbound SMS segment, in micro-units of USD. */
   @Transform(toInt) @Min(0) @IsInt()
   PRICE_SMS_OUTBOUND_SEGMENT_MICROS = 4000;

@@ -4,6 +4,7 @@ import { TwilioAdapter } from '../carriers/twilio/twilio-adapter.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
 import { CarrierEventHandlers } from './carrier-event-handlers.js';
 import { CarrierEventProcessor } from './carrier-event-processor.js';
+import { CarrierEventWriter } from './carrier-event-writer.js';
 import { CarrierEventsService } from './carrier-events.service.js';
 import { IngestController } from './ingest.controller.js';
 import { IngestService } from './ingest.service.js';
@@ -16,7 +17,7 @@ import { ProcessCarrierEventHandler } from './process-carrier-event.handler.js';
 @Module({
   imports: [OutboxModule],
   controllers: [IngestController],
-  providers: [TelnyxAdapter, TwilioAdapter, IngestService, CarrierEventHandlers, CarrierEventProcessor, CarrierEventsService, ProcessCarrierEventHandler],
+  providers: [TelnyxAdapter, TwilioAdapter, IngestService, CarrierEventWriter, CarrierEventHandlers, CarrierEventProcessor, CarrierEventsService, ProcessCarrierEventHandler],
   exports: [CarrierEventHandlers, CarrierEventsService],
 })
 export class IngestModule {}

@@ -5,7 +5,6 @@ import { afterCommit } from '../database/unit-of-work.js';
 import { RelayWakeup } from './relay-wakeup.js';
 import { JOB_ID_PATTERN, JobName, queueOf, type JobPayloads } from './job-catalogue.js';
 
-
 export interface EnqueueRequest<N extends JobName> {
   name: N;
   data: JobPayloads[N];
@@ -32,17 +31,36 @@ export class OutboxService {
    * already in the outbox is the same job, so it is not inserted again. Returns whether it was new.
    */
   async enqueue<N extends JobName>(tx: Tx, request: EnqueueRequest<N>): Promise<boolean> {
+    return (await this.enqueueMany(tx, [request])) > 0;
+  }
+
+  /**
+   * Many jobs in one statement (a batch of ingested events, say), same rules as enqueue.
+   * Returns how many were new.
+   */
+  async enqueueMany(tx: Tx, requests: EnqueueRequest<JobName>[]): Promise<number> {
     assertInTransaction(tx);
-    if (!JOB_ID_PATTERN.test(request.jobId)) throw new Error(`invalid jobId ${JSON.stringify(request.jobId)}`);
+    if (requests.length === 0) return 0;
+    for (const { jobId } of requests) {
+      if (!JOB_ID_PATTERN.test(jobId)) throw new Error(`invalid jobId ${JSON.stringify(jobId)}`);
+    }
+    // ON CONFLICT (job_id): a job id already in the outbox (or twice in this list) is one job.
     const { affected } = await exec(
       tx,
       `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       VALUES ($1, $2, $3, $4, coalesce($5::timestamptz, now()))
+       SELECT job_id, queue, name, data::jsonb, coalesce(run_at, now())
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS j(job_id, queue, name, data, run_at)
        ON CONFLICT (job_id) DO NOTHING`,
-      [request.jobId, queueOf(request.name), request.name, JSON.stringify(request.data), request.runAt ?? null],
+      [
+        requests.map((r) => r.jobId),
+        requests.map((r) => queueOf(r.name)),
+        requests.map((r) => r.name),
+        requests.map((r) => JSON.stringify(r.data)),
+        requests.map((r) => r.runAt ?? null),
+      ],
     );
     if (affected > 0) afterCommit(tx, () => this.wakeup.hint());
-    return affected > 0;
+    return affected;
   }
 
   /** Jobs committed but not yet handed to Redis, and the age of the oldest due one. */

@@ -1,0 +1,146 @@
+import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import { Counter, Gauge, Histogram } from 'prom-client';
+import type { AcceptedWebhook } from '../carriers/carrier-adapter.js';
+import { newId, IdPrefix } from '../common/ids.js';
+import { AppConfig } from '../config/app-config.js';
+import { GroupCommitter, type BatchOutcome } from '../database/group-commit.js';
+import { exec } from '../database/tx.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import { MetricsRegistry } from '../metrics/metrics-registry.js';
+import { JobName } from '../outbox/job-catalogue.js';
+import { OutboxService } from '../outbox/outbox.service.js';
+
+export type IngestStatus = 'accepted' | 'duplicate';
+
+/** Postgres refused a value (SQLSTATE class 22: a \u0000 in JSON text, a lone surrogate). */
+export function isDataError(err: unknown): boolean {
+  return (err as { code?: string } | undefined)?.code?.startsWith('22') ?? false;
+}
+
+/** Two batches holding the same keys in another order: nothing committed, so run it again. */
+const isLockConflict = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string } | undefined)?.code ?? '');
+const LOCK_CONFLICT_ATTEMPTS = 3;
+
+/**
+ * Stores accepted webhooks: concurrent deliveries share one transaction (one multi-row insert,
+ * one outbox insert for the rows that were new, one commit), and each delivery learns whether it
+ * was the new one only after that commit.
+ */
+@Injectable()
+export class CarrierEventWriter implements BeforeApplicationShutdown {
+  private readonly logger = new Logger(CarrierEventWriter.name);
+  private readonly batches: GroupCommitter<AcceptedWebhook, IngestStatus>;
+  private readonly batchSize: Histogram;
+  private readonly batchFailures: Counter;
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly outbox: OutboxService,
+    config: AppConfig,
+    metrics: MetricsRegistry,
+  ) {
+    this.batches = new GroupCommitter((items) => this.writeBatch(items), {
+      maxBatch: config.INGEST_BATCH_MAX,
+      maxInFlight: config.INGEST_BATCH_CONCURRENCY,
+    });
+    const batches = this.batches;
+    new Gauge({
+      name: 'onceline_ingest_waiting_deliveries',
+      help: 'Verified carrier webhooks waiting for a batch transaction to take them',
+      registers: [metrics.registry],
+      collect() {
+        this.set(batches.waiting);
+      },
+    });
+    this.batchSize = new Histogram({
+      name: 'onceline_ingest_batch_size',
+      help: 'Carrier webhooks stored per ingest transaction',
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+      registers: [metrics.registry],
+    });
+    this.batchFailures = new Counter({
+      name: 'onceline_ingest_batch_failures_total',
+      help: 'Ingest transactions that did not commit (each of their deliveries answered 503)',
+      registers: [metrics.registry],
+    });
+  }
+
+  /** Resolves after the commit that holds this delivery's row (or shows it was already stored). */
+  write(accepted: AcceptedWebhook): Promise<IngestStatus> {
+    return this.batches.submit(accepted);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.batches.drained();
+  }
+
+  private async writeBatch(items: AcceptedWebhook[]): Promise<BatchOutcome<IngestStatus>[]> {
+    this.batchSize.observe(items.length);
+    try {
+      return (await this.insertRetryingLockConflicts(items)).map((value) => ({ ok: true, value }));
+    } catch (err) {
+      if (isDataError(err) && items.length > 1) {
+        // One body Postgres cannot hold spoils the statement for all: write each alone, so only
+        // that delivery is refused.
+        return Promise.all(items.map((item) => this.writeBatch([item]).then(([outcome]) => outcome)));
+      }
+      if (isDataError(err)) return [{ ok: false, error: err }];
+      this.batchFailures.inc();
+      this.logger.warn(`batch of ${items.length} carrier events not stored: ${(err as Error).message}`);
+      throw err;
+    }
+  }
+
+  private async insertRetryingLockConflicts(items: AcceptedWebhook[]): Promise<IngestStatus[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.insert(items);
+      } catch (err) {
+        if (!isLockConflict(err) || attempt >= LOCK_CONFLICT_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  private async insert(items: AcceptedWebhook[]): Promise<IngestStatus[]> {
+    const ids = items.map(() => newId(IdPrefix.CarrierEvent));
+    // Rows in key order, so two batches sharing keys lock them in the same order.
+    const order = items.map((_, i) => i).sort((a, b) => compareKeys(items[a], items[b]));
+    // The whole batch as one JSON parameter: JSON.stringify escapes the bodies natively, where
+    // a Postgres array literal would be escaped element by element in JS (seen in the profile).
+    const batch = JSON.stringify(order.map((i) => ({
+      id: ids[i],
+      carrier: items[i].event.carrier,
+      carrier_event_id: items[i].event.carrierEventId,
+      event_type: items[i].carrierEventType,
+      kind: items[i].event.kind,
+      payload: items[i].payloadJson,
+      normalized: JSON.stringify(items[i].event),
+      signature_nonce: items[i].signatureNonce ?? null,
+    })));
+    const inserted = await this.uow.run(async (tx) => {
+      // No conflict target on purpose: (carrier, carrier_event_id) and the partial
+      // (carrier, signature_nonce) index both mean "seen this delivery", so either makes it a
+      // duplicate with no row and no job, also for two copies inside this one statement.
+      const { rows } = await exec<{ id: string }>(
+        tx,
+        `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce)
+         SELECT id, carrier, carrier_event_id, event_type, kind, payload::jsonb, normalized::jsonb, signature_nonce
+           FROM json_to_recordset($1::json)
+                AS e(id text, carrier text, carrier_event_id text, event_type text, kind text, payload text, normalized text, signature_nonce text)
+         ON CONFLICT DO NOTHING
+         RETURNING id`,
+        [batch],
+      );
+      const fresh = rows.map((r) => r.id);
+      await this.outbox.enqueueMany(tx, fresh.map((id) => ({ name: JobName.ProcessCarrierEvent, data: { carrierEventId: id }, jobId: id })));
+      return new Set(fresh);
+    });
+    return ids.map((id) => (inserted.has(id) ? 'accepted' : 'duplicate'));
+  }
+}
+
+function compareKeys(a: AcceptedWebhook, b: AcceptedWebhook): number {
+  if (a.event.carrier !== b.event.carrier) return a.event.carrier < b.event.carrier ? -1 : 1;
+  if (a.event.carrierEventId === b.event.carrierEventId) return 0;
+  return a.event.carrierEventId < b.event.carrierEventId ? -1 : 1;
+}

@@ -1,9 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { createPrivateKey, sign } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import nacl from 'tweetnacl';
 import { TelnyxWebhook } from 'telnyx/lib/webhooks';
 import { MalformedWebhook, SignatureRejected, type InboundWebhook } from '../src/carriers/carrier-adapter.js';
+import { Ed25519Verifier } from '../src/carriers/ed25519-verifier.js';
 import { TelnyxAdapter } from '../src/carriers/telnyx/telnyx-adapter.js';
 import { telnyxPublicKey, telnyxSignatureProblem } from '../src/carriers/telnyx/telnyx-signature.js';
 import { TwilioAdapter } from '../src/carriers/twilio/twilio-adapter.js';
@@ -102,6 +103,53 @@ describe('Telnyx Ed25519 signatures', () => {
   });
 });
 
+describe('Ed25519 verification on worker threads', () => {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  /** Pairs with every third one tampered (a flipped byte in the message or the signature). */
+  const pairs = (n: number) => Array.from({ length: n }, (_, i) => {
+    const message = randomBytes(1 + (i % 900));
+    const signature = sign(null, message, privateKey);
+    if (i % 3 === 1) message[i % message.length] ^= 1;
+    if (i % 3 === 2) signature[i % 64] ^= 0x80;
+    return { message, signature, genuine: i % 3 === 0 };
+  });
+
+  it.each([0, 1, 2])('%i threads: a burst of 300 concurrent checks gets the inline answer for each, genuine or tampered', async (threads) => {
+    const verifier = new Ed25519Verifier(publicKey, threads);
+    try {
+      const burst = pairs(300);
+      // Views into one shared allocation, as the HTTP layer hands bodies over.
+      const shared = Buffer.concat(burst.map((p) => p.message));
+      let at = 0;
+      const views = burst.map((p) => { const view = shared.subarray(at, at + p.message.length); at += p.message.length; return view; });
+      const results = await Promise.all(burst.map((p, i) => verifier.verify(views[i], p.signature)));
+      expect(results).toEqual(burst.map((p) => p.genuine));
+      expect(await verifier.verify(Buffer.from('x'), Buffer.from('not a signature'))).toBe(false);
+    } finally {
+      await verifier.close();
+    }
+  });
+
+  it('a worker that dies mid-batch: its checks are answered inline, and later ones still run on a new worker', async () => {
+    const verifier = new Ed25519Verifier(publicKey, 1);
+    try {
+      const [warm] = pairs(1);
+      await verifier.verify(warm.message, warm.signature);
+      const burst = pairs(60);
+      const answers = Promise.all(burst.map((p) => verifier.verify(p.message, p.signature)));
+      // Internals on purpose: nothing outside can kill the thread, which is the case to prove.
+      const lanes = (verifier as unknown as { lanes: { worker: { terminate(): Promise<number> } }[] }).lanes;
+      await new Promise((resolve) => setImmediate(resolve));
+      await lanes[0].worker.terminate();
+      expect(await answers).toEqual(burst.map((p) => p.genuine));
+      const again = pairs(30);
+      expect(await Promise.all(again.map((p) => verifier.verify(p.message, p.signature)))).toEqual(again.map((p) => p.genuine));
+    } finally {
+      await verifier.close();
+    }
+  });
+});
+
 describe('Twilio HMAC-SHA1 signatures', () => {
   it("matches Twilio's documented example", () => {
     const fields = { CallSid: 'CA1234567890ABCDE', Caller: '+12349013030', Digits: '1234', From: '+12349013030', To: '+18005551212' };
@@ -113,31 +161,31 @@ describe('Twilio HMAC-SHA1 signatures', () => {
     expect(twilioSignatureMatches('12345', url, fields, undefined)).toBe(false);
   });
 
-  it('signs PUBLIC_BASE_URL + path + query string', () => {
+  it('signs PUBLIC_BASE_URL + path + query string', async () => {
     const fields = parseForm(carrierFixture('twilio/status-delivered.form'));
     const good = twilioHeaders(AUTH_TOKEN, `${BASE}/webhooks/twilio/messaging?tenant=7`, fields);
-    expect(twilioAdapter().accept(twilioWebhook('messaging', fields, good, '/webhooks/twilio/messaging?tenant=7')).event.kind).toBe('message.status');
+    expect((await twilioAdapter().accept(twilioWebhook('messaging', fields, good, '/webhooks/twilio/messaging?tenant=7'))).event.kind).toBe('message.status');
     const withoutQuery = twilioHeaders(AUTH_TOKEN, `${BASE}/webhooks/twilio/messaging`, fields);
-    expect(() => twilioAdapter().accept(twilioWebhook('messaging', fields, withoutQuery, '/webhooks/twilio/messaging?tenant=7'))).toThrow(SignatureRejected);
+    await expect(twilioAdapter().accept(twilioWebhook('messaging', fields, withoutQuery, '/webhooks/twilio/messaging?tenant=7'))).rejects.toThrow(SignatureRejected);
   });
 });
 
 describe('Telnyx adapter normalization', () => {
   const signer = telnyxSigner();
   const adapter = telnyxAdapter(signer.publicKey);
-  const normalize = (body: string): NormalizedEvent => adapter.accept(telnyxWebhook(body, signer.headers(body))).event;
+  const normalize = async (body: string): Promise<NormalizedEvent> => (await adapter.accept(telnyxWebhook(body, signer.headers(body)))).event;
 
-  it('message.received', () => {
-    expect(normalize(telnyxFixture('message.received.json'))).toEqual({
+  it('message.received', async () => {
+    expect(await normalize(telnyxFixture('message.received.json'))).toEqual({
       carrier: 'telnyx', carrierEventId: 'b301ed3f-1490-491f-995f-6e64e69674d4', occurredAt: '2026-11-29T20:16:07.588Z',
       kind: 'message.received', carrierMessageId: '84cca175-9755-4859-b67f-4730d7f58aa3', from: '+13125550001', to: '+17735550002', text: 'Hello from Telnyx!',
     });
   });
 
-  it('message receipts read the recipient status and the first error', () => {
-    expect(normalize(telnyxFixture('message.sent.json'))).toMatchObject({ kind: 'message.status', carrierMessageId: 'ac012cbf-2d9e-4c0e-a9fb-8f9e7b8c4a11', status: 'sent', carrierStatus: 'sent' });
-    expect(normalize(telnyxFixture('message.finalized.delivered.json'))).toMatchObject({ kind: 'message.status', status: 'delivered' });
-    expect(normalize(telnyxFixture('message.finalized.failed.json'))).toMatchObject({
+  it('message receipts read the recipient status and the first error', async () => {
+    expect(await normalize(telnyxFixture('message.sent.json'))).toMatchObject({ kind: 'message.status', carrierMessageId: 'ac012cbf-2d9e-4c0e-a9fb-8f9e7b8c4a11', status: 'sent', carrierStatus: 'sent' });
+    expect(await normalize(telnyxFixture('message.finalized.delivered.json'))).toMatchObject({ kind: 'message.status', status: 'delivered' });
+    expect(await normalize(telnyxFixture('message.finalized.failed.json'))).toMatchObject({
       kind: 'message.status', status: 'failed', carrierStatus: 'delivery_failed', errorCode: '40300', errorDetail: 'The destination handset is not reachable.',
     });
   });
@@ -145,22 +193,22 @@ describe('Telnyx adapter normalization', () => {
   it.each([
     ['queued', 'queued'], ['sending', 'sending'], ['sent', 'sent'], ['delivered', 'delivered'],
     ['sending_failed', 'failed'], ['delivery_failed', 'failed'], ['delivery_unconfirmed', 'unknown'], ['something_new', 'unknown'],
-  ])('Telnyx message status %s → %s (unknown is stored, not guessed)', (word, status) => {
+  ])('Telnyx message status %s → %s (unknown is stored, not guessed)', async (word, status) => {
     const body = JSON.parse(telnyxFixture('message.finalized.delivered.json'));
     body.data.payload.to[0].status = word;
-    expect(normalize(JSON.stringify(body))).toMatchObject({ kind: 'message.status', status, carrierStatus: word });
+    expect(await normalize(JSON.stringify(body))).toMatchObject({ kind: 'message.status', status, carrierStatus: word });
   });
 
-  it('calls: initiated and answered do not end anything, hangup does; direction is read', () => {
-    expect(normalize(telnyxFixture('call.initiated.json'))).toMatchObject({ kind: 'call.initiated', progress: 'initiated', direction: 'inbound', carrierCallId: 'v3:MdI91X4lWFEs7IgbBEOT9M4AigoY08M0WWZFISt1Yw2axZ_IiE4pqg' });
-    expect(normalize(telnyxFixture('call.answered.json'))).toMatchObject({ kind: 'call.answered', progress: 'answered', direction: 'outbound' });
-    expect(normalize(telnyxFixture('call.hangup.json'))).toMatchObject({ kind: 'call.hangup', progress: 'ended', hangupCause: 'normal_clearing', direction: 'unknown', occurredAt: '2026-11-29T22:26:40.000Z' });
+  it('calls: initiated and answered do not end anything, hangup does; direction is read', async () => {
+    expect(await normalize(telnyxFixture('call.initiated.json'))).toMatchObject({ kind: 'call.initiated', progress: 'initiated', direction: 'inbound', carrierCallId: 'v3:MdI91X4lWFEs7IgbBEOT9M4AigoY08M0WWZFISt1Yw2axZ_IiE4pqg' });
+    expect(await normalize(telnyxFixture('call.answered.json'))).toMatchObject({ kind: 'call.answered', progress: 'answered', direction: 'outbound' });
+    expect(await normalize(telnyxFixture('call.hangup.json'))).toMatchObject({ kind: 'call.hangup', progress: 'ended', hangupCause: 'normal_clearing', direction: 'unknown', occurredAt: '2026-11-29T22:26:40.000Z' });
   });
 
-  it('an unknown event type is kept as ignored', () => {
+  it('an unknown event type is kept as ignored', async () => {
     const body = JSON.parse(telnyxFixture('message.sent.json'));
     body.data.event_type = 'number_order.complete';
-    expect(normalize(JSON.stringify(body))).toMatchObject({ kind: 'ignored', carrierEventType: 'number_order.complete' });
+    expect(await normalize(JSON.stringify(body))).toMatchObject({ kind: 'ignored', carrierEventType: 'number_order.complete' });
   });
 
   it.each([
@@ -170,16 +218,16 @@ describe('Telnyx adapter normalization', () => {
     ['occurred_at not a time', (b: any) => (b.data.occurred_at = 'yesterday')],
     ['payload without to[]', (b: any) => delete b.data.payload.to],
     ['payload without id', (b: any) => delete b.data.payload.id],
-  ])('a signed body with %s is malformed', (_, mutate) => {
+  ])('a signed body with %s is malformed', async (_, mutate) => {
     const body = JSON.parse(telnyxFixture('message.sent.json'));
     mutate(body);
-    expect(() => normalize(JSON.stringify(body))).toThrow(MalformedWebhook);
+    await expect(normalize(JSON.stringify(body))).rejects.toThrow(MalformedWebhook);
   });
 
-  it('refuses everything when no public key is configured', () => {
+  it('refuses everything when no public key is configured', async () => {
     const body = telnyxFixture('message.sent.json');
     const unconfigured = new TelnyxAdapter(loadConfig({}));
-    expect(() => unconfigured.accept(telnyxWebhook(body, signer.headers(body)))).toThrow(SignatureRejected);
+    await expect(unconfigured.accept(telnyxWebhook(body, signer.headers(body)))).rejects.toThrow(SignatureRejected);
   });
 });
 
@@ -188,8 +236,8 @@ describe('Twilio adapter normalization', () => {
   const accept = (channel: 'messaging' | 'voice', fields: Record<string, string>, token?: string) =>
     adapter.accept(twilioWebhook(channel, fields, twilioHeaders(AUTH_TOKEN, `${BASE}/webhooks/twilio/${channel}`, fields, token)));
 
-  it('inbound SMS', () => {
-    const { event, carrierEventType } = accept('messaging', parseForm(carrierFixture('twilio/inbound-sms.form')));
+  it('inbound SMS', async () => {
+    const { event, carrierEventType } = await accept('messaging', parseForm(carrierFixture('twilio/inbound-sms.form')));
     expect(carrierEventType).toBe('messaging.received');
     expect(event).toMatchObject({
       carrier: 'twilio', kind: 'message.received', carrierEventId: 'SM0f8b6d3c2e1a4b5c6d7e8f9a0b1c2d3e:received',
@@ -197,11 +245,11 @@ describe('Twilio adapter normalization', () => {
     });
   });
 
-  it('status callbacks: dedupe on Sid:Status, or the idempotency token when Twilio sends one', () => {
-    expect(accept('messaging', parseForm(carrierFixture('twilio/status-delivered.form'))).event).toMatchObject({
+  it('status callbacks: dedupe on Sid:Status, or the idempotency token when Twilio sends one', async () => {
+    expect((await accept('messaging', parseForm(carrierFixture('twilio/status-delivered.form')))).event).toMatchObject({
       kind: 'message.status', status: 'delivered', carrierEventId: 'SM1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d:delivered',
     });
-    expect(accept('messaging', parseForm(carrierFixture('twilio/status-undelivered.form')), 'tok-1').event).toMatchObject({
+    expect((await accept('messaging', parseForm(carrierFixture('twilio/status-undelivered.form')), 'tok-1')).event).toMatchObject({
       kind: 'message.status', status: 'failed', carrierStatus: 'undelivered', errorCode: '30003', carrierEventId: 'tok-1',
     });
   });
@@ -209,8 +257,8 @@ describe('Twilio adapter normalization', () => {
   it.each([
     ['accepted', 'queued'], ['queued', 'queued'], ['sending', 'sending'], ['sent', 'sent'], ['delivered', 'delivered'],
     ['read', 'delivered'], ['undelivered', 'failed'], ['failed', 'failed'], ['partially_delivered', 'unknown'],
-  ])('Twilio MessageStatus %s → %s', (word, status) => {
-    expect(accept('messaging', { MessageSid: 'SM1', MessageStatus: word }).event).toMatchObject({ kind: 'message.status', status, carrierStatus: word });
+  ])('Twilio MessageStatus %s → %s', async (word, status) => {
+    expect((await accept('messaging', { MessageSid: 'SM1', MessageStatus: word })).event).toMatchObject({ kind: 'message.status', status, carrierStatus: word });
   });
 
   it.each([
@@ -224,15 +272,15 @@ describe('Twilio adapter normalization', () => {
     ['failed', 'call.hangup', 'ended'],
     ['canceled', 'call.hangup', 'ended'],
     ['transferring', 'call.status', 'unknown'],
-  ])('Twilio CallStatus %s → %s / %s', (word, kind, progress) => {
-    const event = accept('voice', { CallSid: 'CA1', CallStatus: word, Direction: 'outbound-api', CallDuration: '61' }).event;
+  ])('Twilio CallStatus %s → %s / %s', async (word, kind, progress) => {
+    const { event } = await accept('voice', { CallSid: 'CA1', CallStatus: word, Direction: 'outbound-api', CallDuration: '61' });
     expect(event).toMatchObject({ kind, progress, carrierStatus: word, direction: 'outbound' });
   });
 
-  it('ringing, initiated and queued never end a call (no hangup kind, no ended progress)', () => {
+  it('ringing, initiated and queued never end a call (no hangup kind, no ended progress)', async () => {
     for (const word of ['ringing', 'initiated', 'queued']) {
       for (const direction of ['inbound', 'outbound-dial']) {
-        const event = accept('voice', { CallSid: 'CA2', CallStatus: word, Direction: direction }).event;
+        const { event } = await accept('voice', { CallSid: 'CA2', CallStatus: word, Direction: direction });
         expect(event.kind).not.toBe('call.hangup');
         expect(event).not.toMatchObject({ progress: 'ended' });
         expect(event).not.toHaveProperty('hangupCause');
@@ -240,14 +288,14 @@ describe('Twilio adapter normalization', () => {
     }
   });
 
-  it('reads duration and the ending word', () => {
-    expect(accept('voice', { CallSid: 'CA3', CallStatus: 'completed', Direction: 'inbound', CallDuration: '61' }).event).toMatchObject({ durationSeconds: 61, direction: 'inbound' });
-    expect(accept('voice', { CallSid: 'CA3', CallStatus: 'busy', Direction: 'inbound' }).event).toMatchObject({ hangupCause: 'busy' });
+  it('reads duration and the ending word', async () => {
+    expect((await accept('voice', { CallSid: 'CA3', CallStatus: 'completed', Direction: 'inbound', CallDuration: '61' })).event).toMatchObject({ durationSeconds: 61, direction: 'inbound' });
+    expect((await accept('voice', { CallSid: 'CA3', CallStatus: 'busy', Direction: 'inbound' })).event).toMatchObject({ hangupCause: 'busy' });
   });
 
-  it('a signed callback without its Sid or status is malformed; an unsigned one is refused first', () => {
-    expect(() => accept('messaging', { From: '+1' })).toThrow(MalformedWebhook);
-    expect(() => accept('voice', { CallSid: 'CA1' })).toThrow(MalformedWebhook);
-    expect(() => adapter.accept(twilioWebhook('voice', { CallSid: 'CA1' }, {}))).toThrow(SignatureRejected);
+  it('a signed callback without its Sid or status is malformed; an unsigned one is refused first', async () => {
+    await expect(accept('messaging', { From: '+1' })).rejects.toThrow(MalformedWebhook);
+    await expect(accept('voice', { CallSid: 'CA1' })).rejects.toThrow(MalformedWebhook);
+    await expect(adapter.accept(twilioWebhook('voice', { CallSid: 'CA1' }, {}))).rejects.toThrow(SignatureRejected);
   });
 });

@@ -27,8 +27,8 @@ export interface AcceptedWebhook {
 /** Verifies and normalizes one carrier's webhooks; the only code that knows its vocabulary. */
 export interface CarrierAdapter {
   readonly carrier: CarrierName;
-  /** Throws SignatureRejected (401) or MalformedWebhook (400); never touches storage. */
-  accept(webhook: InboundWebhook): AcceptedWebhook;
+  /** Rejects with SignatureRejected (401) or MalformedWebhook (400); never touches storage. */
+  accept(webhook: InboundWebhook): Promise<AcceptedWebhook>;
 }
 
 /** Signature missing or wrong, or timestamp outside the tolerance: answered 401. */

@@ -1,27 +1,26 @@
-import { Injectable } from '@nestjs/common';
-import type { KeyObject } from 'node:crypto';
+import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
+import { Ed25519Verifier } from '../ed25519-verifier.js';
 import { header, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../carrier-adapter.js';
 import { normalizeTelnyx, readEnvelope } from './telnyx-events.js';
-import { telnyxPublicKey, telnyxSignatureProblem } from './telnyx-signature.js';
+import { SIGNATURE_MISMATCH, telnyxPublicKey, telnyxSignedBytes } from './telnyx-signature.js';
 
 /** POST /webhooks/telnyx: Ed25519-signed API v2 events, deduplicated on `data.id`. */
 @Injectable()
-export class TelnyxAdapter implements CarrierAdapter {
+export class TelnyxAdapter implements CarrierAdapter, OnModuleDestroy {
   readonly carrier = 'telnyx' as const;
   /** Built once: parsing the key per request would cost as much as the verification. */
-  private readonly key?: KeyObject;
+  private readonly verifier?: Ed25519Verifier;
 
   constructor(private readonly config: AppConfig) {
     // Explicit TELNYX_PUBLIC_KEY, else the sandbox's dev key while we talk to the sandbox.
     const publicKey = config.telnyxPublicKey;
-    if (publicKey) this.key = telnyxPublicKey(publicKey);
+    if (publicKey) this.verifier = new Ed25519Verifier(telnyxPublicKey(publicKey), config.INGEST_VERIFY_THREADS);
   }
 
-  accept(webhook: InboundWebhook): AcceptedWebhook {
-    if (!this.key) throw new SignatureRejected('TELNYX_PUBLIC_KEY is not configured: no Telnyx webhook can be verified');
-    const problem = telnyxSignatureProblem(
-      this.key,
+  async accept(webhook: InboundWebhook): Promise<AcceptedWebhook> {
+    if (!this.verifier) throw new SignatureRejected('TELNYX_PUBLIC_KEY is not configured: no Telnyx webhook can be verified');
+    const signed = telnyxSignedBytes(
       {
         signature: header(webhook.headers, 'telnyx-signature-ed25519'),
         timestamp: header(webhook.headers, 'telnyx-timestamp'),
@@ -29,7 +28,8 @@ export class TelnyxAdapter implements CarrierAdapter {
       },
       this.config.WEBHOOK_TOLERANCE_SECONDS,
     );
-    if (problem) throw new SignatureRejected(problem);
+    if ('problem' in signed) throw new SignatureRejected(signed.problem);
+    if (!(await this.verifier.verify(signed.message, signed.signature))) throw new SignatureRejected(SIGNATURE_MISMATCH);
     const envelope = readEnvelope(webhook.body);
     return {
       event: normalizeTelnyx(envelope),
@@ -37,5 +37,9 @@ export class TelnyxAdapter implements CarrierAdapter {
       // The signed bytes are already JSON: Postgres parses them into jsonb, no re-serialization.
       payloadJson: webhook.rawBody.toString('utf8'),
     };
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.verifier?.close();
   }
 }

@@ -20,23 +20,41 @@ export interface TelnyxSignedRequest {
   rawBody: Buffer;
 }
 
+/** The bytes Telnyx signed and the signature to check them against. */
+export interface TelnyxSignedBytes {
+  message: Buffer;
+  signature: Buffer;
+}
+
 /**
- * Why a request is refused, or undefined when it is genuine: Ed25519 over the bytes
- * `${timestamp}|${raw body}`, timestamp within the tolerance in both directions (a replay
- * of an old delivery and a future-dated one are both refused before any work).
+ * Everything but the Ed25519 check itself: a problem to refuse the request with, or the bytes to
+ * verify. Ed25519 over `${timestamp}|${raw body}`, timestamp within the tolerance in both
+ * directions (a replay of an old delivery and a future-dated one are both refused before any work).
  */
+export function telnyxSignedBytes(
+  request: TelnyxSignedRequest,
+  toleranceSeconds: number,
+  nowSeconds = Math.floor(Date.now() / 1000),
+): { problem: string } | TelnyxSignedBytes {
+  const { signature, timestamp, rawBody } = request;
+  if (!signature || !timestamp) return { problem: 'telnyx-signature-ed25519 and telnyx-timestamp headers are required' };
+  if (!UNIX_SECONDS.test(timestamp)) return { problem: 'telnyx-timestamp must be unix seconds' };
+  if (Math.abs(nowSeconds - Number(timestamp)) > toleranceSeconds) return { problem: 'telnyx-timestamp is outside the tolerance' };
+  if (!BASE64_SIGNATURE.test(signature)) return { problem: 'telnyx-signature-ed25519 must be a base64 64-byte signature' };
+  return { message: Buffer.concat([Buffer.from(`${timestamp}|`), rawBody]), signature: Buffer.from(signature, 'base64') };
+}
+
+export const SIGNATURE_MISMATCH = 'signature does not match';
+
+/** Why a request is refused, or undefined when it is genuine; verifies on the calling thread. */
 export function telnyxSignatureProblem(
   key: KeyObject,
   request: TelnyxSignedRequest,
   toleranceSeconds: number,
   nowSeconds = Math.floor(Date.now() / 1000),
 ): string | undefined {
-  const { signature, timestamp, rawBody } = request;
-  if (!signature || !timestamp) return 'telnyx-signature-ed25519 and telnyx-timestamp headers are required';
-  if (!UNIX_SECONDS.test(timestamp)) return 'telnyx-timestamp must be unix seconds';
-  if (Math.abs(nowSeconds - Number(timestamp)) > toleranceSeconds) return 'telnyx-timestamp is outside the tolerance';
-  if (!BASE64_SIGNATURE.test(signature)) return 'telnyx-signature-ed25519 must be a base64 64-byte signature';
-  const signed = Buffer.concat([Buffer.from(`${timestamp}|`), rawBody]);
-  // Native OpenSSL Ed25519: about 60x the pure-JS verifier on this hot path.
-  return verify(null, signed, key, Buffer.from(signature, 'base64')) ? undefined : 'signature does not match';
+  const checked = telnyxSignedBytes(request, toleranceSeconds, nowSeconds);
+  if ('problem' in checked) return checked.problem;
+  // Native OpenSSL Ed25519: about 60x the pure-JS verifier.
+  return verify(null, checked.message, key, checked.signature) ? undefined : SIGNATURE_MISMATCH;
 }

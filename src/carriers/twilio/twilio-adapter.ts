@@ -12,7 +12,7 @@ export class TwilioAdapter implements CarrierAdapter {
 
   constructor(private readonly config: AppConfig) {}
 
-  accept(webhook: InboundWebhook): AcceptedWebhook {
+  async accept(webhook: InboundWebhook): Promise<AcceptedWebhook> {
     const token = this.config.TWILIO_AUTH_TOKEN;
     if (!token) throw new SignatureRejected('TWILIO_AUTH_TOKEN is not configured: no Twilio webhook can be verified');
     const fields = formFields(webhook.body);

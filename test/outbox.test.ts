@@ -98,6 +98,28 @@ describe('transactional outbox', () => {
     expect([first, second]).toEqual([true, false]);
     await expectEachRanOnce(db, 'twice', 1);
   });
+
+  it('enqueueMany: one statement for many jobs; an id twice in the list, or already in the outbox, is one job', async () => {
+    const uow = app.app.get(UnitOfWork);
+    const outbox = app.app.get(OutboxService);
+    const probe = (i: number) => ({ name: JobName.Probe, data: { label: 'many' }, jobId: `many-${i}` });
+    expect(await uow.run((tx) => outbox.enqueueMany(tx, [probe(0), probe(1), probe(1), probe(2)]))).toBe(3);
+    expect(await uow.run((tx) => outbox.enqueueMany(tx, [probe(2), probe(3)]))).toBe(1);
+    await expectEachRanOnce(db, 'many', 4);
+  });
+
+  it('jobPerRowCte: rows and their jobs in one statement, a job per row; only plain identifiers are accepted', async () => {
+    const outbox = app.app.get(OutboxService);
+    const cte = outbox.jobPerRowCte('fresh', 'id', JobName.Probe, 'label');
+    const { rows } = await db.pool.query(`WITH fresh AS (SELECT 'cte-' || g AS id FROM generate_series(1, 3) g), jobs AS (${cte}) SELECT id FROM fresh`);
+    expect(rows).toHaveLength(3);
+    outbox.jobsCommitted();
+    const { rows: jobs } = await db.pool.query(`SELECT job_id, queue, name, data FROM outbox_jobs WHERE job_id LIKE 'cte-%' ORDER BY job_id`);
+    expect(jobs).toEqual([1, 2, 3].map((g) => ({ job_id: `cte-${g}`, queue: 'system', name: JobName.Probe, data: { label: `cte-${g}` } })));
+    await waitFor(() => db.count(`SELECT count(*) FROM probe_runs WHERE label LIKE 'cte-%'`), (n) => n === 3, { what: 'the three probe jobs to run' });
+    expect(() => outbox.jobPerRowCte('fresh; DROP TABLE x', 'id', JobName.Probe, 'label')).toThrow(/identifier/);
+    expect(() => outbox.jobPerRowCte('fresh', 'id', JobName.Probe, "label') --" as 'label')).toThrow(/payload key/);
+  });
 });
 
 describe('relays running side by side', () => {

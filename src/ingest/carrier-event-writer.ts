@@ -1,11 +1,11 @@
 import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { AcceptedWebhook } from '../carriers/carrier-adapter.js';
 import { newId, IdPrefix } from '../common/ids.js';
 import { AppConfig } from '../config/app-config.js';
 import { GroupCommitter, type BatchOutcome } from '../database/group-commit.js';
 import { exec } from '../database/tx.js';
-import { UnitOfWork } from '../database/unit-of-work.js';
 import { MetricsRegistry } from '../metrics/metrics-registry.js';
 import { JobName } from '../outbox/job-catalogue.js';
 import { OutboxService } from '../outbox/outbox.service.js';
@@ -22,9 +22,9 @@ const isLockConflict = (err: unknown) => ['40P01', '40001'].includes((err as { c
 const LOCK_CONFLICT_ATTEMPTS = 3;
 
 /**
- * Stores accepted webhooks: concurrent deliveries share one transaction (one multi-row insert,
- * one outbox insert for the rows that were new, one commit), and each delivery learns whether it
- * was the new one only after that commit.
+ * Stores accepted webhooks: concurrent deliveries share one statement (one multi-row insert and
+ * an outbox job for each row that was new, committed together), and each delivery learns whether
+ * it was the new one only after that commit.
  */
 @Injectable()
 export class CarrierEventWriter implements BeforeApplicationShutdown {
@@ -34,7 +34,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
   private readonly batchFailures: Counter;
 
   constructor(
-    private readonly uow: UnitOfWork,
+    private readonly dataSource: DataSource,
     private readonly outbox: OutboxService,
     config: AppConfig,
     metrics: MetricsRegistry,
@@ -117,24 +117,25 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
       normalized: JSON.stringify(items[i].event),
       signature_nonce: items[i].signatureNonce ?? null,
     })));
-    const inserted = await this.uow.run(async (tx) => {
-      // No conflict target on purpose: (carrier, carrier_event_id) and the partial
-      // (carrier, signature_nonce) index both mean "seen this delivery", so either makes it a
-      // duplicate with no row and no job, also for two copies inside this one statement.
-      const { rows } = await exec<{ id: string }>(
-        tx,
-        `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce)
+    // One statement, so one round trip and atomic on its own: the rows, and a processing job for
+    // each row that was new. No conflict target on purpose: (carrier, carrier_event_id) and the
+    // partial (carrier, signature_nonce) index both mean "seen this delivery", so either makes it
+    // a duplicate with no row and no job, also for two copies inside this one statement.
+    const { rows } = await exec<{ id: string }>(
+      this.dataSource.manager,
+      `WITH inserted AS (
+         INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce)
          SELECT id, carrier, carrier_event_id, event_type, kind, payload::jsonb, normalized::jsonb, signature_nonce
            FROM json_to_recordset($1::json)
                 AS e(id text, carrier text, carrier_event_id text, event_type text, kind text, payload text, normalized text, signature_nonce text)
          ON CONFLICT DO NOTHING
-         RETURNING id`,
-        [batch],
-      );
-      const fresh = rows.map((r) => r.id);
-      await this.outbox.enqueueMany(tx, fresh.map((id) => ({ name: JobName.ProcessCarrierEvent, data: { carrierEventId: id }, jobId: id })));
-      return new Set(fresh);
-    });
+         RETURNING id
+       ), jobs AS (${this.outbox.jobPerRowCte('inserted', 'id', JobName.ProcessCarrierEvent, 'carrierEventId')})
+       SELECT id FROM inserted`,
+      [batch],
+    );
+    if (rows.length > 0) this.outbox.jobsCommitted();
+    const inserted = new Set(rows.map((r) => r.id));
     return ids.map((id) => (inserted.has(id) ? 'accepted' : 'duplicate'));
   }
 }

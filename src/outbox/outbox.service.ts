@@ -5,6 +5,9 @@ import { afterCommit } from '../database/unit-of-work.js';
 import { RelayWakeup } from './relay-wakeup.js';
 import { JOB_ID_PATTERN, JobName, queueOf, type JobPayloads } from './job-catalogue.js';
 
+const SQL_IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+const PAYLOAD_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 export interface EnqueueRequest<N extends JobName> {
   name: N;
   data: JobPayloads[N];
@@ -61,6 +64,29 @@ export class OutboxService {
     );
     if (affected > 0) afterCommit(tx, () => this.wakeup.hint());
     return affected;
+  }
+
+  /**
+   * For a hot path that writes its rows and their jobs in ONE statement (atomic on its own, one
+   * round trip instead of BEGIN, two inserts and COMMIT): the text of a data-modifying CTE that
+   * enqueues job `name` for each row of the statement's own CTE `source`, the row's `idColumn`
+   * (text) being both the job id and the payload's only field `payloadKey`. Rows already in the
+   * outbox are skipped, as by enqueue. Call jobsCommitted() once the statement has returned.
+   */
+  jobPerRowCte<N extends JobName>(source: string, idColumn: string, name: N, payloadKey: keyof JobPayloads[N] & string): string {
+    for (const word of [source, idColumn]) {
+      if (!SQL_IDENTIFIER.test(word)) throw new Error(`not a plain SQL identifier: ${JSON.stringify(word)}`);
+    }
+    if (!PAYLOAD_KEY.test(payloadKey)) throw new Error(`not a plain payload key: ${JSON.stringify(payloadKey)}`);
+    // queue and name come from the catalogue's enums (lowercase words and dashes): safe literals.
+    return `INSERT INTO outbox_jobs (job_id, queue, name, data)
+            SELECT ${idColumn}, '${queueOf(name)}', '${name}', jsonb_build_object('${payloadKey}', ${idColumn}) FROM ${source}
+            ON CONFLICT (job_id) DO NOTHING`;
+  }
+
+  /** After a statement built with jobPerRowCte committed new jobs: wakes the relays. */
+  jobsCommitted(): void {
+    this.wakeup.hint();
   }
 
   /** Jobs committed but not yet handed to Redis, and the age of the oldest due one. */

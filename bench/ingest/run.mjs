@@ -9,7 +9,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findPostgresBin } from '../../scripts/services.mjs';
-import { closedLoop, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole } from '../lib.mjs';
+import { fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, startRole } from '../lib.mjs';
+import { encodePost, rawClosedLoop } from '../raw-http-load.mjs';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -83,6 +84,14 @@ function pgbench(dbName) {
   return { tps: Number(tps), latencyMs: Number(latency), command: `pgbench ${args.join(' ')}` };
 }
 
+/** How many deliveries each ingest transaction held (the app's own histogram). */
+async function batchSizes(metricsUrl) {
+  const text = await (await fetch(metricsUrl)).text();
+  const value = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+  const count = value('onceline_ingest_batch_size_count');
+  return { transactions: count, mean_deliveries: Number(fmt(value('onceline_ingest_batch_size_sum') / count, 1)) };
+}
+
 async function main() {
   process.stderr.write(`signing ${POOL} deliveries...\n`);
   const pool = deliveries(POOL);
@@ -90,23 +99,25 @@ async function main() {
   const port = await freePort();
   const api = await startRole('api', { DATABASE_URL: db.url, REDIS_URL, PORT: String(port), TELNYX_PUBLIC_KEY: publicKeyBase64, LOG_LEVEL: 'warn' }, { readyUrl: `http://127.0.0.1:${port}/health/live` });
   const url = `http://127.0.0.1:${port}/webhooks/telnyx`;
+  const requests = pool.map((d) => encodePost(url, d.headers, d.body));
   let next = 0;
   const statuses = {};
   try {
     process.stderr.write(`ingest: ${CONNECTIONS} connections for ${SECONDS} s...\n`);
     const started = performance.now();
-    const result = await closedLoop({
+    const result = await rawClosedLoop({
+      url,
       connections: CONNECTIONS,
       seconds: SECONDS,
-      once: async () => {
-        const delivery = pool[next++ % pool.length];
-        const res = await request(url, { method: 'POST', headers: delivery.headers, body: delivery.body });
-        const key = res.status === 200 ? JSON.parse(res.body).status : String(res.status);
+      next: () => requests[next++ % requests.length],
+      onResponse: (status, body) => {
+        const key = status === 200 ? JSON.parse(body).status : String(status);
         statuses[key] = (statuses[key] ?? 0) + 1;
-        return res.status === 200;
+        return status === 200;
       },
     });
     const elapsed = (performance.now() - started) / 1000;
+    const batches = await batchSizes(`http://127.0.0.1:${port}/metrics`);
     await api.stop();
     process.stderr.write(`pgbench: ${CONNECTIONS} clients for ${SECONDS} s...\n`);
     const bench = pgbench(db.name);
@@ -117,6 +128,7 @@ async function main() {
         requests: result.latencies.length, errors: result.errors, wrapped_pool: next > pool.length, statuses,
         req_per_s: Math.round(rps), p50_ms: Number(fmt(percentile(result.latencies, 50), 2)), p99_ms: Number(fmt(percentile(result.latencies, 99), 2)),
       },
+      batches,
       pgbench: { tps: Math.round(bench.tps), latency_avg_ms: bench.latencyMs, command: bench.command },
       ratio: Number(fmt(rps / bench.tps, 2)),
     };

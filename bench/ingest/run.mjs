@@ -124,6 +124,9 @@ async function main() {
     const rps = result.latencies.length / elapsed;
     const report = {
       machine: machine(),
+      // The app's defaults unless overridden in the environment (see README, Configuration).
+      settings: Object.fromEntries(['INGEST_BATCH_MAX', 'INGEST_BATCH_CONCURRENCY', 'INGEST_VERIFY_THREADS'].map((k) => [k, process.env[k] ?? 'default'])),
+      load: `${CONNECTIONS} keep-alive connections, closed loop, raw sockets (bench/raw-http-load.mjs), ${SECONDS} s`,
       ingest: {
         requests: result.latencies.length, errors: result.errors, wrapped_pool: next > pool.length, statuses,
         req_per_s: Math.round(rps), p50_ms: Number(fmt(percentile(result.latencies, 50), 2)), p99_ms: Number(fmt(percentile(result.latencies, 99), 2)),

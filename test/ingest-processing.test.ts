@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { exec } from '../src/database/tx.js';
 import { CarrierEventHandlers, RetryLaterError } from '../src/ingest/carrier-event-handlers.js';
 import { CarrierEventsService } from '../src/ingest/carrier-events.service.js';
+import { JobName } from '../src/outbox/job-catalogue.js';
+import { JobRunner } from '../src/outbox/job-runner.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { telnyxEvent, telnyxFixture, telnyxReceipt, telnyxSigner } from './support/carrier-signing.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
@@ -143,6 +145,33 @@ describe('carrier event processing', () => {
     expect(await db.count(`SELECT count(*) FROM test_effects WHERE carrier_message_id = $1`, [messageId])).toBe(1);
     expect(await eventRow(db, id)).toMatchObject({ error: null });
     expect((await events.list({ failed: true })).map((e) => e.id)).not.toContain(row.id);
+  });
+
+  it('a processing job that fails for good on infrastructure errors puts its event in the failed list, replayable', async () => {
+    let down = true;
+    undo.push(
+      handlers.override('message.status', async (event, tx, { carrierEventId }) => {
+        // Transient (the database's fault, not the event's): BullMQ retries the whole job.
+        if (down) throw Object.assign(new Error('could not serialize access'), { code: '40001' });
+        await exec(tx, `INSERT INTO test_effects VALUES ($1, $2)`, [carrierEventId, event.carrierMessageId]);
+      }),
+    );
+    const messageId = `g-${randomUUID()}`;
+    const id = await deliver(app, telnyxReceipt(messageId, 'delivered'));
+    const { id: rowId } = await eventRow(db, id);
+    await waitFor(() => db.count(`SELECT attempts FROM outbox_jobs WHERE job_id = $1`, [rowId]), (n) => n >= 1, { what: 'the first failed attempt' });
+    expect(await eventRow(db, id)).toMatchObject({ processed_at: null, error: null });
+
+    // The last attempt's failure, as the worker records it once BullMQ's attempts are spent.
+    await app.app.get(JobRunner).recordFailure(JobName.ProcessCarrierEvent, rowId, new Error('could not serialize access'), true);
+    expect(await eventRow(db, id)).toMatchObject({ processed_at: null, error: 'processing job failed after its last attempt: could not serialize access' });
+    expect(await db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id = $1 AND failed_at IS NOT NULL`, [rowId])).toBe(1);
+    const events = app.app.get(CarrierEventsService);
+    expect((await events.list({ failed: true })).map((e) => e.id)).toContain(rowId);
+
+    down = false;
+    expect(await events.replay(rowId)).toEqual({ id: rowId, outcome: 'processed' });
+    expect(await db.count(`SELECT count(*) FROM test_effects WHERE carrier_message_id = $1`, [messageId])).toBe(1);
   });
 
   it('replay --all-failed re-runs every failed event once, reporting progress', async () => {

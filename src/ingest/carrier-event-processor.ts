@@ -121,6 +121,11 @@ export class CarrierEventProcessor {
     );
   }
 
+  /** Its processing job failed for good (not the handler's verdict): recorded as the event's error. */
+  async recordJobGaveUp(tx: Tx, id: string, error: string): Promise<void> {
+    await this.markFailed(tx, id, `processing job failed after its last attempt: ${error}`);
+  }
+
   private async markFailed(tx: Tx, id: string, error: string): Promise<void> {
     // processed_at stays NULL: the event is in the failed list until a replay succeeds.
     await exec(tx, `UPDATE carrier_events SET error = $2, attempts = attempts + 1 WHERE id = $1 AND processed_at IS NULL`, [id, error]);

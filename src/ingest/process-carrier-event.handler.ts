@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { Tx } from '../database/tx.js';
 import { JobName, type JobPayloads } from '../outbox/job-catalogue.js';
 import { HandlesJob, type JobContext, type JobHandler } from '../outbox/job-handler.js';
 import { CarrierEventProcessor } from './carrier-event-processor.js';
@@ -11,5 +12,10 @@ export class ProcessCarrierEventHandler implements JobHandler<JobName.ProcessCar
 
   async handle(data: JobPayloads[JobName.ProcessCarrierEvent], { tx }: JobContext): Promise<void> {
     await this.processor.process(tx!, data.carrierEventId);
+  }
+
+  /** Infrastructure errors outlasted every attempt: the event joins the failed list, replayable. */
+  async onFinalFailure(data: JobPayloads[JobName.ProcessCarrierEvent], error: string, tx: Tx): Promise<void> {
+    await this.processor.recordJobGaveUp(tx, data.carrierEventId, error);
   }
 }

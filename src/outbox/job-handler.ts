@@ -14,6 +14,12 @@ export interface JobContext {
 
 export interface JobHandler<N extends JobName> {
   handle(data: JobPayloads[N], context: JobContext): Promise<void>;
+  /**
+   * Optional: the job failed for good (a permanent error, or its attempts ran out). Runs in the
+   * transaction that records the failure on the outbox row, so the owning module's record of it
+   * (an event's `error`, say) commits with it.
+   */
+  onFinalFailure?(data: JobPayloads[N], error: string, tx: Tx): Promise<void>;
 }
 
 /** Marks a provider as the one handler of a job in the catalogue. */

@@ -51,16 +51,26 @@ export class JobRunner {
     return 'completed';
   }
 
-  /** Records a failed attempt; final when retries are exhausted or the error is permanent. */
-  async recordFailure(jobId: string, error: unknown, final: boolean): Promise<void> {
-    const message = error instanceof Error ? error.message : String(error);
-    await this.dataSource.query(
-      `UPDATE outbox_jobs
-          SET attempts = attempts + 1, last_error = left($2, 2000),
-              failed_at = CASE WHEN $3 THEN now() ELSE failed_at END
-        WHERE job_id = $1 AND completed_at IS NULL`,
-      [jobId, message, final],
-    );
+  /**
+   * Records a failed attempt; final when retries are exhausted or the error is permanent. A final
+   * failure also runs the handler's onFinalFailure in the same transaction, once: only the run
+   * that moves failed_at off NULL does.
+   */
+  async recordFailure(name: JobName, jobId: string, error: unknown, final: boolean): Promise<void> {
+    const message = (error instanceof Error ? error.message : String(error)).slice(0, 2000);
+    await this.uow.run(async (tx) => {
+      const { rows } = await exec<{ data: never }>(
+        tx,
+        `UPDATE outbox_jobs
+            SET attempts = attempts + 1, last_error = $2,
+                failed_at = CASE WHEN $3 THEN now() ELSE failed_at END
+          WHERE job_id = $1 AND completed_at IS NULL AND failed_at IS NULL
+          RETURNING data`,
+        [jobId, message, final],
+      );
+      const handler = this.registry.get(name);
+      if (final && rows.length > 0 && handler.onFinalFailure) await handler.onFinalFailure(rows[0].data, message, tx);
+    });
   }
 
   isPermanent(error: unknown): boolean {

@@ -55,7 +55,7 @@ export class JobWorkers implements BeforeApplicationShutdown {
     } catch (err) {
       const permanent = this.runner.isPermanent(err);
       const final = permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-      await this.runner.recordFailure(jobId, err, final);
+      await this.runner.recordFailure(name, jobId, err, final);
       this.metrics.jobOutcomes.inc({ queue, name, outcome: final ? 'failed' : 'retried' });
       if (permanent) throw new UnrecoverableError((err as Error).message);
       throw err;

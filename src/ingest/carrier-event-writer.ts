@@ -81,8 +81,9 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
     } catch (err) {
       if (isDataError(err) && items.length > 1) {
         // One body Postgres cannot hold spoils the statement for all: write each alone, so only
-        // that delivery is refused.
-        return Promise.all(items.map((item) => this.writeBatch([item]).then(([outcome]) => outcome)));
+        // that delivery is refused, and each keeps its own outcome (one lost connection must not
+        // answer 503 for a neighbour that committed).
+        return Promise.all(items.map((item) => this.writeBatch([item]).then(([outcome]) => outcome, (error: unknown) => ({ ok: false as const, error }))));
       }
       if (isDataError(err)) return [{ ok: false, error: err }];
       this.batchFailures.inc();

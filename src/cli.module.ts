@@ -1,6 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { AccountsModule } from './accounts/accounts.module.js';
 import { CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand } from './accounts/commands/accounts.commands.js';
+import { ProgramName } from './cli/program-name.js';
 import { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -21,12 +22,15 @@ export class CliModule {
     return {
       module: CliModule,
       imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule],
-      providers: [CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand],
+      providers: [ProgramName, MigrateCommand, CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand],
     };
   }
 
-  /** `migrate` runs before the database or its schema exists, so it boots without a connection. */
+  /**
+   * `migrate` runs before the database or its schema exists, so it boots without a connection
+   * (forRoot lists it too, for --help).
+   */
   static forMigrate(config: AppConfig): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [MigrateCommand] };
+    return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [ProgramName, MigrateCommand] };
   }
 }

@@ -38,6 +38,13 @@ describe('admin CLI: every command with --json prints exactly one JSON document 
     await db?.drop();
   });
 
+  it('--help names the CLI onceline and lists its commands, exit 0', async () => {
+    const help = await runNode(['dist/cli.js', '--help'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: onceline \[options\] \[command\]/);
+    for (const command of ['migrate', 'accounts:create', 'carrier-events:replay', 'outbox:status']) expect(help.stdout).toContain(command);
+  }, SLOW);
+
   it('migrate creates a missing database, applies every migration, and is idempotent', async () => {
     const name = `onceline_t_cli_${randomBytes(4).toString('hex')}`;
     const url = databaseUrl(name);

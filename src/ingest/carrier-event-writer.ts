@@ -1,14 +1,13 @@
 import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { Counter, Gauge, Histogram } from 'prom-client';
 import type { AcceptedWebhook } from '../carriers/carrier-adapter.js';
 import { newId, IdPrefix } from '../common/ids.js';
 import { AppConfig } from '../config/app-config.js';
 import { GroupCommitter, type BatchOutcome } from '../database/group-commit.js';
 import { exec } from '../database/tx.js';
-import { MetricsRegistry } from '../metrics/metrics-registry.js';
 import { JobName } from '../outbox/job-catalogue.js';
 import { OutboxService } from '../outbox/outbox.service.js';
+import { IngestMetrics } from './ingest-metrics.js';
 
 export type IngestStatus = 'accepted' | 'duplicate';
 
@@ -30,39 +29,18 @@ const LOCK_CONFLICT_ATTEMPTS = 3;
 export class CarrierEventWriter implements BeforeApplicationShutdown {
   private readonly logger = new Logger(CarrierEventWriter.name);
   private readonly batches: GroupCommitter<AcceptedWebhook, IngestStatus>;
-  private readonly batchSize: Histogram;
-  private readonly batchFailures: Counter;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly outbox: OutboxService,
+    private readonly metrics: IngestMetrics,
     config: AppConfig,
-    metrics: MetricsRegistry,
   ) {
     this.batches = new GroupCommitter((items) => this.writeBatch(items), {
       maxBatch: config.INGEST_BATCH_MAX,
       maxInFlight: config.INGEST_BATCH_CONCURRENCY,
     });
-    const batches = this.batches;
-    new Gauge({
-      name: 'onceline_ingest_waiting_deliveries',
-      help: 'Verified carrier webhooks waiting for a batch transaction to take them',
-      registers: [metrics.registry],
-      collect() {
-        this.set(batches.waiting);
-      },
-    });
-    this.batchSize = new Histogram({
-      name: 'onceline_ingest_batch_size',
-      help: 'Carrier webhooks stored per ingest transaction',
-      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
-      registers: [metrics.registry],
-    });
-    this.batchFailures = new Counter({
-      name: 'onceline_ingest_batch_failures_total',
-      help: 'Ingest transactions that did not commit (each of their deliveries answered 503)',
-      registers: [metrics.registry],
-    });
+    metrics.readWaitingFrom(() => this.batches.waiting);
   }
 
   /** Resolves after the commit that holds this delivery's row (or shows it was already stored). */
@@ -75,7 +53,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
   }
 
   private async writeBatch(items: AcceptedWebhook[]): Promise<BatchOutcome<IngestStatus>[]> {
-    this.batchSize.observe(items.length);
+    this.metrics.batchSize.observe(items.length);
     try {
       return (await this.insertRetryingLockConflicts(items)).map((value) => ({ ok: true, value }));
     } catch (err) {
@@ -86,7 +64,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
         return Promise.all(items.map((item) => this.writeBatch([item]).then(([outcome]) => outcome, (error: unknown) => ({ ok: false as const, error }))));
       }
       if (isDataError(err)) return [{ ok: false, error: err }];
-      this.batchFailures.inc();
+      this.metrics.batchFailures.inc();
       this.logger.warn(`batch of ${items.length} carrier events not stored: ${(err as Error).message}`);
       throw err;
     }

@@ -89,28 +89,29 @@ export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliver
 
     // WHERE round, attempt_count, status: only the first run of this attempt records it (a twin
     // job run, or a job from an older round, changes nothing). A delivery parked while the call
-    // was in flight stays parked unless the call succeeded.
+    // was in flight stays parked unless the call succeeded. The attempt row is written by the same
+    // statement, from the updated row, so only when the guard let the update through.
     const { rows } = await exec<{ status: string }>(
       tx,
-      `UPDATE webhook_deliveries
-          SET attempt_count = $3,
-              status = CASE WHEN $4 = 'delivered' OR status = 'pending' THEN $4 ELSE status END,
-              next_attempt_at = CASE WHEN status = 'pending' THEN $5::timestamptz ELSE NULL END,
-              delivered_at = CASE WHEN $4 = 'delivered' THEN now() ELSE delivered_at END,
-              failed_at = CASE WHEN $4 = 'failed' AND status = 'pending' THEN now() ELSE failed_at END,
-              parked_at = CASE WHEN $4 = 'delivered' THEN NULL ELSE parked_at END,
-              last_error = $6, updated_at = now()
-        WHERE id = $1 AND round = $2 AND attempt_count = $3 - 1 AND status IN ('pending', 'parked')
-        RETURNING status`,
-      [ref.id, ref.round, ref.attempt, status, nextAt, error],
+      `WITH updated AS (
+         UPDATE webhook_deliveries
+            SET attempt_count = $3,
+                status = CASE WHEN $4 = 'delivered' OR status = 'pending' THEN $4 ELSE status END,
+                next_attempt_at = CASE WHEN status = 'pending' THEN $5::timestamptz ELSE NULL END,
+                delivered_at = CASE WHEN $4 = 'delivered' THEN now() ELSE delivered_at END,
+                failed_at = CASE WHEN $4 = 'failed' AND status = 'pending' THEN now() ELSE failed_at END,
+                parked_at = CASE WHEN $4 = 'delivered' THEN NULL ELSE parked_at END,
+                last_error = $6, updated_at = now()
+          WHERE id = $1 AND round = $2 AND attempt_count = $3 - 1 AND status IN ('pending', 'parked')
+          RETURNING id, status
+       ), attempt AS (
+         INSERT INTO webhook_delivery_attempts (delivery_id, attempt, status_code, error, duration_ms, response_excerpt, at)
+         SELECT id, $3, $7, $8, $9, $10, $11 FROM updated
+       )
+       SELECT status FROM updated`,
+      [ref.id, ref.round, ref.attempt, status, nextAt, error, code ?? null, success ? null : error, result.durationMs, result.body.slice(0, EXCERPT_CHARS), at],
     );
     if (rows.length === 0) return;
-    await exec(
-      tx,
-      `INSERT INTO webhook_delivery_attempts (delivery_id, attempt, status_code, error, duration_ms, response_excerpt, at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [ref.id, ref.attempt, code ?? null, success ? null : error, result.durationMs, result.body.slice(0, EXCERPT_CHARS), at],
-    );
     if (success) return this.health.recordSuccess(tx, row.endpoint_id);
     const disabled = await this.health.recordFailure(tx, row.endpoint_id, gone);
     if (rows[0].status === 'pending' && !disabled) {

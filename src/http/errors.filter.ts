@@ -1,14 +1,7 @@
 import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from '../database/pg-errors.js';
 import { defaultError, type ApiError } from './problem.js';
-
-/** Postgres unreachable or shutting down: the caller should retry. */
-export function isDatabaseUnavailable(err: unknown): boolean {
-  const e = err as { code?: string; message?: string } | undefined;
-  if (!e) return false;
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300', '08006', '08001', '08003'].includes(e.code ?? '')) return true;
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(e.message ?? '');
-}
 
 /**
  * Every error leaves as `{"errors":[...]}`. A 500 says nothing internal, only its request id;

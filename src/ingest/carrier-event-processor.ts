@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { exec, type Tx } from '../database/tx.js';
-import { isDatabaseUnavailable } from '../http/errors.filter.js';
+import { isDatabaseUnavailable, isSerializationConflict, storedMessage } from '../database/pg-errors.js';
 import { JobName } from '../outbox/job-catalogue.js';
 import { OutboxService } from '../outbox/outbox.service.js';
 import { CarrierEventHandlers, RetryLaterError } from './carrier-event-handlers.js';
@@ -17,12 +17,7 @@ export interface ProcessResult {
 
 /** Errors the whole job should be retried for (by BullMQ): the database, not the event, failed. */
 function isTransient(err: unknown): boolean {
-  const code = (err as { code?: string })?.code;
-  return isDatabaseUnavailable(err) || code === '40001' || code === '40P01';
-}
-
-function messageOf(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).slice(0, 2000);
+  return isDatabaseUnavailable(err) || isSerializationConflict(err);
 }
 
 /**
@@ -67,8 +62,8 @@ export class CarrierEventProcessor {
       if (isTransient(err)) throw err;
       await exec(tx, 'ROLLBACK TO SAVEPOINT carrier_event_handler');
       if (err instanceof RetryLaterError) return this.retryLater(tx, id, row.age_ms, err);
-      await this.markFailed(tx, id, messageOf(err));
-      return { id, outcome: 'failed', error: messageOf(err) };
+      await this.markFailed(tx, id, storedMessage(err));
+      return { id, outcome: 'failed', error: storedMessage(err) };
     }
     await this.markProcessed(tx, id, note || null);
     return { id, outcome: 'processed' };
@@ -83,7 +78,7 @@ export class CarrierEventProcessor {
   private async retryLater(tx: Tx, id: string, ageMs: number, err: RetryLaterError): Promise<ProcessResult> {
     const remainingMs = this.config.CARRIER_EVENT_RETRY_DEADLINE_SECONDS * 1000 - ageMs;
     if (remainingMs <= 0) {
-      const error = `retry deadline of ${this.config.CARRIER_EVENT_RETRY_DEADLINE_SECONDS} s passed: ${messageOf(err)}`;
+      const error = `retry deadline of ${this.config.CARRIER_EVENT_RETRY_DEADLINE_SECONDS} s passed: ${storedMessage(err)}`;
       await this.markFailed(tx, id, error);
       return { id, outcome: 'failed', error };
     }
@@ -92,7 +87,7 @@ export class CarrierEventProcessor {
       tx,
       `UPDATE carrier_events SET attempts = attempts + 1, note = left($2, 2000)
         WHERE id = $1 AND processed_at IS NULL RETURNING attempts`,
-      [id, `waiting to retry: ${messageOf(err)}`],
+      [id, `waiting to retry: ${storedMessage(err)}`],
     );
     const attempts = rows[0].attempts;
     const delayMs = Math.min(remainingMs, this.backoffMs(attempts));
@@ -102,7 +97,7 @@ export class CarrierEventProcessor {
       jobId: `${id}-r${attempts}`,
       runAt: new Date(Date.now() + delayMs),
     });
-    return { id, outcome: 'retry_scheduled', error: messageOf(err) };
+    return { id, outcome: 'retry_scheduled', error: storedMessage(err) };
   }
 
   /** Exponential (base × 2^(n-1), capped), with equal jitter so a burst of early receipts spreads out. */

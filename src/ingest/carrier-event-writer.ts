@@ -4,6 +4,7 @@ import type { AcceptedWebhook } from '../carriers/carrier-adapter.js';
 import { newId, IdPrefix } from '../common/ids.js';
 import { AppConfig } from '../config/app-config.js';
 import { GroupCommitter, type BatchOutcome } from '../database/group-commit.js';
+import { isDataError, isSerializationConflict } from '../database/pg-errors.js';
 import { exec } from '../database/tx.js';
 import { JobName } from '../outbox/job-catalogue.js';
 import { OutboxService } from '../outbox/outbox.service.js';
@@ -11,13 +12,7 @@ import { IngestMetrics } from './ingest-metrics.js';
 
 export type IngestStatus = 'accepted' | 'duplicate';
 
-/** Postgres refused a value (SQLSTATE class 22: a \u0000 in JSON text, a lone surrogate). */
-export function isDataError(err: unknown): boolean {
-  return (err as { code?: string } | undefined)?.code?.startsWith('22') ?? false;
-}
-
 /** Two batches holding the same keys in another order: nothing committed, so run it again. */
-const isLockConflict = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string } | undefined)?.code ?? '');
 const LOCK_CONFLICT_ATTEMPTS = 3;
 
 /**
@@ -75,7 +70,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
       try {
         return await this.insert(items);
       } catch (err) {
-        if (!isLockConflict(err) || attempt >= LOCK_CONFLICT_ATTEMPTS) throw err;
+        if (!isSerializationConflict(err) || attempt >= LOCK_CONFLICT_ATTEMPTS) throw err;
       }
     }
   }

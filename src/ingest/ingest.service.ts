@@ -1,6 +1,7 @@
 import { BadRequestException, Injectable, ServiceUnavailableException, UnauthorizedException } from '@nestjs/common';
 import { MalformedWebhook, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../carriers/carrier-adapter.js';
-import { CarrierEventWriter, isDataError, type IngestStatus } from './carrier-event-writer.js';
+import { isDataError } from '../database/pg-errors.js';
+import { CarrierEventWriter, type IngestStatus } from './carrier-event-writer.js';
 
 export type { IngestStatus } from './carrier-event-writer.js';
 

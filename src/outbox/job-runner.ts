@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { storedMessage } from '../database/pg-errors.js';
 import { exec } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { JOB_SPECS, JobName } from './job-catalogue.js';
@@ -57,7 +58,7 @@ export class JobRunner {
    * that moves failed_at off NULL does.
    */
   async recordFailure(name: JobName, jobId: string, error: unknown, final: boolean): Promise<void> {
-    const message = (error instanceof Error ? error.message : String(error)).slice(0, 2000);
+    const message = storedMessage(error);
     await this.uow.run(async (tx) => {
       const { rows } = await exec<{ data: never }>(
         tx,

@@ -28,13 +28,21 @@ export class DeliveryScheduler {
     private readonly config: AppConfig,
   ) {}
 
-  enqueueAttempt(tx: Tx, ref: AttemptRef, runAt?: Date): Promise<boolean> {
-    return this.outbox.enqueue(tx, {
-      name: JobName.WebhookDeliveryAttempt,
-      data: { deliveryId: ref.id, round: ref.round, attempt: ref.attempt },
-      jobId: attemptJobId(ref),
-      runAt,
-    });
+  async enqueueAttempt(tx: Tx, ref: AttemptRef, runAt?: Date): Promise<void> {
+    await this.enqueueAttempts(tx, [ref], runAt);
+  }
+
+  /** One outbox statement for the attempts of many deliveries (a fan-out, a resume, a redeliver). */
+  private async enqueueAttempts(tx: Tx, refs: AttemptRef[], runAt?: Date): Promise<void> {
+    await this.outbox.enqueueMany(
+      tx,
+      refs.map((ref) => ({
+        name: JobName.WebhookDeliveryAttempt,
+        data: { deliveryId: ref.id, round: ref.round, attempt: ref.attempt },
+        jobId: attemptJobId(ref),
+        runAt,
+      })),
+    );
   }
 
   /**
@@ -63,7 +71,7 @@ export class DeliveryScheduler {
        RETURNING id, status`,
       [eventId, accountId, ids, endpoints.map((e) => e.id), endpoints.map((e) => e.enabled)],
     );
-    for (const row of rows) if (row.status === 'pending') await this.enqueueAttempt(tx, { id: row.id, round: 1, attempt: 1 });
+    await this.enqueueAttempts(tx, rows.filter((row) => row.status === 'pending').map((row) => ({ id: row.id, round: 1, attempt: 1 })));
     return rows.length;
   }
 
@@ -119,7 +127,7 @@ export class DeliveryScheduler {
         RETURNING id, round, attempt_count`,
       [endpointId],
     );
-    for (const row of rows) await this.enqueueAttempt(tx, { id: row.id, round: row.round, attempt: row.attempt_count + 1 });
+    await this.enqueueAttempts(tx, rows.map((row) => ({ id: row.id, round: row.round, attempt: row.attempt_count + 1 })));
     return rows.length;
   }
 
@@ -140,7 +148,7 @@ export class DeliveryScheduler {
         RETURNING d.id, d.round, d.attempt_count`,
       [eventId, accountId],
     );
-    for (const row of rows) await this.enqueueAttempt(tx, { id: row.id, round: row.round, attempt: row.attempt_count + 1 });
+    await this.enqueueAttempts(tx, rows.map((row) => ({ id: row.id, round: row.round, attempt: row.attempt_count + 1 })));
     return rows.length + (await this.createForEvent(tx, eventId, accountId, type));
   }
 

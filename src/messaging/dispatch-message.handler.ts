@@ -1,12 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { CarrierUnavailableError, type SendResult } from '../carriers/message-sender.js';
 import { MessageSenders } from '../carriers/message-senders.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { JOB_SPECS, JobName, type JobPayloads } from '../outbox/job-catalogue.js';
 import { HandlesJob, type JobContext, type JobHandler } from '../outbox/job-handler.js';
 import { MessageTransitions } from './message-transitions.js';
-import { UNSENT_STATUSES, type MessageStatus } from './message-view.js';
 
 /**
  * Sends one outbound message. The carrier call happens outside any transaction; its outcome is
@@ -20,19 +18,14 @@ export class DispatchMessageHandler implements JobHandler<JobName.DispatchMessag
   private readonly logger = new Logger(DispatchMessageHandler.name);
 
   constructor(
-    private readonly dataSource: DataSource,
     private readonly uow: UnitOfWork,
     private readonly transitions: MessageTransitions,
     private readonly senders: MessageSenders,
   ) {}
 
   async handle({ messageId }: JobPayloads[JobName.DispatchMessage], { attempt }: JobContext): Promise<void> {
-    const [message] = await this.dataSource.query(
-      `SELECT id, from_number, to_number, text, carrier, status FROM messages WHERE id = $1 AND direction = 'outbound'`,
-      [messageId],
-    );
-    if (!message || !UNSENT_STATUSES.includes(message.status as MessageStatus)) return;
-    await this.uow.run((tx) => this.transitions.markSending(tx, messageId));
+    const message = await this.uow.run((tx) => this.transitions.claimForDispatch(tx, messageId));
+    if (!message) return;
 
     let result: SendResult;
     try {

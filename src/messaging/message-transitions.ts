@@ -1,11 +1,21 @@
 import { Injectable } from '@nestjs/common';
 import { UsageLedger } from '../billing/usage-ledger.js';
 import { exec, type Tx } from '../database/tx.js';
+import type { CarrierName } from '../ingest/normalized-event.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
-import { MESSAGE_COLUMNS, toView, type MessageStatus, type MessageView } from './message-view.js';
+import { MESSAGE_COLUMNS, TERMINAL_STATUSES, toView, UNSENT_STATUSES, WAITING_STATUSES, type MessageStatus, type MessageView } from './message-view.js';
 
 type Row = MessageView & { account_id: string };
+
+/** What dispatch needs to call the carrier. */
+export interface DispatchClaim {
+  id: string;
+  from_number: string;
+  to_number: string;
+  text: string;
+  carrier: CarrierName;
+}
 
 /**
  * Every change of a message's status. Each is one UPDATE whose WHERE clause is the guard; the
@@ -19,18 +29,30 @@ export class MessageTransitions {
     private readonly events: CustomerEvents,
   ) {}
 
-  /** queued|scheduled → sending: dispatch has started. No event, no charge. */
-  async markSending(tx: Tx, messageId: string): Promise<boolean> {
-    // status IN ('queued','scheduled'): only a message not yet picked up starts sending.
-    const { rows } = await exec<Row>(
+  /**
+   * Claims an outbound message for a carrier call: queued|scheduled → sending (history, no event,
+   * no charge), and one already `sending` (a run that died before recording the carrier's answer)
+   * is claimed again as it is. Undefined when the message is gone or past sending: no call then.
+   */
+  async claimForDispatch(tx: Tx, messageId: string): Promise<DispatchClaim | undefined> {
+    // FOR UPDATE in `claimed`: a twin run waits here and then sees what this one left. The UPDATE's
+    // status IN (unsent) is the guard; only a message not yet picked up changes (and gets history).
+    const { rows } = await exec<DispatchClaim & { previous: MessageStatus }>(
       tx,
-      `UPDATE messages SET status = 'sending', updated_at = now()
-        WHERE id = $1 AND status IN ('queued', 'scheduled') RETURNING id`,
-      [messageId],
+      `WITH claimed AS (
+         SELECT id, status AS previous FROM messages
+          WHERE id = $1 AND direction = 'outbound' AND status = ANY($2::text[]) FOR UPDATE
+       )
+       UPDATE messages m SET status = 'sending',
+              updated_at = CASE WHEN claimed.previous = ANY($3::text[]) THEN now() ELSE m.updated_at END
+         FROM claimed WHERE m.id = claimed.id
+       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, claimed.previous`,
+      [messageId, UNSENT_STATUSES, WAITING_STATUSES],
     );
-    if (rows.length === 0) return false;
-    await this.recordHistory(tx, messageId, 'sending');
-    return true;
+    if (rows.length === 0) return undefined;
+    const { previous, ...claim } = rows[0];
+    if (WAITING_STATUSES.includes(previous)) await this.recordHistory(tx, messageId, 'sending');
+    return claim;
   }
 
   /** The carrier accepted the message: stamped with its id, billed per segment, `message.sent`. */
@@ -39,8 +61,8 @@ export class MessageTransitions {
     const { rows } = await exec<Row>(
       tx,
       `UPDATE messages SET status = 'sent', carrier_message_id = $2, updated_at = now()
-        WHERE id = $1 AND status IN ('queued', 'scheduled', 'sending') RETURNING ${MESSAGE_COLUMNS}`,
-      [messageId, carrierMessageId],
+        WHERE id = $1 AND status = ANY($3::text[]) RETURNING ${MESSAGE_COLUMNS}`,
+      [messageId, carrierMessageId, UNSENT_STATUSES],
     );
     if (rows.length === 0) return false;
     const message = rows[0];
@@ -56,8 +78,8 @@ export class MessageTransitions {
     const { rows } = await exec<Row>(
       tx,
       `UPDATE messages SET status = 'failed', error_code = $2, error_detail = $3, updated_at = now()
-        WHERE id = $1 AND status IN ('queued', 'scheduled', 'sending') RETURNING ${MESSAGE_COLUMNS}`,
-      [messageId, errorCode, errorDetail],
+        WHERE id = $1 AND status = ANY($4::text[]) RETURNING ${MESSAGE_COLUMNS}`,
+      [messageId, errorCode, errorDetail, UNSENT_STATUSES],
     );
     if (rows.length === 0) return false;
     await this.recordHistory(tx, messageId, 'failed');
@@ -74,21 +96,22 @@ export class MessageTransitions {
     tx: Tx,
     receipt: { carrier: string; carrierMessageId: string; status: 'sent' | 'delivered' | 'failed'; errorCode?: string; errorDetail?: string },
   ): Promise<'applied' | 'unchanged' | 'unknown_message'> {
-    const terminal = receipt.status !== 'sent';
-    // Terminal receipts: status NOT IN ('delivered','failed'), so the first terminal word wins.
-    // A 'sent' receipt only moves a message that has not left the unsent statuses.
-    const { rows } = await exec<Row>(
-      tx,
-      `UPDATE messages SET status = $3, error_code = coalesce($4, error_code), error_detail = coalesce($5, error_detail), updated_at = now()
-        WHERE carrier = $1 AND carrier_message_id = $2 AND direction = 'outbound'
-          AND ${terminal ? `status NOT IN ('delivered', 'failed')` : `status IN ('queued', 'scheduled', 'sending')`}
-        RETURNING ${MESSAGE_COLUMNS}`,
-      [receipt.carrier, receipt.carrierMessageId, receipt.status, receipt.errorCode ?? null, receipt.errorDetail ?? null],
-    );
-    if (rows.length === 1) {
-      await this.recordHistory(tx, rows[0].id, receipt.status);
-      await this.emit(tx, rows[0], `message.${receipt.status}`);
-      return 'applied';
+    // A 'sent' receipt never changes anything: markSent stamps carrier_message_id and 'sent' in one
+    // statement, so a message its carrier id finds is already sent or past it.
+    if (receipt.status !== 'sent') {
+      // status NOT IN (terminal): the first terminal word wins.
+      const { rows } = await exec<Row>(
+        tx,
+        `UPDATE messages SET status = $3, error_code = coalesce($4, error_code), error_detail = coalesce($5, error_detail), updated_at = now()
+          WHERE carrier = $1 AND carrier_message_id = $2 AND direction = 'outbound' AND status <> ALL($6::text[])
+          RETURNING ${MESSAGE_COLUMNS}`,
+        [receipt.carrier, receipt.carrierMessageId, receipt.status, receipt.errorCode ?? null, receipt.errorDetail ?? null, TERMINAL_STATUSES],
+      );
+      if (rows.length === 1) {
+        await this.recordHistory(tx, rows[0].id, receipt.status);
+        await this.emit(tx, rows[0], `message.${receipt.status}`);
+        return 'applied';
+      }
     }
     const { rows: known } = await exec(tx, `SELECT 1 FROM messages WHERE carrier = $1 AND carrier_message_id = $2`, [receipt.carrier, receipt.carrierMessageId]);
     return known.length === 0 ? 'unknown_message' : 'unchanged';

@@ -39,3 +39,5 @@ export function toView(row: MessageView & { account_id?: string }): MessageView 
 export const TERMINAL_STATUSES: MessageStatus[] = ['delivered', 'failed'];
 /** Statuses from which dispatch may still move the message. */
 export const UNSENT_STATUSES: MessageStatus[] = ['queued', 'scheduled', 'sending'];
+/** Statuses a message not yet picked up by dispatch has. */
+export const WAITING_STATUSES: MessageStatus[] = ['queued', 'scheduled'];

@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   };
   let config;
   try {
-    config = loadConfig(process.env);
+    config = loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) return fail(err);
     throw err;

@@ -13,7 +13,7 @@ async function main(): Promise<void> {
   }
   let config;
   try {
-    config = loadConfig(process.env);
+    config = loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);

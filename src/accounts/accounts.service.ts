@@ -1,7 +1,7 @@
 import { Injectable, NotFoundException } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { newId, IdPrefix } from '../common/ids.js';
-import { exec } from '../database/tx.js';
+import { exec, type Tx } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { displayPrefix, generateApiKey, hashApiKey } from './api-key.js';
 
@@ -75,7 +75,7 @@ export class AccountsService {
     return row;
   }
 
-  private async insertKey(tx: Parameters<Parameters<UnitOfWork['run']>[0]>[0], accountId: string) {
+  private async insertKey(tx: Tx, accountId: string) {
     const key = generateApiKey();
     const id = newId(IdPrefix.ApiKey);
     await exec(tx, `INSERT INTO api_keys (id, account_id, key_hash, prefix) VALUES ($1, $2, $3, $4)`, [

@@ -156,8 +156,9 @@ export class AppConfig {
   @Transform(toInt) @Min(0) @IsInt()
   PRICE_CALL_MINUTE_MICROS = 7000;
 
+  /** How carriers reach us, without a trailing slash (paths are appended to it). */
   get publicBaseUrl(): string {
-    return this.PUBLIC_BASE_URL ?? `http://127.0.0.1:${this.PORT}`;
+    return (this.PUBLIC_BASE_URL ?? `http://127.0.0.1:${this.PORT}`).replace(/\/$/, '');
   }
 
   /** Where we call Telnyx: the sandbox unless configured (production https://api.telnyx.com/v2). */
@@ -195,7 +196,7 @@ function shown(key: string, raw: string | undefined): string {
 }
 
 /** Validates an environment into AppConfig; throws ConfigError naming every bad variable. */
-export function loadConfig(env: Record<string, string | undefined>): AppConfig {
+export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
   const known = Object.keys(new AppConfig());
   const input: Record<string, string> = {};
   for (const key of known) {

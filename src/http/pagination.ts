@@ -1,4 +1,4 @@
-import { UnprocessableEntityException } from '@nestjs/common';
+import { invalidParameter } from './query-params.js';
 
 export const MAX_PAGE_SIZE = 250;
 export const DEFAULT_PAGE_SIZE = 50;
@@ -17,9 +17,7 @@ export function parsePage(query: Record<string, unknown>): PageRequest {
   if (rawSize !== undefined) {
     size = Number(rawSize);
     if (!Number.isInteger(size) || size < 1 || size > MAX_PAGE_SIZE) {
-      throw new UnprocessableEntityException({
-        errors: [{ code: 'validation_failed', title: 'Validation failed', detail: `page[size] must be an integer from 1 to ${MAX_PAGE_SIZE}`, source: { parameter: 'page[size]' } }],
-      });
+      throw invalidParameter('page[size]', `page[size] must be an integer from 1 to ${MAX_PAGE_SIZE}`);
     }
   }
   const after = typeof rawAfter === 'string' && rawAfter !== '' ? rawAfter : undefined;

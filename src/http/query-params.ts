@@ -1,6 +1,6 @@
 import { UnprocessableEntityException } from '@nestjs/common';
 
-function invalidParameter(name: string, detail: string): UnprocessableEntityException {
+export function invalidParameter(name: string, detail: string): UnprocessableEntityException {
   return new UnprocessableEntityException({ errors: [{ code: 'validation_failed', title: 'Validation failed', detail, source: { parameter: name } }] });
 }
 

@@ -10,8 +10,6 @@ export interface SandboxContext {
   config: AppConfig;
   /** The sandbox's Telnyx signing key (its public half is the app's TELNYX_PUBLIC_KEY in dev). */
   telnyxPrivateKey: KeyObject;
-  /** PUBLIC_BASE_URL without a trailing slash: where carrier webhooks go. */
-  publicBaseUrl: string;
 }
 
 export interface SandboxRequest {

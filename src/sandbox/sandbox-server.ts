@@ -46,14 +46,14 @@ export async function startSandbox(config: AppConfig, log: (line: string) => voi
     if (err instanceof ChaosSyntaxError) throw new SandboxRefused(`SANDBOX_CHAOS=${JSON.stringify(config.SANDBOX_CHAOS)}: ${err.message}`);
     throw err;
   }
-  const publicBaseUrl = config.publicBaseUrl.replace(/\/$/, '');
+  const { publicBaseUrl } = config;
   const refused = await engine.urlProblem(publicBaseUrl);
   if (refused) {
     throw new SandboxRefused(
       `PUBLIC_BASE_URL=${publicBaseUrl}: ${refused}. The sandbox sends duplicated, re-signed webhooks on purpose and only to this machine; set SANDBOX_ALLOW_REMOTE=1 to send them elsewhere.`,
     );
   }
-  const ctx: SandboxContext = { engine, config, telnyxPrivateKey: telnyxDevKeyPair(config.SANDBOX_TELNYX_SEED).privateKey, publicBaseUrl };
+  const ctx: SandboxContext = { engine, config, telnyxPrivateKey: telnyxDevKeyPair(config.SANDBOX_TELNYX_SEED).privateKey };
 
   const server = http.createServer((req, res) => {
     handle(ctx, req, res).catch((err) => {
@@ -128,7 +128,8 @@ async function inboundRoute(ctx: SandboxContext, { res, body, chaos }: SandboxRe
   if (typeof from !== 'string' || !E164_PATTERN.test(from)) return problem(res, 400, 'from must be an E.164 number');
   if (typeof to !== 'string' || !E164_PATTERN.test(to)) return problem(res, 400, 'to must be an E.164 number');
   if (typeof text !== 'string') return problem(res, 400, 'text must be a string');
-  const { config, publicBaseUrl } = ctx;
+  const { config } = ctx;
+  const { publicBaseUrl } = config;
   const message = sandboxMessage(carrier === 'telnyx' ? randomUUID() : twilioMessageSid(), from, to, text);
   const webhook = carrier === 'telnyx'
     ? telnyxInbound(message, `${publicBaseUrl}/webhooks/telnyx`, ctx.telnyxPrivateKey)

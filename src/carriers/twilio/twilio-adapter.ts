@@ -17,7 +17,7 @@ export class TwilioAdapter implements CarrierAdapter {
     if (!token) throw new SignatureRejected('TWILIO_AUTH_TOKEN is not configured: no Twilio webhook can be verified');
     const fields = formFields(webhook.body);
     // Twilio signs the URL it was given: ours as the carrier sees it, plus the query string.
-    const url = this.config.publicBaseUrl.replace(/\/$/, '') + webhook.url;
+    const url = this.config.publicBaseUrl + webhook.url;
     if (!twilioSignatureMatches(token, url, fields ?? {}, header(webhook.headers, 'x-twilio-signature'))) {
       throw new SignatureRejected('X-Twilio-Signature missing or wrong');
     }

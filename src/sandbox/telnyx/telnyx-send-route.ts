@@ -23,7 +23,7 @@ export async function telnyxSendRoute(ctx: SandboxContext, { req, res, body, cha
   if (typeof from !== 'string' || !E164_PATTERN.test(from)) return invalid('/from', '`from` must be an E.164 number.');
   if (typeof to !== 'string' || !E164_PATTERN.test(to)) return invalid('/to', '`to` must be an E.164 number.');
   if (typeof text !== 'string' || text.length === 0) return invalid('/text', '`text` must be a non-empty string.');
-  const webhookUrl = typeof json.webhook_url === 'string' ? json.webhook_url : `${ctx.publicBaseUrl}/webhooks/telnyx`;
+  const webhookUrl = typeof json.webhook_url === 'string' ? json.webhook_url : `${ctx.config.publicBaseUrl}/webhooks/telnyx`;
   const refused = await ctx.engine.urlProblem(webhookUrl);
   if (refused) return invalid('/webhook_url', `The sandbox sends webhooks to loopback only (SANDBOX_ALLOW_REMOTE=1 lifts this): ${refused}.`);
 

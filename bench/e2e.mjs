@@ -3,12 +3,10 @@
 // customer endpoint receiving `message.received`; reports throughput, end-to-end p50/p99 and the
 // app's peak RSS. Loopback only, bounded in time.
 // Usage: npm run bench:e2e [-- --rate 500 --seconds 60 --workers 1]
-import { execFileSync } from 'node:child_process';
-import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
-import { fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole } from './lib.mjs';
+import { createAccountWithNumber, fmt, freePort, freshDatabase, machine, peakRssBytes, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair } from './lib.mjs';
 
 const { values } = parseArgs({ options: { rate: { type: 'string', default: '500' }, seconds: { type: 'string', default: '60' }, workers: { type: 'string', default: '1' } } });
 const RATE = Number(values.rate);
@@ -36,29 +34,21 @@ const receiver = http.createServer((req, res) => {
 });
 await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
 
-const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+const { privateKey, publicKeyBase64 } = telnyxKeyPair();
 const db = await freshDatabase('onceline_bench_e2e');
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
 const env = {
   DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: `benche2e${port}`, PORT: String(port), LOG_LEVEL: 'warn',
-  TELNYX_PUBLIC_KEY: Buffer.from(publicKey.export({ format: 'jwk' }).x, 'base64url').toString('base64'),
+  TELNYX_PUBLIC_KEY: publicKeyBase64,
   WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', API_RATE_LIMIT_PER_MINUTE: '100000000',
 };
 const app = await startRole('all', env, { readyUrl: `${base}/health/ready` });
 const workers = await Promise.all(Array.from({ length: EXTRA_WORKERS }, () => startRole('worker', env)));
-const peakRss = () => [app, ...workers].map((p) => {
-  try {
-    return Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${p.child.pid}/status`, 'utf8'))[1]) * 1024;
-  } catch {
-    return 0;
-  }
-});
+const peakRss = () => [app, ...workers].map((p) => peakRssBytes(p.child.pid) || 0);
 
 try {
-  const account = JSON.parse(execFileSync(process.execPath, ['dist/cli.js', 'accounts:create', '--name', 'bench', '--json'], { env: { ...process.env, ...env } }).toString());
-  const auth = { authorization: `Bearer ${account.api_key}`, 'content-type': 'application/json' };
-  await request(`${base}/v2/phone_numbers`, { method: 'POST', headers: auth, body: JSON.stringify({ phone_number: '+15550100000', carrier: 'telnyx' }) });
+  const { auth } = await createAccountWithNumber(base, env, { phoneNumber: '+15550100000', carrier: 'telnyx' });
   const endpoint = await request(`${base}/v2/webhook_endpoints`, { method: 'POST', headers: auth, body: JSON.stringify({ url: `http://127.0.0.1:${receiver.address().port}/hook`, event_types: ['message.received'] }) });
   if (endpoint.status !== 201) throw new Error(`endpoint: ${endpoint.status} ${endpoint.body}`);
 
@@ -77,8 +67,7 @@ try {
           to: [{ phone_number: '+15550100000', status: 'webhook_delivered' }], text: `bench ${i}`, parts: 1, errors: [] } },
       meta: { attempt: 1, delivered_to: `${base}/webhooks/telnyx` },
     });
-    const ts = Math.floor(Date.now() / 1000);
-    const headers = { 'content-type': 'application/json', 'telnyx-timestamp': String(ts), 'telnyx-signature-ed25519': sign(null, Buffer.from(`${ts}|${body}`), privateKey).toString('base64') };
+    const headers = telnyxHeaders(privateKey, body);
     sentAt.set(carrierMessageId, performance.now());
     inflight.push(request(`${base}/webhooks/telnyx`, { method: 'POST', headers, body }).then((r) => r.status !== 200 && rejected++, () => rejected++));
   }

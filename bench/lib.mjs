@@ -1,31 +1,40 @@
 // Shared helpers for the benchmarks: a fresh migrated database, the app as child processes, a
-// keep-alive HTTP client, percentiles. Loopback only; every loop is bounded in time.
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+// keep-alive HTTP client, percentiles, peak RSS, an account with a number, Telnyx webhook
+// signing. Loopback only; every loop is bounded in time.
+import { execFileSync, spawn } from 'node:child_process';
+import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { migrate } from '../dist/database/migrator.js';
 
-export const PG_BASE = process.env.BENCH_PG_BASE ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** The package root: children run `dist/...` from here, whatever the caller's cwd. */
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+// BENCH_DATABASE_URL: the older name bench/relay.mjs read, still accepted.
+export const PG_BASE = process.env.BENCH_PG_BASE ?? process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
+/** Creates (migrate() creates the database) and migrates `<prefix>_<8 hex>`; drop() removes it. */
 export async function freshDatabase(prefix) {
   const name = `${prefix}_${randomBytes(4).toString('hex')}`;
   const url = new URL(PG_BASE);
   url.pathname = `/${name}`;
-  await migrate(url.toString());
-  return {
-    name,
-    url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: PG_BASE });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
+  const drop = async () => {
+    const c = new pg.Client({ connectionString: PG_BASE });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await c.end();
   };
+  try {
+    await migrate(url.toString());
+  } catch (err) {
+    await drop().catch(() => undefined);
+    throw err;
+  }
+  return { name, url: url.toString(), drop };
 }
 
 export function freePort() {
@@ -39,17 +48,46 @@ export function freePort() {
   });
 }
 
-/** Starts `node dist/main.js <role>` with env; resolves when /health/ready answers (api roles) or at once. */
-export async function startRole(role, env, { readyUrl } = {}) {
+/**
+ * Starts `node dist/main.js <role>` with env (added to this process's environment, or alone with
+ * `inheritEnv: false`). Resolves when `readyUrl` answers OK (api roles), when stderr matches
+ * `readyLine` (a RegExp, e.g. /onceline relay started/), or at once.
+ */
+export async function startRole(role, env, { readyUrl, readyLine, inheritEnv = true } = {}) {
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the roles.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, 'dist/main.js', role], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, 'dist/main.js', role], {
+    cwd: ROOT,
+    env: inheritEnv ? { ...process.env, ...env } : env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   let stderrBytes = 0;
+  let onStderr = () => undefined;
   child.stderr.on('data', (d) => {
     stderrBytes += d.length;
-    stderr = (stderr + d).slice(-4000);
+    const seen = stderr + d;
+    stderr = seen.slice(-4000);
+    onStderr(seen);
   });
+  if (readyLine) {
+    await new Promise((resolve, reject) => {
+      const done = (err) => {
+        clearTimeout(timer);
+        child.off('exit', onExit);
+        onStderr = () => undefined;
+        if (err) reject(err);
+        else resolve();
+      };
+      const onExit = (code) => done(new Error(`${role} exited (${code}) before starting:\n${stderr}`));
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        done(new Error(`${role} did not log ${readyLine} within 60 s:\n${stderr}`));
+      }, 60_000);
+      onStderr = (seen) => readyLine.test(seen) && done();
+      child.once('exit', onExit);
+    });
+  }
   if (readyUrl) {
     const until = Date.now() + 30_000;
     while (Date.now() < until) {
@@ -63,7 +101,9 @@ export async function startRole(role, env, { readyUrl } = {}) {
     child,
     logged: () => ({ bytes: stderrBytes, tail: stderr }),
     stop: () => new Promise((resolve) => {
-      if (child.exitCode !== null) return resolve();
+      // Already exited (a SIGTERM'd child has exitCode null but signalCode set): a second stop()
+      // must not wait for an 'exit' that has come and gone.
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
       child.once('exit', resolve);
       child.kill('SIGTERM');
       setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
@@ -113,6 +153,45 @@ export function percentile(values, p) {
   if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** Peak resident set size (VmHWM) of a live process so far, in bytes; NaN when unreadable. */
+export function peakRssBytes(pid) {
+  try {
+    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * `node dist/cli.js accounts:create --name bench --json` against the app's env, then POST
+ * /v2/phone_numbers on `base` with its key. Returns { account, auth } (auth: the JSON request headers).
+ */
+export async function createAccountWithNumber(base, env, { phoneNumber = '+15550100000', carrier = 'telnyx' } = {}) {
+  const out = execFileSync(process.execPath, ['dist/cli.js', 'accounts:create', '--name', 'bench', '--json'], { cwd: ROOT, env: { ...process.env, ...env } });
+  const account = JSON.parse(out.toString());
+  const auth = { authorization: `Bearer ${account.api_key}`, 'content-type': 'application/json' };
+  const number = await request(`${base}/v2/phone_numbers`, { method: 'POST', headers: auth, body: JSON.stringify({ phone_number: phoneNumber, carrier }) });
+  if (number.status !== 201) throw new Error(`number: ${number.status} ${number.body}`);
+  return { account, auth };
+}
+
+/** An Ed25519 key pair for signing Telnyx webhooks; publicKeyBase64 is the raw 32-byte key as base64 (TELNYX_PUBLIC_KEY). */
+export function telnyxKeyPair() {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  return { privateKey, publicKeyBase64: Buffer.from(publicKey.export({ format: 'jwk' }).x, 'base64url').toString('base64') };
+}
+
+/** Request headers of a Telnyx webhook: `${timestamp}|${body}` signed with Ed25519. */
+export function telnyxHeaders(privateKey, body, timestampSeconds = Math.floor(Date.now() / 1000)) {
+  const timestamp = String(timestampSeconds);
+  return {
+    'content-type': 'application/json',
+    'telnyx-timestamp': timestamp,
+    'telnyx-signature-ed25519': sign(null, Buffer.from(`${timestamp}|${body}`), privateKey).toString('base64'),
+  };
 }
 
 export function machine() {

@@ -2,11 +2,11 @@
 // replays), and carrier receipt → status visible latency. Runs the real app (`node dist/main.js
 // all`) on a fresh database against a local fake carrier; loopback only, bounded in time.
 // Usage: npm run bench:messaging [-- --seconds 20 --connections 32 --receipts-per-second 100]
-import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { closedLoop, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole } from './lib.mjs';
+import { closedLoop, createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair } from './lib.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -30,8 +30,7 @@ const carrier = http.createServer((req, res) => {
 await new Promise((r) => carrier.listen(0, '127.0.0.1', r));
 const carrierUrl = `http://127.0.0.1:${carrier.address().port}`;
 
-const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-const rawPublicKey = Buffer.from(publicKey.export({ format: 'jwk' }).x, 'base64url').toString('base64');
+const { privateKey, publicKeyBase64 } = telnyxKeyPair();
 const db = await freshDatabase('onceline_bench_msg');
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
@@ -42,18 +41,14 @@ const env = {
   PORT: String(port),
   LOG_LEVEL: 'warn',
   TELNYX_API_URL: `${carrierUrl}/v2`,
-  TELNYX_PUBLIC_KEY: rawPublicKey,
+  TELNYX_PUBLIC_KEY: publicKeyBase64,
   API_RATE_LIMIT_PER_MINUTE: '100000000',
 };
 const app = await startRole('all', env, { readyUrl: `${base}/health/ready` });
 const pool = new pg.Pool({ connectionString: db.url, max: 4 });
 
 try {
-  const { execFileSync } = await import('node:child_process');
-  const account = JSON.parse(execFileSync(process.execPath, ['dist/cli.js', 'accounts:create', '--name', 'bench', '--json'], { env: { ...process.env, ...env } }).toString());
-  const auth = { authorization: `Bearer ${account.api_key}`, 'content-type': 'application/json' };
-  const number = await request(`${base}/v2/phone_numbers`, { method: 'POST', headers: auth, body: JSON.stringify({ phone_number: '+15550100000', carrier: 'telnyx' }) });
-  if (number.status !== 201) throw new Error(`number: ${number.status} ${number.body}`);
+  const { auth } = await createAccountWithNumber(base, env, { phoneNumber: '+15550100000', carrier: 'telnyx' });
   const body = JSON.stringify({ from: '+15550100000', to: '+15550199999', text: 'benchmark message' });
 
   // 1. New Idempotency-Keys: every request creates a message, its history, its dispatch job and the key row.
@@ -103,10 +98,9 @@ try {
         payload: { id: t.carrier_message_id, record_type: 'message', direction: 'outbound', to: [{ phone_number: '+15550199999', status: 'delivered' }], errors: [] } },
       meta: { attempt: 1, delivered_to: `${base}/webhooks/telnyx` },
     });
-    const ts = Math.floor(Date.now() / 1000);
-    const signature = sign(null, Buffer.from(`${ts}|${receipt}`), privateKey).toString('base64');
+    const headers = telnyxHeaders(privateKey, receipt);
     sentAt.set(t.id, Date.now());
-    pending.push(request(`${base}/webhooks/telnyx`, { method: 'POST', headers: { 'content-type': 'application/json', 'telnyx-timestamp': String(ts), 'telnyx-signature-ed25519': signature }, body: receipt }));
+    pending.push(request(`${base}/webhooks/telnyx`, { method: 'POST', headers, body: receipt }));
   }
   await Promise.all(pending);
   const settleUntil = Date.now() + 60_000;

@@ -9,23 +9,15 @@
 //    relay started again and timed until the backlog is drained into Redis.
 // Peak RSS of the relay process (VmHWM) for both phases. Everything runs against a fresh
 // database and a unique queue prefix on the local Redis, both removed at the end.
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { migrate } from '../dist/database/migrator.js';
 import { JobName, queueOf } from '../dist/outbox/job-catalogue.js';
 import { OUTBOX_CHANNEL } from '../dist/outbox/relay-wakeup.js';
+import { freshDatabase, peakRssBytes, percentile, PG_BASE, REDIS_URL, startRole } from './lib.mjs';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
-const PG_BASE = env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const REDIS_URL = env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const RATE = Number(env.BENCH_RATE ?? 1000);
 const SECONDS = Number(env.BENCH_SECONDS ?? 60);
 const BACKLOG = Number(env.BENCH_BACKLOG ?? 100_000);
@@ -33,7 +25,7 @@ const PRODUCER_CONNECTIONS = Number(env.BENCH_PRODUCER_CONNECTIONS ?? 16);
 /** Relay settings under test (the application's defaults unless overridden). */
 const RELAY_ENV = Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('OUTBOX_')));
 
-for (const [url, what] of [[PG_BASE, 'BENCH_DATABASE_URL'], [REDIS_URL, 'BENCH_REDIS_URL']]) {
+for (const [url, what] of [[PG_BASE, 'BENCH_PG_BASE (or BENCH_DATABASE_URL)'], [REDIS_URL, 'BENCH_REDIS_URL']]) {
   const host = new URL(url).hostname;
   if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host)) throw new Error(`${what} must point at this machine (loopback only)`);
 }
@@ -42,50 +34,19 @@ const say = (line) => process.stderr.write(`[bench] ${line}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const nowMs = () => performance.timeOrigin + performance.now();
 
-const tag = randomBytes(4).toString('hex');
-const dbName = `onceline_bench_${tag}`;
-const dbUrl = (() => {
-  const u = new URL(PG_BASE);
-  u.pathname = `/${dbName}`;
-  return u.toString();
-})();
-const prefix = `bench${tag}`;
 const queueName = queueOf(JobName.Probe);
 
-function percentile(sorted, p) {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
-
-/** `node dist/main.js relay` as a child; resolves once it says it started. */
-async function startRelay() {
-  const child = spawn(process.execPath, ['dist/main.js', 'relay'], {
-    cwd: ROOT,
-    env: { PATH: env.PATH, DATABASE_URL: dbUrl, REDIS_URL, QUEUE_PREFIX: prefix, LOG_LEVEL: 'warn', ...RELAY_ENV },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  await new Promise((resolveStart, reject) => {
-    child.stderr.on('data', (d) => {
-      stderr += d;
-      if (stderr.includes('onceline relay started')) resolveStart();
-    });
-    child.once('exit', (code) => reject(new Error(`relay exited (${code}) before starting:\n${stderr}`)));
-  });
-  return child;
+/**
+ * `node dist/main.js relay` as a child with only these settings in its environment; resolves once
+ * it says it started.
+ */
+function startRelay(db, prefix) {
+  const relayEnv = { PATH: env.PATH, DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: prefix, LOG_LEVEL: 'warn', ...RELAY_ENV };
+  return startRole('relay', relayEnv, { readyLine: /onceline relay started/, inheritEnv: false });
 }
 
 /** Peak resident set size of a process so far, in MiB. */
-function peakRssMiB(pid) {
-  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) / 1024 : NaN;
-}
-
-async function stopRelay(child) {
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
-}
+const peakRssMiB = (pid) => peakRssBytes(pid) / 2 ** 20;
 
 async function lagPhase(pool, queueEvents) {
   const committedAt = new Map();
@@ -184,7 +145,7 @@ async function lagPhase(pool, queueEvents) {
   };
 }
 
-async function throughputPhase(pool) {
+async function throughputPhase(pool, db, prefix) {
   say(`throughput phase: committing a backlog of ${BACKLOG} due jobs with the relay stopped`);
   await pool.query(
     `INSERT INTO outbox_jobs (job_id, queue, name, data)
@@ -192,7 +153,7 @@ async function throughputPhase(pool) {
     [BACKLOG, queueName, JobName.Probe],
   );
   const t0 = nowMs();
-  const relay = await startRelay();
+  const relay = await startRelay(db, prefix);
   const booted = nowMs();
   let pending = BACKLOG;
   const deadline = Date.now() + 600_000;
@@ -201,8 +162,8 @@ async function throughputPhase(pool) {
     pending = Number((await pool.query(`SELECT count(*) FROM outbox_jobs WHERE relayed_at IS NULL`)).rows[0].count);
   }
   const drained = nowMs();
-  const rss = peakRssMiB(relay.pid);
-  await stopRelay(relay);
+  const rss = peakRssMiB(relay.child.pid);
+  await relay.stop();
   const { rows } = await pool.query(
     `SELECT extract(epoch FROM max(relayed_at) - min(relayed_at))::float8 AS span FROM outbox_jobs WHERE job_id LIKE 'backlog-%'`,
   );
@@ -219,26 +180,23 @@ async function throughputPhase(pool) {
 }
 
 async function main() {
-  say(`database ${dbName}, queue prefix ${prefix}`);
-  const admin = new pg.Client({ connectionString: PG_BASE });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  await admin.end();
-  const pool = new pg.Pool({ connectionString: dbUrl, max: PRODUCER_CONNECTIONS });
+  const db = await freshDatabase('onceline_bench'); // onceline_bench_<tag>
+  const prefix = `bench${db.name.slice('onceline_bench_'.length)}`;
+  say(`database ${db.name}, queue prefix ${prefix}`);
+  const pool = new pg.Pool({ connectionString: db.url, max: PRODUCER_CONNECTIONS });
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const queue = new Queue(queueName, { connection: redis, prefix });
   let queueEvents;
   try {
-    await migrate(dbUrl);
     queueEvents = new QueueEvents(queueName, { connection: { url: REDIS_URL }, prefix });
     await queueEvents.waitUntilReady();
-    const relay = await startRelay();
+    const relay = await startRelay(db, prefix);
     const lag = await lagPhase(pool, queueEvents);
-    lag.relay_peak_rss_mib = Math.round(peakRssMiB(relay.pid));
-    await stopRelay(relay);
+    lag.relay_peak_rss_mib = Math.round(peakRssMiB(relay.child.pid));
+    await relay.stop();
     await queueEvents.close();
     queueEvents = undefined;
-    const throughput = await throughputPhase(pool);
+    const throughput = await throughputPhase(pool, db, prefix);
     const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed');
     const result = {
       machine: { cpus: cpus().length, memory_gib: +(totalmem() / 2 ** 30).toFixed(1), node: process.version },
@@ -256,10 +214,7 @@ async function main() {
     await queue.close();
     redis.disconnect();
     await pool.end();
-    const cleanup = new pg.Client({ connectionString: PG_BASE });
-    await cleanup.connect();
-    await cleanup.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await cleanup.end();
+    await db.drop();
   }
 }
 

@@ -4,12 +4,12 @@
 // clients on the same machine. Prints req/s, p50/p99, tps and their ratio.
 //   npm run bench:ingest            (BENCH_SECONDS=30 BENCH_CONNECTIONS=32 by default)
 import { spawnSync } from 'node:child_process';
-import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findPostgresBin } from '../../scripts/services.mjs';
-import { fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, startRole } from '../lib.mjs';
+import { fmt, freePort, freshDatabase, machine, percentile, PG_BASE, REDIS_URL, startRole, telnyxHeaders, telnyxKeyPair } from '../lib.mjs';
 import { encodePost, rawClosedLoop } from '../raw-http-load.mjs';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
@@ -18,8 +18,7 @@ const DUPLICATE_SHARE = 0.1;
 // Signing costs the client CPU the server needs: sign everything before the clock starts.
 const POOL = Number(process.env.BENCH_POOL ?? 200_000);
 
-const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-const publicKeyBase64 = Buffer.from(publicKey.export({ format: 'jwk' }).x, 'base64url').toString('base64');
+const { privateKey, publicKeyBase64 } = telnyxKeyPair();
 
 function receipt(id, attempt) {
   return JSON.stringify({
@@ -37,9 +36,7 @@ function receipt(id, attempt) {
 }
 
 function signed(body) {
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  const signature = sign(null, Buffer.from(`${timestamp}|${body}`), privateKey).toString('base64');
-  return { body, headers: { 'content-type': 'application/json', 'telnyx-timestamp': timestamp, 'telnyx-signature-ed25519': signature } };
+  return { body, headers: telnyxHeaders(privateKey, body) };
 }
 
 /** Deliveries in send order: each new event, and for 10% of them a retry a little later. */
@@ -75,7 +72,7 @@ function pgbench(dbName) {
     'END;',
     '',
   ].join('\n'));
-  const url = new URL(process.env.BENCH_PG_BASE ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+  const url = new URL(PG_BASE);
   const args = ['-n', '-f', script, '-c', String(CONNECTIONS), '-j', '2', '-T', String(SECONDS), '-h', url.hostname, '-p', url.port || '5432', '-U', decodeURIComponent(url.username || 'postgres'), dbName];
   const run = spawnSync(join(bin, 'pgbench'), args, { encoding: 'utf8' });
   const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(run.stdout)?.[1];

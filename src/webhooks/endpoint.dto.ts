@@ -2,6 +2,9 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayUnique, IsArray, IsIn, IsOptional, IsString, MaxLength, ValidateIf } from 'class-validator';
 import { CUSTOMER_EVENT_TYPES, type CustomerEventType } from './event-types.js';
 
+/** A delivery's statuses (the webhook_deliveries CHECK constraint has the same list). */
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'parked'] as const;
+
 export class CreateEndpointDto {
   @ApiProperty({ example: 'https://example.com/webhooks/onceline', description: 'http or https, no credentials; must resolve to a public address' })
   @IsString() @MaxLength(2048)
@@ -69,7 +72,7 @@ export class DeliveryView {
   @ApiProperty({ example: 'evt_01jd5x2m3n4p5q6r7s8t9v0w1x' }) event_id!: string;
   @ApiProperty({ example: 'message.delivered' }) event_type!: string;
   @ApiProperty({ example: 'we_01jd5x2m3n4p5q6r7s8t9v0w1x' }) endpoint_id!: string;
-  @ApiProperty({ enum: ['pending', 'delivered', 'failed', 'parked'], example: 'pending' }) status!: string;
+  @ApiProperty({ enum: DELIVERY_STATUSES, example: 'pending' }) status!: string;
   @ApiProperty({ type: [AttemptView] }) attempts!: AttemptView[];
   @ApiProperty({ nullable: true, example: '2026-11-03T10:15:06.000Z' }) next_attempt_at!: string | null;
   @ApiProperty({ nullable: true, example: 'HTTP 500' }) last_error!: string | null;

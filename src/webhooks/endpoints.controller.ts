@@ -3,12 +3,11 @@ import { ApiBearerAuth, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, 
 import { AccountId, ApiKeyGuard } from '../accounts/api-key.guard.js';
 import { MAX_PAGE_SIZE, pageOf, parsePage } from '../http/pagination.js';
 import {
-  CreateEndpointDto, DeliveryListResponse, EndpointListResponse, EndpointResponse, EndpointWithSecretResponse, SecretResponse, UpdateEndpointDto,
+  CreateEndpointDto, DELIVERY_STATUSES, DeliveryListResponse, EndpointListResponse, EndpointResponse, EndpointWithSecretResponse, SecretResponse, UpdateEndpointDto,
 } from './endpoint.dto.js';
 import { EndpointsService } from './endpoints.service.js';
 import { optionalEnum } from '../http/query-params.js';
 
-const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'parked'] as const;
 
 @ApiTags('Webhook endpoints')
 @ApiBearerAuth()

@@ -46,7 +46,7 @@ function toView(row: EndpointRow): EndpointView {
 }
 
 function notFound(id: string): NotFoundException {
-  return new NotFoundException({ code: 'not_found', title: 'Resource not found', detail: `webhook endpoint ${id} not found` });
+  return new NotFoundException(`webhook endpoint ${id} not found`);
 }
 
 /** Webhook endpoints of one account; every statement is scoped by account_id and live (not deleted) rows. */

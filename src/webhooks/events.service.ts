@@ -39,15 +39,19 @@ export class EventsService {
   }
 
   async get(accountId: string, id: string): Promise<EventWithDeliveriesView> {
-    const row = await this.find(accountId, id);
-    return { ...toView(row), deliveries: await deliveriesOfEvent(this.dataSource.manager, id) };
+    return this.withDeliveries(await this.find(accountId, id));
   }
 
   /** New attempts with the same event id (same webhook-id) to every enabled endpoint subscribed to it. */
   async redeliver(accountId: string, id: string): Promise<EventWithDeliveriesView> {
     const row = await this.find(accountId, id);
     await this.uow.run((tx) => this.scheduler.redeliverEvent(tx, id, accountId, row.type));
-    return this.get(accountId, id);
+    // An event never changes after insert: only its deliveries are read again.
+    return this.withDeliveries(row);
+  }
+
+  private async withDeliveries(row: EventRow): Promise<EventWithDeliveriesView> {
+    return { ...toView(row), deliveries: await deliveriesOfEvent(this.dataSource.manager, row.id) };
   }
 
   private async find(accountId: string, id: string): Promise<EventRow> {
@@ -55,7 +59,7 @@ export class EventsService {
       `SELECT id, type, event_version, payload, created_at FROM outbound_events WHERE id = $1 AND account_id = $2`,
       [id, accountId],
     );
-    if (!row) throw new NotFoundException({ code: 'not_found', title: 'Resource not found', detail: `event ${id} not found` });
+    if (!row) throw new NotFoundException(`event ${id} not found`);
     return row;
   }
 }

@@ -52,7 +52,7 @@ export class MessagesService {
   }
 
   private async insertOutbound(tx: Tx, accountId: string, request: SendMessageRequest, sendAt?: Date): Promise<MessageView> {
-    const number = await this.numbers.findOwned(accountId, request.from, tx);
+    const number = await this.numbers.findOwned(tx, accountId, request.from);
     if (!number) throw invalid('/from', `from must be one of your phone numbers; ${request.from} is not`);
     const { encoding, segments } = countSegments(request.text);
     const status = sendAt ? 'scheduled' : 'queued';

@@ -41,7 +41,7 @@ export class MessagingCarrierEvents implements OnModuleInit {
 
   /** An inbound SMS to a number nobody owns creates nothing; the event keeps the reason. */
   async receive(event: MessageReceived, tx: Tx): Promise<string | void> {
-    const owner = await this.numbers.findOwner(event.to, tx);
+    const owner = await this.numbers.findOwner(tx, event.to);
     if (!owner) return `no account owns ${event.to}`;
     const { encoding, segments } = countSegments(event.text);
     await this.transitions.receiveInbound(tx, {

@@ -1,7 +1,7 @@
 import { ConflictException, Injectable } from '@nestjs/common';
-import { DataSource, type EntityManager } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { newId, IdPrefix } from '../common/ids.js';
-import { exec } from '../database/tx.js';
+import { exec, type Tx } from '../database/tx.js';
 import type { PageRequest } from '../http/pagination.js';
 import type { CarrierName } from '../ingest/normalized-event.js';
 
@@ -42,17 +42,17 @@ export class PhoneNumbers {
   }
 
   /**
-   * The account's own number, or undefined (sending from it is then refused). Called inside a
-   * transaction, pass its manager: a second pooled connection per transaction can exhaust the pool.
+   * The account's own number, or undefined (sending from it is then refused). Read in the
+   * caller's transaction: a second pooled connection per transaction can exhaust the pool.
    */
-  async findOwned(accountId: string, phoneNumber: string, manager: EntityManager = this.dataSource.manager): Promise<PhoneNumberView | undefined> {
-    const [row] = await manager.query(`SELECT ${COLUMNS} FROM phone_numbers WHERE account_id = $1 AND phone_number = $2`, [accountId, phoneNumber]);
+  async findOwned(tx: Tx, accountId: string, phoneNumber: string): Promise<PhoneNumberView | undefined> {
+    const [row] = await tx.query(`SELECT ${COLUMNS} FROM phone_numbers WHERE account_id = $1 AND phone_number = $2`, [accountId, phoneNumber]);
     return row;
   }
 
   /** Who receives messages to this number (inbound routing), if anyone. */
-  async findOwner(phoneNumber: string, manager: EntityManager = this.dataSource.manager): Promise<{ accountId: string; carrier: CarrierName } | undefined> {
-    const [row] = await manager.query(`SELECT account_id, carrier FROM phone_numbers WHERE phone_number = $1`, [phoneNumber]);
+  async findOwner(tx: Tx, phoneNumber: string): Promise<{ accountId: string; carrier: CarrierName } | undefined> {
+    const [row] = await tx.query(`SELECT account_id, carrier FROM phone_numbers WHERE phone_number = $1`, [phoneNumber]);
     return row ? { accountId: row.account_id, carrier: row.carrier } : undefined;
   }
 }

@@ -1,0 +1,86 @@
+import { randomInt } from 'node:crypto';
+import pg from 'pg';
+import { waitFor } from './wait.js';
+
+export interface PausePointSpec {
+  /** The table whose row change pauses the transaction. */
+  table: string;
+  /** Which change: the trigger fires AFTER it, so the row is written and locked but not committed. */
+  on: 'INSERT' | 'UPDATE' | 'DELETE';
+  /** A plpgsql condition on NEW/OLD; only a matching row pauses. Default: every row. */
+  when?: string;
+}
+
+/**
+ * A point where one transaction of the application stops until the test lets it go, so two
+ * transitions can be interleaved on purpose instead of hoping the scheduler does it.
+ *
+ * It is a row trigger the test owns: AFTER the chosen change it takes a transaction-scoped
+ * advisory lock the test holds. The paused transaction has made its change (the row is locked,
+ * not committed); its competitor runs against exactly that state; `release()` lets the first
+ * one go on to its commit.
+ *
+ *   const pause = await pausePoint(db.url, { table: 'messages', on: 'UPDATE', when: "NEW.status = 'sent'" });
+ *   await pause.hold();
+ *   const first = markSent(...);            // blocks inside its transaction
+ *   await pause.waitUntilPaused();
+ *   await competitor();                     // sees the uncommitted state
+ *   await pause.release(); await first;
+ *   await pause.remove();
+ */
+export interface PausePoint {
+  /** Take the lock: from now on a matching change waits. */
+  hold(): Promise<void>;
+  /** Resolves once `count` transactions wait at this point. */
+  waitUntilPaused(count?: number): Promise<void>;
+  /** How many transactions wait at this point now. */
+  waiting(): Promise<number>;
+  /** Let the paused transactions go on. */
+  release(): Promise<void>;
+  /** Drop the trigger and close the test's connection (releases the lock if still held). */
+  remove(): Promise<void>;
+}
+
+export async function pausePoint(databaseUrl: string, spec: PausePointSpec): Promise<PausePoint> {
+  const key = randomInt(1, 2 ** 31 - 1);
+  const name = `test_pause_${key}`;
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const row = spec.on === 'DELETE' ? 'OLD' : 'NEW';
+  await client.query(`
+    CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF ${spec.when ?? 'true'} THEN PERFORM pg_advisory_xact_lock(${key}); END IF;
+      RETURN ${row};
+    END $$;
+    CREATE TRIGGER ${name} AFTER ${spec.on} ON ${spec.table} FOR EACH ROW EXECUTE FUNCTION ${name}();
+  `);
+  let held = false;
+  const waiting = async () => {
+    const { rows } = await client.query(
+      `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      [key],
+    );
+    return rows[0].n as number;
+  };
+  return {
+    async hold() {
+      await client.query('SELECT pg_advisory_lock($1)', [key]);
+      held = true;
+    },
+    waiting,
+    async waitUntilPaused(count = 1) {
+      await waitFor(waiting, (n) => n >= count, { what: `${count} transaction(s) paused on ${spec.on} ${spec.table}` });
+    },
+    async release() {
+      if (!held) return;
+      await client.query('SELECT pg_advisory_unlock($1)', [key]);
+      held = false;
+    },
+    async remove() {
+      if (held) await this.release();
+      await client.query(`DROP TRIGGER IF EXISTS ${name} ON ${spec.table}; DROP FUNCTION IF EXISTS ${name}()`);
+      await client.end();
+    },
+  };
+}

@@ -63,6 +63,11 @@ export async function pausePoint(databaseUrl: string, spec: PausePointSpec): Pro
     );
     return rows[0].n as number;
   };
+  const release = async () => {
+    if (!held) return;
+    await client.query('SELECT pg_advisory_unlock($1)', [key]);
+    held = false;
+  };
   return {
     async hold() {
       await client.query('SELECT pg_advisory_lock($1)', [key]);
@@ -72,13 +77,9 @@ export async function pausePoint(databaseUrl: string, spec: PausePointSpec): Pro
     async waitUntilPaused(count = 1) {
       await waitFor(waiting, (n) => n >= count, { what: `${count} transaction(s) paused on ${spec.on} ${spec.table}` });
     },
-    async release() {
-      if (!held) return;
-      await client.query('SELECT pg_advisory_unlock($1)', [key]);
-      held = false;
-    },
+    release,
     async remove() {
-      if (held) await this.release();
+      await release();
       await client.query(`DROP TRIGGER IF EXISTS ${name} ON ${spec.table}; DROP FUNCTION IF EXISTS ${name}()`);
       await client.end();
     },

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { AccountsService } from '../src/accounts/accounts.service.js';
 import { UnitOfWork } from '../src/database/unit-of-work.js';
 import { JobName } from '../src/outbox/job-catalogue.js';
+import { Housekeeping } from '../src/outbox/housekeeping.js';
 import { JobRunner } from '../src/outbox/job-runner.js';
 import { CustomerEvents } from '../src/webhooks/customer-events.js';
 import { EndpointHealth } from '../src/webhooks/endpoint-health.js';
@@ -209,5 +210,23 @@ describe('customer webhook races (enable, disable and emit; two runs of one atte
     expect(await deliveryOf(eventId)).toMatchObject({ status: 'pending', attempt_count: 1 });
     expect(await db.count(`SELECT consecutive_failures FROM webhook_endpoints WHERE id = $1`, [endpointId])).toBe(1);
     expect(await openJobs(JobName.WebhookDeliveryAttempt, 'deliveryId', deliveryId)).toEqual([`dlv-${deliveryId}-1-2`]);
+  });
+
+  it('a delivery parked after the expiry chain ended is failed by the housekeeping sweep once past the retention', async () => {
+    const { accountId, endpointId } = await endpointOfNewAccount('/expiry');
+    expect(await disable(endpointId)).toBe(true);
+    // The chain the disable started runs with nothing parked, so it ends.
+    const [chainJob] = await openJobs(JobName.WebhookParkedExpiry, 'endpointId', endpointId);
+    await app.app.get(JobRunner).run(JobName.WebhookParkedExpiry, chainJob, 1);
+    expect(await openJobs(JobName.WebhookParkedExpiry, 'endpointId', endpointId)).toEqual([]);
+
+    const old = await emit(accountId);
+    const fresh = await emit(accountId);
+    expect((await deliveryOf(old)).status).toBe('parked');
+    await db.pool.query(`UPDATE webhook_deliveries SET parked_at = now() - interval '8 days' WHERE event_id = $1`, [old]);
+    const swept = await app.app.get(Housekeeping).runAll();
+    expect(swept['webhook-parked-expiry']).toBeGreaterThanOrEqual(1);
+    expect(await deliveryOf(old)).toMatchObject({ status: 'failed', last_error: 'endpoint disabled; parked longer than 7 days' });
+    expect((await deliveryOf(fresh)).status).toBe('parked');
   });
 });

@@ -105,16 +105,20 @@ export class DeliveryScheduler {
     });
   }
 
-  /** Parked deliveries older than the retention become failed (still visible). Returns how many. */
-  async expireParked(tx: Tx, endpointId: string): Promise<number> {
+  /**
+   * Parked deliveries older than the retention become failed (still visible): one endpoint's
+   * (its expiry chain, an enable), or every endpoint's (the housekeeping sweep, which also
+   * catches deliveries parked after a chain ended). Returns how many.
+   */
+  async expireParked(tx: Tx, endpointId?: string): Promise<number> {
     // WHERE status = 'parked' AND parked_at older than retention: a resumed delivery is never failed here.
     const { affected } = await exec(
       tx,
       `UPDATE webhook_deliveries
           SET status = 'failed', failed_at = now(), updated_at = now(),
               last_error = 'endpoint disabled; parked longer than ' || $2::text || ' days'
-        WHERE endpoint_id = $1 AND status = 'parked' AND parked_at <= now() - make_interval(days => $2::int)`,
-      [endpointId, this.config.WEBHOOK_PARKED_RETENTION_DAYS],
+        WHERE ($1::text IS NULL OR endpoint_id = $1) AND status = 'parked' AND parked_at <= now() - make_interval(days => $2::int)`,
+      [endpointId ?? null, this.config.WEBHOOK_PARKED_RETENTION_DAYS],
     );
     return affected;
   }

@@ -165,6 +165,20 @@ describe('customer webhook races (enable, disable and emit; two runs of one atte
     expect(receiver.requestsFor(eventId)).toHaveLength(0);
   });
 
+  it('redeliver held after restarting a delivered delivery, the endpoint disabled meanwhile: the disable parks it', async () => {
+    const { accountId, key, endpointId } = await endpointOfNewAccount('/redeliver');
+    const eventId = await emit(accountId);
+    const { id: deliveryId } = await deliveryOf(eventId);
+    await runAttemptJobs(deliveryId);
+    const restarting: PausePointSpec = { table: 'webhook_deliveries', on: 'UPDATE', when: `NEW.id = '${deliveryId}' AND OLD.status = 'delivered' AND NEW.status = 'pending'` };
+    const [redelivered, disabled] = await interleave(restarting, () => api(key, 'POST', `/v2/events/${eventId}/redeliver`), () => disable(endpointId));
+    expect(redelivered.status).toBe(202);
+    expect(disabled).toBe(true);
+    expect(await deliveryOf(eventId)).toMatchObject({ status: 'parked', round: 2 });
+    await runAttemptJobs(deliveryId);
+    expect(receiver.requestsFor(eventId)).toHaveLength(1);
+  });
+
   /** An enabled endpoint's pending delivery with its attempt job, then the endpoint off without parking it. */
   async function pendingOnDisabledEndpoint(path: string) {
     const { accountId, key, endpointId } = await endpointOfNewAccount(path);

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { AccountsService } from '../src/accounts/accounts.service.js';
 import { UnitOfWork } from '../src/database/unit-of-work.js';
 import { JobName } from '../src/outbox/job-catalogue.js';
 import { Housekeeping } from '../src/outbox/housekeeping.js';
 import { JobRunner } from '../src/outbox/job-runner.js';
 import { CustomerEvents } from '../src/webhooks/customer-events.js';
 import { EndpointHealth } from '../src/webhooks/endpoint-health.js';
+import { ApiClient } from './support/api-client.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
 import { pausePoint, type PausePointSpec } from './support/pause.js';
@@ -34,23 +34,17 @@ describe('customer webhook races (enable, disable and emit; two runs of one atte
     await db.drop();
   });
 
-  async function endpointOfNewAccount(path: string, enabled = true): Promise<{ accountId: string; key: string; endpointId: string }> {
-    const created = await app.app.get(AccountsService).createAccount('webhook races');
-    const key = created.api_key;
-    const res = await api(key, 'POST', '/v2/webhook_endpoints', { url: `${receiver.url}${path}` });
+  /** A new customer with one endpoint on the receiver; disabled: the state a disable leaves once nothing is owed. */
+  async function endpointOfNewAccount(path: string, enabled = true): Promise<{ customer: ApiClient; endpointId: string }> {
+    const customer = await ApiClient.forNewAccount(app, 'webhook races');
+    const res = await customer.post('/v2/webhook_endpoints', { url: `${receiver.url}${path}` });
     expect(res.status).toBe(201);
-    // A disabled endpoint with nothing owed: the state a disable leaves once its chain is over.
     if (!enabled) await db.pool.query(`UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'test' WHERE id = $1`, [res.body.data.id]);
-    return { accountId: created.account.id, key, endpointId: res.body.data.id };
+    return { customer, endpointId: res.body.data.id };
   }
 
-  async function api(key: string, method: string, path: string, body?: unknown) {
-    const res = await fetch(`${app.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    return { status: res.status, body: (await res.json()) as any };
+  function enable(customer: ApiClient, endpointId: string) {
+    return customer.post(`/v2/webhook_endpoints/${endpointId}/enable`);
   }
 
   function emit(accountId: string): Promise<string> {
@@ -81,6 +75,13 @@ describe('customer webhook races (enable, disable and emit; two runs of one atte
     for (const jobId of await openJobs(JobName.WebhookDeliveryAttempt, 'deliveryId', deliveryId)) {
       await app.app.get(JobRunner).run(JobName.WebhookDeliveryAttempt, jobId, 1);
     }
+  }
+
+  /** What the race must leave: the delivery's open jobs, run now, deliver it with one HTTP call. */
+  async function expectDeliveredOnce(eventId: string, expected: object = {}): Promise<void> {
+    await runAttemptJobs((await deliveryOf(eventId)).id);
+    expect(await deliveryOf(eventId)).toMatchObject({ status: 'delivered', ...expected });
+    expect(receiver.requestsFor(eventId)).toHaveLength(1);
   }
 
   /** Backends of this database waiting on a row lock (the pause point's own wait is advisory). */
@@ -122,30 +123,24 @@ describe('customer webhook races (enable, disable and emit; two runs of one atte
   const deliveryInsertFor = (endpointId: string): PausePointSpec => ({ table: 'webhook_deliveries', on: 'INSERT', when: `NEW.endpoint_id = '${endpointId}'` });
 
   it('enable held after its UPDATE, an event emitted meanwhile: the delivery starts pending and is delivered', async () => {
-    const { accountId, key, endpointId } = await endpointOfNewAccount('/enable-first', false);
-    const [enabled, eventId] = await interleave(enablingOf(endpointId), () => api(key, 'POST', `/v2/webhook_endpoints/${endpointId}/enable`), () => emit(accountId));
+    const { customer, endpointId } = await endpointOfNewAccount('/enable-first', false);
+    const [enabled, eventId] = await interleave(enablingOf(endpointId), () => enable(customer, endpointId), () => emit(customer.accountId));
     expect(enabled.body.data).toMatchObject({ enabled: true, resumed_deliveries: 0 });
-    const delivery = await deliveryOf(eventId);
-    expect(delivery.status).toBe('pending');
-    await runAttemptJobs(delivery.id);
-    expect((await deliveryOf(eventId)).status).toBe('delivered');
-    expect(receiver.requestsFor(eventId)).toHaveLength(1);
+    expect((await deliveryOf(eventId)).status).toBe('pending');
+    await expectDeliveredOnce(eventId);
   });
 
   it('emit held after its delivery insert, the endpoint enabled meanwhile: the enable resumes that delivery', async () => {
-    const { accountId, key, endpointId } = await endpointOfNewAccount('/emit-first', false);
-    const [eventId, enabled] = await interleave(deliveryInsertFor(endpointId), () => emit(accountId), () => api(key, 'POST', `/v2/webhook_endpoints/${endpointId}/enable`));
+    const { customer, endpointId } = await endpointOfNewAccount('/emit-first', false);
+    const [eventId, enabled] = await interleave(deliveryInsertFor(endpointId), () => emit(customer.accountId), () => enable(customer, endpointId));
     expect(enabled.body.data).toMatchObject({ enabled: true, resumed_deliveries: 1 });
-    const delivery = await deliveryOf(eventId);
-    expect(delivery.status).toBe('pending');
-    await runAttemptJobs(delivery.id);
-    expect((await deliveryOf(eventId)).status).toBe('delivered');
-    expect(receiver.requestsFor(eventId)).toHaveLength(1);
+    expect((await deliveryOf(eventId)).status).toBe('pending');
+    await expectDeliveredOnce(eventId);
   });
 
   it('disable held after its UPDATE, an event emitted meanwhile: the delivery starts parked with no attempt job', async () => {
-    const { accountId, endpointId } = await endpointOfNewAccount('/disable-first');
-    const [disabled, eventId] = await interleave(disablingOf(endpointId), () => disable(endpointId), () => emit(accountId));
+    const { customer, endpointId } = await endpointOfNewAccount('/disable-first');
+    const [disabled, eventId] = await interleave(disablingOf(endpointId), () => disable(endpointId), () => emit(customer.accountId));
     expect(disabled).toBe(true);
     const delivery = await deliveryOf(eventId);
     expect(delivery.status).toBe('parked');
@@ -154,8 +149,8 @@ describe('customer webhook races (enable, disable and emit; two runs of one atte
   });
 
   it('emit held after its delivery insert, the endpoint disabled meanwhile: the disable parks that delivery', async () => {
-    const { accountId, endpointId } = await endpointOfNewAccount('/emit-then-disable');
-    const [eventId, disabled] = await interleave(deliveryInsertFor(endpointId), () => emit(accountId), () => disable(endpointId));
+    const { customer, endpointId } = await endpointOfNewAccount('/emit-then-disable');
+    const [eventId, disabled] = await interleave(deliveryInsertFor(endpointId), () => emit(customer.accountId), () => disable(endpointId));
     expect(disabled).toBe(true);
     const delivery = await deliveryOf(eventId);
     expect(delivery.status).toBe('parked');
@@ -166,12 +161,12 @@ describe('customer webhook races (enable, disable and emit; two runs of one atte
   });
 
   it('redeliver held after restarting a delivered delivery, the endpoint disabled meanwhile: the disable parks it', async () => {
-    const { accountId, key, endpointId } = await endpointOfNewAccount('/redeliver');
-    const eventId = await emit(accountId);
+    const { customer, endpointId } = await endpointOfNewAccount('/redeliver');
+    const eventId = await emit(customer.accountId);
     const { id: deliveryId } = await deliveryOf(eventId);
     await runAttemptJobs(deliveryId);
     const restarting: PausePointSpec = { table: 'webhook_deliveries', on: 'UPDATE', when: `NEW.id = '${deliveryId}' AND OLD.status = 'delivered' AND NEW.status = 'pending'` };
-    const [redelivered, disabled] = await interleave(restarting, () => api(key, 'POST', `/v2/events/${eventId}/redeliver`), () => disable(endpointId));
+    const [redelivered, disabled] = await interleave(restarting, () => customer.post(`/v2/events/${eventId}/redeliver`), () => disable(endpointId));
     expect(redelivered.status).toBe(202);
     expect(disabled).toBe(true);
     expect(await deliveryOf(eventId)).toMatchObject({ status: 'parked', round: 2 });
@@ -181,37 +176,33 @@ describe('customer webhook races (enable, disable and emit; two runs of one atte
 
   /** An enabled endpoint's pending delivery with its attempt job, then the endpoint off without parking it. */
   async function pendingOnDisabledEndpoint(path: string) {
-    const { accountId, key, endpointId } = await endpointOfNewAccount(path);
-    const eventId = await emit(accountId);
+    const { customer, endpointId } = await endpointOfNewAccount(path);
+    const eventId = await emit(customer.accountId);
     const { id: deliveryId } = await deliveryOf(eventId);
     // The state an attempt job can meet after any path that disables without parking.
     await db.pool.query(`UPDATE webhook_endpoints SET enabled = false WHERE id = $1`, [endpointId]);
-    return { key, endpointId, eventId, deliveryId };
+    return { customer, endpointId, eventId, deliveryId };
   }
 
   it('an attempt that loaded the endpoint disabled, then an enable commits before its guard: it calls instead of parking', async () => {
-    const { key, endpointId, eventId, deliveryId } = await pendingOnDisabledEndpoint('/settle-enabled');
-    const [enabled] = await interleave(enablingOf(endpointId), () => api(key, 'POST', `/v2/webhook_endpoints/${endpointId}/enable`), () => runAttemptJobs(deliveryId));
+    const { customer, endpointId, eventId, deliveryId } = await pendingOnDisabledEndpoint('/settle-enabled');
+    const [enabled] = await interleave(enablingOf(endpointId), () => enable(customer, endpointId), () => runAttemptJobs(deliveryId));
     expect(enabled.body.data).toMatchObject({ enabled: true });
-    await runAttemptJobs(deliveryId);
-    expect(await deliveryOf(eventId)).toMatchObject({ status: 'delivered', attempt_count: 1 });
-    expect(receiver.requestsFor(eventId)).toHaveLength(1);
+    await expectDeliveredOnce(eventId, { round: 1, attempt_count: 1 });
   });
 
   it('an attempt held after parking its delivery (endpoint disabled), an enable meanwhile: the enable resumes it', async () => {
-    const { key, endpointId, eventId, deliveryId } = await pendingOnDisabledEndpoint('/settle-parked');
+    const { customer, endpointId, eventId, deliveryId } = await pendingOnDisabledEndpoint('/settle-parked');
     const parking: PausePointSpec = { table: 'webhook_deliveries', on: 'UPDATE', when: `NEW.id = '${deliveryId}' AND NEW.status = 'parked'` };
-    const [, enabled] = await interleave(parking, () => runAttemptJobs(deliveryId), () => api(key, 'POST', `/v2/webhook_endpoints/${endpointId}/enable`));
+    const [, enabled] = await interleave(parking, () => runAttemptJobs(deliveryId), () => enable(customer, endpointId));
     expect(enabled.body.data).toMatchObject({ enabled: true, resumed_deliveries: 1 });
-    await runAttemptJobs(deliveryId);
-    expect(await deliveryOf(eventId)).toMatchObject({ status: 'delivered', round: 2 });
-    expect(receiver.requestsFor(eventId)).toHaveLength(1);
+    await expectDeliveredOnce(eventId, { round: 2 });
   });
 
   it('the same attempt job run twice, one run held at its guarded UPDATE: one attempt row, one failure counted, one next job', async () => {
-    const { accountId, endpointId } = await endpointOfNewAccount('/twice');
+    const { customer, endpointId } = await endpointOfNewAccount('/twice');
     receiver.script({ status: 500, body: 'first' }, { status: 500, body: 'second' });
-    const eventId = await emit(accountId);
+    const eventId = await emit(customer.accountId);
     const { id: deliveryId } = await deliveryOf(eventId);
     const [jobId] = await openJobs(JobName.WebhookDeliveryAttempt, 'deliveryId', deliveryId);
     const run = () => app.app.get(JobRunner).run(JobName.WebhookDeliveryAttempt, jobId, 1);
@@ -227,15 +218,15 @@ describe('customer webhook races (enable, disable and emit; two runs of one atte
   });
 
   it('a delivery parked after the expiry chain ended is failed by the housekeeping sweep once past the retention', async () => {
-    const { accountId, endpointId } = await endpointOfNewAccount('/expiry');
+    const { customer, endpointId } = await endpointOfNewAccount('/expiry');
     expect(await disable(endpointId)).toBe(true);
     // The chain the disable started runs with nothing parked, so it ends.
     const [chainJob] = await openJobs(JobName.WebhookParkedExpiry, 'endpointId', endpointId);
     await app.app.get(JobRunner).run(JobName.WebhookParkedExpiry, chainJob, 1);
     expect(await openJobs(JobName.WebhookParkedExpiry, 'endpointId', endpointId)).toEqual([]);
 
-    const old = await emit(accountId);
-    const fresh = await emit(accountId);
+    const old = await emit(customer.accountId);
+    const fresh = await emit(customer.accountId);
     expect((await deliveryOf(old)).status).toBe('parked');
     await db.pool.query(`UPDATE webhook_deliveries SET parked_at = now() - interval '8 days' WHERE event_id = $1`, [old]);
     const swept = await app.app.get(Housekeeping).runAll();

@@ -49,12 +49,21 @@ export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliver
   }
 
   async handle({ deliveryId, round, attempt }: JobPayloads[JobName.WebhookDeliveryAttempt]): Promise<void> {
-    const row = await this.load(deliveryId);
-    // A stale job (older round, attempt already recorded, delivery finished or parked) does nothing.
-    if (!row || row.status !== 'pending' || row.round !== round || row.attempt_count !== attempt - 1) return;
     const ref = { id: deliveryId, round, attempt };
-    if (row.deleted || !row.enabled) return this.settleWithoutCalling(ref, row.deleted);
+    let row = await this.load(deliveryId);
+    // Stale is final (round and attempt_count only grow), so this earlier read may decide it: an
+    // older round, an attempt already recorded, a delivery finished or parked does nothing.
+    while (row && row.status === 'pending' && row.round === round && row.attempt_count === attempt - 1) {
+      if (!row.deleted && row.enabled) return this.attempt(row, ref);
+      // The guard decides from the endpoint as it is now; when it was enabled again since the
+      // load (or the delivery moved on), load again: the next turn calls, or finds the job stale.
+      if (await this.settleWithoutCalling(ref, row.endpoint_id)) return;
+      row = await this.load(deliveryId);
+    }
+  }
 
+  /** Calls the endpoint loaded (a PATCH of its url meanwhile applies from the next attempt) and records the outcome. */
+  private async attempt(row: DeliveryRow, ref: AttemptRef): Promise<void> {
     const body = JSON.stringify({ type: row.type, timestamp: row.event_created_at.toISOString(), data: row.payload });
     const at = new Date();
     const result = await this.call(row, body, Math.floor(at.getTime() / 1000));
@@ -119,19 +128,30 @@ export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliver
     }
   }
 
-  /** The endpoint was disabled or deleted before this attempt: park (or fail) instead of calling. */
-  private async settleWithoutCalling(ref: AttemptRef, deleted: boolean): Promise<void> {
-    await this.uow.run(async (tx) => {
-      // WHERE status = 'pending' AND round: only this round's pending delivery moves.
-      await exec(
+  /**
+   * The endpoint looked disabled or deleted: park (or fail) instead of calling. Returns whether
+   * it did; false when the endpoint is live and enabled again, or the delivery moved on.
+   */
+  private async settleWithoutCalling(ref: AttemptRef, endpointId: string): Promise<boolean> {
+    return this.uow.run(async (tx) => {
+      // FOR SHARE + WHERE status = 'pending' AND round AND (deleted OR NOT enabled): decided from
+      // the endpoint as committed now, and an enable in flight waits for this park (then resumes it).
+      const { affected } = await exec(
         tx,
-        deleted
-          ? `UPDATE webhook_deliveries SET status = 'failed', failed_at = now(), next_attempt_at = NULL, last_error = 'endpoint deleted', updated_at = now()
-              WHERE id = $1 AND round = $2 AND status = 'pending'`
-          : `UPDATE webhook_deliveries SET status = 'parked', parked_at = now(), next_attempt_at = NULL, updated_at = now()
-              WHERE id = $1 AND round = $2 AND status = 'pending'`,
-        [ref.id, ref.round],
+        `WITH endpoint AS (
+           SELECT deleted_at IS NOT NULL AS deleted, enabled FROM webhook_endpoints WHERE id = $3 FOR SHARE
+         )
+         UPDATE webhook_deliveries d
+            SET status = CASE WHEN e.deleted THEN 'failed' ELSE 'parked' END,
+                failed_at = CASE WHEN e.deleted THEN now() ELSE d.failed_at END,
+                parked_at = CASE WHEN e.deleted THEN d.parked_at ELSE now() END,
+                last_error = CASE WHEN e.deleted THEN 'endpoint deleted' ELSE d.last_error END,
+                next_attempt_at = NULL, updated_at = now()
+           FROM endpoint e
+          WHERE d.id = $1 AND d.round = $2 AND d.status = 'pending' AND (e.deleted OR NOT e.enabled)`,
+        [ref.id, ref.round, endpointId],
       );
+      return affected > 0;
     });
   }
 

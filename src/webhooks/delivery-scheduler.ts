@@ -50,10 +50,15 @@ export class DeliveryScheduler {
    * job when the endpoint is enabled, parked at once when it is disabled. Returns how many.
    */
   async createForEvent(tx: Tx, eventId: string, accountId: string, type: string): Promise<number> {
+    // FOR SHARE: an enable, disable or delete of these endpoints in flight is waited for and its
+    // outcome read, and none can commit before this transaction, so `enabled` stays true until
+    // the deliveries commit; a park or resume after us sees them. (enabled is read, not filtered
+    // on: a WHERE on it would skip a row being enabled without waiting for it.)
     const { rows: endpoints } = await exec<{ id: string; enabled: boolean }>(
       tx,
       `SELECT id, enabled FROM webhook_endpoints
-        WHERE account_id = $1 AND deleted_at IS NULL AND (event_types IS NULL OR $2 = ANY (event_types))`,
+        WHERE account_id = $1 AND deleted_at IS NULL AND (event_types IS NULL OR $2 = ANY (event_types))
+        ORDER BY id FOR SHARE`,
       [accountId, type],
     );
     if (endpoints.length === 0) return 0;
@@ -100,16 +105,20 @@ export class DeliveryScheduler {
     });
   }
 
-  /** Parked deliveries older than the retention become failed (still visible). Returns how many. */
-  async expireParked(tx: Tx, endpointId: string): Promise<number> {
+  /**
+   * Parked deliveries older than the retention become failed (still visible): one endpoint's
+   * (its expiry chain, an enable), or every endpoint's (the housekeeping sweep, which also
+   * catches deliveries parked after a chain ended). Returns how many.
+   */
+  async expireParked(tx: Tx, endpointId?: string): Promise<number> {
     // WHERE status = 'parked' AND parked_at older than retention: a resumed delivery is never failed here.
     const { affected } = await exec(
       tx,
       `UPDATE webhook_deliveries
           SET status = 'failed', failed_at = now(), updated_at = now(),
               last_error = 'endpoint disabled; parked longer than ' || $2::text || ' days'
-        WHERE endpoint_id = $1 AND status = 'parked' AND parked_at <= now() - make_interval(days => $2::int)`,
-      [endpointId, this.config.WEBHOOK_PARKED_RETENTION_DAYS],
+        WHERE ($1::text IS NULL OR endpoint_id = $1) AND status = 'parked' AND parked_at <= now() - make_interval(days => $2::int)`,
+      [endpointId ?? null, this.config.WEBHOOK_PARKED_RETENTION_DAYS],
     );
     return affected;
   }
@@ -136,15 +145,21 @@ export class DeliveryScheduler {
    * and endpoints subscribed since get a first delivery. Pending and parked ones are left as they are.
    */
   async redeliverEvent(tx: Tx, eventId: string, accountId: string, type: string): Promise<number> {
-    // WHERE status IN ('delivered','failed'): a delivery already under way is not doubled.
+    // WHERE status IN ('delivered','failed'): a delivery already under way is not doubled; its
+    // endpoint is read FOR SHARE (as in createForEvent), so a disable in flight is waited for.
     const { rows } = await exec<{ id: string; round: number; attempt_count: number }>(
       tx,
-      `UPDATE webhook_deliveries d
+      `WITH endpoint AS (
+         SELECT id, enabled FROM webhook_endpoints
+          WHERE id IN (SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1) AND deleted_at IS NULL
+          ORDER BY id FOR SHARE
+       )
+       UPDATE webhook_deliveries d
           SET status = 'pending', round = d.round + 1, round_first_attempt = d.attempt_count + 1,
               next_attempt_at = now(), delivered_at = NULL, failed_at = NULL, updated_at = now()
-         FROM webhook_endpoints e
+         FROM endpoint e
         WHERE d.event_id = $1 AND d.account_id = $2 AND d.status IN ('delivered', 'failed')
-          AND e.id = d.endpoint_id AND e.deleted_at IS NULL AND e.enabled
+          AND e.id = d.endpoint_id AND e.enabled
         RETURNING d.id, d.round, d.attempt_count`,
       [eventId, accountId],
     );

@@ -26,7 +26,9 @@ export class EndpointHealth {
     const reason = gone
       ? 'endpoint answered 410 Gone'
       : `${max} consecutive failed delivery attempts`;
-    // WHERE enabled AND (...): exactly one failing attempt disables it, and only once.
+    // WHERE enabled AND (...): exactly one failing attempt disables it, and only once. The UPDATE
+    // above locked the row until commit, so this reads the count it wrote, not a newer one; and
+    // parkEndpoint below runs under that lock (an emit's FOR SHARE waits, then sees it disabled).
     const { affected } = await exec(
       tx,
       `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, disabled_at = now(), updated_at = now()

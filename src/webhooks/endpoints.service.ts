@@ -120,6 +120,7 @@ export class EndpointsService {
         [id, accountId],
       );
       if (rows.length === 0) throw notFound(id);
+      // Under the row lock: an emit's FOR SHARE waits for this, so no delivery to it commits after.
       await this.scheduler.failForDeletedEndpoint(tx, id);
       return toView(rows[0]);
     });
@@ -129,6 +130,7 @@ export class EndpointsService {
   async enable(accountId: string | undefined, id: string): Promise<EndpointView & { resumed_deliveries: number }> {
     return this.uow.run(async (tx) => {
       const resumed = await this.enableInTx(tx, accountId, id);
+      // The answer only: the row as enabled (locked) or as it is now, never a decision.
       const [row]: EndpointRow[] = await tx.query(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1`, [id]);
       return { ...toView(row), resumed_deliveries: resumed };
     });
@@ -143,10 +145,12 @@ export class EndpointsService {
       [id, accountId ?? null],
     );
     if (affected === 0) {
+      // A newer snapshot may explain the 0: deleted_at and account_id never change back, so it sees why the UPDATE did.
       const { rows } = await exec(tx, `SELECT 1 FROM webhook_endpoints WHERE id = $1 AND ($2::text IS NULL OR account_id = $2) AND deleted_at IS NULL`, [id, accountId ?? null]);
       if (rows.length === 0) throw notFound(id);
       return 0;
     }
+    // Under the row lock the UPDATE took: an emit in flight has committed its parked rows, a later one sees enabled.
     return this.scheduler.resumeEndpoint(tx, id);
   }
 

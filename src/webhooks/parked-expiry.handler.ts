@@ -7,7 +7,8 @@ import { DeliveryScheduler } from './delivery-scheduler.js';
 
 /**
  * Fails an endpoint's deliveries parked longer than the retention, then, while some stay parked,
- * schedules itself for when the oldest of them expires. Started when the endpoint is disabled.
+ * schedules itself for when the oldest of them expires. Started when the endpoint is disabled;
+ * the guarantee is the sweep registered by WebhooksModule, which covers every endpoint.
  */
 @Injectable()
 @HandlesJob(JobName.WebhookParkedExpiry)
@@ -19,6 +20,8 @@ export class ParkedExpiryHandler implements JobHandler<JobName.WebhookParkedExpi
 
   async handle({ endpointId }: JobPayloads[JobName.WebhookParkedExpiry], { tx }: JobContext): Promise<void> {
     await this.scheduler.expireParked(tx!, endpointId);
+    // An earlier read may decide this: a delivery it cannot see yet (parked by a transaction not
+    // committed, or after the chain ends) is failed by the housekeeping sweep, not by the chain.
     const { rows } = await exec<{ oldest: Date | null }>(
       tx!,
       `SELECT min(parked_at) AS oldest FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'parked'`,

@@ -1,5 +1,6 @@
-import { Module } from '@nestjs/common';
+import { Module, type OnModuleInit } from '@nestjs/common';
 import { AccountsModule } from '../accounts/accounts.module.js';
+import { Housekeeping } from '../outbox/housekeeping.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
 import { CustomerEvents } from './customer-events.js';
 import { DeliveryAttemptHandler } from './delivery-attempt.handler.js';
@@ -14,6 +15,8 @@ import { ParkedExpiryHandler } from './parked-expiry.handler.js';
 /**
  * Customer webhooks: events written with the change (CustomerEvents.emit), endpoints, signed
  * delivery with retries, endpoint health and parking. Other modules use CustomerEvents only.
+ * The relay role's housekeeping fails deliveries parked past the retention, whichever way they
+ * were parked (an endpoint's expiry chain only covers what was parked while it ran).
  */
 @Module({
   imports: [OutboxModule, AccountsModule],
@@ -21,4 +24,13 @@ import { ParkedExpiryHandler } from './parked-expiry.handler.js';
   providers: [CustomerEvents, DeliveryScheduler, EndpointHealth, EndpointsService, EventsService, DeliveryAttemptHandler, ParkedExpiryHandler],
   exports: [CustomerEvents, EndpointsService],
 })
-export class WebhooksModule {}
+export class WebhooksModule implements OnModuleInit {
+  constructor(
+    private readonly housekeeping: Housekeeping,
+    private readonly deliveries: DeliveryScheduler,
+  ) {}
+
+  onModuleInit(): void {
+    this.housekeeping.register('webhook-parked-expiry', (tx) => this.deliveries.expireParked(tx));
+  }
+}

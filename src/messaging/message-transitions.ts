@@ -90,31 +90,39 @@ export class MessageTransitions {
   /**
    * A delivery receipt for a message we sent. Returns 'applied', 'unchanged' (duplicate,
    * contradiction after a terminal status, or nothing to do) or 'unknown_message' (not stamped
-   * with this carrier id yet: the caller retries later).
+   * with this carrier id yet: the caller retries later). The verdict comes from the one statement
+   * that locks and moves the message: a stamp markSent has not committed yet is "unknown" (retry),
+   * never explained away as a duplicate by a later read in a newer snapshot.
    */
   async applyReceipt(
     tx: Tx,
     receipt: { carrier: string; carrierMessageId: string; status: 'sent' | 'delivered' | 'failed'; errorCode?: string; errorDetail?: string },
   ): Promise<'applied' | 'unchanged' | 'unknown_message'> {
-    // A 'sent' receipt never changes anything: markSent stamps carrier_message_id and 'sent' in one
-    // statement, so a message its carrier id finds is already sent or past it.
-    if (receipt.status !== 'sent') {
-      // status NOT IN (terminal): the first terminal word wins.
-      const { rows } = await exec<Row>(
-        tx,
-        `UPDATE messages SET status = $3, error_code = coalesce($4, error_code), error_detail = coalesce($5, error_detail), updated_at = now()
-          WHERE carrier = $1 AND carrier_message_id = $2 AND direction = 'outbound' AND status <> ALL($6::text[])
-          RETURNING ${MESSAGE_COLUMNS}`,
-        [receipt.carrier, receipt.carrierMessageId, receipt.status, receipt.errorCode ?? null, receipt.errorDetail ?? null, TERMINAL_STATUSES],
-      );
-      if (rows.length === 1) {
-        await this.recordHistory(tx, rows[0].id, receipt.status);
-        await this.emit(tx, rows[0], `message.${receipt.status}`);
-        return 'applied';
-      }
-    }
-    const { rows: known } = await exec(tx, `SELECT 1 FROM messages WHERE carrier = $1 AND carrier_message_id = $2`, [receipt.carrier, receipt.carrierMessageId]);
-    return known.length === 0 ? 'unknown_message' : 'unchanged';
+    // `found` locks the message this carrier id names (a twin receipt waits, then sees what this
+    // one left); the UPDATE moves only an outbound one that is not terminal and not already at
+    // the receipt's status: the first terminal word wins, and a 'sent' receipt never moves
+    // anything (markSent stamps the carrier id and 'sent' together).
+    // One row per message found; its columns are NULL when the UPDATE left it alone.
+    const { rows } = await exec<Omit<Row, 'id'> & { id: string | null }>(
+      tx,
+      `WITH found AS (
+         SELECT id AS found_id, status AS previous, direction = 'outbound' AS outbound FROM messages
+          WHERE carrier = $1 AND carrier_message_id = $2 FOR UPDATE
+       ), moved AS (
+         UPDATE messages m SET status = $3, error_code = coalesce($4, error_code), error_detail = coalesce($5, error_detail), updated_at = now()
+           FROM found
+          WHERE m.id = found.found_id AND found.outbound AND found.previous <> ALL($6::text[]) AND found.previous <> $3
+         RETURNING ${MESSAGE_COLUMNS}
+       )
+       SELECT moved.* FROM found LEFT JOIN moved ON moved.id = found.found_id`,
+      [receipt.carrier, receipt.carrierMessageId, receipt.status, receipt.errorCode ?? null, receipt.errorDetail ?? null, TERMINAL_STATUSES],
+    );
+    if (rows.length === 0) return 'unknown_message';
+    if (rows[0].id === null) return 'unchanged';
+    const message = rows[0] as Row;
+    await this.recordHistory(tx, message.id, receipt.status);
+    await this.emit(tx, message, `message.${receipt.status}`);
+    return 'applied';
   }
 
   /** Records an inbound message once per carrier message id; billed and announced only then. */

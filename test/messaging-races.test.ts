@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
+import { loadConfig } from '../src/config/app-config.js';
+import { UnitOfWork } from '../src/database/unit-of-work.js';
+import { DispatchMessageHandler } from '../src/messaging/dispatch-message.handler.js';
+import { MessageTransitions } from '../src/messaging/message-transitions.js';
+import { MessagesService } from '../src/messaging/messages.service.js';
 import { ApiClient } from './support/api-client.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { telnyxReceipt, telnyxSigner, type TelnyxSigner } from './support/carrier-signing.js';
@@ -121,4 +126,89 @@ describe('message transitions raced against each other', () => {
       expect(await events('message.delivered', id)).toBe(1);
     });
   }, 60000);
+
+  describe('two dispatch runs of one message', () => {
+    const dispatch = (messageId: string) => app.app.get(DispatchMessageHandler).handle({ messageId }, { jobId: 'manual', attempt: 1 });
+    const usageRows = (id: string) => db.count(`SELECT count(*) FROM usage_records WHERE resource_id = $1`, [id]);
+
+    /** An outbound message whose own job waits a day, so only the test's runs dispatch it. */
+    async function scheduledMessage(text: string): Promise<string> {
+      const sendAt = new Date(Date.now() + 86400_000).toISOString();
+      const sent = await app.app.get(MessagesService).send(customer.accountId, { from: OUR_NUMBER, to: '+13125550022', text, send_at: sendAt });
+      return (sent.body as { data: { id: string } }).data.id;
+    }
+
+    it('a second run while the first is still calling the carrier: one carrier call, one sent, one usage row', async () => {
+      const id = await scheduledMessage('stalled job and its twin');
+      const inFlight = carrier.holdNext();
+      const first = dispatch(id);
+      await inFlight.arrived;
+
+      await dispatch(id);
+      expect(carrier.sendsFor(id)).toHaveLength(1);
+      // it left a run for when the first run's lease ends, in case that run died
+      const [lease] = (await db.pool.query(`SELECT claimed_until FROM messages WHERE id = $1`, [id])).rows;
+      const [check] = (await db.pool.query(`SELECT run_at FROM outbox_jobs WHERE name = 'dispatch-message' AND data->>'messageId' = $1 AND job_id <> $2`, [id, `dispatch-${id}`])).rows;
+      expect(check.run_at.getTime()).toBe(lease.claimed_until.getTime());
+
+      inFlight.release();
+      await first;
+      expect(carrier.sendsFor(id)).toHaveLength(1);
+      expect(await statusOf(id)).toBe('sent');
+      expect(await history(id)).toEqual(['scheduled', 'sending', 'sent']);
+      expect(await usageRows(id)).toBe(1);
+      expect(await events('message.sent', id)).toBe(1);
+    });
+
+    it('a run past its lease is taken over, and the run that lost the lease records nothing', async () => {
+      const id = await scheduledMessage('lease taken over');
+      const stalled = carrier.holdNext({ status: 200, body: { data: { id: 'carrier-id-of-the-stalled-run' } } });
+      const first = dispatch(id);
+      await stalled.arrived;
+      // the first run stalls past its lease
+      await db.pool.query(`UPDATE messages SET claimed_until = now() - interval '1 second' WHERE id = $1`, [id]);
+
+      const takeover = carrier.holdNext({ status: 200, body: { data: { id: 'carrier-id-of-the-takeover' } } });
+      const second = dispatch(id);
+      await takeover.arrived;
+      expect(carrier.sendsFor(id)).toHaveLength(2);
+
+      stalled.release();
+      await first;
+      expect(await statusOf(id)).toBe('sending');
+      expect(await usageRows(id)).toBe(0);
+
+      takeover.release();
+      await second;
+      const [message] = (await db.pool.query(`SELECT status, carrier_message_id FROM messages WHERE id = $1`, [id])).rows;
+      expect(message).toEqual({ status: 'sent', carrier_message_id: 'carrier-id-of-the-takeover' });
+      expect(await history(id)).toEqual(['scheduled', 'sending', 'sent']);
+      expect(await usageRows(id)).toBe(1);
+      expect(await events('message.sent', id)).toBe(1);
+    });
+
+    it('a run that died holding the lease: its twin leaves a run for the lease\'s end, and that run sends it', async () => {
+      const id = await scheduledMessage('holder died');
+      const died = await app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, app.config.DISPATCH_LEASE_SECONDS));
+      if (died.kind !== 'claimed') throw new Error(`expected a claim, got ${died.kind}`);
+
+      await dispatch(id);
+      expect(carrier.sendsFor(id)).toHaveLength(0);
+      // the lease's end comes (moved forward, not waited for)
+      await db.pool.query(`UPDATE messages SET claimed_until = now() - interval '1 second' WHERE id = $1`, [id]);
+      const moved = await db.pool.query(`UPDATE outbox_jobs SET run_at = now() - interval '1 second' WHERE job_id = $1`, [`dispatch-${id}-${died.claim.token}`]);
+      expect(moved.rowCount).toBe(1);
+
+      await waitFor(() => statusOf(id), (s) => s === 'sent', { what: 'the run at the lease\'s end to send it' });
+      expect(carrier.sendsFor(id)).toHaveLength(1);
+      expect(await history(id)).toEqual(['scheduled', 'sending', 'sent']);
+      expect(await usageRows(id)).toBe(1);
+      expect(await events('message.sent', id)).toBe(1);
+    });
+
+    it('DISPATCH_LEASE_SECONDS must outlast the carrier send timeout', () => {
+      expect(() => loadConfig({ DISPATCH_LEASE_SECONDS: '10' })).toThrow(/DISPATCH_LEASE_SECONDS="10": must be longer than the carrier send timeout \(10 s\)/);
+      expect(loadConfig({ DISPATCH_LEASE_SECONDS: '11' }).DISPATCH_LEASE_SECONDS).toBe(11);
+    });
+  });
 });

@@ -5,11 +5,12 @@ import { UnitOfWork } from '../src/database/unit-of-work.js';
 import { DispatchMessageHandler } from '../src/messaging/dispatch-message.handler.js';
 import { MessageTransitions } from '../src/messaging/message-transitions.js';
 import { MessagesService } from '../src/messaging/messages.service.js';
-import { ApiClient } from './support/api-client.js';
-import { startTestApp, type TestApp } from './support/app.js';
-import { telnyxReceipt, telnyxSigner, type TelnyxSigner } from './support/carrier-signing.js';
-import { createTestDatabase, type TestDatabase } from './support/database.js';
-import { FakeCarrier } from './support/fake-carrier.js';
+import type { ApiClient } from './support/api-client.js';
+import type { TestApp } from './support/app.js';
+import { telnyxReceipt } from './support/carrier-signing.js';
+import type { TestDatabase } from './support/database.js';
+import type { FakeCarrier } from './support/fake-carrier.js';
+import { MessagingPipeline } from './support/messaging-pipeline.js';
 import { pausePoint, type PausePoint } from './support/pause.js';
 import { waitFor } from './support/wait.js';
 
@@ -21,22 +22,21 @@ const OUR_NUMBER = '+17735550002';
  * other runs against exactly that state.
  */
 describe('message transitions raced against each other', () => {
+  let pipeline: MessagingPipeline;
   let db: TestDatabase;
   let app: TestApp;
   let carrier: FakeCarrier;
-  let telnyx: TelnyxSigner;
   let customer: ApiClient;
 
   async function deliverReceipt(carrierMessageId: string, status: string): Promise<string> {
     const body = telnyxReceipt(carrierMessageId, status);
-    const res = await fetch(`${app.url}/webhooks/telnyx`, { method: 'POST', headers: telnyx.headers(body), body });
-    expect(res.status).toBe(200);
+    expect(await pipeline.deliverTelnyx(body)).toBe(200);
     return JSON.parse(body).data.id;
   }
 
   const processed = (carrierEventId: string): Promise<{ note: string | null } | undefined> =>
     db.pool.query(`SELECT note FROM carrier_events WHERE carrier_event_id = $1 AND processed_at IS NOT NULL`, [carrierEventId]).then((r) => r.rows[0]);
-  const events = (type: string, messageId: string) => db.count(`SELECT count(*) FROM outbound_events WHERE type = $1 AND payload->>'id' = $2`, [type, messageId]);
+  const events = (type: string, messageId: string) => pipeline.events(type, messageId);
   const history = (messageId: string) =>
     db.pool.query(`SELECT status FROM message_status_history WHERE message_id = $1 ORDER BY id`, [messageId]).then((r) => r.rows.map((h) => h.status));
   const statusOf = (messageId: string) => db.pool.query(`SELECT status FROM messages WHERE id = $1`, [messageId]).then((r) => r.rows[0]?.status);
@@ -52,30 +52,11 @@ describe('message transitions raced against each other', () => {
     }
   }
 
-  async function sendAndWaitSent(text: string): Promise<{ id: string; carrierId: string }> {
-    const { body } = await customer.post('/v2/messages', { from: OUR_NUMBER, to: '+13125550020', text });
-    const sent = await waitFor(() => customer.get(`/v2/messages/${body.data.id}`), (r) => r.body.data.status === 'sent', { what: `${text} to be sent` });
-    return { id: body.data.id, carrierId: sent.body.data.carrier_message_id };
-  }
-
   beforeAll(async () => {
-    db = await createTestDatabase();
-    carrier = await new FakeCarrier().start();
-    telnyx = telnyxSigner();
-    app = await startTestApp({
-      databaseUrl: db.url,
-      relay: true,
-      worker: true,
-      env: { ...carrier.env(), TELNYX_PUBLIC_KEY: telnyx.publicKey, CARRIER_EVENT_RETRY_BASE_MS: '100' },
-    });
-    customer = await ApiClient.forNewAccount(app);
-    expect((await customer.post('/v2/phone_numbers', { phone_number: OUR_NUMBER, carrier: 'telnyx' })).status).toBe(201);
+    pipeline = await MessagingPipeline.start({ [OUR_NUMBER]: 'telnyx' });
+    ({ db, app, carrier, customer } = pipeline);
   });
-  afterAll(async () => {
-    await app.close();
-    await carrier.stop();
-    await db.drop();
-  });
+  afterAll(() => pipeline.stop());
 
   it('a delivered receipt processed while markSent has not committed: delivered, one message.delivered', async () => {
     // markSent held after its UPDATE; the receipt's guard held after it found nothing to change,
@@ -109,7 +90,7 @@ describe('message transitions raced against each other', () => {
   }, 60000);
 
   it('two copies of one delivered receipt processed at once: one transition, one message.delivered', async () => {
-    const { id, carrierId } = await sendAndWaitSent('duplicate receipts');
+    const { id, carrierId } = await pipeline.sendAndWaitSent(OUR_NUMBER, '+13125550020', 'duplicate receipts');
     const firstApplied = await pausePoint(db.url, { table: 'messages', on: 'UPDATE', when: "NEW.status = 'delivered'" });
     await withPauses([firstApplied], async () => {
       await firstApplied.hold();

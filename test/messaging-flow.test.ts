@@ -2,27 +2,25 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { DispatchMessageHandler } from '../src/messaging/dispatch-message.handler.js';
 import { MessageTransitions } from '../src/messaging/message-transitions.js';
-import { ApiClient } from './support/api-client.js';
-import { startTestApp, type TestApp } from './support/app.js';
-import { carrierFixture, formBody, parseForm, telnyxEvent, telnyxFixture, telnyxReceipt, telnyxSigner, twilioHeaders, type TelnyxSigner } from './support/carrier-signing.js';
-import { createTestDatabase, type TestDatabase } from './support/database.js';
-import { FakeCarrier } from './support/fake-carrier.js';
+import type { ApiClient } from './support/api-client.js';
+import type { TestApp } from './support/app.js';
+import { carrierFixture, formBody, parseForm, telnyxEvent, telnyxFixture, telnyxReceipt, twilioHeaders } from './support/carrier-signing.js';
+import type { TestDatabase } from './support/database.js';
+import type { FakeCarrier } from './support/fake-carrier.js';
+import { MessagingPipeline } from './support/messaging-pipeline.js';
 import { waitFor } from './support/wait.js';
 
 const OUR_NUMBER = '+17735550002'; // the `to` of the Telnyx inbound fixture
 const OUR_TWILIO_NUMBER = '+14155550100'; // the `to` of the Twilio inbound fixture
 
 describe('messages through the whole pipeline: signed carrier webhooks in, customer events out', () => {
+  let pipeline: MessagingPipeline;
   let db: TestDatabase;
   let app: TestApp;
   let carrier: FakeCarrier;
-  let telnyx: TelnyxSigner;
   let customer: ApiClient;
 
-  async function deliverTelnyx(body: string): Promise<number> {
-    const res = await fetch(`${app.url}/webhooks/telnyx`, { method: 'POST', headers: telnyx.headers(body), body });
-    return res.status;
-  }
+  const deliverTelnyx = (body: string) => pipeline.deliverTelnyx(body);
 
   async function deliverTwilio(path: string, fields: Record<string, string>): Promise<number> {
     const url = `${app.config.publicBaseUrl}${path}`;
@@ -30,34 +28,14 @@ describe('messages through the whole pipeline: signed carrier webhooks in, custo
     return res.status;
   }
 
-  const events = (type: string, messageId?: string) =>
-    db.count(`SELECT count(*) FROM outbound_events WHERE type = $1 AND ($2::text IS NULL OR payload->>'id' = $2)`, [type, messageId ?? null]);
-
-  async function sendAndWaitSent(text: string): Promise<{ id: string; carrierId: string }> {
-    const { body } = await customer.post('/v2/messages', { from: OUR_NUMBER, to: '+13125550009', text });
-    const sent = await waitFor(() => customer.get(`/v2/messages/${body.data.id}`), (r) => r.body.data.status === 'sent', { what: `${text} to be sent` });
-    return { id: body.data.id, carrierId: sent.body.data.carrier_message_id };
-  }
+  const events = (type: string, messageId?: string) => pipeline.events(type, messageId);
+  const sendAndWaitSent = (text: string) => pipeline.sendAndWaitSent(OUR_NUMBER, '+13125550009', text);
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    carrier = await new FakeCarrier().start();
-    telnyx = telnyxSigner();
-    app = await startTestApp({
-      databaseUrl: db.url,
-      relay: true,
-      worker: true,
-      env: { ...carrier.env(), TELNYX_PUBLIC_KEY: telnyx.publicKey, CARRIER_EVENT_RETRY_BASE_MS: '100' },
-    });
-    customer = await ApiClient.forNewAccount(app);
-    expect((await customer.post('/v2/phone_numbers', { phone_number: OUR_NUMBER, carrier: 'telnyx' })).status).toBe(201);
-    expect((await customer.post('/v2/phone_numbers', { phone_number: OUR_TWILIO_NUMBER, carrier: 'twilio' })).status).toBe(201);
+    pipeline = await MessagingPipeline.start({ [OUR_NUMBER]: 'telnyx', [OUR_TWILIO_NUMBER]: 'twilio' });
+    ({ db, app, carrier, customer } = pipeline);
   });
-  afterAll(async () => {
-    await app.close();
-    await carrier.stop();
-    await db.drop();
-  });
+  afterAll(() => pipeline.stop());
 
   it('the same inbound SMS replayed, and re-signed under a new event id: one message, one usage row, one message.received', async () => {
     const eventId = randomUUID();

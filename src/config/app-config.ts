@@ -1,12 +1,14 @@
 import 'reflect-metadata';
 import { plainToInstance, Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+import { SEND_TIMEOUT_MS } from '../carriers/message-sender.js';
 import { isLoopbackUrl } from '../sandbox/loopback.js';
 import { DEFAULT_SANDBOX_TELNYX_SEED, telnyxDevKeyPair } from '../sandbox/telnyx/telnyx-dev-key.js';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
 const URL_RE = /^[a-z][a-z0-9+.-]*:\/\/.+/i;
 const SCHEDULE_RE = /^\d+(,\d+)*$/;
+const SEND_TIMEOUT_SECONDS = Math.ceil(SEND_TIMEOUT_MS / 1000);
 
 /**
  * Every environment variable the system reads, validated once at boot.
@@ -119,6 +121,14 @@ export class AppConfig {
   /** Worker concurrency per queue. */
   @Transform(toInt) @Min(1) @Max(1000) @IsInt()
   WORKER_CONCURRENCY = 20;
+
+  /**
+   * Dispatch: how long a run's claim on a message lasts. No other run calls the carrier for that
+   * message before it ends (a stalled job's twin, a redrive), so it must outlast the carrier send
+   * timeout; a run that died has its message sent again about this long after it claimed it.
+   */
+  @Transform(toInt) @Min(SEND_TIMEOUT_SECONDS + 1, { message: `must be longer than the carrier send timeout (${SEND_TIMEOUT_SECONDS} s)` }) @Max(3600) @IsInt()
+  DISPATCH_LEASE_SECONDS = 60;
 
   /** Carrier events: how long after ingest an out-of-order event keeps being retried before it fails. */
   @Transform(toInt) @Min(1) @IsInt()

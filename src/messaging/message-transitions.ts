@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { UsageLedger } from '../billing/usage-ledger.js';
 import { exec, type Tx } from '../database/tx.js';
 import type { CarrierName } from '../ingest/normalized-event.js';
@@ -8,14 +9,34 @@ import { MESSAGE_COLUMNS, TERMINAL_STATUSES, toView, UNSENT_STATUSES, WAITING_ST
 
 type Row = MessageView & { account_id: string };
 
-/** What dispatch needs to call the carrier. */
+/** The lease `locked` found, and the claim when the UPDATE took it (all NULL when it did not). */
+type ClaimRow = { holder: string | null; held_until: Date | null } & (
+  | (DispatchClaim & { previous: MessageStatus })
+  | { [K in keyof DispatchClaim | 'previous']: null }
+);
+
+/** What dispatch needs to call the carrier, and the token its answer is recorded under. */
 export interface DispatchClaim {
   id: string;
   from_number: string;
   to_number: string;
   text: string;
   carrier: CarrierName;
+  /** This run's lease: markSent/markRejected record only under the message's current token. */
+  token: string;
 }
+
+/** A run's right to record the carrier's answer for one message. */
+export type DispatchLease = Pick<DispatchClaim, 'id' | 'token'>;
+
+/**
+ * What a dispatch run may do: call the carrier under its claim; leave the message to the run that
+ * holds its lease until `until`; or nothing (gone, or past sending).
+ */
+export type DispatchClaimOutcome =
+  | { kind: 'claimed'; claim: DispatchClaim }
+  | { kind: 'leased'; holder: string; until: Date }
+  | { kind: 'done' };
 
 /**
  * Every change of a message's status. Each is one UPDATE whose WHERE clause is the guard; the
@@ -30,39 +51,54 @@ export class MessageTransitions {
   ) {}
 
   /**
-   * Claims an outbound message for a carrier call: queued|scheduled → sending (history, no event,
-   * no charge), and one already `sending` (a run that died before recording the carrier's answer)
-   * is claimed again as it is. Undefined when the message is gone or past sending: no call then.
+   * Claims an outbound message for one carrier call, under a fresh token leased for
+   * `leaseSeconds`: queued|scheduled → sending (history, no event, no charge). A message already
+   * `sending` is claimed again only once its lease has ended (the run holding it died or stalled
+   * past it); while the lease lasts another run must not call the carrier (Twilio ignores
+   * Idempotency-Key: that would be a second SMS).
    */
-  async claimForDispatch(tx: Tx, messageId: string): Promise<DispatchClaim | undefined> {
-    // FOR UPDATE in `claimed`: a twin run waits here and then sees what this one left. The UPDATE's
-    // status IN (unsent) is the guard; only a message not yet picked up changes (and gets history).
-    const { rows } = await exec<DispatchClaim & { previous: MessageStatus }>(
+  async claimForDispatch(tx: Tx, messageId: string, leaseSeconds: number): Promise<DispatchClaimOutcome> {
+    // FOR UPDATE in `locked`: a twin run waits here, then sees the lease this one took. The
+    // UPDATE's WHERE is the guard: a message not yet picked up, or one whose lease has ended.
+    const { rows } = await exec<ClaimRow>(
       tx,
-      `WITH claimed AS (
-         SELECT id, status AS previous FROM messages
+      `WITH locked AS (
+         SELECT id AS locked_id, status AS previous, claim_token AS holder, claimed_until AS held_until FROM messages
           WHERE id = $1 AND direction = 'outbound' AND status = ANY($2::text[]) FOR UPDATE
+       ), claimed AS (
+         UPDATE messages m SET status = 'sending', claim_token = $4, claimed_until = now() + make_interval(secs => $5),
+                updated_at = CASE WHEN locked.previous = ANY($3::text[]) THEN now() ELSE m.updated_at END
+           FROM locked
+          WHERE m.id = locked.locked_id AND (locked.previous <> 'sending' OR locked.held_until IS NULL OR locked.held_until <= now())
+         RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, locked.previous
        )
-       UPDATE messages m SET status = 'sending',
-              updated_at = CASE WHEN claimed.previous = ANY($3::text[]) THEN now() ELSE m.updated_at END
-         FROM claimed WHERE m.id = claimed.id
-       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, claimed.previous`,
-      [messageId, UNSENT_STATUSES, WAITING_STATUSES],
+       SELECT locked.holder, locked.held_until, claimed.* FROM locked LEFT JOIN claimed ON claimed.id = locked.locked_id`,
+      [messageId, UNSENT_STATUSES, WAITING_STATUSES, randomUUID(), leaseSeconds],
     );
-    if (rows.length === 0) return undefined;
-    const { previous, ...claim } = rows[0];
+    if (rows.length === 0) return { kind: 'done' };
+    const { holder, held_until: heldUntil, ...taken } = rows[0];
+    // not taken: a live lease (held_until > now()), so both are set
+    if (taken.id === null) return { kind: 'leased', holder: holder!, until: heldUntil! };
+    const { previous, ...claim } = taken;
     if (WAITING_STATUSES.includes(previous)) await this.recordHistory(tx, messageId, 'sending');
-    return claim;
+    return { kind: 'claimed', claim };
+  }
+
+  /** A run that stopped calling the carrier without an answer gives its lease back, so a retry can claim at once. */
+  async releaseClaim(tx: Tx, lease: DispatchLease): Promise<void> {
+    // claim_token = this run's: a lease another run has taken since is left alone.
+    await exec(tx, `UPDATE messages SET claimed_until = NULL WHERE id = $1 AND status = 'sending' AND claim_token = $2`, [lease.id, lease.token]);
   }
 
   /** The carrier accepted the message: stamped with its id, billed per segment, `message.sent`. */
-  async markSent(tx: Tx, messageId: string, carrierMessageId: string): Promise<boolean> {
-    // status IN (unsent): a second dispatch run (crash after the carrier answered) finds it sent already.
+  async markSent(tx: Tx, lease: DispatchLease, carrierMessageId: string): Promise<boolean> {
+    // sending under this run's token: a second run (crash after the carrier answered) finds it
+    // sent already, and a run whose lease was taken over records nothing.
     const { rows } = await exec<Row>(
       tx,
-      `UPDATE messages SET status = 'sent', carrier_message_id = $2, updated_at = now()
-        WHERE id = $1 AND status = ANY($3::text[]) RETURNING ${MESSAGE_COLUMNS}`,
-      [messageId, carrierMessageId, UNSENT_STATUSES],
+      `UPDATE messages SET status = 'sent', carrier_message_id = $2, claimed_until = NULL, updated_at = now()
+        WHERE id = $1 AND status = 'sending' AND claim_token = $3 RETURNING ${MESSAGE_COLUMNS}`,
+      [lease.id, carrierMessageId, lease.token],
     );
     if (rows.length === 0) return false;
     const message = rows[0];
@@ -73,16 +109,17 @@ export class MessageTransitions {
   }
 
   /** The carrier refused the send (its 4xx is an answer): failed, not billed, `message.failed`. */
-  async markRejected(tx: Tx, messageId: string, errorCode: string, errorDetail: string): Promise<boolean> {
-    // status IN (unsent): a message the carrier accepted is never failed by a late send error.
+  async markRejected(tx: Tx, lease: DispatchLease, errorCode: string, errorDetail: string): Promise<boolean> {
+    // sending under this run's token: a message the carrier accepted is never failed by a late
+    // send error, nor by a run whose lease was taken over.
     const { rows } = await exec<Row>(
       tx,
-      `UPDATE messages SET status = 'failed', error_code = $2, error_detail = $3, updated_at = now()
-        WHERE id = $1 AND status = ANY($4::text[]) RETURNING ${MESSAGE_COLUMNS}`,
-      [messageId, errorCode, errorDetail, UNSENT_STATUSES],
+      `UPDATE messages SET status = 'failed', error_code = $2, error_detail = $3, claimed_until = NULL, updated_at = now()
+        WHERE id = $1 AND status = 'sending' AND claim_token = $4 RETURNING ${MESSAGE_COLUMNS}`,
+      [lease.id, errorCode, errorDetail, lease.token],
     );
     if (rows.length === 0) return false;
-    await this.recordHistory(tx, messageId, 'failed');
+    await this.recordHistory(tx, lease.id, 'failed');
     await this.emit(tx, rows[0], 'message.failed');
     return true;
   }
@@ -90,31 +127,39 @@ export class MessageTransitions {
   /**
    * A delivery receipt for a message we sent. Returns 'applied', 'unchanged' (duplicate,
    * contradiction after a terminal status, or nothing to do) or 'unknown_message' (not stamped
-   * with this carrier id yet: the caller retries later).
+   * with this carrier id yet: the caller retries later). The verdict comes from the one statement
+   * that locks and moves the message: a stamp markSent has not committed yet is "unknown" (retry),
+   * never explained away as a duplicate by a later read in a newer snapshot.
    */
   async applyReceipt(
     tx: Tx,
     receipt: { carrier: string; carrierMessageId: string; status: 'sent' | 'delivered' | 'failed'; errorCode?: string; errorDetail?: string },
   ): Promise<'applied' | 'unchanged' | 'unknown_message'> {
-    // A 'sent' receipt never changes anything: markSent stamps carrier_message_id and 'sent' in one
-    // statement, so a message its carrier id finds is already sent or past it.
-    if (receipt.status !== 'sent') {
-      // status NOT IN (terminal): the first terminal word wins.
-      const { rows } = await exec<Row>(
-        tx,
-        `UPDATE messages SET status = $3, error_code = coalesce($4, error_code), error_detail = coalesce($5, error_detail), updated_at = now()
-          WHERE carrier = $1 AND carrier_message_id = $2 AND direction = 'outbound' AND status <> ALL($6::text[])
-          RETURNING ${MESSAGE_COLUMNS}`,
-        [receipt.carrier, receipt.carrierMessageId, receipt.status, receipt.errorCode ?? null, receipt.errorDetail ?? null, TERMINAL_STATUSES],
-      );
-      if (rows.length === 1) {
-        await this.recordHistory(tx, rows[0].id, receipt.status);
-        await this.emit(tx, rows[0], `message.${receipt.status}`);
-        return 'applied';
-      }
-    }
-    const { rows: known } = await exec(tx, `SELECT 1 FROM messages WHERE carrier = $1 AND carrier_message_id = $2`, [receipt.carrier, receipt.carrierMessageId]);
-    return known.length === 0 ? 'unknown_message' : 'unchanged';
+    // `found` locks the message this carrier id names (a twin receipt waits, then sees what this
+    // one left); the UPDATE moves only an outbound one that is not terminal and not already at
+    // the receipt's status: the first terminal word wins, and a 'sent' receipt never moves
+    // anything (markSent stamps the carrier id and 'sent' together).
+    // One row per message found; its columns are NULL when the UPDATE left it alone.
+    const { rows } = await exec<Omit<Row, 'id'> & { id: string | null }>(
+      tx,
+      `WITH found AS (
+         SELECT id AS found_id, status AS previous, direction = 'outbound' AS outbound FROM messages
+          WHERE carrier = $1 AND carrier_message_id = $2 FOR UPDATE
+       ), moved AS (
+         UPDATE messages m SET status = $3, error_code = coalesce($4, error_code), error_detail = coalesce($5, error_detail), updated_at = now()
+           FROM found
+          WHERE m.id = found.found_id AND found.outbound AND found.previous <> ALL($6::text[]) AND found.previous <> $3
+         RETURNING ${MESSAGE_COLUMNS}
+       )
+       SELECT moved.* FROM found LEFT JOIN moved ON moved.id = found.found_id`,
+      [receipt.carrier, receipt.carrierMessageId, receipt.status, receipt.errorCode ?? null, receipt.errorDetail ?? null, TERMINAL_STATUSES],
+    );
+    if (rows.length === 0) return 'unknown_message';
+    if (rows[0].id === null) return 'unchanged';
+    const message = rows[0] as Row;
+    await this.recordHistory(tx, message.id, receipt.status);
+    await this.emit(tx, message, `message.${receipt.status}`);
+    return 'applied';
   }
 
   /** Records an inbound message once per carrier message id; billed and announced only then. */

@@ -10,6 +10,20 @@ export interface CarrierRequest {
 
 export type ScriptedAnswer = { status: number; body?: unknown; delayMs?: number };
 
+/** A send request the fake carrier keeps open until the test lets it be answered. */
+export interface HeldRequest {
+  /** Resolves once the request has arrived (and is being held). */
+  arrived: Promise<CarrierRequest>;
+  /** Answer it now (with the hold's answer, else as any other request). */
+  release(): void;
+}
+
+interface Hold {
+  answer?: ScriptedAnswer;
+  arrive: (request: CarrierRequest) => void;
+  released: Promise<void>;
+}
+
 /**
  * A real local HTTP server standing in for the Telnyx and Twilio send APIs. It accepts by default
  * (same carrier id for the same Idempotency-Key, as the carriers promise), or answers from a script.
@@ -17,6 +31,7 @@ export type ScriptedAnswer = { status: number; body?: unknown; delayMs?: number 
 export class FakeCarrier {
   readonly requests: CarrierRequest[] = [];
   private readonly script: ScriptedAnswer[] = [];
+  private readonly holds: Hold[] = [];
   private readonly idsByKey = new Map<string, string>();
   private server?: http.Server;
   url = '';
@@ -24,6 +39,19 @@ export class FakeCarrier {
   /** The next sends get these answers, in order; then it accepts again. */
   answerNext(...answers: ScriptedAnswer[]): void {
     this.script.push(...answers);
+  }
+
+  /**
+   * The next send request that arrives is held open (a carrier call still in flight) until
+   * `release()`; then it gets `answer` if given, else the script's next answer or the default.
+   */
+  holdNext(answer?: ScriptedAnswer): HeldRequest {
+    let arrive!: (request: CarrierRequest) => void;
+    let release!: () => void;
+    const arrived = new Promise<CarrierRequest>((resolve) => (arrive = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    this.holds.push({ answer, arrive, released });
+    return { arrived, release };
   }
 
   sendsFor(messageId: string): CarrierRequest[] {
@@ -35,8 +63,14 @@ export class FakeCarrier {
       let body = '';
       req.on('data', (c) => (body += c));
       req.on('end', async () => {
-        this.requests.push({ path: req.url ?? '', headers: req.headers, body });
-        const scripted = this.script.shift();
+        const request = { path: req.url ?? '', headers: req.headers, body };
+        this.requests.push(request);
+        const hold = this.holds.shift();
+        if (hold) {
+          hold.arrive(request);
+          await hold.released;
+        }
+        const scripted = hold?.answer ?? this.script.shift();
         if (scripted?.delayMs) await new Promise((r) => setTimeout(r, scripted.delayMs));
         const key = String(req.headers['idempotency-key'] ?? randomUUID());
         const twilio = (req.url ?? '').startsWith('/twilio/');

@@ -7,8 +7,17 @@ export interface PausePointSpec {
   table: string;
   /** Which change: the trigger fires AFTER it, so the row is written and locked but not committed. */
   on: 'INSERT' | 'UPDATE' | 'DELETE';
-  /** A plpgsql condition on NEW/OLD; only a matching row pauses. Default: every row. */
+  /**
+   * A plpgsql condition; only a matching change pauses. Default: every one. Per row it reads
+   * NEW/OLD; per statement it reads the rows the statement changed as the table `changed`.
+   */
   when?: string;
+  /**
+   * 'row' (default): after each changed row. 'statement': once after the whole statement, even
+   * one that changed nothing, e.g. `when: 'NOT EXISTS (SELECT FROM changed)'` holds a guarded
+   * UPDATE that found no row, before whatever its transaction does next.
+   */
+  level?: 'row' | 'statement';
 }
 
 /**
@@ -46,14 +55,16 @@ export async function pausePoint(databaseUrl: string, spec: PausePointSpec): Pro
   const name = `test_pause_${key}`;
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
-  const row = spec.on === 'DELETE' ? 'OLD' : 'NEW';
+  const image = spec.on === 'DELETE' ? 'OLD' : 'NEW';
+  const timing = spec.level === 'statement' ? `REFERENCING ${image} TABLE AS changed FOR EACH STATEMENT` : 'FOR EACH ROW';
+  // An AFTER trigger's return value is ignored.
   await client.query(`
     CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       IF ${spec.when ?? 'true'} THEN PERFORM pg_advisory_xact_lock(${key}); END IF;
-      RETURN ${row};
+      RETURN NULL;
     END $$;
-    CREATE TRIGGER ${name} AFTER ${spec.on} ON ${spec.table} FOR EACH ROW EXECUTE FUNCTION ${name}();
+    CREATE TRIGGER ${name} AFTER ${spec.on} ON ${spec.table} ${timing} EXECUTE FUNCTION ${name}();
   `);
   let held = false;
   const waiting = async () => {

@@ -1,5 +1,6 @@
 import { Command, Option } from 'nest-commander';
 import { JsonCommand } from '../cli/json-command.js';
+import { wholeNumberOption } from '../cli/options.js';
 import { printResult, type OutputOptions } from '../cli/output.js';
 import { VerifyService, type VerifyReport } from './verify.service.js';
 
@@ -18,9 +19,7 @@ export class VerifyCommand extends JsonCommand {
 
   @Option({ flags: '--limit <n>', description: 'example ids per broken invariant (default 10, max 1000)' })
   parseLimit(value: string): number {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error('--limit must be a whole number from 1 to 1000');
-    return n;
+    return wholeNumberOption('--limit', value, 1000);
   }
 
   async run(_: string[], options: VerifyOptions): Promise<void> {

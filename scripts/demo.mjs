@@ -1,6 +1,7 @@
 // `npm run demo` (against a running `npm start`): one account, a Telnyx and a Twilio number, a local
 // webhook receiver, SMS out and in through the carrier sandbox with chaos on, then a table of counts.
-// Exits 1 when a count is not what exactly-once promises. Settings: PORT, SANDBOX_PORT,
+// Then `onceline verify` over the whole database. Exits 1 when a count is not what exactly-once
+// promises or verify finds an invariant broken. Settings: PORT, SANDBOX_PORT,
 // DEMO_MESSAGES (per batch, default 10), DEMO_INBOUND (default 10), DEMO_TIMEOUT_SECONDS (default 180).
 import { spawnSync } from 'node:child_process';
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
@@ -232,12 +233,25 @@ async function main() {
     usageOut === N && usageIn === INBOUND,
   ];
   printTable(rows, [...BATCHES.map((b) => `batch ${b.name}: ${b.chaos}`), `inbound: ${INBOUND_CHAOS}`]);
+  const verified = verifyInvariants();
   const bad = rows.filter(([, expected, counted]) => expected !== '' && String(expected) !== String(counted));
   if (bad.length || checks.some((ok) => !ok)) {
     say(`WRONG: ${bad.map(([what]) => what.trim()).join(', ') || 'a per-message count (see above)'}`);
     process.exit(1);
   }
+  if (!verified) {
+    say('WRONG: onceline verify found an invariant broken (see above)');
+    process.exit(1);
+  }
   say('every count is right: each carrier fact changed one thing once, however often it was told');
+}
+
+/** The same promise checked where it runs: `onceline verify`, one read-only pass over the whole database. */
+function verifyInvariants() {
+  const run = spawnSync(process.execPath, ['dist/cli.js', 'verify'], { cwd: ROOT, env, encoding: 'utf8' });
+  process.stdout.write(`onceline verify (every account in the database, not only this demo's):\n${run.stdout}\n`);
+  if (run.stderr) process.stderr.write(run.stderr);
+  return run.status === 0;
 }
 
 async function until(what, probe) {

@@ -10,6 +10,7 @@ import { MetricsModule } from './metrics/metrics.module.js';
 import { NumbersModule } from './numbers/numbers.module.js';
 import { BillingModule } from './billing/billing.module.js';
 import { OutboxModule } from './outbox/outbox.module.js';
+import { VerifyModule } from './verify/verify.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 /** Every module; which loops run (HTTP, relay, workers) is decided by the role in main.ts. */
@@ -18,7 +19,7 @@ export class AppModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, OutboxModule, AccountsModule, HealthModule, IngestModule, NumbersModule, BillingModule, MessagingModule, WebhooksModule],
+      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, HealthModule, IngestModule, NumbersModule, BillingModule, MessagingModule, WebhooksModule],
     };
   }
 }

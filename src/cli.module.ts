@@ -13,6 +13,8 @@ import { MetricsModule } from './metrics/metrics.module.js';
 import { OutboxStatusCommand } from './outbox/commands/outbox-status.command.js';
 import { OutboxModule } from './outbox/outbox.module.js';
 import { EnableEndpointCommand } from './webhooks/commands/enable-endpoint.command.js';
+import { VerifyCommand } from './verify/verify.command.js';
+import { VerifyModule } from './verify/verify.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 /** The admin CLI: thin commands over the same services the API uses. */
@@ -21,8 +23,8 @@ export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CliModule,
-      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule],
-      providers: [ProgramName, MigrateCommand, CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand],
+      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule],
+      providers: [ProgramName, MigrateCommand, CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand],
     };
   }
 

@@ -27,6 +27,8 @@ interface Cluster {
   url: string;
   customer: ApiClient;
   telnyx: TelnyxSigner;
+  /** What every process of the cluster (and its CLI) runs with. */
+  env: Record<string, string>;
   stopAll(): Promise<void>;
 }
 
@@ -65,6 +67,7 @@ async function startCluster(databaseUrl: string, redisUrl: string, extraEnv: Rec
     url,
     customer,
     telnyx,
+    env,
     stopAll: async () => {
       await Promise.all([api, relay, ...workers].map((p) => p.kill('SIGTERM')));
     },
@@ -133,6 +136,20 @@ async function expectExactlyOnce(db: { count(sql: string, p?: unknown[]): Promis
   expect(await db.count(`SELECT count(*) FROM carrier_events WHERE error IS NOT NULL`)).toBe(0);
 }
 
+/** The promise as an auditor checks it where it runs: `onceline verify` finds every invariant holding. */
+async function expectVerified(cluster: Cluster): Promise<void> {
+  const run = await runNode(['dist/cli.js', 'verify', '--json'], cluster.env);
+  let report: { ok: boolean; invariants: { name: string; ok: boolean }[] };
+  try {
+    report = JSON.parse(run.stdout);
+  } catch {
+    throw new Error(`verify printed no JSON document (exit ${run.code}):\n${run.stdout}\n${run.stderr}`);
+  }
+  expect(report.invariants.filter((i) => !i.ok)).toEqual([]);
+  expect(report.invariants.length).toBeGreaterThan(0);
+  expect(run.code).toBe(0);
+}
+
 describe('chaos: SIGKILL of workers and the relay mid-burst', () => {
   let db: TestDatabase;
   let cluster: Cluster;
@@ -161,6 +178,7 @@ describe('chaos: SIGKILL of workers and the relay mid-burst', () => {
     ]);
     expect(cluster.workers[0].starts + cluster.workers[1].starts + cluster.relay.starts).toBe(8);
     await expectExactlyOnce(db);
+    await expectVerified(cluster);
   });
 });
 
@@ -193,6 +211,7 @@ describe('chaos: Redis killed and restarted empty mid-burst', () => {
     ]);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
     await expectExactlyOnce(db);
+    await expectVerified(cluster);
   });
 });
 
@@ -240,6 +259,7 @@ describe('chaos: Postgres stopped mid-burst', () => {
     expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(0);
     expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
     await expectExactlyOnce(counter);
+    await expectVerified(cluster);
   });
 });
 
@@ -272,5 +292,6 @@ describe('chaos: 50 concurrent duplicates of one receipt', () => {
     expect(await db.count(`SELECT count(*) FROM message_status_history WHERE message_id = $1 AND status = 'delivered'`, [body.data.id])).toBe(1);
     expect(await db.count(`SELECT count(*) FROM outbound_events WHERE type = 'message.delivered'`)).toBe(1);
     expect(await db.count(`SELECT count(*) FROM usage_records`)).toBe(1);
+    await expectVerified(cluster);
   });
 });

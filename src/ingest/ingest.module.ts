@@ -7,6 +7,7 @@ import { CarrierEventProcessor } from './carrier-event-processor.js';
 import { CarrierEventWriter } from './carrier-event-writer.js';
 import { CarrierEventsService } from './carrier-events.service.js';
 import { IngestController } from './ingest.controller.js';
+import { IngestInvariants } from './ingest-invariants.js';
 import { IngestMetrics } from './ingest-metrics.js';
 import { IngestService } from './ingest.service.js';
 import { ProcessCarrierEventHandler } from './process-carrier-event.handler.js';
@@ -18,7 +19,7 @@ import { ProcessCarrierEventHandler } from './process-carrier-event.handler.js';
 @Module({
   imports: [OutboxModule],
   controllers: [IngestController],
-  providers: [TelnyxAdapter, TwilioAdapter, IngestService, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, CarrierEventsService, ProcessCarrierEventHandler],
+  providers: [TelnyxAdapter, TwilioAdapter, IngestService, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, CarrierEventsService, ProcessCarrierEventHandler, IngestInvariants],
   exports: [CarrierEventHandlers, CarrierEventsService],
 })
 export class IngestModule {}

@@ -12,6 +12,7 @@ import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { DispatchMessageHandler } from './dispatch-message.handler.js';
 import { MessageTransitions } from './message-transitions.js';
 import { MessagingCarrierEvents } from './messaging-carrier-events.js';
+import { MessagingInvariants } from './messaging-invariants.js';
 import { MessagesController } from './messages.controller.js';
 import { MessagesQuery } from './messages.query.js';
 import { MessagesService } from './messages.service.js';
@@ -20,7 +21,7 @@ import { MessagesService } from './messages.service.js';
 @Module({
   imports: [AccountsModule, BillingModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, WebhooksModule],
   controllers: [MessagesController],
-  providers: [MessagesService, MessagesQuery, MessageTransitions, MessagingCarrierEvents, DispatchMessageHandler, MessageSenders, TelnyxMessageSender, TwilioMessageSender],
+  providers: [MessagesService, MessagesQuery, MessageTransitions, MessagingCarrierEvents, DispatchMessageHandler, MessageSenders, TelnyxMessageSender, TwilioMessageSender, MessagingInvariants],
   exports: [MessageTransitions],
 })
 export class MessagingModule {}

@@ -4,6 +4,7 @@ import { Housekeeping } from './housekeeping.js';
 import { JobRegistry } from './job-registry.js';
 import { JobRunner } from './job-runner.js';
 import { JobWorkers } from './job-workers.js';
+import { OutboxInvariants } from './outbox-invariants.js';
 import { OutboxMetrics } from './outbox-metrics.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { OutboxService } from './outbox.service.js';
@@ -14,7 +15,7 @@ import { RelayWakeup } from './relay-wakeup.js';
 /** The transactional outbox: enqueue in a transaction, relay to BullMQ, run, recover. */
 @Module({
   imports: [DiscoveryModule],
-  providers: [Housekeeping, RelayWakeup, OutboxService, OutboxRelay, OutboxMetrics, Queues, JobRegistry, JobRunner, JobWorkers, ProbeHandler],
+  providers: [Housekeeping, RelayWakeup, OutboxService, OutboxRelay, OutboxMetrics, Queues, JobRegistry, JobRunner, JobWorkers, ProbeHandler, OutboxInvariants],
   exports: [Housekeeping, OutboxService, OutboxRelay, JobWorkers, Queues],
 })
 export class OutboxModule {}

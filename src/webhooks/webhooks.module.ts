@@ -11,6 +11,7 @@ import { EndpointsService } from './endpoints.service.js';
 import { EventsController } from './events.controller.js';
 import { EventsService } from './events.service.js';
 import { ParkedExpiryHandler } from './parked-expiry.handler.js';
+import { WebhooksInvariants } from './webhooks-invariants.js';
 
 /**
  * Customer webhooks: events written with the change (CustomerEvents.emit), endpoints, signed
@@ -21,7 +22,7 @@ import { ParkedExpiryHandler } from './parked-expiry.handler.js';
 @Module({
   imports: [OutboxModule, AccountsModule],
   controllers: [EndpointsController, EventsController],
-  providers: [CustomerEvents, DeliveryScheduler, EndpointHealth, EndpointsService, EventsService, DeliveryAttemptHandler, ParkedExpiryHandler],
+  providers: [CustomerEvents, DeliveryScheduler, EndpointHealth, EndpointsService, EventsService, DeliveryAttemptHandler, ParkedExpiryHandler, WebhooksInvariants],
   exports: [CustomerEvents, EndpointsService],
 })
 export class WebhooksModule implements OnModuleInit {

@@ -34,7 +34,8 @@ export class RetryLaterError extends Error {}
 
 /**
  * Which module handles which kind of carrier event. Messaging, Calls, ... call `register` from
- * their onModuleInit; a kind nobody registered is marked processed with a note, not failed.
+ * their onModuleInit; an event of a kind nobody registered is not consumed: it waits (marked
+ * `unhandled_since`) for `carrier-events:replay` once a handler ships.
  */
 @Injectable()
 export class CarrierEventHandlers {

@@ -35,7 +35,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   });
   app.enableShutdownHooks();
   app.useGlobalFilters(new ErrorsFilter());
-  // Path ids first: a parameter no id can equal is 404 before any DTO or query sees the request.
+  // Pipes run before the handler: a path id no id can equal is 404 before any query sees it.
   app.useGlobalPipes(new PrintablePathParams(), validationPipe());
 
   const metrics = app.get(MetricsRegistry);

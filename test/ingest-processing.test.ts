@@ -84,14 +84,6 @@ describe('carrier event processing', () => {
     expect(row.processed_at).not.toBeNull();
   });
 
-  it('a kind no module registered is processed with a note, not an error', async () => {
-    undo.push(handlers.override('call.initiated', undefined));
-    const id = await deliver(app, telnyxFixture('call.initiated.json', { id: randomUUID() }));
-    const row = await settled(db, id, 'the unhandled call event to be processed');
-    expect(row).toMatchObject({ error: null, note: 'no handler registered for call.initiated' });
-    expect(row.processed_at).not.toBeNull();
-  });
-
   it('out of order: a receipt that outruns its message is retried until the message exists, then applied once', async () => {
     useResourceHandler();
     const messageId = `m-${randomUUID()}`;

@@ -6,8 +6,10 @@ import { AppModule } from '../app.module.js';
 import type { AppConfig } from '../config/app-config.js';
 import { randomBytesPooled } from '../common/ids.js';
 import { MetricsRegistry } from '../metrics/metrics-registry.js';
+import { answerClientError, answerFrameworkError } from './client-errors.js';
 import { ErrorsFilter } from './errors.filter.js';
 import { createPino, PinoNestLogger } from './logger.js';
+import { PrintablePathParams } from './path-params.js';
 import { validationPipe } from './validation.js';
 
 /** Carrier webhooks above this size are refused with 413 before anything is parsed. */
@@ -23,6 +25,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     bodyLimit: MAX_BODY_BYTES,
     genReqId: () => `req_${randomBytesPooled(8).toString('hex')}`,
     trustProxy: false,
+    clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     rawBody: true,
@@ -31,7 +35,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   });
   app.enableShutdownHooks();
   app.useGlobalFilters(new ErrorsFilter());
-  app.useGlobalPipes(validationPipe());
+  // Pipes run before the handler: a path id no id can equal is 404 before any query sees it.
+  app.useGlobalPipes(new PrintablePathParams(), validationPipe());
 
   const metrics = app.get(MetricsRegistry);
   const fastify = app.getHttpAdapter().getInstance();

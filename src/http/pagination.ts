@@ -21,6 +21,8 @@ export function parsePage(query: Record<string, unknown>): PageRequest {
     }
   }
   const after = typeof rawAfter === 'string' && rawAfter !== '' ? rawAfter : undefined;
+  // A cursor is an id we handed out: printable ASCII. Anything else (a NUL) names no row.
+  if (after !== undefined && !/^[\x21-\x7e]+$/.test(after)) throw invalidParameter('page[after]', 'page[after] must be the meta.next_cursor of a previous page');
   return { size, after };
 }
 

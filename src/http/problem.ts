@@ -13,11 +13,14 @@ const TITLES: Record<number, [code: string, title: string]> = {
   403: ['forbidden', 'Forbidden'],
   404: ['not_found', 'Resource not found'],
   405: ['method_not_allowed', 'Method not allowed'],
+  408: ['request_timeout', 'Request timeout'],
   409: ['conflict', 'Conflict'],
   413: ['payload_too_large', 'Request body too large'],
+  414: ['uri_too_long', 'Request URI too long'],
   415: ['unsupported_media_type', 'Unsupported media type'],
   422: ['validation_failed', 'Validation failed'],
   429: ['rate_limited', 'Too many requests'],
+  431: ['headers_too_large', 'Request headers too large'],
   503: ['service_unavailable', 'Service unavailable, retry later'],
 };
 

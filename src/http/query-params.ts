@@ -14,11 +14,12 @@ export function optionalEnum<T extends string>(query: Record<string, unknown>, n
   return value as T;
 }
 
-/** An optional ISO 8601 date-time query parameter. */
+/** An optional ISO 8601 date-time query parameter, in years 1 to 9999 (JavaScript reaches past what Postgres stores). */
 export function optionalDate(query: Record<string, unknown>, name: string): Date | undefined {
   const value = query[name];
   if (value === undefined || value === '') return undefined;
   const date = new Date(String(value));
-  if (Number.isNaN(date.getTime())) throw invalidParameter(name, `${name} must be an ISO 8601 date-time`);
+  const year = date.getUTCFullYear();
+  if (Number.isNaN(date.getTime()) || year < 1 || year > 9999) throw invalidParameter(name, `${name} must be an ISO 8601 date-time`);
   return date;
 }

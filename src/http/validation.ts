@@ -1,5 +1,14 @@
-import { UnprocessableEntityException, ValidationPipe, type ValidationError } from '@nestjs/common';
+import { BadRequestException, UnprocessableEntityException, ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
 import type { ApiError } from './problem.js';
+
+/**
+ * No request body of the API nests deeper than this (ours nest two levels). class-transformer
+ * and class-validator recurse once per level, so a few KB of `[[[[…` would exhaust the stack.
+ */
+export const MAX_BODY_NESTING = 32;
+
+/** NUL, which Postgres text cannot hold, and a lone UTF-16 surrogate, which no UTF-8 text can. */
+const UNSTORABLE = /\u0000|\p{Cs}/u;
 
 function flatten(errors: ValidationError[], path = ''): ApiError[] {
   return errors.flatMap((error) => {
@@ -14,9 +23,44 @@ function flatten(errors: ValidationError[], path = ''): ApiError[] {
   });
 }
 
+export type BodyProblem = { tooDeep: true } | { tooDeep: false; pointer: string };
+
+/**
+ * What no DTO should ever see in a parsed JSON body: nesting deeper than `maxNesting`, or a string
+ * that cannot be stored. One loop, not recursion (it must not itself run out of stack), stopping
+ * at the first problem.
+ */
+export function bodyProblem(body: unknown, maxNesting = MAX_BODY_NESTING): BodyProblem | undefined {
+  const pending: [value: unknown, depth: number, pointer: string][] = [[body, 0, '']];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [value, depth, pointer] = next;
+    if (typeof value === 'string' && UNSTORABLE.test(value)) return { tooDeep: false, pointer: pointer || '/' };
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= maxNesting) return { tooDeep: true };
+    for (const [key, child] of Object.entries(value)) pending.push([child, depth + 1, `${pointer}/${key}`]);
+  }
+  return undefined;
+}
+
+/** The DTO pipe, refusing what class-transformer must not walk, or Postgres could not store, first. */
+class ApiValidationPipe extends ValidationPipe {
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    const problem = metadata.type === 'body' ? bodyProblem(value) : undefined;
+    if (problem?.tooDeep) {
+      throw new BadRequestException({ code: 'bad_request', title: 'Request body nested too deeply', detail: `JSON objects and arrays may nest at most ${MAX_BODY_NESTING} levels` });
+    }
+    if (problem) {
+      throw new UnprocessableEntityException({
+        errors: [{ code: 'validation_failed', title: 'Validation failed', detail: 'text must not contain NUL or unpaired surrogate characters', source: { pointer: problem.pointer } }],
+      });
+    }
+    return super.transform(value, metadata);
+  }
+}
+
 /** DTO validation: unknown fields rejected; each problem becomes one errors[] entry with its pointer. */
 export function validationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new ApiValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     transform: true,

@@ -5,6 +5,14 @@ import type { NormalizedEvent, NormalizedEventKind } from './normalized-event.js
 /** Kinds a module can own; `ignored` events are never dispatched. */
 export type HandledKind = Exclude<NormalizedEventKind, 'ignored'>;
 
+/**
+ * The event a handler of kind K receives. Not `Extract<NormalizedEvent, { kind: K }>`: CallEvent
+ * carries four kinds, so Extract would give `never` for every call kind.
+ */
+export type EventOfKind<K extends HandledKind> = NormalizedEvent extends infer E
+  ? E extends { kind: infer Kinds } ? (K extends Kinds ? E & { kind: K } : never) : never
+  : never;
+
 export interface CarrierEventContext {
   carrierEventId: string;
   /** 1 on the first run; retries and replays count up. */
@@ -19,7 +27,7 @@ export interface CarrierEventContext {
  * return a note saying why it did nothing (kept on the carrier event, e.g. "no owner for +1555…").
  */
 export type CarrierEventHandler<K extends HandledKind> = (
-  event: Extract<NormalizedEvent, { kind: K }>,
+  event: EventOfKind<K>,
   tx: Tx,
   context: CarrierEventContext,
 ) => Promise<void | string>;
@@ -34,7 +42,8 @@ export class RetryLaterError extends Error {}
 
 /**
  * Which module handles which kind of carrier event. Messaging, Calls, ... call `register` from
- * their onModuleInit; a kind nobody registered is marked processed with a note, not failed.
+ * their onModuleInit; an event of a kind nobody registered is not consumed: it waits (marked
+ * `unhandled_since`) for `carrier-events:replay` once a handler ships.
  */
 @Injectable()
 export class CarrierEventHandlers {

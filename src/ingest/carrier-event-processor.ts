@@ -7,7 +7,8 @@ import { OutboxService } from '../outbox/outbox.service.js';
 import { CarrierEventHandlers, RetryLaterError } from './carrier-event-handlers.js';
 import type { NormalizedEvent } from './normalized-event.js';
 
-export type ProcessOutcome = 'processed' | 'ignored' | 'retry_scheduled' | 'failed' | 'already_processed' | 'not_found';
+/** `unhandled`: no module handles the event's kind yet; it stays unconsumed, waiting for a replay. */
+export type ProcessOutcome = 'processed' | 'ignored' | 'unhandled' | 'retry_scheduled' | 'failed' | 'already_processed' | 'not_found';
 
 export interface ProcessResult {
   id: string;
@@ -45,11 +46,14 @@ export class CarrierEventProcessor {
     if (!row) return { id, outcome: 'not_found' };
     if (row.processed) return { id, outcome: 'already_processed' };
     const event = row.normalized;
+    if (event.kind === 'ignored') {
+      await this.markProcessed(tx, id, `ignored: carrier event type ${event.carrierEventType}`);
+      return { id, outcome: 'ignored' };
+    }
     const handler = this.handlers.get(event.kind);
     if (!handler) {
-      const note = event.kind === 'ignored' ? `ignored: carrier event type ${event.carrierEventType}` : `no handler registered for ${event.kind}`;
-      await this.markProcessed(tx, id, note);
-      return { id, outcome: 'ignored' };
+      await this.markUnhandled(tx, id, event.kind);
+      return { id, outcome: 'unhandled' };
     }
     // A savepoint, so a failed handler's partial writes go while the outcome is still recorded
     // and the job still completes in this transaction.
@@ -85,7 +89,7 @@ export class CarrierEventProcessor {
     // Guarded on processed_at IS NULL (we hold the row lock): counts the attempt, names the wait.
     const { rows } = await exec<{ attempts: number }>(
       tx,
-      `UPDATE carrier_events SET attempts = attempts + 1, note = left($2, 2000)
+      `UPDATE carrier_events SET attempts = attempts + 1, note = left($2, 2000), unhandled_since = NULL
         WHERE id = $1 AND processed_at IS NULL RETURNING attempts`,
       [id, `waiting to retry: ${storedMessage(err)}`],
     );
@@ -107,12 +111,27 @@ export class CarrierEventProcessor {
   }
 
   private async markProcessed(tx: Tx, id: string, note: string | null): Promise<void> {
-    // Only an unprocessed event becomes processed (we hold its row lock since the SELECT).
+    // Only an unprocessed event becomes processed (we hold its row lock since the SELECT); an
+    // event that waited for a handler stops waiting in this same statement.
     await exec(
       tx,
-      `UPDATE carrier_events SET processed_at = now(), error = NULL, note = $2, attempts = attempts + 1
+      `UPDATE carrier_events SET processed_at = now(), error = NULL, note = $2, attempts = attempts + 1, unhandled_since = NULL
         WHERE id = $1 AND processed_at IS NULL`,
       [id, note],
+    );
+  }
+
+  /**
+   * No module handles this kind yet (call.* before Calls ship): the event is not consumed, so a
+   * replay runs it once a handler exists. The handler never ran, so attempts is not counted.
+   */
+  private async markUnhandled(tx: Tx, id: string, kind: string): Promise<void> {
+    // Only an unprocessed event can wait for a handler; it keeps the time it first found none.
+    await exec(
+      tx,
+      `UPDATE carrier_events SET unhandled_since = coalesce(unhandled_since, now()), error = NULL, note = $2
+        WHERE id = $1 AND processed_at IS NULL`,
+      [id, `waiting for a handler for ${kind}`],
     );
   }
 
@@ -122,7 +141,7 @@ export class CarrierEventProcessor {
   }
 
   private async markFailed(tx: Tx, id: string, error: string): Promise<void> {
-    // processed_at stays NULL: the event is in the failed list until a replay succeeds.
-    await exec(tx, `UPDATE carrier_events SET error = $2, attempts = attempts + 1 WHERE id = $1 AND processed_at IS NULL`, [id, error]);
+    // processed_at stays NULL: the event is in the failed list (not the unhandled one) until a replay succeeds.
+    await exec(tx, `UPDATE carrier_events SET error = $2, attempts = attempts + 1, unhandled_since = NULL WHERE id = $1 AND processed_at IS NULL`, [id, error]);
   }
 }

@@ -11,14 +11,32 @@ export interface CarrierEventRow {
   kind: string;
   attempts: number;
   processed_at: string | null;
+  unhandled_since: string | null;
   note: string | null;
   error: string | null;
   created_at: string;
 }
 
+/**
+ * The unprocessed events an operator acts on, each the WHERE of its partial index:
+ * `failed`: a handler failed for good (error set); `unhandled`: no handler for its kind yet.
+ */
+const WAITING = {
+  failed: 'processed_at IS NULL AND error IS NOT NULL',
+  unhandled: 'processed_at IS NULL AND unhandled_since IS NOT NULL',
+} as const;
+
+export type WaitingEvents = keyof typeof WAITING;
+
+export interface ListOptions {
+  failed?: boolean;
+  unhandled?: boolean;
+  limit?: number;
+}
+
 const REPLAY_PAGE = 100;
 
-/** Operator view of carrier events: list them, and re-run failed ones through the same handlers. */
+/** Operator view of carrier events: list them, and re-run failed or unhandled ones through the same handlers. */
 @Injectable()
 export class CarrierEventsService {
   constructor(
@@ -27,15 +45,17 @@ export class CarrierEventsService {
     private readonly processor: CarrierEventProcessor,
   ) {}
 
-  /** Newest first; `failed`: processing failed for good (error set, not processed). */
-  async list({ failed = false, limit = 50 } = {}): Promise<CarrierEventRow[]> {
+  /** Newest first; `failed` or `unhandled` (not both): only those waiting for that reason. */
+  async list({ failed = false, unhandled = false, limit = 50 }: ListOptions = {}): Promise<CarrierEventRow[]> {
+    if (failed && unhandled) throw new Error('list either failed or unhandled events, not both');
+    const where = failed ? WAITING.failed : unhandled ? WAITING.unhandled : 'true';
     return this.dataSource.query(
-      `SELECT id, carrier, carrier_event_id, event_type, kind, attempts, processed_at, note, error, created_at
+      `SELECT id, carrier, carrier_event_id, event_type, kind, attempts, processed_at, unhandled_since, note, error, created_at
          FROM carrier_events
-        WHERE NOT $1 OR (processed_at IS NULL AND error IS NOT NULL)
+        WHERE ${where}
         ORDER BY created_at DESC, id DESC
-        LIMIT $2`,
-      [failed, limit],
+        LIMIT $1`,
+      [limit],
     );
   }
 
@@ -46,19 +66,27 @@ export class CarrierEventsService {
     return result;
   }
 
+  /** Every failed event, oldest id first (see replayAll). */
+  replayAllFailed(onProgress?: (done: number, total: number) => void): Promise<ProcessResult[]> {
+    return this.replayAll('failed', onProgress);
+  }
+
+  /** Every event waiting for a handler; those whose kind still has none stay waiting. */
+  replayAllUnhandled(onProgress?: (done: number, total: number) => void): Promise<ProcessResult[]> {
+    return this.replayAll('unhandled', onProgress);
+  }
+
   /**
-   * Every failed event, oldest first, each in its own transaction. Paged by id so an event that
-   * fails again is not picked up twice in one run.
+   * Every event waiting for `reason`, each in its own transaction. Paged by id so an event that
+   * is still waiting after its run is not picked up twice in one run.
    */
-  async replayAllFailed(onProgress?: (done: number, total: number) => void): Promise<ProcessResult[]> {
-    const [{ total }] = await this.dataSource.query(
-      `SELECT count(*)::int AS total FROM carrier_events WHERE processed_at IS NULL AND error IS NOT NULL`,
-    );
+  private async replayAll(reason: WaitingEvents, onProgress?: (done: number, total: number) => void): Promise<ProcessResult[]> {
+    const [{ total }] = await this.dataSource.query(`SELECT count(*)::int AS total FROM carrier_events WHERE ${WAITING[reason]}`);
     const results: ProcessResult[] = [];
     let after = '';
     for (;;) {
       const page: { id: string }[] = await this.dataSource.query(
-        `SELECT id FROM carrier_events WHERE processed_at IS NULL AND error IS NOT NULL AND id > $1 ORDER BY id LIMIT $2`,
+        `SELECT id FROM carrier_events WHERE ${WAITING[reason]} AND id > $1 ORDER BY id LIMIT $2`,
         [after, REPLAY_PAGE],
       );
       if (page.length === 0) return results;

@@ -2,14 +2,18 @@ import { Command, Option } from 'nest-commander';
 import { JsonCommand } from '../../cli/json-command.js';
 import { printResult, type OutputOptions } from '../../cli/output.js';
 import type { ProcessResult } from '../carrier-event-processor.js';
-import { CarrierEventsService } from '../carrier-events.service.js';
+import { CarrierEventsService, type CarrierEventRow } from '../carrier-events.service.js';
 
 interface ListOptions extends OutputOptions {
   failed?: boolean;
+  unhandled?: boolean;
   limit?: number;
 }
 
-@Command({ name: 'carrier-events:list', description: 'Carrier events, newest first (--failed: those whose processing failed)' })
+@Command({
+  name: 'carrier-events:list',
+  description: 'Carrier events, newest first (--failed: processing failed; --unhandled: no handler for their kind yet)',
+})
 export class ListCarrierEventsCommand extends JsonCommand {
   constructor(private readonly events: CarrierEventsService) {
     super();
@@ -17,6 +21,11 @@ export class ListCarrierEventsCommand extends JsonCommand {
 
   @Option({ flags: '--failed', description: 'only events whose processing failed for good' })
   parseFailed(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--unhandled', description: 'only events kept unconsumed because no handler processes their kind yet' })
+  parseUnhandled(): boolean {
     return true;
   }
 
@@ -28,16 +37,22 @@ export class ListCarrierEventsCommand extends JsonCommand {
   }
 
   async run(_: string[], options: ListOptions): Promise<void> {
-    const rows = await this.events.list({ failed: options.failed ?? false, limit: options.limit ?? 50 });
-    const human = rows.length === 0
-      ? 'no carrier events'
-      : rows.map((r) => `${r.id}  ${r.carrier}  ${r.event_type}  ${r.processed_at ? 'processed' : r.error ? `FAILED: ${r.error}` : 'pending'}`).join('\n');
+    if (options.failed && options.unhandled) throw new Error('give at most one of --failed and --unhandled');
+    const rows = await this.events.list({ failed: options.failed, unhandled: options.unhandled, limit: options.limit ?? 50 });
+    const human = rows.length === 0 ? 'no carrier events' : rows.map((r) => `${r.id}  ${r.carrier}  ${r.event_type}  ${state(r)}`).join('\n');
     printResult(options, { data: rows }, human);
   }
 }
 
+function state(row: CarrierEventRow): string {
+  if (row.processed_at) return 'processed';
+  if (row.error) return `FAILED: ${row.error}`;
+  return row.unhandled_since ? `waiting for a handler for ${row.kind}` : 'pending';
+}
+
 interface ReplayOptions extends OutputOptions {
   allFailed?: boolean;
+  allUnhandled?: boolean;
 }
 
 /** Long replays report progress on stderr at most this often, so stdout stays one JSON document. */
@@ -46,7 +61,7 @@ const PROGRESS_EVERY_MS = 1000;
 @Command({
   name: 'carrier-events:replay',
   arguments: '[id]',
-  description: 'Re-run a carrier event (or --all-failed) through the same handlers; guards make it safe',
+  description: 'Re-run a carrier event (or --all-failed, --all-unhandled) through the same handlers; guards make it safe',
 })
 export class ReplayCarrierEventsCommand extends JsonCommand {
   constructor(private readonly events: CarrierEventsService) {
@@ -58,19 +73,25 @@ export class ReplayCarrierEventsCommand extends JsonCommand {
     return true;
   }
 
+  @Option({ flags: '--all-unhandled', description: 'every event waiting for a handler for its kind (those still without one keep waiting)' })
+  parseAllUnhandled(): boolean {
+    return true;
+  }
+
   async run([id]: string[], options: ReplayOptions): Promise<void> {
-    if (!id === !options.allFailed) throw new Error('give either an event id or --all-failed');
-    let results: ProcessResult[];
-    if (id) {
-      results = [await this.events.replay(id)];
-    } else {
-      let last = 0;
-      results = await this.events.replayAllFailed((done, total) => {
-        if (Date.now() - last < PROGRESS_EVERY_MS && done < total) return;
-        last = Date.now();
-        process.stderr.write(`replayed ${done}/${total}\n`);
-      });
+    if ([Boolean(id), options.allFailed, options.allUnhandled].filter(Boolean).length !== 1) {
+      throw new Error('give exactly one of an event id, --all-failed and --all-unhandled');
     }
+    let last = 0;
+    const progress = (done: number, total: number) => {
+      if (Date.now() - last < PROGRESS_EVERY_MS && done < total) return;
+      last = Date.now();
+      process.stderr.write(`replayed ${done}/${total}\n`);
+    };
+    let results: ProcessResult[];
+    if (id) results = [await this.events.replay(id)];
+    else if (options.allFailed) results = await this.events.replayAllFailed(progress);
+    else results = await this.events.replayAllUnhandled(progress);
     const counts: Record<string, number> = {};
     for (const r of results) counts[r.outcome] = (counts[r.outcome] ?? 0) + 1;
     const human = results.length === 0

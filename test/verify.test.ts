@@ -182,16 +182,18 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
     }
   }, SLOW);
 
-  it('ingest.events_processed_by_deadline: an event unprocessed past the deadline with no job; not one still retrying, nor a young one', async () => {
-    const insertEvent = (id: string, ageSeconds: number, error: string | null) =>
+  it('ingest.events_processed_by_deadline: an event unprocessed past the deadline with no job; not one still retrying, nor a young one, nor one waiting for a handler', async () => {
+    const insertEvent = (id: string, ageSeconds: number, error: string | null, unhandled = false) =>
       sql(
-        `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, error, created_at)
-         VALUES ($1, 'telnyx', $1, 'message.finalized', 'message.status', '{}', '{"kind": "message.status"}', $2, now() - make_interval(secs => $3))`,
-        [id, error, ageSeconds],
+        `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, error, created_at, unhandled_since)
+         VALUES ($1, 'telnyx', $1, 'message.finalized', 'message.status', '{}', '{"kind": "message.status"}', $2, now() - make_interval(secs => $3),
+                 CASE WHEN $4 THEN now() - make_interval(secs => $3) END)`,
+        [id, error, ageSeconds, unhandled],
       );
     await insertEvent('cev_planted_late', DEADLINE_SECONDS + 60, 'retry deadline of 3600 s passed: no message carries it');
     await insertEvent('cev_planted_retrying', DEADLINE_SECONDS + 60, null);
     await insertEvent('cev_planted_young', DEADLINE_SECONDS - 600, null);
+    await insertEvent('cev_planted_unhandled', DEADLINE_SECONDS + 60, null, true);
     await sql(`INSERT INTO outbox_jobs (job_id, queue, name, data) VALUES ('cev_planted_retrying-r9', 'carrier-events', 'process-carrier-event', '{"carrierEventId": "cev_planted_retrying"}')`);
     try {
       await expectOnlyBroken('ingest.events_processed_by_deadline', 1, ['cev_planted_late']);

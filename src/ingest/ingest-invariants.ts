@@ -31,8 +31,8 @@ export class IngestInvariants implements OnModuleInit {
           `SELECT e.id FROM carrier_events e
             WHERE e.processed_at IS NULL
               AND e.created_at < now() - make_interval(secs => $1)
-              -- MERGE (migration 0007, unhandled_since): an event waiting for a handler to ship is
-              -- not late. Add here: AND e.unhandled_since IS NULL
+              -- waiting for a handler to ship is not late: carrier-events:list --unhandled shows it
+              AND e.unhandled_since IS NULL
               AND NOT EXISTS (SELECT 1 FROM (${UNFINISHED_JOBS_AUDIT_VIEW}) j
                                WHERE j.name = $2 AND j.data->>'carrierEventId' = e.id)`,
           [deadline, JobName.ProcessCarrierEvent],

@@ -134,6 +134,15 @@ describe('carrier webhook ingest over HTTP', () => {
     expect(await db.count(`SELECT count(*) FROM carrier_events WHERE carrier = 'twilio' AND carrier_event_id LIKE $1`, [`${sid}:%`])).toBe(1);
   });
 
+  it('20 concurrent copies of one signed Twilio callback, each with its own I-Twilio-Idempotency-Token: exactly one accepted, one row, one job', async () => {
+    const fields = { ...parseForm(carrierFixture('twilio/status-undelivered.form')), MessageSid: `SM${randomUUID().replace(/-/g, '')}` };
+    const [rowsBefore, jobsBefore] = [await rows(), await jobs()];
+    const replies = await Promise.all(Array.from({ length: 20 }, () => postTwilio(app, 'messaging', fields, `tok-${randomUUID()}`)));
+    expect(replies.map((r) => r.status)).toEqual(Array(20).fill(200));
+    expect(replies.filter((r) => r.body.status === 'accepted')).toHaveLength(1);
+    expect([await rows(), await jobs()]).toEqual([rowsBefore + 1, jobsBefore + 1]);
+  });
+
   it('a signed body Postgres cannot store is answered 400 saying what is wrong with it, never the database text', async () => {
     const telnyxBody = telnyxEvent('message.received', { id: 'm1', from: { phone_number: '+1' }, to: [{ phone_number: '+2' }], text: 'a\u0000b' });
     const twilioNul = { ...parseForm(carrierFixture('twilio/inbound-sms.form')), MessageSid: `SM${randomUUID().replace(/-/g, '')}`, Body: 'a\u0000b' };

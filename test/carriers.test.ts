@@ -3,13 +3,15 @@ import fc from 'fast-check';
 import { createPrivateKey, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import nacl from 'tweetnacl';
 import { TelnyxWebhook } from 'telnyx/lib/webhooks';
+import { getExpectedTwilioSignature, validateRequest } from 'twilio/lib/webhooks/webhooks.js';
 import { MalformedWebhook, SignatureRejected, type InboundWebhook } from '../src/carriers/carrier-adapter.js';
 import { Ed25519Verifier } from '../src/carriers/ed25519-verifier.js';
 import { TelnyxAdapter } from '../src/carriers/telnyx/telnyx-adapter.js';
 import { telnyxPublicKey, telnyxSignatureProblem } from '../src/carriers/telnyx/telnyx-signature.js';
 import { TwilioAdapter } from '../src/carriers/twilio/twilio-adapter.js';
 import { twilioSignature, twilioSignatureMatches } from '../src/carriers/twilio/twilio-signature.js';
-import { loadConfig } from '../src/config/app-config.js';
+import { DEV_TWILIO_AUTH_TOKEN, loadConfig } from '../src/config/app-config.js';
+import { DEFAULT_SANDBOX_TELNYX_SEED, telnyxDevKeyPair } from '../src/sandbox/telnyx/telnyx-dev-key.js';
 import type { NormalizedEvent } from '../src/ingest/normalized-event.js';
 import { carrierFixture, formBody, nowSeconds, parseForm, telnyxFixture, telnyxSigner, twilioHeaders } from './support/carrier-signing.js';
 
@@ -161,6 +163,37 @@ describe('Twilio HMAC-SHA1 signatures', () => {
     expect(twilioSignatureMatches('12345', url, fields, undefined)).toBe(false);
   });
 
+  // Names and values as a form can carry them (no prototype keys), some repeated with duplicates.
+  const formValue = fc.oneof(fc.string({ unit: 'binary', maxLength: 20 }), fc.array(fc.constantFrom('a', 'b', 'B', '1', ''), { minLength: 1, maxLength: 4 }));
+  const form = fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }).filter((k) => !(k in {})), formValue, { maxKeys: 8 });
+  const webhookUrl = fc.tuple(fc.constantFrom('https://hooks.example.test', 'http://127.0.0.1:3000'), fc.webPath(), fc.webQueryParameters())
+    .map(([base, path, query]) => `${base}/webhooks/twilio/messaging${path}${query ? `?${query}` : ''}`);
+
+  it('property: our signature is the twilio package\'s, byte for byte, and each side validates the other\'s; a changed field fails both', () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1, maxLength: 40 }), webhookUrl, form, fc.string({ maxLength: 5 }), (token, url, fields, extra) => {
+        const ours = twilioSignature(token, url, fields);
+        expect(ours).toBe(getExpectedTwilioSignature(token, url, fields));
+        expect(validateRequest(token, ours, url, fields)).toBe(true);
+        const theirs = getExpectedTwilioSignature(token, url, fields);
+        expect(twilioSignatureMatches(token, url, fields, theirs)).toBe(true);
+        const changed = { ...fields, ChangedAfterSigning: extra }; // longer than any generated name: always a new field
+        expect(twilioSignatureMatches(token, url, changed, theirs)).toBe(false);
+        expect(validateRequest(token, theirs, url, changed)).toBe(false);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('the adapter accepts a callback signed by the twilio package and refuses it re-signed with another token', async () => {
+    const fields = parseForm(carrierFixture('twilio/inbound-sms.form'));
+    const url = `${BASE}/webhooks/twilio/messaging`;
+    const signed = { 'x-twilio-signature': getExpectedTwilioSignature(AUTH_TOKEN, url, fields) };
+    expect((await twilioAdapter().accept(twilioWebhook('messaging', fields, signed))).event.kind).toBe('message.received');
+    const forged = { 'x-twilio-signature': getExpectedTwilioSignature(DEV_TWILIO_AUTH_TOKEN, url, fields) };
+    await expect(twilioAdapter().accept(twilioWebhook('messaging', fields, forged))).rejects.toThrow(SignatureRejected);
+  });
+
   it('signs PUBLIC_BASE_URL + path + query string', async () => {
     const fields = parseForm(carrierFixture('twilio/status-delivered.form'));
     const good = twilioHeaders(AUTH_TOKEN, `${BASE}/webhooks/twilio/messaging?tenant=7`, fields);
@@ -245,13 +278,18 @@ describe('Twilio adapter normalization', () => {
     });
   });
 
-  it('status callbacks: dedupe on Sid:Status, or the idempotency token when Twilio sends one', async () => {
+  it('status callbacks: dedupe on the signed Sid:Status, never the unsigned I-Twilio-Idempotency-Token; the signature is the nonce', async () => {
     expect((await accept('messaging', parseForm(carrierFixture('twilio/status-delivered.form')))).event).toMatchObject({
       kind: 'message.status', status: 'delivered', carrierEventId: 'SM1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d:delivered',
     });
-    expect((await accept('messaging', parseForm(carrierFixture('twilio/status-undelivered.form')), 'tok-1')).event).toMatchObject({
-      kind: 'message.status', status: 'failed', carrierStatus: 'undelivered', errorCode: '30003', carrierEventId: 'tok-1',
+    const undelivered = parseForm(carrierFixture('twilio/status-undelivered.form'));
+    const accepted = await accept('messaging', undelivered, 'tok-1');
+    expect(accepted.event).toMatchObject({
+      kind: 'message.status', status: 'failed', carrierStatus: 'undelivered', errorCode: '30003', carrierEventId: 'SM9f8e7d6c5b4a39281706f5e4d3c2b1a0:undelivered',
     });
+    expect(accepted.signatureNonce).toBe(getExpectedTwilioSignature(AUTH_TOKEN, `${BASE}/webhooks/twilio/messaging`, undelivered));
+    const replayed = await accept('messaging', undelivered, 'tok-2');
+    expect([replayed.event.carrierEventId, replayed.signatureNonce]).toEqual([accepted.event.carrierEventId, accepted.signatureNonce]);
   });
 
   it.each([
@@ -297,5 +335,51 @@ describe('Twilio adapter normalization', () => {
     await expect(accept('messaging', { From: '+1' })).rejects.toThrow(MalformedWebhook);
     await expect(accept('voice', { CallSid: 'CA1' })).rejects.toThrow(MalformedWebhook);
     await expect(adapter.accept(twilioWebhook('voice', { CallSid: 'CA1' }, {}))).rejects.toThrow(SignatureRejected);
+  });
+});
+
+describe('a carrier credential at its development default is trusted only while that carrier\'s API is loopback', () => {
+  const REAL_TWILIO = 'https://api.twilio.com';
+  const REAL_TELNYX = 'https://api.telnyx.com/v2';
+  const fields = parseForm(carrierFixture('twilio/status-delivered.form'));
+  const signedWith = (token: string) => twilioWebhook('messaging', fields, twilioHeaders(token, `${BASE}/webhooks/twilio/messaging`, fields));
+  const twilioWith = (env: Record<string, string>) => new TwilioAdapter(loadConfig({ PUBLIC_BASE_URL: BASE, ...env }));
+
+  it('Twilio: the development token verifies while TWILIO_API_URL is the sandbox, not once it points at Twilio', async () => {
+    await expect(twilioWith({}).accept(signedWith(DEV_TWILIO_AUTH_TOKEN))).resolves.toMatchObject({ event: { kind: 'message.status' } });
+    await expect(twilioWith({ TWILIO_API_URL: 'http://localhost:9/twilio' }).accept(signedWith(DEV_TWILIO_AUTH_TOKEN))).resolves.toBeDefined();
+    const unset: Record<string, string> = { TWILIO_API_URL: REAL_TWILIO };
+    for (const env of [unset, { ...unset, TWILIO_AUTH_TOKEN: DEV_TWILIO_AUTH_TOKEN }]) {
+      const refused = await twilioWith(env).accept(signedWith(DEV_TWILIO_AUTH_TOKEN)).then(() => undefined, (err: unknown) => err);
+      expect(refused).toBeInstanceOf(SignatureRejected);
+      // The caller is told its signature is refused; which setting is missing is for our log.
+      expect((refused as SignatureRejected).message).toBe('X-Twilio-Signature missing or wrong');
+      expect((refused as SignatureRejected).internalReason).toMatch(/TWILIO_AUTH_TOKEN/);
+    }
+  });
+
+  it('Twilio: a token set explicitly is trusted wherever the API points; sends keep using TWILIO_AUTH_TOKEN as set', async () => {
+    await expect(twilioWith({ TWILIO_API_URL: REAL_TWILIO, TWILIO_AUTH_TOKEN: AUTH_TOKEN }).accept(signedWith(AUTH_TOKEN))).resolves.toMatchObject({ event: { kind: 'message.status' } });
+    await expect(twilioWith({ TWILIO_API_URL: REAL_TWILIO, TWILIO_AUTH_TOKEN: AUTH_TOKEN }).accept(signedWith(DEV_TWILIO_AUTH_TOKEN))).rejects.toThrow(SignatureRejected);
+    const atTwilio = loadConfig({ TWILIO_API_URL: REAL_TWILIO });
+    expect(atTwilio.twilioWebhookAuthToken).toBeUndefined();
+    expect(atTwilio.TWILIO_AUTH_TOKEN).toBe(DEV_TWILIO_AUTH_TOKEN);
+    expect(loadConfig({ TWILIO_API_URL: REAL_TWILIO, TWILIO_AUTH_TOKEN: AUTH_TOKEN }).twilioWebhookAuthToken).toBe(AUTH_TOKEN);
+  });
+
+  it('Telnyx: the published development key is no key once TELNYX_API_URL points at Telnyx, even set explicitly; the refusal reads as a mismatch', async () => {
+    const published = telnyxDevKeyPair(DEFAULT_SANDBOX_TELNYX_SEED);
+    expect(loadConfig({ TELNYX_PUBLIC_KEY: published.publicKey }).telnyxPublicKey).toBe(published.publicKey);
+    expect(loadConfig({ TELNYX_PUBLIC_KEY: published.publicKey, TELNYX_API_URL: REAL_TELNYX }).telnyxPublicKey).toBeUndefined();
+    const body = telnyxFixture('message.sent.json');
+    const timestamp = String(nowSeconds());
+    const headers = { 'telnyx-timestamp': timestamp, 'telnyx-signature-ed25519': sign(null, Buffer.from(`${timestamp}|${body}`), published.privateKey).toString('base64') };
+    await expect(new TelnyxAdapter(loadConfig({})).accept(telnyxWebhook(body, headers))).resolves.toMatchObject({ event: { kind: 'message.status' } });
+    for (const env of [{ TELNYX_API_URL: REAL_TELNYX }, { TELNYX_API_URL: REAL_TELNYX, TELNYX_PUBLIC_KEY: published.publicKey }]) {
+      const refused = await new TelnyxAdapter(loadConfig(env)).accept(telnyxWebhook(body, headers)).then(() => undefined, (err: unknown) => err);
+      expect(refused).toBeInstanceOf(SignatureRejected);
+      expect((refused as SignatureRejected).message).toBe('signature does not match');
+      expect((refused as SignatureRejected).internalReason).toMatch(/TELNYX_PUBLIC_KEY/);
+    }
   });
 });

@@ -1,11 +1,16 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { randomUUID } from 'node:crypto';
+import { randomUUID, sign } from 'node:crypto';
+import { getExpectedTwilioSignature } from 'twilio/lib/webhooks/webhooks.js';
+import { DEV_TWILIO_AUTH_TOKEN } from '../src/config/app-config.js';
+import { telnyxDevKeyPair } from '../src/sandbox/telnyx/telnyx-dev-key.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { carrierFixture, formBody, nowSeconds, parseForm, telnyxEvent, telnyxFixture, telnyxSigner, twilioHeaders, type TwilioFields } from './support/carrier-signing.js';
 import { createTestDatabase, type TestDatabase } from './support/database.js';
 
 const AUTH_TOKEN = 'ingest-test-token';
+/** What an error body must never show: database text, our settings' names, a stack. */
+const INTERNALS = /postgres|jsonb|unsupported unicode escape|invalid byte sequence|not configured|TWILIO_AUTH_TOKEN|TWILIO_API_URL|TELNYX_PUBLIC_KEY|TELNYX_API_URL|(?:\\n|\n)\s+at \S/i;
 const PUBLIC_BASE = 'https://hooks.example.test';
 const signer = telnyxSigner();
 
@@ -105,12 +110,47 @@ describe('carrier webhook ingest over HTTP', () => {
     ]);
   });
 
-  it('Twilio I-Twilio-Idempotency-Token, when sent, is the dedupe key', async () => {
-    const fields = parseForm(carrierFixture('twilio/status-delivered.form'));
-    const token = `tok-${randomUUID()}`;
-    expect((await postTwilio(app, 'messaging', fields, token)).body).toEqual({ status: 'accepted' });
-    expect((await postTwilio(app, 'messaging', fields, token)).body).toEqual({ status: 'duplicate' });
-    expect(await db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = $1`, [token])).toBe(1);
+  it('a signed Twilio callback replayed with a fresh I-Twilio-Idempotency-Token (not signed) is a duplicate: one carrier event, its signature as the nonce', async () => {
+    const fields = { ...parseForm(carrierFixture('twilio/status-delivered.form')), MessageSid: `SM${randomUUID().replace(/-/g, '')}` };
+    const [rowsBefore, jobsBefore] = [await rows(), await jobs()];
+    expect((await postTwilio(app, 'messaging', fields, `tok-${randomUUID()}`)).body).toEqual({ status: 'accepted' });
+    expect((await postTwilio(app, 'messaging', fields, `tok-${randomUUID()}`)).body).toEqual({ status: 'duplicate' });
+    expect((await postTwilio(app, 'messaging', fields)).body).toEqual({ status: 'duplicate' });
+    const { rows: stored } = await db.pool.query(`SELECT carrier_event_id, signature_nonce FROM carrier_events WHERE carrier = 'twilio' AND carrier_event_id LIKE $1`, [`${fields.MessageSid}:%`]);
+    expect(stored).toEqual([{ carrier_event_id: `${fields.MessageSid}:delivered`, signature_nonce: getExpectedTwilioSignature(AUTH_TOKEN, `${PUBLIC_BASE}/webhooks/twilio/messaging`, fields) }]);
+    expect([await rows(), await jobs()]).toEqual([rowsBefore + 1, jobsBefore + 1]);
+  });
+
+  it('a captured Twilio callback re-split into other fields under the same signature (name+value concatenation is ambiguous) is a duplicate, not a new status', async () => {
+    const sid = `SM${randomUUID().replace(/-/g, '')}`;
+    const genuine = { AccountSid: 'AC00000000000000000000000000000000', MessageSid: sid, MessageStatus: 'sent', To: '+13125550001' };
+    // Sorted names concatenated with their values give the same bytes: ...MessageStatus + "sentT" + "o" + "+1312...".
+    const resplit = { AccountSid: genuine.AccountSid, MessageSid: sid, MessageStatus: 'sentT', o: '+13125550001' };
+    const path = '/webhooks/twilio/messaging';
+    const headers = twilioHeaders(AUTH_TOKEN, PUBLIC_BASE + path, genuine);
+    expect(headers['x-twilio-signature']).toBe(getExpectedTwilioSignature(AUTH_TOKEN, PUBLIC_BASE + path, resplit));
+    expect((await post(app, path, headers, formBody(genuine))).body).toEqual({ status: 'accepted' });
+    expect((await post(app, path, headers, formBody(resplit))).body).toEqual({ status: 'duplicate' });
+    expect(await db.count(`SELECT count(*) FROM carrier_events WHERE carrier = 'twilio' AND carrier_event_id LIKE $1`, [`${sid}:%`])).toBe(1);
+  });
+
+  it('20 concurrent copies of one signed Twilio callback, each with its own I-Twilio-Idempotency-Token: exactly one accepted, one row, one job', async () => {
+    const fields = { ...parseForm(carrierFixture('twilio/status-undelivered.form')), MessageSid: `SM${randomUUID().replace(/-/g, '')}` };
+    const [rowsBefore, jobsBefore] = [await rows(), await jobs()];
+    const replies = await Promise.all(Array.from({ length: 20 }, () => postTwilio(app, 'messaging', fields, `tok-${randomUUID()}`)));
+    expect(replies.map((r) => r.status)).toEqual(Array(20).fill(200));
+    expect(replies.filter((r) => r.body.status === 'accepted')).toHaveLength(1);
+    expect([await rows(), await jobs()]).toEqual([rowsBefore + 1, jobsBefore + 1]);
+  });
+
+  it('a signed body Postgres cannot store is answered 400 saying what is wrong with it, never the database text', async () => {
+    const telnyxBody = telnyxEvent('message.received', { id: 'm1', from: { phone_number: '+1' }, to: [{ phone_number: '+2' }], text: 'a\u0000b' });
+    const twilioNul = { ...parseForm(carrierFixture('twilio/inbound-sms.form')), MessageSid: `SM${randomUUID().replace(/-/g, '')}`, Body: 'a\u0000b' };
+    for (const reply of [await postTelnyx(app, telnyxBody), await postTwilio(app, 'messaging', twilioNul)]) {
+      expect(reply.status).toBe(400);
+      expect(reply.body).toEqual({ errors: [{ code: 'invalid_event', title: 'Not a valid carrier event', detail: expect.stringMatching(/NUL character/) }] });
+      expect(JSON.stringify(reply.body)).not.toMatch(INTERNALS);
+    }
   });
 
   describe('every rejection answers its status and writes nothing', () => {
@@ -148,6 +188,7 @@ describe('carrier webhook ingest over HTTP', () => {
       ['twilio: a field changed after signing', 401, () => { const f = twilioFields(); return { path: twilioPath, body: formBody({ ...f, MessageStatus: 'failed' }), headers: twilioHeaders(AUTH_TOKEN, PUBLIC_BASE + twilioPath, f) }; }],
       ['twilio: signed, no MessageSid', 400, () => { const f = { MessageStatus: 'sent', From: '+1' }; return { path: twilioPath, body: formBody(f), headers: twilioHeaders(AUTH_TOKEN, PUBLIC_BASE + twilioPath, f) }; }],
       ['twilio voice: signed, no CallStatus', 400, () => { const f = { CallSid: 'CA1', Direction: 'inbound' }; const p = '/webhooks/twilio/voice'; return { path: p, body: formBody(f), headers: twilioHeaders(AUTH_TOKEN, PUBLIC_BASE + p, f) }; }],
+      ['twilio: signed, a field Postgres cannot store (\\u0000)', 400, () => { const f = { ...twilioFields(), ErrorMessage: 'x\u0000' }; return { path: twilioPath, body: formBody(f), headers: twilioHeaders(AUTH_TOKEN, PUBLIC_BASE + twilioPath, f) }; }],
       ['twilio: body over 256 KiB', 413, () => { const f = { ...twilioFields(), Body: 'x'.repeat(270_000) }; return { path: twilioPath, body: formBody(f), headers: twilioHeaders(AUTH_TOKEN, PUBLIC_BASE + twilioPath, f) }; }],
     ];
 
@@ -156,6 +197,7 @@ describe('carrier webhook ingest over HTTP', () => {
       const reply = await post(app, path, headers, body);
       expect(reply.status).toBe(status);
       expect(reply.body).toEqual({ errors: [expect.objectContaining({ code: expect.any(String), title: expect.any(String) })] });
+      expect(JSON.stringify(reply.body)).not.toMatch(INTERNALS);
       expect([await rows(), await jobs()]).toEqual(before);
     });
   });
@@ -189,10 +231,46 @@ describe('carrier webhook ingest over HTTP', () => {
           const reply = await post(app, path, { ...clean, 'content-type': contentType }, payload);
           expect(reply.status).toBeGreaterThanOrEqual(400);
           expect(reply.status).toBeLessThan(500);
+          expect(JSON.stringify(reply.body)).not.toMatch(INTERNALS);
         },
       ),
       { numRuns: 150 },
     );
     expect([await rows(), await jobs()]).toEqual(before);
+  });
+});
+
+describe('a deployment pointed at the real carriers with their development credentials', () => {
+  let db: TestDatabase;
+  let app: TestApp;
+  const devTelnyx = telnyxDevKeyPair();
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    // Nothing is sent in these tests: the API URLs only decide which credentials are trusted.
+    app = await startTestApp({
+      databaseUrl: db.url,
+      env: { PUBLIC_BASE_URL: PUBLIC_BASE, TWILIO_API_URL: 'https://api.twilio.com', TELNYX_API_URL: 'https://api.telnyx.com/v2' },
+    });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('refuses webhooks signed with the published development token and key (401), naming no setting, and stores nothing', async () => {
+    const fields = { ...parseForm(carrierFixture('twilio/inbound-sms.form')), MessageSid: `SM${randomUUID().replace(/-/g, '')}` };
+    const path = '/webhooks/twilio/messaging';
+    const twilio = await post(app, path, twilioHeaders(DEV_TWILIO_AUTH_TOKEN, PUBLIC_BASE + path, fields), formBody(fields));
+    expect(twilio).toMatchObject({ status: 401, body: { errors: [{ code: 'invalid_signature', title: 'Signature verification failed', detail: 'X-Twilio-Signature missing or wrong' }] } });
+
+    const body = telnyxFixture('message.received.json', { id: randomUUID() });
+    const timestamp = String(nowSeconds());
+    const headers = { 'content-type': 'application/json', 'telnyx-timestamp': timestamp, 'telnyx-signature-ed25519': sign(null, Buffer.from(`${timestamp}|${body}`), devTelnyx.privateKey).toString('base64') };
+    const telnyx = await post(app, '/webhooks/telnyx', headers, body);
+    expect(telnyx).toMatchObject({ status: 401, body: { errors: [{ code: 'invalid_signature', title: 'Signature verification failed', detail: 'signature does not match' }] } });
+
+    for (const reply of [twilio, telnyx]) expect(JSON.stringify(reply.body)).not.toMatch(INTERNALS);
+    expect(await db.count(`SELECT count(*) FROM carrier_events`)).toBe(0);
   });
 });

@@ -31,8 +31,19 @@ export interface CarrierAdapter {
   accept(webhook: InboundWebhook): Promise<AcceptedWebhook>;
 }
 
-/** Signature missing or wrong, or timestamp outside the tolerance: answered 401. */
-export class SignatureRejected extends Error {}
+/**
+ * Signature missing or wrong, or timestamp outside the tolerance: answered 401. The message is the
+ * caller's (it goes in the response body); `internalReason` is ours and goes to the log only, e.g.
+ * that no credential is configured, which is no business of whoever sent the request.
+ */
+export class SignatureRejected extends Error {
+  constructor(
+    message: string,
+    readonly internalReason?: string,
+  ) {
+    super(message);
+  }
+}
 
 /** Correctly signed but not the carrier's shape: answered 400. */
 export class MalformedWebhook extends Error {}

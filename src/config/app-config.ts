@@ -10,6 +10,9 @@ const URL_RE = /^[a-z][a-z0-9+.-]*:\/\/.+/i;
 const SCHEDULE_RE = /^\d+(,\d+)*$/;
 const SEND_TIMEOUT_SECONDS = Math.ceil(SEND_TIMEOUT_MS / 1000);
 
+/** What TWILIO_AUTH_TOKEN is unless set: published in this repository, so it proves nothing beyond the sandbox. */
+export const DEV_TWILIO_AUTH_TOKEN = 'sandbox-twilio-auth-token';
+
 /**
  * Every environment variable the system reads, validated once at boot.
  * Nothing outside this file reads process.env: inject AppConfig instead.
@@ -46,8 +49,9 @@ export class AppConfig {
   @IsOptional() @IsString()
   TWILIO_ACCOUNT_SID = 'AC00000000000000000000000000000000';
 
+  /** Sends always use it as set (a wrong one only gets our request refused); webhooks: see twilioWebhookAuthToken. */
   @IsOptional() @IsString()
-  TWILIO_AUTH_TOKEN = 'sandbox-twilio-auth-token';
+  TWILIO_AUTH_TOKEN = DEV_TWILIO_AUTH_TOKEN;
 
   @IsOptional() @Matches(URL_RE, { message: 'must be an absolute URL' })
   TWILIO_API_URL?: string;
@@ -184,16 +188,36 @@ export class AppConfig {
   /**
    * The key Telnyx webhooks are verified with. Unset, it is the sandbox's dev key, but only while
    * we send to a loopback Telnyx API (the sandbox): a deployment pointed at the real Telnyx without
-   * TELNYX_PUBLIC_KEY verifies nothing rather than trusting a published development key.
+   * TELNYX_PUBLIC_KEY verifies nothing rather than trusting a published development key. Set to
+   * that published key (the default seed's), it is trusted on the same terms.
    */
   get telnyxPublicKey(): string | undefined {
-    if (this.TELNYX_PUBLIC_KEY) return this.TELNYX_PUBLIC_KEY;
-    return isLoopbackUrl(this.telnyxApiUrl) ? telnyxDevKeyPair(this.SANDBOX_TELNYX_SEED).publicKey : undefined;
+    const sandbox = isLoopbackUrl(this.telnyxApiUrl);
+    if (!this.TELNYX_PUBLIC_KEY) return sandbox ? telnyxDevKeyPair(this.SANDBOX_TELNYX_SEED).publicKey : undefined;
+    return trustedCredential(this.TELNYX_PUBLIC_KEY, telnyxDevKeyPair(DEFAULT_SANDBOX_TELNYX_SEED).publicKey, sandbox);
+  }
+
+  /**
+   * The token Twilio webhooks are verified with: TWILIO_AUTH_TOKEN, except its published
+   * development value while TWILIO_API_URL is not loopback (undefined: every Twilio webhook is
+   * refused until the real token is set). Sending is not affected: see TWILIO_AUTH_TOKEN.
+   */
+  get twilioWebhookAuthToken(): string | undefined {
+    return trustedCredential(this.TWILIO_AUTH_TOKEN, DEV_TWILIO_AUTH_TOKEN, isLoopbackUrl(this.twilioApiUrl));
   }
 
   get webhookRetryScheduleSeconds(): number[] {
     return this.WEBHOOK_RETRY_SCHEDULE.split(',').map(Number);
   }
+}
+
+/**
+ * The contract's rule for a carrier credential: its published development value is accepted only
+ * while that carrier's API URL points at this machine (the sandbox); anywhere else it is no
+ * credential at all (undefined), so a forger who read this repository cannot sign webhooks.
+ */
+function trustedCredential(credential: string, developmentValue: string, apiIsSandbox: boolean): string | undefined {
+  return credential === developmentValue && !apiIsSandbox ? undefined : credential;
 }
 
 export class ConfigError extends Error {}

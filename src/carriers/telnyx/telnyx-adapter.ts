@@ -19,7 +19,6 @@ export class TelnyxAdapter implements CarrierAdapter, OnModuleDestroy {
   }
 
   async accept(webhook: InboundWebhook): Promise<AcceptedWebhook> {
-    if (!this.verifier) throw new SignatureRejected('TELNYX_PUBLIC_KEY is not configured: no Telnyx webhook can be verified');
     const signed = telnyxSignedBytes(
       {
         signature: header(webhook.headers, 'telnyx-signature-ed25519'),
@@ -29,6 +28,8 @@ export class TelnyxAdapter implements CarrierAdapter, OnModuleDestroy {
       this.config.WEBHOOK_TOLERANCE_SECONDS,
     );
     if ('problem' in signed) throw new SignatureRejected(signed.problem);
+    // No key we may trust: to the caller, exactly a signature that does not match.
+    if (!this.verifier) throw new SignatureRejected(SIGNATURE_MISMATCH, 'TELNYX_PUBLIC_KEY is unset (or the development key) while TELNYX_API_URL is not loopback: set the real key');
     if (!(await this.verifier.verify(signed.message, signed.signature))) throw new SignatureRejected(SIGNATURE_MISMATCH);
     const envelope = readEnvelope(webhook.body);
     return {

@@ -5,6 +5,8 @@ import { isObject } from '../shape.js';
 import { normalizeTwilio, readCallback } from './twilio-events.js';
 import { twilioSignatureMatches, type FormFields } from './twilio-signature.js';
 
+const SIGNATURE_REFUSED = 'X-Twilio-Signature missing or wrong';
+
 /** POST /webhooks/twilio/messaging and /voice: HMAC-SHA1-signed form callbacks. */
 @Injectable()
 export class TwilioAdapter implements CarrierAdapter {
@@ -13,23 +15,25 @@ export class TwilioAdapter implements CarrierAdapter {
   constructor(private readonly config: AppConfig) {}
 
   async accept(webhook: InboundWebhook): Promise<AcceptedWebhook> {
-    const token = this.config.TWILIO_AUTH_TOKEN;
-    if (!token) throw new SignatureRejected('TWILIO_AUTH_TOKEN is not configured: no Twilio webhook can be verified');
+    // The published development token outside the sandbox: nothing a caller sends can be trusted.
+    const token = this.config.twilioWebhookAuthToken;
+    if (!token) throw new SignatureRejected(SIGNATURE_REFUSED, 'TWILIO_AUTH_TOKEN is the development value while TWILIO_API_URL is not loopback: set the real token');
     const fields = formFields(webhook.body);
     // Twilio signs the URL it was given: ours as the carrier sees it, plus the query string.
     const url = this.config.publicBaseUrl + webhook.url;
-    if (!twilioSignatureMatches(token, url, fields ?? {}, header(webhook.headers, 'x-twilio-signature'))) {
-      throw new SignatureRejected('X-Twilio-Signature missing or wrong');
-    }
+    const signature = header(webhook.headers, 'x-twilio-signature');
+    if (!signature || !twilioSignatureMatches(token, url, fields ?? {}, signature)) throw new SignatureRejected(SIGNATURE_REFUSED);
     if (!fields) throw new MalformedWebhook('body must be form fields (application/x-www-form-urlencoded)');
     const channel = webhook.channel ?? 'messaging';
     const callback = readCallback(fields, channel);
-    // Several callbacks share a Sid: the idempotency token Twilio sends on retries, else Sid:Status.
-    const carrierEventId = header(webhook.headers, 'i-twilio-idempotency-token') ?? `${callback.sid}:${callback.status}`;
     return {
-      event: normalizeTwilio(callback, carrierEventId, channel),
+      // Signed fields only: I-Twilio-Idempotency-Token is not signed, so a replay could carry a fresh one.
+      event: normalizeTwilio(callback, `${callback.sid}:${callback.status}`, channel),
       carrierEventType: `${channel}.${callback.status}`,
       payloadJson: JSON.stringify(fields),
+      // The HMAC of URL + every field: the same signed content is the same delivery, however its
+      // fields are re-split (name+value concatenation is ambiguous) or whatever headers came with it.
+      signatureNonce: signature,
     };
   }
 }

@@ -64,8 +64,10 @@ export class AddressPolicy {
     for (const cidr of allowedCidrs.split(',').map((c) => c.trim()).filter(Boolean)) {
       const [net, prefixText] = cidr.split('/');
       const type = isIP(net) === 6 ? 'ipv6' : isIP(net) === 4 ? 'ipv4' : undefined;
-      const prefix = prefixText === undefined ? (type === 'ipv6' ? 128 : 32) : Number(prefixText);
-      if (!type || !Number.isInteger(prefix)) throw new Error(`WEBHOOK_ALLOWED_CIDRS: "${cidr}" is not a CIDR`);
+      const widest = type === 'ipv6' ? 128 : 32;
+      // Digits only: Number('') is 0, and "10.0.0.0/" read as /0 would allow every address.
+      const prefix = prefixText === undefined ? widest : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
+      if (!type || !Number.isInteger(prefix) || prefix > widest) throw new Error(`WEBHOOK_ALLOWED_CIDRS: "${cidr}" is not a CIDR`);
       this.allowed.addSubnet(net, prefix, type);
     }
   }

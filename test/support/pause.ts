@@ -9,6 +9,12 @@ export interface PausePointSpec {
   on: 'INSERT' | 'UPDATE' | 'DELETE';
   /** A plpgsql condition on NEW/OLD; only a matching row pauses. Default: every row. */
   when?: string;
+  /**
+   * 'statement': pause after the whole statement, even one that changed no row (an INSERT ...
+   * ON CONFLICT DO NOTHING that met a twin), to hold a transaction between two of its statements.
+   * `when` does not apply then (no NEW/OLD). Default 'row'.
+   */
+  level?: 'row' | 'statement';
 }
 
 /**
@@ -47,15 +53,22 @@ export async function pausePoint(databaseUrl: string, spec: PausePointSpec): Pro
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   const row = spec.on === 'DELETE' ? 'OLD' : 'NEW';
+  const statementLevel = spec.level === 'statement';
+  if (statementLevel && spec.when) throw new Error('pausePoint: a statement-level pause has no row for `when`');
   await client.query(`
     CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       IF ${spec.when ?? 'true'} THEN PERFORM pg_advisory_xact_lock(${key}); END IF;
-      RETURN ${row};
+      RETURN ${statementLevel ? 'NULL' : row};
     END $$;
-    CREATE TRIGGER ${name} AFTER ${spec.on} ON ${spec.table} FOR EACH ROW EXECUTE FUNCTION ${name}();
+    CREATE TRIGGER ${name} AFTER ${spec.on} ON ${spec.table} FOR EACH ${statementLevel ? 'STATEMENT' : 'ROW'} EXECUTE FUNCTION ${name}();
   `);
   let held = false;
+  const release = async () => {
+    if (!held) return;
+    await client.query('SELECT pg_advisory_unlock($1)', [key]);
+    held = false;
+  };
   const waiting = async () => {
     const { rows } = await client.query(
       `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
@@ -72,13 +85,9 @@ export async function pausePoint(databaseUrl: string, spec: PausePointSpec): Pro
     async waitUntilPaused(count = 1) {
       await waitFor(waiting, (n) => n >= count, { what: `${count} transaction(s) paused on ${spec.on} ${spec.table}` });
     },
-    async release() {
-      if (!held) return;
-      await client.query('SELECT pg_advisory_unlock($1)', [key]);
-      held = false;
-    },
+    release,
     async remove() {
-      if (held) await this.release();
+      await release();
       await client.query(`DROP TRIGGER IF EXISTS ${name} ON ${spec.table}; DROP FUNCTION IF EXISTS ${name}()`);
       await client.end();
     },

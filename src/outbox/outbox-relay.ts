@@ -125,7 +125,7 @@ export class OutboxRelay implements BeforeApplicationShutdown {
       const { affected } = await exec(
         tx,
         // Finished is final (nothing clears completed_at or failed_at), so the subquery's older snapshot decides rightly.
-      `DELETE FROM outbox_jobs WHERE id IN (
+        `DELETE FROM outbox_jobs WHERE id IN (
            SELECT id FROM outbox_jobs
             WHERE (completed_at IS NOT NULL OR failed_at IS NOT NULL)
               AND coalesce(completed_at, failed_at) < now() - make_interval(hours => $1)

@@ -46,18 +46,24 @@ export function fingerprint(method: string, path: string, body: unknown): string
 export class IdempotencyKeys {
   async claim(tx: Tx, accountId: string, key: string, requestFingerprint: string): Promise<KeyClaim> {
     await exec(tx, `SET LOCAL lock_timeout = '${TWIN_WAIT}'`);
-    // created_at < now() - 24 h: an expired key is forgotten before it is claimed again.
+    // Retention only: decides nothing below. created_at < now() - 24 h: an expired key is
+    // forgotten before it is claimed again (the same now() as the claim's, one transaction).
     await exec(tx, `DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND created_at < now() - make_interval(hours => $3)`, [
       accountId,
       key,
       KEY_RETENTION_HOURS,
     ]);
-    let inserted: number;
+    let stored: { claimed: boolean; fingerprint: string; response_status: number; response_body: unknown };
     try {
-      // ON CONFLICT DO NOTHING waits for an uncommitted twin, then sees its committed row.
-      ({ affected: inserted } = await exec(
+      // One statement, the guard: inserts the key, or waits for an uncommitted twin and then locks
+      // and returns the committed key unchanged; claimed_by = this transaction tells which.
+      ({
+        rows: [stored],
+      } = await exec<typeof stored>(
         tx,
-        `INSERT INTO idempotency_keys (account_id, key, fingerprint) VALUES ($1, $2, $3) ON CONFLICT (account_id, key) DO NOTHING`,
+        `INSERT INTO idempotency_keys AS k (account_id, key, fingerprint, claimed_by) VALUES ($1, $2, $3, pg_current_xact_id())
+         ON CONFLICT (account_id, key) DO UPDATE SET claimed_by = k.claimed_by
+         RETURNING coalesce(claimed_by = pg_current_xact_id(), false) AS claimed, fingerprint, response_status, response_body`,
         [accountId, key, requestFingerprint],
       ));
     } catch (err) {
@@ -66,13 +72,7 @@ export class IdempotencyKeys {
       }
       throw err;
     }
-    if (inserted === 1) return { kind: 'new' };
-    const { rows } = await exec<{ fingerprint: string; response_status: number; response_body: unknown }>(
-      tx,
-      `SELECT fingerprint, response_status, response_body FROM idempotency_keys WHERE account_id = $1 AND key = $2`,
-      [accountId, key],
-    );
-    const stored = rows[0];
+    if (stored.claimed) return { kind: 'new' };
     if (stored.fingerprint !== requestFingerprint) {
       throw new HttpException(
         { errors: [{ code: 'idempotency_key_reused', title: 'Idempotency-Key reused', detail: 'This Idempotency-Key was used with a different request', source: { header: 'Idempotency-Key' } }] },
@@ -84,12 +84,13 @@ export class IdempotencyKeys {
 
   /** Stores the response to replay, in the transaction that produced it. */
   async complete(tx: Tx, accountId: string, key: string, response: StoredResponse): Promise<void> {
-    await exec(tx, `UPDATE idempotency_keys SET response_status = $3, response_body = $4 WHERE account_id = $1 AND key = $2`, [
-      accountId,
-      key,
-      response.status,
-      JSON.stringify(response.body),
-    ]);
+    // Only the key this transaction claimed: a response is never written over another request's.
+    const { affected } = await exec(
+      tx,
+      `UPDATE idempotency_keys SET response_status = $3, response_body = $4 WHERE account_id = $1 AND key = $2 AND claimed_by = pg_current_xact_id()`,
+      [accountId, key, response.status, JSON.stringify(response.body)],
+    );
+    if (affected !== 1) throw new Error(`Idempotency-Key ${key} was not claimed by this transaction`);
   }
 
   /** Retention: forgets keys older than 24 h. */

@@ -39,12 +39,15 @@ export class JobRunner {
         return 'completed';
       });
     }
+    // External handlers are at least once and guard their own writes: this read only spares a job
+    // that already has an outcome; a twin run that passes it too is stopped by the handler's guards.
     const [row] = await this.dataSource.query(
       `SELECT data FROM outbox_jobs WHERE job_id = $1 AND completed_at IS NULL AND failed_at IS NULL`,
       [jobId],
     );
     if (!row) return 'skipped';
     await handler.handle(row.data, { jobId, attempt });
+    // Decides nothing: a completion after a recorded failure (a stall taken for a death) keeps both stamps, as happened.
     await this.dataSource.query(
       `UPDATE outbox_jobs SET completed_at = now(), attempts = attempts + 1 WHERE job_id = $1 AND completed_at IS NULL`,
       [jobId],
@@ -53,24 +56,30 @@ export class JobRunner {
   }
 
   /**
-   * Records a failed attempt; final when retries are exhausted or the error is permanent. A final
-   * failure also runs the handler's onFinalFailure in the same transaction, once: only the run
-   * that moves failed_at off NULL does.
+   * Records a failed attempt and returns what it recorded: 'failed' (final), 'retried', or
+   * 'skipped' when the job already has an outcome. `final` is true or false, or 'when-spent':
+   * final once the row's recorded attempts reach the job's `attempts`, counted by the same
+   * statement. A final failure also runs the handler's onFinalFailure in the same transaction,
+   * once: only the run that moves failed_at off NULL does.
    */
-  async recordFailure(name: JobName, jobId: string, error: unknown, final: boolean): Promise<void> {
+  async recordFailure(name: JobName, jobId: string, error: unknown, final: boolean | 'when-spent'): Promise<'failed' | 'retried' | 'skipped'> {
     const message = storedMessage(error);
-    await this.uow.run(async (tx) => {
-      const { rows } = await exec<{ data: never }>(
+    const attemptsAllowed = final === 'when-spent' ? JOB_SPECS[name].attempts : null;
+    return this.uow.run(async (tx) => {
+      // Only a job with no outcome yet; whether this failure is final is decided here, from the row it changed.
+      const { rows } = await exec<{ data: never; final: boolean }>(
         tx,
         `UPDATE outbox_jobs
             SET attempts = attempts + 1, last_error = $2,
-                failed_at = CASE WHEN $3 THEN now() ELSE failed_at END
+                failed_at = CASE WHEN $3 OR attempts + 1 >= $4::int THEN now() ELSE failed_at END
           WHERE job_id = $1 AND completed_at IS NULL AND failed_at IS NULL
-          RETURNING data`,
-        [jobId, message, final],
+          RETURNING data, failed_at IS NOT NULL AS final`,
+        [jobId, message, final === true, attemptsAllowed],
       );
+      if (rows.length === 0) return 'skipped';
       const handler = this.registry.get(name);
-      if (final && rows.length > 0 && handler.onFinalFailure) await handler.onFinalFailure(rows[0].data, message, tx);
+      if (rows[0].final && handler.onFinalFailure) await handler.onFinalFailure(rows[0].data, message, tx);
+      return rows[0].final ? 'failed' : 'retried';
     });
   }
 

@@ -14,6 +14,10 @@ export class JobWorkers implements BeforeApplicationShutdown {
   private workers: Worker[] = [];
   /** BullMQ does not close a connection it was handed, so these are closed after the workers. */
   private connections: Redis[] = [];
+  /** Errors our processor threw after recording the failure: BullMQ's 'failed' event for them is already in Postgres. */
+  private readonly recordedFailures = new WeakSet<Error>();
+  /** Recordings of failures our processor never saw, awaited at shutdown. */
+  private readonly unseenRecordings = new Set<Promise<void>>();
 
   constructor(
     private readonly runner: JobRunner,
@@ -34,6 +38,7 @@ export class JobWorkers implements BeforeApplicationShutdown {
         stalledInterval: this.config.WORKER_LOCK_DURATION_MS,
       });
       worker.on('error', (err) => this.logger.warn(`worker ${queue}: ${err.message}`));
+      worker.on('failed', (job, err) => this.recordUnseenFailure(queue, job, err));
       this.workers.push(worker);
     }
   }
@@ -42,6 +47,7 @@ export class JobWorkers implements BeforeApplicationShutdown {
   async beforeApplicationShutdown(): Promise<void> {
     await Promise.all(this.workers.map((w) => w.close()));
     this.workers = [];
+    await Promise.all(this.unseenRecordings);
     for (const connection of this.connections) connection.disconnect();
     this.connections = [];
   }
@@ -55,10 +61,30 @@ export class JobWorkers implements BeforeApplicationShutdown {
     } catch (err) {
       const permanent = this.runner.isPermanent(err);
       const final = permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-      await this.runner.recordFailure(name, jobId, err, final);
-      this.metrics.jobOutcomes.inc({ queue, name, outcome: final ? 'failed' : 'retried' });
-      if (permanent) throw new UnrecoverableError((err as Error).message);
-      throw err;
+      const outcome = await this.runner.recordFailure(name, jobId, err, final);
+      this.metrics.jobOutcomes.inc({ queue, name, outcome });
+      const thrown = permanent ? new UnrecoverableError((err as Error).message) : err instanceof Error ? err : new Error(String(err));
+      this.recordedFailures.add(thrown);
+      throw thrown;
     }
+  }
+
+  /**
+   * BullMQ fails some jobs without our processor recording it: a job that stalled more than
+   * allowed (its worker died, or stopped renewing its lock, twice) is failed by the next worker
+   * that fetches it, without running the processor; and a failure whose recording threw
+   * (Postgres away) is in Redis only. Recorded here so the row shows last_error. Not final until
+   * the row's attempts are spent: a stalled run may have died before doing anything, and the
+   * redrive re-adds a job BullMQ holds as failed; a job that kills its worker every time still ends.
+   */
+  private recordUnseenFailure(queue: QueueName, job: Job | undefined, err: Error): void {
+    if (!job?.id || this.recordedFailures.has(err)) return;
+    const name = job.name as JobName;
+    const recording = this.runner
+      .recordFailure(name, job.id, err, 'when-spent')
+      .then((outcome) => void this.metrics.jobOutcomes.inc({ queue, name, outcome }))
+      .catch((e: Error) => this.logger.warn(`job ${job.id} failed in Redis (${err.message}) and could not be recorded: ${e.message}; the redrive runs it again`))
+      .finally(() => this.unseenRecordings.delete(recording));
+    this.unseenRecordings.add(recording);
   }
 }

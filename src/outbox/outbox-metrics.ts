@@ -7,6 +7,7 @@ import { MetricsRegistry } from '../metrics/metrics-registry.js';
 export class OutboxMetrics {
   readonly relayLag: Histogram;
   readonly redriven: Counter;
+  readonly unfrozen: Counter;
   readonly jobOutcomes: Counter<'queue' | 'name' | 'outcome'>;
 
   constructor(metrics: MetricsRegistry) {
@@ -19,6 +20,11 @@ export class OutboxMetrics {
     this.redriven = new Counter({
       name: 'onceline_outbox_redriven_total',
       help: 'Jobs published again by recovery because Postgres showed no outcome',
+      registers: [metrics.registry],
+    });
+    this.unfrozen = new Counter({
+      name: 'onceline_outbox_unfrozen_total',
+      help: 'Redriven jobs whose finished copy in Redis (failed with no outcome in Postgres) was deleted so they run again',
       registers: [metrics.registry],
     });
     this.jobOutcomes = new Counter({

@@ -70,25 +70,38 @@ export class OutboxRelay implements BeforeApplicationShutdown {
         LIMIT $1
         FOR UPDATE SKIP LOCKED`,
       `UPDATE outbox_jobs SET relayed_at = now(), redrive_at = now() + make_interval(secs => $2) WHERE job_id = ANY($1)`,
-      (rows) => rows.forEach((row) => this.metrics.relayLag.observe(row.lag)),
+      async (rows) => {
+        await this.queues.publish(rows);
+        rows.forEach((row) => this.metrics.relayLag.observe(row.lag));
+      },
     );
   }
 
   /**
-   * Recovery from a Redis that lost jobs (restart, FLUSHALL, eviction): every relayed job with no
-   * outcome in Postgres past its redrive time is published again under the same jobId. Redis
-   * ignores the ones it still holds; the lost ones come back. Returns the count re-published.
+   * Recovery from a Redis that lost jobs (restart, FLUSHALL, eviction) or holds them as failed
+   * without our runner having recorded it (two stalls, a recording that threw): every relayed job
+   * with no outcome in Postgres past its redrive time is published again under the same jobId.
+   * Redis ignores the ones it still holds waiting, delayed or running; the lost ones come back,
+   * and a failed copy is deleted and the job added again. Returns the count re-published.
    */
   redriveBatch(): Promise<number> {
     return this.claimAndPublish<RelayedJob>(
-      // Only relayed, unfinished rows whose check is due; SKIP LOCKED keeps relays apart.
+      // Only relayed, unfinished rows whose check is due; FOR UPDATE holds them unfinished until
+      // this commits (an outcome is recorded on the row), SKIP LOCKED keeps relays apart.
       `SELECT job_id AS "jobId", queue, name FROM outbox_jobs
         WHERE relayed_at IS NOT NULL AND completed_at IS NULL AND failed_at IS NULL AND redrive_at <= now()
         ORDER BY redrive_at
         LIMIT $1
         FOR UPDATE SKIP LOCKED`,
       `UPDATE outbox_jobs SET redrive_at = now() + make_interval(secs => $2), redrives = redrives + 1 WHERE job_id = ANY($1)`,
-      (rows) => this.metrics.redriven.inc(rows.length),
+      async (rows) => {
+        const unfrozen = await this.queues.republish(rows);
+        this.metrics.redriven.inc(rows.length);
+        if (unfrozen.length > 0) {
+          this.metrics.unfrozen.inc(unfrozen.length);
+          this.logger.warn(`re-added ${unfrozen.length} job(s) Redis held as finished with no outcome in Postgres: ${unfrozen.slice(0, 10).join(', ')}`);
+        }
+      },
     );
   }
 
@@ -96,13 +109,12 @@ export class OutboxRelay implements BeforeApplicationShutdown {
    * One transaction: lock a batch with `claimSql`, publish it to Redis, record that with `markSql`
    * ($1 the jobIds, $2 the redrive delay). A crash before commit leaves the rows to the next relay.
    */
-  private claimAndPublish<T extends RelayedJob>(claimSql: string, markSql: string, published: (rows: T[]) => void): Promise<number> {
+  private claimAndPublish<T extends RelayedJob>(claimSql: string, markSql: string, publish: (rows: T[]) => Promise<void>): Promise<number> {
     return this.uow.run(async (tx) => {
       const { rows } = await exec<T>(tx, claimSql, [this.config.OUTBOX_BATCH_SIZE]);
       if (rows.length === 0) return 0;
-      await this.queues.publish(rows);
+      await publish(rows);
       await exec(tx, markSql, [rows.map((r) => r.jobId), this.config.OUTBOX_REDRIVE_AFTER_SECONDS]);
-      published(rows);
       return rows.length;
     });
   }
@@ -112,6 +124,7 @@ export class OutboxRelay implements BeforeApplicationShutdown {
     return this.uow.run(async (tx) => {
       const { affected } = await exec(
         tx,
+        // Finished is final (nothing clears completed_at or failed_at), so the subquery's older snapshot decides rightly.
         `DELETE FROM outbox_jobs WHERE id IN (
            SELECT id FROM outbox_jobs
             WHERE (completed_at IS NOT NULL OR failed_at IS NOT NULL)

@@ -2,6 +2,7 @@ import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { Queue, type JobsOptions } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import { AppConfig } from '../config/app-config.js';
+import { dropFinishedCopies } from './finished-copies.js';
 import { JOB_SPECS, JobName, QueueName } from './job-catalogue.js';
 
 /** A Redis connection for BullMQ. Producers fail within a reconnect or two when Redis is away; workers wait for it. */
@@ -32,8 +33,7 @@ export class Queues implements OnApplicationShutdown {
   get(name: QueueName): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      this.connection ??= redisConnection(this.config.REDIS_URL, 'producer');
-      queue = new Queue(name, { connection: this.connection, prefix: this.config.QUEUE_PREFIX, skipWaitingForReady: true });
+      queue = new Queue(name, { connection: this.client(), prefix: this.config.QUEUE_PREFIX, skipWaitingForReady: true });
       queue.on('error', () => undefined);
       this.queues.set(name, queue);
     }
@@ -46,28 +46,49 @@ export class Queues implements OnApplicationShutdown {
 
   /**
    * Hands jobs to Redis under their stable jobIds. BullMQ ignores an add whose jobId it still
-   * holds, so publishing twice (two relays, a crash before commit, recovery) adds once.
+   * holds, so publishing twice (two relays, a crash before commit) adds once.
    * The payload stays in Postgres; Redis carries only the id.
    */
   async publish(jobs: RelayedJob[]): Promise<void> {
-    const byQueue = new Map<QueueName, RelayedJob[]>();
-    for (const job of jobs) byQueue.set(job.queue, [...(byQueue.get(job.queue) ?? []), job]);
     await Promise.all(
-      [...byQueue].map(([queue, group]) =>
+      [...byQueue(jobs)].map(([queue, group]) =>
         this.get(queue).addBulk(group.map((job) => ({ name: job.name, data: {}, opts: jobOptions(job) }))),
       ),
     );
   }
 
+  /**
+   * Publishes again jobs that Postgres shows unfinished (recovery). An add under a jobId BullMQ
+   * still holds is ignored, and a copy it holds as failed (failed for stalling, or by a worker
+   * that could not record it) is kept for days: such a finished copy is deleted first, so the job
+   * is added again. A copy waiting, delayed or running stays as it is. Returns the ids re-added
+   * that way. Called with the rows locked, so no outcome can be recorded meanwhile.
+   */
+  async republish(jobs: RelayedJob[]): Promise<string[]> {
+    const dropped = await Promise.all([...byQueue(jobs)].map(([queue, group]) => dropFinishedCopies(this.client(), this.get(queue), group.map((j) => j.jobId))));
+    await this.publish(jobs);
+    return dropped.flat();
+  }
+
   async ping(): Promise<boolean> {
+    return (await this.client().ping()) === 'PONG';
+  }
+
+  private client(): Redis {
     this.connection ??= redisConnection(this.config.REDIS_URL, 'producer');
-    return (await this.connection.ping()) === 'PONG';
+    return this.connection;
   }
 
   async onApplicationShutdown(): Promise<void> {
     await Promise.all([...this.queues.values()].map((q) => q.close().catch(() => undefined)));
     this.connection?.disconnect();
   }
+}
+
+function byQueue(jobs: RelayedJob[]): Map<QueueName, RelayedJob[]> {
+  const groups = new Map<QueueName, RelayedJob[]>();
+  for (const job of jobs) groups.set(job.queue, [...(groups.get(job.queue) ?? []), job]);
+  return groups;
 }
 
 function jobOptions(job: RelayedJob): JobsOptions {
@@ -79,6 +100,7 @@ function jobOptions(job: RelayedJob): JobsOptions {
     // Completed jobs leave Redis: a re-publish of a finished job is then a no-op thanks to
     // the completed_at guard in Postgres, not to Redis remembering it.
     removeOnComplete: true,
+    // Kept for inspection; the redrive deletes a failed copy whose job Postgres shows unfinished.
     removeOnFail: { age: 7 * 24 * 3600 },
   };
 }

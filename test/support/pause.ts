@@ -67,17 +67,17 @@ export async function pausePoint(databaseUrl: string, spec: PausePointSpec): Pro
     CREATE TRIGGER ${name} AFTER ${spec.on} ON ${spec.table} ${timing} EXECUTE FUNCTION ${name}();
   `);
   let held = false;
+  const release = async () => {
+    if (!held) return;
+    await client.query('SELECT pg_advisory_unlock($1)', [key]);
+    held = false;
+  };
   const waiting = async () => {
     const { rows } = await client.query(
       `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
       [key],
     );
     return rows[0].n as number;
-  };
-  const release = async () => {
-    if (!held) return;
-    await client.query('SELECT pg_advisory_unlock($1)', [key]);
-    held = false;
   };
   return {
     async hold() {

@@ -54,12 +54,22 @@ async function startCluster(databaseUrl: string, redisUrl: string, extraEnv: Rec
   const api = new RoleProcess('api', env).start();
   const relay = new RoleProcess('relay', env).start();
   const workers = [new RoleProcess('worker', env).start(), new RoleProcess('worker', env).start()];
+  const stopAll = async () => {
+    await Promise.all([api, relay, ...workers].map((p) => p.kill('SIGTERM')));
+  };
   const url = `http://127.0.0.1:${port}`;
-  await waitHttpOk(`${url}/health/live`);
-  const created = await runNode(['dist/cli.js', 'accounts:create', '--name', 'chaos', '--json'], env);
-  const { account, api_key } = JSON.parse(created.stdout);
-  const customer = new ApiClient(url, account.id, api_key);
-  expect((await customer.post('/v2/phone_numbers', { phone_number: OUR_NUMBER, carrier: 'telnyx' })).status).toBe(201);
+  let customer: ApiClient;
+  try {
+    await waitHttpOk(`${url}/health/live`);
+    const created = await runNode(['dist/cli.js', 'accounts:create', '--name', 'chaos', '--json'], env);
+    const { account, api_key } = JSON.parse(created.stdout);
+    customer = new ApiClient(url, account.id, api_key);
+    expect((await customer.post('/v2/phone_numbers', { phone_number: OUR_NUMBER, carrier: 'telnyx' })).status).toBe(201);
+  } catch (err) {
+    // A cluster that never came up stops its own processes: nobody else holds them yet.
+    await stopAll();
+    throw err;
+  }
   return {
     api,
     relay,
@@ -68,9 +78,7 @@ async function startCluster(databaseUrl: string, redisUrl: string, extraEnv: Rec
     customer,
     telnyx,
     env,
-    stopAll: async () => {
-      await Promise.all([api, relay, ...workers].map((p) => p.kill('SIGTERM')));
-    },
+    stopAll,
   };
 }
 

@@ -9,7 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { migrate } from '../dist/database/migrator.js';
+import { migrate } from '../dist/platform/database/migrator.js';
 
 /** The package root: children run `dist/...` from here, whatever the caller's cwd. */
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -13,8 +13,8 @@ import { cpus, totalmem } from 'node:os';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { JobName, queueOf } from '../dist/outbox/job-catalogue.js';
-import { OUTBOX_CHANNEL } from '../dist/outbox/relay-wakeup.js';
+import { JobName, queueOf } from '../dist/platform/outbox/job-catalogue.js';
+import { OUTBOX_CHANNEL } from '../dist/platform/outbox/relay-wakeup.js';
 import { freshDatabase, peakRssBytes, percentile, PG_BASE, REDIS_URL, startRole } from './lib.mjs';
 
 const env = process.env;

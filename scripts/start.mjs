@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureServices, ROOT, stopPostgresCluster } from './services.mjs';
-import { telnyxDevKeyPair } from '../dist/sandbox/telnyx/telnyx-dev-key.js';
+import { telnyxDevKeyPair } from '../dist/telephony/telnyx-dev-key.js';
 
 const say = (line) => process.stderr.write(`[start] ${line}\n`);
 const env = process.env;

@@ -1,17 +1,17 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { AccountsModule } from './accounts/accounts.module.js';
-import { AppConfig } from './config/app-config.js';
-import { ConfigModule } from './config/config.module.js';
-import { DatabaseModule } from './database/database.module.js';
-import { HealthModule } from './health/health.module.js';
-import { IngestModule } from './ingest/ingest.module.js';
-import { MessagingModule } from './messaging/messaging.module.js';
-import { MetricsModule } from './metrics/metrics.module.js';
-import { NumbersModule } from './numbers/numbers.module.js';
-import { BillingModule } from './billing/billing.module.js';
-import { OutboxModule } from './outbox/outbox.module.js';
-import { VerifyModule } from './verify/verify.module.js';
-import { WebhooksModule } from './webhooks/webhooks.module.js';
+import { AccountsModule } from './modules/accounts/accounts.module.js';
+import { AppConfig } from './platform/config/app-config.js';
+import { ConfigModule } from './platform/config/config.module.js';
+import { DatabaseModule } from './platform/database/database.module.js';
+import { HealthModule } from './platform/health/health.module.js';
+import { IngestModule } from './modules/ingest/ingest.module.js';
+import { MessagingModule } from './modules/messaging/messaging.module.js';
+import { MetricsModule } from './platform/metrics/metrics.module.js';
+import { NumbersModule } from './modules/numbers/numbers.module.js';
+import { BillingModule } from './modules/billing/billing.module.js';
+import { OutboxModule } from './platform/outbox/outbox.module.js';
+import { VerifyModule } from './platform/verify/verify.module.js';
+import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 
 /** Every module; which loops run (HTTP, relay, workers) is decided by the role in main.ts. */
 @Module({})

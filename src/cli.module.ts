@@ -1,21 +1,21 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { AccountsModule } from './accounts/accounts.module.js';
-import { CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand } from './accounts/commands/accounts.commands.js';
-import { ProgramName } from './cli/program-name.js';
-import { AppConfig } from './config/app-config.js';
-import { ConfigModule } from './config/config.module.js';
-import { DatabaseModule } from './database/database.module.js';
-import { MigrateCommand } from './database/commands/migrate.command.js';
-import { ListCarrierEventsCommand, ReplayCarrierEventsCommand } from './ingest/commands/carrier-events.commands.js';
-import { IngestModule } from './ingest/ingest.module.js';
-import { MessagingModule } from './messaging/messaging.module.js';
-import { MetricsModule } from './metrics/metrics.module.js';
-import { OutboxStatusCommand } from './outbox/commands/outbox-status.command.js';
-import { OutboxModule } from './outbox/outbox.module.js';
-import { EnableEndpointCommand } from './webhooks/commands/enable-endpoint.command.js';
-import { VerifyCommand } from './verify/verify.command.js';
-import { VerifyModule } from './verify/verify.module.js';
-import { WebhooksModule } from './webhooks/webhooks.module.js';
+import { AccountsModule } from './modules/accounts/accounts.module.js';
+import { CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand } from './modules/accounts/commands/accounts.commands.js';
+import { ProgramName } from './platform/cli/program-name.js';
+import { AppConfig } from './platform/config/app-config.js';
+import { ConfigModule } from './platform/config/config.module.js';
+import { DatabaseModule } from './platform/database/database.module.js';
+import { MigrateCommand } from './platform/database/commands/migrate.command.js';
+import { ListCarrierEventsCommand, ReplayCarrierEventsCommand } from './modules/ingest/commands/carrier-events.commands.js';
+import { IngestModule } from './modules/ingest/ingest.module.js';
+import { MessagingModule } from './modules/messaging/messaging.module.js';
+import { MetricsModule } from './platform/metrics/metrics.module.js';
+import { OutboxStatusCommand } from './platform/outbox/commands/outbox-status.command.js';
+import { OutboxModule } from './platform/outbox/outbox.module.js';
+import { EnableEndpointCommand } from './modules/webhooks/commands/enable-endpoint.command.js';
+import { VerifyCommand } from './platform/verify/verify.command.js';
+import { VerifyModule } from './platform/verify/verify.module.js';
+import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 
 /** The admin CLI: thin commands over the same services the API uses. */
 @Module({})

@@ -1,9 +1,9 @@
 import 'reflect-metadata';
 import { CommandFactory } from 'nest-commander';
 import { CliModule } from './cli.module.js';
-import { printError } from './cli/output.js';
-import { ConfigError, loadConfig } from './config/app-config.js';
-import { createPino, PinoNestLogger } from './http/logger.js';
+import { printError } from './platform/cli/output.js';
+import { ConfigError, loadConfig } from './platform/config/app-config.js';
+import { createPino, PinoNestLogger } from './platform/logging/logger.js';
 
 async function main(): Promise<void> {
   const json = process.argv.includes('--json');

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { ConfigError, loadConfig, type AppConfig } from './config/app-config.js';
+import { ConfigError, loadConfig, type AppConfig } from './platform/config/app-config.js';
 import { SandboxRefused, startSandbox } from './sandbox/sandbox-server.js';
 
 export const ROLES = ['api', 'worker', 'relay', 'sandbox', 'all'] as const;
@@ -24,9 +24,9 @@ async function main(): Promise<void> {
   if (role === 'sandbox') return runSandbox(config);
   // Loaded here, not at the top: the sandbox role starts in a fraction of the time without Nest.
   const [{ createApp }, { JobWorkers }, { OutboxRelay }] = await Promise.all([
-    import('./http/create-app.js'),
-    import('./outbox/job-workers.js'),
-    import('./outbox/outbox-relay.js'),
+    import('./platform/http/create-app.js'),
+    import('./platform/outbox/job-workers.js'),
+    import('./platform/outbox/outbox-relay.js'),
   ]);
   const app = await createApp(config);
   await app.init();

@@ -1,4 +1,4 @@
-import type { CarrierName, NormalizedEvent } from '../ingest/normalized-event.js';
+import type { CarrierName, NormalizedEvent } from './normalized-event.js';
 
 /** One carrier webhook as it reached us, before anything trusts it. */
 export interface InboundWebhook {

@@ -1,4 +1,4 @@
-import type { CarrierName } from '../ingest/normalized-event.js';
+import type { CarrierName } from './normalized-event.js';
 
 export interface OutboundMessage {
   /** Our message id: passed to the carrier as its Idempotency-Key. */

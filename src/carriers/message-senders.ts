@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { CarrierName } from '../ingest/normalized-event.js';
+import type { CarrierName } from './normalized-event.js';
 import type { MessageSender } from './message-sender.js';
 import { TelnyxMessageSender } from './telnyx/telnyx-message-sender.js';
 import { TwilioMessageSender } from './twilio/twilio-message-sender.js';

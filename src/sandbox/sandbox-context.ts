@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AppConfig } from '../config/app-config.js';
+import type { AppConfig } from '../platform/config/app-config.js';
 import type { Chaos } from './chaos.js';
 import type { SandboxEngine } from './sandbox-engine.js';
 

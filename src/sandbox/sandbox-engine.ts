@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SEND_TIMEOUT_MS } from '../carriers/message-sender.js';
 import { BoundedTimers } from './bounded-timers.js';
 import { formatChaos, parseChaos, pickSendFault, type Chaos } from './chaos.js';
-import { nonLoopbackProblem } from './loopback.js';
+import { nonLoopbackProblem } from '../platform/net/loopback.js';
 import { header, sendJson } from './sandbox-http.js';
 import { emptyStats, type SandboxStats } from './sandbox-stats.js';
 import { WebhookSeries, type CarrierWebhook } from './webhook-series.js';

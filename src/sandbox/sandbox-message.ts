@@ -1,4 +1,4 @@
-import { countSegments } from '../messaging/segments.js';
+import { countSegments } from '../telephony/segments.js';
 
 /** A message as the emulated carrier knows it (either direction). */
 export interface SandboxMessage {

@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { E164_PATTERN } from '../common/e164.js';
-import type { AppConfig } from '../config/app-config.js';
+import { E164_PATTERN } from '../telephony/e164.js';
+import type { AppConfig } from '../platform/config/app-config.js';
 import { ChaosSyntaxError } from './chaos.js';
 import type { SandboxContext, SandboxRequest } from './sandbox-context.js';
 import { SandboxEngine } from './sandbox-engine.js';
 import { BodyTooLarge, parseJsonObject, readBody, sendJson } from './sandbox-http.js';
 import { sandboxMessage } from './sandbox-message.js';
 import type { SandboxStats } from './sandbox-stats.js';
-import { telnyxDevKeyPair } from './telnyx/telnyx-dev-key.js';
+import { telnyxDevKeyPair } from '../telephony/telnyx-dev-key.js';
 import { telnyxInbound } from './telnyx/telnyx-sandbox.js';
 import { telnyxSendRoute } from './telnyx/telnyx-send-route.js';
 import { twilioInbound, twilioMessageSid } from './twilio/twilio-sandbox.js';

@@ -1,4 +1,4 @@
-import { AccountsService } from '../../src/accounts/accounts.service.js';
+import { AccountsService } from '../../src/modules/accounts/accounts.service.js';
 import type { TestApp } from './app.js';
 
 export interface ApiResponse<T = any> {

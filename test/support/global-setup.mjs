@@ -4,7 +4,7 @@
 // run (passed to the test workers through the environment), so concurrent runs never collide.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { migrate } from '../../dist/database/migrator.js';
+import { migrate } from '../../dist/platform/database/migrator.js';
 
 const base = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 

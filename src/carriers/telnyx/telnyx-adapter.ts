@@ -1,5 +1,5 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
-import { AppConfig } from '../../config/app-config.js';
+import { AppConfig } from '../../platform/config/app-config.js';
 import { Ed25519Verifier } from '../ed25519-verifier.js';
 import { header, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../carrier-adapter.js';
 import { normalizeTelnyx, readEnvelope } from './telnyx-events.js';

@@ -1,4 +1,4 @@
-import type { CallEvent, CallProgress, NormalizedEvent, ReceiptStatus } from '../../ingest/normalized-event.js';
+import type { CallEvent, CallProgress, NormalizedEvent, ReceiptStatus } from '../normalized-event.js';
 import { MalformedWebhook } from '../carrier-adapter.js';
 import { instant, isObject, object, optionalText, text, type Json } from '../shape.js';
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AppConfig } from '../../config/app-config.js';
+import { AppConfig } from '../../platform/config/app-config.js';
 import {
   CarrierUnavailableError, isRetryableStatus, postToCarrier, readJson,
   type MessageSender, type OutboundMessage, type SendResult,

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AppConfig } from '../../config/app-config.js';
+import { AppConfig } from '../../platform/config/app-config.js';
 import { header, MalformedWebhook, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../carrier-adapter.js';
 import { isObject } from '../shape.js';
 import { normalizeTwilio, readCallback } from './twilio-events.js';

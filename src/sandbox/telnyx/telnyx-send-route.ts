@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { E164_PATTERN } from '../../common/e164.js';
+import { E164_PATTERN } from '../../telephony/e164.js';
 import type { SandboxContext, SandboxRequest } from '../sandbox-context.js';
 import { header, idempotencyKey, parseJsonObject, sendJson } from '../sandbox-http.js';
 import { sandboxMessage } from '../sandbox-message.js';

@@ -1,4 +1,4 @@
-import { E164_PATTERN } from '../../common/e164.js';
+import { E164_PATTERN } from '../../telephony/e164.js';
 import type { SandboxContext, SandboxRequest } from '../sandbox-context.js';
 import { header, idempotencyKey, sendJson } from '../sandbox-http.js';
 import { sandboxMessage } from '../sandbox-message.js';

@@ -1,0 +1,89 @@
+import { Injectable, NotFoundException } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { newId, IdPrefix } from '../../platform/ids.js';
+import { exec, type Tx } from '../../platform/database/tx.js';
+import { UnitOfWork } from '../../platform/database/unit-of-work.js';
+import { displayPrefix, generateApiKey, hashApiKey } from './api-key.js';
+
+export interface Principal {
+  accountId: string;
+  apiKeyId: string;
+}
+
+export interface ApiKeyView {
+  id: string;
+  record_type: 'api_key';
+  prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+const KEY_COLUMNS = `id, 'api_key' AS record_type, prefix, created_at, revoked_at`;
+
+/** Accounts and their API keys. A key is shown once, at creation; only its hash is kept. */
+@Injectable()
+export class AccountsService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly dataSource: DataSource,
+  ) {}
+
+  async createAccount(name: string): Promise<{ account: { id: string; name: string }; api_key: string; api_key_id: string }> {
+    return this.uow.run(async (tx) => {
+      const accountId = newId(IdPrefix.Account);
+      await exec(tx, `INSERT INTO accounts (id, name) VALUES ($1, $2)`, [accountId, name]);
+      const key = await this.insertKey(tx, accountId);
+      return { account: { id: accountId, name }, api_key: key.api_key, api_key_id: key.id };
+    });
+  }
+
+  async createApiKey(accountId: string): Promise<{ api_key: string; id: string }> {
+    return this.uow.run(async (tx) => {
+      const { rows } = await exec(tx, `SELECT 1 FROM accounts WHERE id = $1`, [accountId]);
+      if (rows.length === 0) throw new NotFoundException(`account ${accountId} not found`);
+      return this.insertKey(tx, accountId);
+    });
+  }
+
+  /** Revokes a key once; revoking it again reports it as already revoked. */
+  async revokeApiKey(id: string): Promise<{ id: string; revoked: boolean }> {
+    // revoked_at IS NULL: the first revocation's time is the one kept.
+    const { affected } = await exec(this.dataSource.manager, `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, [id]);
+    if (affected === 1) return { id, revoked: true };
+    const [row] = await this.dataSource.query(`SELECT 1 FROM api_keys WHERE id = $1`, [id]);
+    if (!row) throw new NotFoundException(`api key ${id} not found`);
+    return { id, revoked: false };
+  }
+
+  /** The account a presented key belongs to, or undefined for an unknown or revoked key. */
+  async authenticate(presentedKey: string): Promise<Principal | undefined> {
+    const [row] = await this.dataSource.query(
+      `SELECT id, account_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+      [hashApiKey(presentedKey)],
+    );
+    return row ? { accountId: row.account_id, apiKeyId: row.id } : undefined;
+  }
+
+  async listApiKeys(accountId: string): Promise<ApiKeyView[]> {
+    return this.dataSource.query(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE account_id = $1 ORDER BY id DESC`, [accountId]);
+  }
+
+  /** Scoped by account: another account's key is not found. */
+  async getApiKey(accountId: string, id: string): Promise<ApiKeyView> {
+    const [row] = await this.dataSource.query(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE account_id = $1 AND id = $2`, [accountId, id]);
+    if (!row) throw new NotFoundException(`api key ${id} not found`);
+    return row;
+  }
+
+  private async insertKey(tx: Tx, accountId: string) {
+    const key = generateApiKey();
+    const id = newId(IdPrefix.ApiKey);
+    await exec(tx, `INSERT INTO api_keys (id, account_id, key_hash, prefix) VALUES ($1, $2, $3, $4)`, [
+      id,
+      accountId,
+      hashApiKey(key),
+      displayPrefix(key),
+    ]);
+    return { api_key: key, id };
+  }
+}

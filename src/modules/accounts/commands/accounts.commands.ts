@@ -1,0 +1,51 @@
+import { Command, Option } from 'nest-commander';
+import { JsonCommand } from '../../../platform/cli/json-command.js';
+import { printResult, requireOption, type OutputOptions } from '../../../platform/cli/output.js';
+import { AccountsService } from '../accounts.service.js';
+
+@Command({ name: 'accounts:create', description: 'Create an account and its first API key (shown once)' })
+export class CreateAccountCommand extends JsonCommand {
+  constructor(private readonly accounts: AccountsService) {
+    super();
+  }
+
+  async run(_: string[], options: OutputOptions & { name: string }): Promise<void> {
+    const created = await this.accounts.createAccount(requireOption(options, 'name'));
+    printResult(options, { account: created.account, api_key: created.api_key, api_key_id: created.api_key_id },
+      `account ${created.account.id}\napi key (shown once): ${created.api_key}`);
+  }
+
+  @Option({ flags: '--name <name>', description: 'account name' })
+  parseName(value: string): string {
+    return value;
+  }
+}
+
+@Command({ name: 'api-keys:create', description: 'Create another API key for an account (shown once)' })
+export class CreateApiKeyCommand extends JsonCommand {
+  constructor(private readonly accounts: AccountsService) {
+    super();
+  }
+
+  async run(_: string[], options: OutputOptions & { account: string }): Promise<void> {
+    const key = await this.accounts.createApiKey(requireOption(options, 'account'));
+    printResult(options, key, `api key ${key.id} (shown once): ${key.api_key}`);
+  }
+
+  @Option({ flags: '--account <id>', description: 'account id (acct_...)' })
+  parseAccount(value: string): string {
+    return value;
+  }
+}
+
+@Command({ name: 'api-keys:revoke', arguments: '<id>', description: 'Revoke an API key at once' })
+export class RevokeApiKeyCommand extends JsonCommand {
+  constructor(private readonly accounts: AccountsService) {
+    super();
+  }
+
+  async run([id]: string[], options: OutputOptions): Promise<void> {
+    const result = await this.accounts.revokeApiKey(id);
+    printResult(options, result, result.revoked ? `revoked ${id}` : `${id} was already revoked`);
+  }
+}

@@ -1,0 +1,106 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { newId, IdPrefix } from '../../platform/ids.js';
+import { AppConfig } from '../../platform/config/app-config.js';
+import { assertInTransaction, exec, type Tx } from '../../platform/database/tx.js';
+import type { PageRequest } from '../../platform/http/pagination.js';
+
+export type UsageKind = 'sms_outbound_segments' | 'sms_inbound_segments' | 'call_minutes';
+
+export interface UsageRecordView {
+  id: string;
+  record_type: 'usage_record';
+  kind: UsageKind;
+  resource_id: string;
+  quantity: number;
+  unit_price_micros: number;
+  amount_micros: number;
+  currency: string;
+  created_at: string;
+}
+
+export interface UsageSummary {
+  sms_outbound_segments: number;
+  sms_inbound_segments: number;
+  call_minutes: number;
+  amount_micros: number;
+  currency: string;
+}
+
+export const CURRENCY = 'USD';
+
+/**
+ * The usage ledger. A row is written only in the transaction of the transition that made the
+ * usage billable, so it inherits exactly-once from that transition's guard; UNIQUE(kind,
+ * resource_id) is a second guard. Integers only: prices are micro-units of CURRENCY.
+ */
+@Injectable()
+export class UsageLedger {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly dataSource: DataSource,
+  ) {}
+
+  unitPriceMicros(kind: UsageKind): number {
+    switch (kind) {
+      case 'sms_outbound_segments':
+        return this.config.PRICE_SMS_OUTBOUND_SEGMENT_MICROS;
+      case 'sms_inbound_segments':
+        return this.config.PRICE_SMS_INBOUND_SEGMENT_MICROS;
+      case 'call_minutes':
+        return this.config.PRICE_CALL_MINUTE_MICROS;
+    }
+  }
+
+  /** Records one billable fact in the caller's transaction; returns false if already recorded. */
+  async record(tx: Tx, usage: { accountId: string; kind: UsageKind; resourceId: string; quantity: number }): Promise<boolean> {
+    assertInTransaction(tx);
+    if (!Number.isSafeInteger(usage.quantity) || usage.quantity < 0) throw new Error(`usage quantity must be a whole number, got ${usage.quantity}`);
+    const unit = this.unitPriceMicros(usage.kind);
+    const { affected } = await exec(
+      tx,
+      `INSERT INTO usage_records (id, account_id, kind, resource_id, quantity, unit_price_micros, amount_micros)
+       VALUES ($1, $2, $3, $4, $5, $6, $5::bigint * $6::bigint)
+       ON CONFLICT (kind, resource_id) DO NOTHING`,
+      [newId(IdPrefix.UsageRecord), usage.accountId, usage.kind, usage.resourceId, usage.quantity, unit],
+    );
+    return affected === 1;
+  }
+
+  async summary(accountId: string, from?: Date, to?: Date): Promise<UsageSummary> {
+    const [row] = await this.dataSource.query(
+      `SELECT coalesce(sum(quantity) FILTER (WHERE kind = 'sms_outbound_segments'), 0)::text AS sms_outbound_segments,
+              coalesce(sum(quantity) FILTER (WHERE kind = 'sms_inbound_segments'), 0)::text AS sms_inbound_segments,
+              coalesce(sum(quantity) FILTER (WHERE kind = 'call_minutes'), 0)::text AS call_minutes,
+              coalesce(sum(amount_micros), 0)::text AS amount_micros
+         FROM usage_records
+        WHERE account_id = $1 AND ($2::timestamptz IS NULL OR created_at >= $2) AND ($3::timestamptz IS NULL OR created_at < $3)`,
+      [accountId, from ?? null, to ?? null],
+    );
+    return {
+      sms_outbound_segments: Number(row.sms_outbound_segments),
+      sms_inbound_segments: Number(row.sms_inbound_segments),
+      call_minutes: Number(row.call_minutes),
+      amount_micros: Number(row.amount_micros),
+      currency: CURRENCY,
+    };
+  }
+
+  async list(accountId: string, page: PageRequest): Promise<UsageRecordView[]> {
+    const rows = await this.dataSource.query(
+      `SELECT id, 'usage_record' AS record_type, kind, resource_id, quantity, unit_price_micros, amount_micros,
+              $3::text AS currency, created_at
+         FROM usage_records
+        WHERE account_id = $1 AND ($2::text IS NULL OR id < $2)
+        ORDER BY id DESC LIMIT $4`,
+      [accountId, page.after ?? null, CURRENCY, page.size + 1],
+    );
+    // bigint columns arrive as strings; every value here is a whole number well inside 2^53
+    return rows.map((r: Record<string, unknown>) => ({
+      ...r,
+      quantity: Number(r.quantity),
+      unit_price_micros: Number(r.unit_price_micros),
+      amount_micros: Number(r.amount_micros),
+    })) as UsageRecordView[];
+  }
+}

@@ -1,0 +1,147 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../../platform/config/app-config.js';
+import { exec, type Tx } from '../../platform/database/tx.js';
+import { isDatabaseUnavailable, isSerializationConflict, storedMessage } from '../../platform/database/pg-errors.js';
+import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import { CarrierEventHandlers, RetryLaterError } from './carrier-event-handlers.js';
+import type { NormalizedEvent } from '../../carriers/normalized-event.js';
+
+/** `unhandled`: no module handles the event's kind yet; it stays unconsumed, waiting for a replay. */
+export type ProcessOutcome = 'processed' | 'ignored' | 'unhandled' | 'retry_scheduled' | 'failed' | 'already_processed' | 'not_found';
+
+export interface ProcessResult {
+  id: string;
+  outcome: ProcessOutcome;
+  error?: string;
+}
+
+/** Errors the whole job should be retried for (by BullMQ): the database, not the event, failed. */
+function isTransient(err: unknown): boolean {
+  return isDatabaseUnavailable(err) || isSerializationConflict(err);
+}
+
+/**
+ * Runs one stored carrier event through its owning module's handler, in the caller's
+ * transaction (the job's, or a replay's), and marks it processed in that same transaction.
+ */
+@Injectable()
+export class CarrierEventProcessor {
+  constructor(
+    private readonly handlers: CarrierEventHandlers,
+    private readonly outbox: OutboxService,
+    private readonly config: AppConfig,
+  ) {}
+
+  async process(tx: Tx, id: string, { replay = false } = {}): Promise<ProcessResult> {
+    // FOR UPDATE: a job run and a replay of one event take turns; the second sees processed_at.
+    const { rows } = await exec<{ normalized: NormalizedEvent; attempts: number; age_ms: number; processed: boolean }>(
+      tx,
+      `SELECT normalized, attempts, processed_at IS NOT NULL AS processed,
+              extract(epoch FROM clock_timestamp() - created_at)::float8 * 1000 AS age_ms
+         FROM carrier_events WHERE id = $1 FOR UPDATE`,
+      [id],
+    );
+    const row = rows[0];
+    if (!row) return { id, outcome: 'not_found' };
+    if (row.processed) return { id, outcome: 'already_processed' };
+    const event = row.normalized;
+    if (event.kind === 'ignored') {
+      await this.markProcessed(tx, id, `ignored: carrier event type ${event.carrierEventType}`);
+      return { id, outcome: 'ignored' };
+    }
+    const handler = this.handlers.get(event.kind);
+    if (!handler) {
+      await this.markUnhandled(tx, id, event.kind);
+      return { id, outcome: 'unhandled' };
+    }
+    // A savepoint, so a failed handler's partial writes go while the outcome is still recorded
+    // and the job still completes in this transaction.
+    await exec(tx, 'SAVEPOINT carrier_event_handler');
+    let note: string | void;
+    try {
+      // No RELEASE on success: COMMIT ends the savepoint anyway, and it would cost a round trip.
+      note = await handler(event as never, tx, { carrierEventId: id, attempt: row.attempts + 1, replay });
+    } catch (err) {
+      if (isTransient(err)) throw err;
+      await exec(tx, 'ROLLBACK TO SAVEPOINT carrier_event_handler');
+      if (err instanceof RetryLaterError) return this.retryLater(tx, id, row.age_ms, err);
+      await this.markFailed(tx, id, storedMessage(err));
+      return { id, outcome: 'failed', error: storedMessage(err) };
+    }
+    await this.markProcessed(tx, id, note || null);
+    return { id, outcome: 'processed' };
+  }
+
+  /**
+   * Out of order: schedules another run as a NEW outbox job with run_at, rather than a BullMQ
+   * retry. The wait then lives in Postgres (it survives Redis being flushed or restarted, and a
+   * BullMQ attempt count cannot express "until one hour after ingest"), each attempt is a row an
+   * operator can see, and the delay is capped to what is left of the deadline.
+   */
+  private async retryLater(tx: Tx, id: string, ageMs: number, err: RetryLaterError): Promise<ProcessResult> {
+    const remainingMs = this.config.CARRIER_EVENT_RETRY_DEADLINE_SECONDS * 1000 - ageMs;
+    if (remainingMs <= 0) {
+      const error = `retry deadline of ${this.config.CARRIER_EVENT_RETRY_DEADLINE_SECONDS} s passed: ${storedMessage(err)}`;
+      await this.markFailed(tx, id, error);
+      return { id, outcome: 'failed', error };
+    }
+    // Guarded on processed_at IS NULL (we hold the row lock): counts the attempt, names the wait.
+    const { rows } = await exec<{ attempts: number }>(
+      tx,
+      `UPDATE carrier_events SET attempts = attempts + 1, note = left($2, 2000), unhandled_since = NULL
+        WHERE id = $1 AND processed_at IS NULL RETURNING attempts`,
+      [id, `waiting to retry: ${storedMessage(err)}`],
+    );
+    const attempts = rows[0].attempts;
+    const delayMs = Math.min(remainingMs, this.backoffMs(attempts));
+    await this.outbox.enqueue(tx, {
+      name: JobName.ProcessCarrierEvent,
+      data: { carrierEventId: id },
+      jobId: `${id}-r${attempts}`,
+      runAt: new Date(Date.now() + delayMs),
+    });
+    return { id, outcome: 'retry_scheduled', error: storedMessage(err) };
+  }
+
+  /** Exponential (base × 2^(n-1), capped), with equal jitter so a burst of early receipts spreads out. */
+  private backoffMs(attempt: number): number {
+    const ceiling = Math.min(this.config.CARRIER_EVENT_RETRY_MAX_DELAY_SECONDS * 1000, this.config.CARRIER_EVENT_RETRY_BASE_MS * 2 ** Math.min(attempt - 1, 30));
+    return ceiling / 2 + Math.random() * (ceiling / 2);
+  }
+
+  private async markProcessed(tx: Tx, id: string, note: string | null): Promise<void> {
+    // Only an unprocessed event becomes processed (we hold its row lock since the SELECT); an
+    // event that waited for a handler stops waiting in this same statement.
+    await exec(
+      tx,
+      `UPDATE carrier_events SET processed_at = now(), error = NULL, note = $2, attempts = attempts + 1, unhandled_since = NULL
+        WHERE id = $1 AND processed_at IS NULL`,
+      [id, note],
+    );
+  }
+
+  /**
+   * No module handles this kind yet (call.* before Calls ship): the event is not consumed, so a
+   * replay runs it once a handler exists. The handler never ran, so attempts is not counted.
+   */
+  private async markUnhandled(tx: Tx, id: string, kind: string): Promise<void> {
+    // Only an unprocessed event can wait for a handler; it keeps the time it first found none.
+    await exec(
+      tx,
+      `UPDATE carrier_events SET unhandled_since = coalesce(unhandled_since, now()), error = NULL, note = $2
+        WHERE id = $1 AND processed_at IS NULL`,
+      [id, `waiting for a handler for ${kind}`],
+    );
+  }
+
+  /** Its processing job failed for good (not the handler's verdict): recorded as the event's error. */
+  async recordJobGaveUp(tx: Tx, id: string, error: string): Promise<void> {
+    await this.markFailed(tx, id, `processing job failed after its last attempt: ${error}`);
+  }
+
+  private async markFailed(tx: Tx, id: string, error: string): Promise<void> {
+    // processed_at stays NULL: the event is in the failed list (not the unhandled one) until a replay succeeds.
+    await exec(tx, `UPDATE carrier_events SET error = $2, attempts = attempts + 1, unhandled_since = NULL WHERE id = $1 AND processed_at IS NULL`, [id, error]);
+  }
+}

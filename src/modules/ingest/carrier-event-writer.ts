@@ -1,0 +1,121 @@
+import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import type { AcceptedWebhook } from '../../carriers/carrier-adapter.js';
+import { newId, IdPrefix } from '../../platform/ids.js';
+import { AppConfig } from '../../platform/config/app-config.js';
+import { GroupCommitter, type BatchOutcome } from '../../platform/database/group-commit.js';
+import { isDataError, isSerializationConflict } from '../../platform/database/pg-errors.js';
+import { exec } from '../../platform/database/tx.js';
+import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import { IngestMetrics } from './ingest-metrics.js';
+
+export type IngestStatus = 'accepted' | 'duplicate';
+
+/** Two batches holding the same keys in another order: nothing committed, so run it again. */
+const LOCK_CONFLICT_ATTEMPTS = 3;
+
+/**
+ * Stores accepted webhooks: concurrent deliveries share one statement (one multi-row insert and
+ * an outbox job for each row that was new, committed together), and each delivery learns whether
+ * it was the new one only after that commit.
+ */
+@Injectable()
+export class CarrierEventWriter implements BeforeApplicationShutdown {
+  private readonly logger = new Logger(CarrierEventWriter.name);
+  private readonly batches: GroupCommitter<AcceptedWebhook, IngestStatus>;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly outbox: OutboxService,
+    private readonly metrics: IngestMetrics,
+    config: AppConfig,
+  ) {
+    this.batches = new GroupCommitter((items) => this.writeBatch(items), {
+      maxBatch: config.INGEST_BATCH_MAX,
+      maxInFlight: config.INGEST_BATCH_CONCURRENCY,
+    });
+    metrics.readWaitingFrom(() => this.batches.waiting);
+  }
+
+  /** Resolves after the commit that holds this delivery's row (or shows it was already stored). */
+  write(accepted: AcceptedWebhook): Promise<IngestStatus> {
+    return this.batches.submit(accepted);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.batches.drained();
+  }
+
+  private async writeBatch(items: AcceptedWebhook[]): Promise<BatchOutcome<IngestStatus>[]> {
+    this.metrics.batchSize.observe(items.length);
+    try {
+      return (await this.insertRetryingLockConflicts(items)).map((value) => ({ ok: true, value }));
+    } catch (err) {
+      if (isDataError(err) && items.length > 1) {
+        // One body Postgres cannot hold spoils the statement for all: write each alone, so only
+        // that delivery is refused, and each keeps its own outcome (one lost connection must not
+        // answer 503 for a neighbour that committed).
+        return Promise.all(items.map((item) => this.writeBatch([item]).then(([outcome]) => outcome, (error: unknown) => ({ ok: false as const, error }))));
+      }
+      if (isDataError(err)) return [{ ok: false, error: err }];
+      this.metrics.batchFailures.inc();
+      this.logger.warn(`batch of ${items.length} carrier events not stored: ${(err as Error).message}`);
+      throw err;
+    }
+  }
+
+  private async insertRetryingLockConflicts(items: AcceptedWebhook[]): Promise<IngestStatus[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.insert(items);
+      } catch (err) {
+        if (!isSerializationConflict(err) || attempt >= LOCK_CONFLICT_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  private async insert(items: AcceptedWebhook[]): Promise<IngestStatus[]> {
+    const ids = items.map(() => newId(IdPrefix.CarrierEvent));
+    // Rows in key order, so two batches sharing keys lock them in the same order.
+    const order = items.map((_, i) => i).sort((a, b) => compareKeys(items[a], items[b]));
+    // The whole batch as one JSON parameter: JSON.stringify escapes the bodies natively, where
+    // a Postgres array literal would be escaped element by element in JS (seen in the profile).
+    const batch = JSON.stringify(order.map((i) => ({
+      id: ids[i],
+      carrier: items[i].event.carrier,
+      carrier_event_id: items[i].event.carrierEventId,
+      event_type: items[i].carrierEventType,
+      kind: items[i].event.kind,
+      payload: items[i].payloadJson,
+      normalized: JSON.stringify(items[i].event),
+      signature_nonce: items[i].signatureNonce ?? null,
+    })));
+    // One statement, so one round trip and atomic on its own: the rows, and a processing job for
+    // each row that was new. No conflict target on purpose: (carrier, carrier_event_id) and the
+    // partial (carrier, signature_nonce) index both mean "seen this delivery", so either makes it
+    // a duplicate with no row and no job, also for two copies inside this one statement.
+    const { rows } = await exec<{ id: string }>(
+      this.dataSource.manager,
+      `WITH inserted AS (
+         INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce)
+         SELECT id, carrier, carrier_event_id, event_type, kind, payload::jsonb, normalized::jsonb, signature_nonce
+           FROM json_to_recordset($1::json)
+                AS e(id text, carrier text, carrier_event_id text, event_type text, kind text, payload text, normalized text, signature_nonce text)
+         ON CONFLICT DO NOTHING
+         RETURNING id
+       ), jobs AS (${this.outbox.jobPerRowCte('inserted', 'id', JobName.ProcessCarrierEvent, 'carrierEventId')})
+       SELECT id FROM inserted`,
+      [batch],
+    );
+    if (rows.length > 0) this.outbox.jobsCommitted();
+    const inserted = new Set(rows.map((r) => r.id));
+    return ids.map((id) => (inserted.has(id) ? 'accepted' : 'duplicate'));
+  }
+}
+
+function compareKeys(a: AcceptedWebhook, b: AcceptedWebhook): number {
+  if (a.event.carrier !== b.event.carrier) return a.event.carrier < b.event.carrier ? -1 : 1;
+  if (a.event.carrierEventId === b.event.carrierEventId) return 0;
+  return a.event.carrierEventId < b.event.carrierEventId ? -1 : 1;
+}

@@ -1,0 +1,42 @@
+import { Controller, HttpCode, Post, Req } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import type { InboundWebhook } from '../../carriers/carrier-adapter.js';
+import { TelnyxAdapter } from '../../carriers/telnyx/telnyx-adapter.js';
+import { TwilioAdapter } from '../../carriers/twilio/twilio-adapter.js';
+import { IngestService } from './ingest.service.js';
+
+type RawRequest = FastifyRequest & { rawBody?: Buffer };
+
+function inbound(req: RawRequest, channel?: InboundWebhook['channel']): InboundWebhook {
+  return { rawBody: req.rawBody ?? Buffer.alloc(0), body: req.body, headers: req.headers, url: req.url, channel };
+}
+
+/** Carrier webhooks: no API key, the signature is the authentication (see CONTRACT.md). */
+@ApiExcludeController()
+@Controller('webhooks')
+export class IngestController {
+  constructor(
+    private readonly ingest: IngestService,
+    private readonly telnyx: TelnyxAdapter,
+    private readonly twilio: TwilioAdapter,
+  ) {}
+
+  @Post('telnyx')
+  @HttpCode(200)
+  async telnyxWebhook(@Req() req: RawRequest) {
+    return { status: await this.ingest.ingest(this.telnyx, inbound(req)) };
+  }
+
+  @Post('twilio/messaging')
+  @HttpCode(200)
+  async twilioMessaging(@Req() req: RawRequest) {
+    return { status: await this.ingest.ingest(this.twilio, inbound(req, 'messaging')) };
+  }
+
+  @Post('twilio/voice')
+  @HttpCode(200)
+  async twilioVoice(@Req() req: RawRequest) {
+    return { status: await this.ingest.ingest(this.twilio, inbound(req, 'voice')) };
+  }
+}

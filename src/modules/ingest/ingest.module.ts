@@ -1,0 +1,25 @@
+import { Module } from '@nestjs/common';
+import { TelnyxAdapter } from '../../carriers/telnyx/telnyx-adapter.js';
+import { TwilioAdapter } from '../../carriers/twilio/twilio-adapter.js';
+import { OutboxModule } from '../../platform/outbox/outbox.module.js';
+import { CarrierEventHandlers } from './carrier-event-handlers.js';
+import { CarrierEventProcessor } from './carrier-event-processor.js';
+import { CarrierEventWriter } from './carrier-event-writer.js';
+import { CarrierEventsService } from './carrier-events.service.js';
+import { IngestController } from './ingest.controller.js';
+import { IngestInvariants } from './ingest-invariants.js';
+import { IngestMetrics } from './ingest-metrics.js';
+import { IngestService } from './ingest.service.js';
+import { ProcessCarrierEventHandler } from './process-carrier-event.handler.js';
+
+/**
+ * Carrier webhooks in, normalized events out to whichever module registered for their kind.
+ * Modules import this one for CarrierEventHandlers (and throw RetryLaterError from handlers).
+ */
+@Module({
+  imports: [OutboxModule],
+  controllers: [IngestController],
+  providers: [TelnyxAdapter, TwilioAdapter, IngestService, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, CarrierEventsService, ProcessCarrierEventHandler, IngestInvariants],
+  exports: [CarrierEventHandlers, CarrierEventsService],
+})
+export class IngestModule {}

@@ -1,0 +1,56 @@
+import { BadRequestException, Injectable, Logger, ServiceUnavailableException, UnauthorizedException } from '@nestjs/common';
+import { MalformedWebhook, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../../carriers/carrier-adapter.js';
+import { isDataError } from '../../platform/database/pg-errors.js';
+import { CarrierEventWriter, type IngestStatus } from './carrier-event-writer.js';
+
+export type { IngestStatus } from './carrier-event-writer.js';
+
+/** The caller's mistake when Postgres refuses a value of a signed body (SQLSTATE class 22). */
+const UNSTORABLE_BODY = 'the body holds text that cannot be stored: a NUL character (\\u0000) or an unpaired UTF-16 surrogate';
+
+/**
+ * The hot path: verify, normalize, then store the event once and enqueue its processing, in a
+ * transaction shared with the deliveries arriving at the same moment. No business logic and no
+ * Redis here: a carrier waits on this answer. Refusals tell the caller what it sent wrong; what
+ * is ours (database text, which credential is missing) goes to the log only.
+ */
+@Injectable()
+export class IngestService {
+  private readonly logger = new Logger(IngestService.name);
+
+  constructor(private readonly writer: CarrierEventWriter) {}
+
+  async ingest(adapter: CarrierAdapter, webhook: InboundWebhook): Promise<IngestStatus> {
+    return this.store(await this.accept(adapter, webhook));
+  }
+
+  private async store(accepted: AcceptedWebhook): Promise<IngestStatus> {
+    try {
+      return await this.writer.write(accepted);
+    } catch (err) {
+      // A signed body Postgres cannot hold (a \u0000 in JSON text, a lone surrogate): the
+      // carrier's body is at fault, not us, so 400 rather than a 5xx it would retry forever.
+      if (isDataError(err)) {
+        this.logger.warn(`${accepted.event.carrier} event ${accepted.event.carrierEventId} refused (400), Postgres cannot store it: ${(err as Error).message}`);
+        throw new BadRequestException({ code: 'invalid_event', title: 'Not a valid carrier event', detail: UNSTORABLE_BODY });
+      }
+      // The batch holding this delivery did not commit: nothing of it is stored, so the carrier
+      // must send it again (503 + Retry-After, as for a database outage).
+      throw new ServiceUnavailableException({ code: 'service_unavailable', title: 'Event not stored, retry later' });
+    }
+  }
+
+  /** Adapter verdict → HTTP: a bad signature is 401, a signed body of the wrong shape 400. */
+  private async accept(adapter: CarrierAdapter, webhook: InboundWebhook): Promise<AcceptedWebhook> {
+    try {
+      return await adapter.accept(webhook);
+    } catch (err) {
+      if (err instanceof SignatureRejected) {
+        if (err.internalReason) this.logger.warn(`${adapter.carrier} webhook refused (401): ${err.internalReason}`);
+        throw new UnauthorizedException({ code: 'invalid_signature', title: 'Signature verification failed', detail: err.message });
+      }
+      if (err instanceof MalformedWebhook) throw new BadRequestException({ code: 'invalid_event', title: 'Not a valid carrier event', detail: err.message });
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,21 @@
+import { Injectable } from '@nestjs/common';
+import type { Tx } from '../../platform/database/tx.js';
+import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
+import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
+import { CarrierEventProcessor } from './carrier-event-processor.js';
+
+/** Worker side of ingest: the event's processing commits with the job's completion. */
+@Injectable()
+@HandlesJob(JobName.ProcessCarrierEvent)
+export class ProcessCarrierEventHandler implements JobHandler<JobName.ProcessCarrierEvent> {
+  constructor(private readonly processor: CarrierEventProcessor) {}
+
+  async handle(data: JobPayloads[JobName.ProcessCarrierEvent], { tx }: JobContext): Promise<void> {
+    await this.processor.process(tx!, data.carrierEventId);
+  }
+
+  /** Infrastructure errors outlasted every attempt: the event joins the failed list, replayable. */
+  async onFinalFailure(data: JobPayloads[JobName.ProcessCarrierEvent], error: string, tx: Tx): Promise<void> {
+    await this.processor.recordJobGaveUp(tx, data.carrierEventId, error);
+  }
+}

@@ -1,0 +1,81 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { CarrierUnavailableError, type SendResult } from '../../carriers/message-sender.js';
+import { MessageSenders } from '../../carriers/message-senders.js';
+import { AppConfig } from '../../platform/config/app-config.js';
+import type { Tx } from '../../platform/database/tx.js';
+import { UnitOfWork } from '../../platform/database/unit-of-work.js';
+import { JOB_SPECS, JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
+import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
+import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import { MessageTransitions, type DispatchClaim } from './message-transitions.js';
+
+/**
+ * Sends one outbound message. The carrier call happens outside any transaction, under a lease
+ * (DISPATCH_LEASE_SECONDS) no other run calls the carrier during; its outcome is recorded by a
+ * guarded transition under the lease's token, so a second run (a crash after the carrier
+ * answered, a run that lost its lease) records nothing new. The carrier gets our message id as
+ * Idempotency-Key, which closes the double send for carriers that honour it; docs/exactly-once.md
+ * describes the windows that remain.
+ */
+@Injectable()
+@HandlesJob(JobName.DispatchMessage)
+export class DispatchMessageHandler implements JobHandler<JobName.DispatchMessage> {
+  private readonly logger = new Logger(DispatchMessageHandler.name);
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly transitions: MessageTransitions,
+    private readonly senders: MessageSenders,
+    private readonly outbox: OutboxService,
+    private readonly config: AppConfig,
+  ) {}
+
+  async handle({ messageId }: JobPayloads[JobName.DispatchMessage], { attempt }: JobContext): Promise<void> {
+    const claim = await this.uow.run((tx) => this.claim(tx, messageId));
+    if (!claim) return;
+    try {
+      await this.sendAndRecord(claim, attempt);
+    } catch (err) {
+      // This run no longer calls the carrier: its lease goes back, so BullMQ's retry claims at
+      // once. If that fails too, the lease simply runs out.
+      await this.uow.run((tx) => this.transitions.releaseClaim(tx, claim)).catch((releaseErr: Error) => this.logger.warn(`lease on ${messageId} not given back: ${releaseErr.message}`));
+      throw err;
+    }
+  }
+
+  /**
+   * The claim, or undefined when this run must not call the carrier. A message another run holds
+   * the lease of gets a run at the lease's end in the same transaction (one per lease, however
+   * many twins find it), so a holder that died is followed up even if its own job is spent.
+   */
+  private async claim(tx: Tx, messageId: string): Promise<DispatchClaim | undefined> {
+    const outcome = await this.transitions.claimForDispatch(tx, messageId, this.config.DISPATCH_LEASE_SECONDS);
+    if (outcome.kind === 'claimed') return outcome.claim;
+    if (outcome.kind === 'leased') {
+      // run_at is the lease's end by the database clock, which is also what the relay waits on,
+      // so this run finds that lease ended.
+      await this.outbox.enqueue(tx, { name: JobName.DispatchMessage, data: { messageId }, jobId: `dispatch-${messageId}-${outcome.holder}`, runAt: outcome.until });
+    }
+    return undefined;
+  }
+
+  private async sendAndRecord(message: DispatchClaim, attempt: number): Promise<void> {
+    let result: SendResult;
+    try {
+      result = await this.senders.for(message.carrier).send({ id: message.id, from: message.from_number, to: message.to_number, text: message.text });
+    } catch (err) {
+      if (err instanceof CarrierUnavailableError && attempt >= JOB_SPECS[JobName.DispatchMessage].attempts) {
+        this.logger.warn(`giving up on ${message.id} after ${attempt} attempts: ${err.message}`);
+        await this.uow.run((tx) => this.transitions.markRejected(tx, message, 'carrier_unavailable', err.message));
+        return;
+      }
+      throw err;
+    }
+    const recorded = await this.uow.run((tx) =>
+      result.outcome === 'accepted'
+        ? this.transitions.markSent(tx, message, result.carrierMessageId)
+        : this.transitions.markRejected(tx, message, result.errorCode, result.errorDetail),
+    );
+    if (!recorded) this.logger.warn(`carrier answer for ${message.id} not recorded: the message moved on or another run took its lease`);
+  }
+}

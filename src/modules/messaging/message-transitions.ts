@@ -1,0 +1,193 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { UsageLedger } from '../billing/usage-ledger.js';
+import { exec, type Tx } from '../../platform/database/tx.js';
+import type { CarrierName } from '../../carriers/normalized-event.js';
+import { CustomerEvents } from '../webhooks/customer-events.js';
+import type { CustomerEventType } from '../webhooks/event-types.js';
+import { MESSAGE_COLUMNS, TERMINAL_STATUSES, toView, UNSENT_STATUSES, WAITING_STATUSES, type MessageStatus, type MessageView } from './message-view.js';
+
+type Row = MessageView & { account_id: string };
+
+/** The lease `locked` found, and the claim when the UPDATE took it (all NULL when it did not). */
+type ClaimRow = { holder: string | null; held_until: Date | null } & (
+  | (DispatchClaim & { previous: MessageStatus })
+  | { [K in keyof DispatchClaim | 'previous']: null }
+);
+
+/** What dispatch needs to call the carrier, and the token its answer is recorded under. */
+export interface DispatchClaim {
+  id: string;
+  from_number: string;
+  to_number: string;
+  text: string;
+  carrier: CarrierName;
+  /** This run's lease: markSent/markRejected record only under the message's current token. */
+  token: string;
+}
+
+/** A run's right to record the carrier's answer for one message. */
+export type DispatchLease = Pick<DispatchClaim, 'id' | 'token'>;
+
+/**
+ * What a dispatch run may do: call the carrier under its claim; leave the message to the run that
+ * holds its lease until `until`; or nothing (gone, or past sending).
+ */
+export type DispatchClaimOutcome =
+  | { kind: 'claimed'; claim: DispatchClaim }
+  | { kind: 'leased'; holder: string; until: Date }
+  | { kind: 'done' };
+
+/**
+ * Every change of a message's status. Each is one UPDATE whose WHERE clause is the guard; the
+ * status history, the usage row and the customer event are written in the same transaction,
+ * only when that UPDATE changed a row. A duplicate or contradictory carrier report changes nothing.
+ */
+@Injectable()
+export class MessageTransitions {
+  constructor(
+    private readonly usage: UsageLedger,
+    private readonly events: CustomerEvents,
+  ) {}
+
+  /**
+   * Claims an outbound message for one carrier call, under a fresh token leased for
+   * `leaseSeconds`: queued|scheduled → sending (history, no event, no charge). A message already
+   * `sending` is claimed again only once its lease has ended (the run holding it died or stalled
+   * past it); while the lease lasts another run must not call the carrier (Twilio ignores
+   * Idempotency-Key: that would be a second SMS).
+   */
+  async claimForDispatch(tx: Tx, messageId: string, leaseSeconds: number): Promise<DispatchClaimOutcome> {
+    // FOR UPDATE in `locked`: a twin run waits here, then sees the lease this one took. The
+    // UPDATE's WHERE is the guard: a message not yet picked up, or one whose lease has ended.
+    const { rows } = await exec<ClaimRow>(
+      tx,
+      `WITH locked AS (
+         SELECT id AS locked_id, status AS previous, claim_token AS holder, claimed_until AS held_until FROM messages
+          WHERE id = $1 AND direction = 'outbound' AND status = ANY($2::text[]) FOR UPDATE
+       ), claimed AS (
+         UPDATE messages m SET status = 'sending', claim_token = $4, claimed_until = now() + make_interval(secs => $5),
+                updated_at = CASE WHEN locked.previous = ANY($3::text[]) THEN now() ELSE m.updated_at END
+           FROM locked
+          WHERE m.id = locked.locked_id AND (locked.previous <> 'sending' OR locked.held_until IS NULL OR locked.held_until <= now())
+         RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, locked.previous
+       )
+       SELECT locked.holder, locked.held_until, claimed.* FROM locked LEFT JOIN claimed ON claimed.id = locked.locked_id`,
+      [messageId, UNSENT_STATUSES, WAITING_STATUSES, randomUUID(), leaseSeconds],
+    );
+    if (rows.length === 0) return { kind: 'done' };
+    const { holder, held_until: heldUntil, ...taken } = rows[0];
+    // not taken: a live lease (held_until > now()), so both are set
+    if (taken.id === null) return { kind: 'leased', holder: holder!, until: heldUntil! };
+    const { previous, ...claim } = taken;
+    if (WAITING_STATUSES.includes(previous)) await this.recordHistory(tx, messageId, 'sending');
+    return { kind: 'claimed', claim };
+  }
+
+  /** A run that stopped calling the carrier without an answer gives its lease back, so a retry can claim at once. */
+  async releaseClaim(tx: Tx, lease: DispatchLease): Promise<void> {
+    // claim_token = this run's: a lease another run has taken since is left alone.
+    await exec(tx, `UPDATE messages SET claimed_until = NULL WHERE id = $1 AND status = 'sending' AND claim_token = $2`, [lease.id, lease.token]);
+  }
+
+  /** The carrier accepted the message: stamped with its id, billed per segment, `message.sent`. */
+  async markSent(tx: Tx, lease: DispatchLease, carrierMessageId: string): Promise<boolean> {
+    // sending under this run's token: a second run (crash after the carrier answered) finds it
+    // sent already, and a run whose lease was taken over records nothing.
+    const { rows } = await exec<Row>(
+      tx,
+      `UPDATE messages SET status = 'sent', carrier_message_id = $2, claimed_until = NULL, updated_at = now()
+        WHERE id = $1 AND status = 'sending' AND claim_token = $3 RETURNING ${MESSAGE_COLUMNS}`,
+      [lease.id, carrierMessageId, lease.token],
+    );
+    if (rows.length === 0) return false;
+    const message = rows[0];
+    await this.recordHistory(tx, message.id, 'sent');
+    await this.usage.record(tx, { accountId: message.account_id, kind: 'sms_outbound_segments', resourceId: message.id, quantity: message.segments });
+    await this.emit(tx, message, 'message.sent');
+    return true;
+  }
+
+  /** The carrier refused the send (its 4xx is an answer): failed, not billed, `message.failed`. */
+  async markRejected(tx: Tx, lease: DispatchLease, errorCode: string, errorDetail: string): Promise<boolean> {
+    // sending under this run's token: a message the carrier accepted is never failed by a late
+    // send error, nor by a run whose lease was taken over.
+    const { rows } = await exec<Row>(
+      tx,
+      `UPDATE messages SET status = 'failed', error_code = $2, error_detail = $3, claimed_until = NULL, updated_at = now()
+        WHERE id = $1 AND status = 'sending' AND claim_token = $4 RETURNING ${MESSAGE_COLUMNS}`,
+      [lease.id, errorCode, errorDetail, lease.token],
+    );
+    if (rows.length === 0) return false;
+    await this.recordHistory(tx, lease.id, 'failed');
+    await this.emit(tx, rows[0], 'message.failed');
+    return true;
+  }
+
+  /**
+   * A delivery receipt for a message we sent. Returns 'applied', 'unchanged' (duplicate,
+   * contradiction after a terminal status, or nothing to do) or 'unknown_message' (not stamped
+   * with this carrier id yet: the caller retries later). The verdict comes from the one statement
+   * that locks and moves the message: a stamp markSent has not committed yet is "unknown" (retry),
+   * never explained away as a duplicate by a later read in a newer snapshot.
+   */
+  async applyReceipt(
+    tx: Tx,
+    receipt: { carrier: string; carrierMessageId: string; status: 'sent' | 'delivered' | 'failed'; errorCode?: string; errorDetail?: string },
+  ): Promise<'applied' | 'unchanged' | 'unknown_message'> {
+    // `found` locks the message this carrier id names (a twin receipt waits, then sees what this
+    // one left); the UPDATE moves only an outbound one that is not terminal and not already at
+    // the receipt's status: the first terminal word wins, and a 'sent' receipt never moves
+    // anything (markSent stamps the carrier id and 'sent' together).
+    // One row per message found; its columns are NULL when the UPDATE left it alone.
+    const { rows } = await exec<Omit<Row, 'id'> & { id: string | null }>(
+      tx,
+      `WITH found AS (
+         SELECT id AS found_id, status AS previous, direction = 'outbound' AS outbound FROM messages
+          WHERE carrier = $1 AND carrier_message_id = $2 FOR UPDATE
+       ), moved AS (
+         UPDATE messages m SET status = $3, error_code = coalesce($4, error_code), error_detail = coalesce($5, error_detail), updated_at = now()
+           FROM found
+          WHERE m.id = found.found_id AND found.outbound AND found.previous <> ALL($6::text[]) AND found.previous <> $3
+         RETURNING ${MESSAGE_COLUMNS}
+       )
+       SELECT moved.* FROM found LEFT JOIN moved ON moved.id = found.found_id`,
+      [receipt.carrier, receipt.carrierMessageId, receipt.status, receipt.errorCode ?? null, receipt.errorDetail ?? null, TERMINAL_STATUSES],
+    );
+    if (rows.length === 0) return 'unknown_message';
+    if (rows[0].id === null) return 'unchanged';
+    const message = rows[0] as Row;
+    await this.recordHistory(tx, message.id, receipt.status);
+    await this.emit(tx, message, `message.${receipt.status}`);
+    return 'applied';
+  }
+
+  /** Records an inbound message once per carrier message id; billed and announced only then. */
+  async receiveInbound(
+    tx: Tx,
+    inbound: { id: string; accountId: string; carrier: string; carrierMessageId: string; from: string; to: string; text: string; segments: number; encoding: string },
+  ): Promise<boolean> {
+    // ON CONFLICT (carrier, carrier_message_id): a replayed or re-signed delivery inserts nothing.
+    const { rows } = await exec<Row>(
+      tx,
+      `INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, carrier_message_id)
+       VALUES ($1, $2, 'inbound', $3, $4, $5, 'received', $6, $7, $8, $9)
+       ON CONFLICT (carrier, carrier_message_id) DO NOTHING
+       RETURNING ${MESSAGE_COLUMNS}`,
+      [inbound.id, inbound.accountId, inbound.from, inbound.to, inbound.text, inbound.segments, inbound.encoding, inbound.carrier, inbound.carrierMessageId],
+    );
+    if (rows.length === 0) return false;
+    await this.recordHistory(tx, inbound.id, 'received');
+    await this.usage.record(tx, { accountId: inbound.accountId, kind: 'sms_inbound_segments', resourceId: inbound.id, quantity: inbound.segments });
+    await this.emit(tx, rows[0], 'message.received');
+    return true;
+  }
+
+  async recordHistory(tx: Tx, messageId: string, status: MessageStatus): Promise<void> {
+    await exec(tx, `INSERT INTO message_status_history (message_id, status) VALUES ($1, $2)`, [messageId, status]);
+  }
+
+  private async emit(tx: Tx, row: Row, type: CustomerEventType): Promise<void> {
+    await this.events.emit(tx, row.account_id, type, toView(row));
+  }
+}

@@ -1,0 +1,80 @@
+import { Injectable, UnprocessableEntityException } from '@nestjs/common';
+import { newId, IdPrefix } from '../../platform/ids.js';
+import { exec, type Tx } from '../../platform/database/tx.js';
+import { UnitOfWork } from '../../platform/database/unit-of-work.js';
+import { fingerprint, IdempotencyKeys, type StoredResponse } from '../../platform/idempotency/idempotency-keys.js';
+import { PhoneNumbers } from '../numbers/phone-numbers.service.js';
+import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import { MessageTransitions } from './message-transitions.js';
+import { MESSAGE_COLUMNS, toView, type MessageView } from './message-view.js';
+import { countSegments } from '../../telephony/segments.js';
+
+export interface SendMessageRequest {
+  from: string;
+  to: string;
+  text: string;
+  send_at?: string;
+}
+
+export const MAX_SCHEDULE_DAYS = 30;
+
+function invalid(pointer: string, detail: string): UnprocessableEntityException {
+  return new UnprocessableEntityException({ errors: [{ code: 'validation_failed', title: 'Validation failed', detail, source: { pointer } }] });
+}
+
+/**
+ * Accepts outbound messages. The message, its history, its dispatch job and (with an
+ * Idempotency-Key) the stored response commit in one transaction: all of it or none of it.
+ */
+@Injectable()
+export class MessagesService {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly numbers: PhoneNumbers,
+    private readonly outbox: OutboxService,
+    private readonly keys: IdempotencyKeys,
+    private readonly transitions: MessageTransitions,
+  ) {}
+
+  async send(accountId: string, request: SendMessageRequest, idempotencyKey?: string): Promise<StoredResponse & { replayed: boolean }> {
+    const sendAt = this.parseSendAt(request.send_at);
+    return this.uow.run(async (tx) => {
+      if (idempotencyKey) {
+        const claim = await this.keys.claim(tx, accountId, idempotencyKey, fingerprint('POST', '/v2/messages', request));
+        if (claim.kind === 'replay') return { ...claim.response, replayed: true };
+      }
+      const message = await this.insertOutbound(tx, accountId, request, sendAt);
+      const response: StoredResponse = { status: 202, body: { data: message } };
+      if (idempotencyKey) await this.keys.complete(tx, accountId, idempotencyKey, response);
+      return { ...response, replayed: false };
+    });
+  }
+
+  private async insertOutbound(tx: Tx, accountId: string, request: SendMessageRequest, sendAt?: Date): Promise<MessageView> {
+    const number = await this.numbers.findOwned(tx, accountId, request.from);
+    if (!number) throw invalid('/from', `from must be one of your phone numbers; ${request.from} is not`);
+    const { encoding, segments } = countSegments(request.text);
+    const status = sendAt ? 'scheduled' : 'queued';
+    const { rows } = await exec<MessageView & { account_id: string }>(
+      tx,
+      `INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, send_at)
+       VALUES ($1, $2, 'outbound', $3, $4, $5, $6, $7, $8, $9, $10)
+       RETURNING ${MESSAGE_COLUMNS}`,
+      [newId(IdPrefix.Message), accountId, request.from, request.to, request.text, status, segments, encoding, number.carrier, sendAt ?? null],
+    );
+    const message = toView(rows[0]);
+    await this.transitions.recordHistory(tx, message.id, status);
+    await this.outbox.enqueue(tx, { name: JobName.DispatchMessage, data: { messageId: message.id }, jobId: `dispatch-${message.id}`, runAt: sendAt });
+    return message;
+  }
+
+  private parseSendAt(sendAt?: string): Date | undefined {
+    if (sendAt === undefined) return undefined;
+    const when = new Date(sendAt);
+    const now = Date.now();
+    if (when.getTime() <= now) throw invalid('/send_at', 'send_at must be in the future');
+    if (when.getTime() > now + MAX_SCHEDULE_DAYS * 86_400_000) throw invalid('/send_at', `send_at must be at most ${MAX_SCHEDULE_DAYS} days ahead`);
+    return when;
+  }
+}

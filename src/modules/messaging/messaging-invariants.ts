@@ -1,0 +1,96 @@
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { BillableResources, USAGE_ROWS_AUDIT_VIEW } from '../billing/billing-invariants.js';
+import type { UsageKind } from '../billing/usage-ledger.js';
+import { CARRIER_EVENTS_AUDIT_VIEW } from '../ingest/ingest-invariants.js';
+import { CUSTOMER_EVENTS_AUDIT_VIEW } from '../webhooks/webhooks-invariants.js';
+import { Invariants, violations, type Snapshot } from '../../platform/verify/invariants.js';
+import { TERMINAL_STATUSES, type MessageStatus } from './message-view.js';
+
+/** Transitions a customer is told about, each as `message.<status>`. */
+const ANNOUNCED_STATUSES: MessageStatus[] = ['sent', 'delivered', 'failed', 'received'];
+
+/**
+ * Messaging's promises, as checks over committed rows: a carrier's final word lands, and every
+ * fact is billed once and announced once. Other modules' rows are read through their audit views.
+ */
+@Injectable()
+export class MessagingInvariants implements OnModuleInit {
+  constructor(
+    private readonly invariants: Invariants,
+    private readonly billable: BillableResources,
+  ) {}
+
+  onModuleInit(): void {
+    this.billable.register('sms_outbound_segments', `SELECT id FROM messages WHERE direction = 'outbound'`);
+    this.billable.register('sms_inbound_segments', `SELECT id FROM messages WHERE direction = 'inbound'`);
+
+    this.invariants.register(
+      'messaging.receipt_implies_terminal',
+      'a processed delivered/failed receipt leaves its message delivered or failed (message ids)',
+      (snapshot, limit) =>
+        violations(
+          snapshot,
+          // A terminal receipt marked processed, yet the message it names is not terminal.
+          `SELECT DISTINCT m.id
+             FROM (${CARRIER_EVENTS_AUDIT_VIEW}) e
+             JOIN messages m ON m.carrier = e.carrier AND m.carrier_message_id = e.normalized->>'carrierMessageId'
+            WHERE e.kind = 'message.status' AND e.processed_at IS NOT NULL AND e.normalized->>'status' = ANY($1::text[])
+              AND m.direction = 'outbound' AND m.status <> ALL($1::text[])`,
+          [TERMINAL_STATUSES],
+          limit,
+        ),
+    );
+    this.invariants.register(
+      'messaging.outbound_billed_once',
+      'an outbound message the carrier accepted has exactly one usage row, one it never accepted has none (message ids)',
+      // Accepted: stamped with the carrier's id, sent or delivered, or ever recorded as sent.
+      (snapshot, limit) =>
+        this.billedOnce(
+          snapshot,
+          'outbound',
+          'sms_outbound_segments',
+          `m.carrier_message_id IS NOT NULL OR m.status IN ('sent', 'delivered')
+           OR EXISTS (SELECT 1 FROM message_status_history h WHERE h.message_id = m.id AND h.status = 'sent')`,
+          limit,
+        ),
+    );
+    this.invariants.register(
+      'messaging.inbound_billed_once',
+      'a received inbound message has exactly one usage row (message ids)',
+      (snapshot, limit) => this.billedOnce(snapshot, 'inbound', 'sms_inbound_segments', 'true', limit),
+    );
+    this.invariants.register(
+      'messaging.one_event_per_transition',
+      'each sent/delivered/failed/received transition in a message history has exactly one customer event of that type (message ids)',
+      (snapshot, limit) =>
+        violations(
+          snapshot,
+          // Per message and type: transitions recorded vs events emitted; any difference is broken.
+          `WITH transitions AS (
+             SELECT message_id AS id, 'message.' || status AS type, count(*) AS n
+               FROM message_status_history WHERE status = ANY($1::text[]) GROUP BY 1, 2
+           ), announced AS (
+             SELECT coalesce(subject_id, id) AS id, type, count(*) AS n
+               FROM (${CUSTOMER_EVENTS_AUDIT_VIEW}) e WHERE type = ANY($2::text[]) GROUP BY 1, 2
+           )
+           SELECT DISTINCT coalesce(t.id, a.id) AS id
+             FROM transitions t FULL JOIN announced a ON a.id = t.id AND a.type = t.type
+            WHERE coalesce(t.n, 0) <> coalesce(a.n, 0)`,
+          [ANNOUNCED_STATUSES, ANNOUNCED_STATUSES.map((s) => `message.${s}`)],
+          limit,
+        ),
+    );
+  }
+
+  /** Messages of `direction` whose usage rows of `kind` number other than 1 where `billable` holds, else 0. */
+  private billedOnce(snapshot: Snapshot, direction: 'outbound' | 'inbound', kind: UsageKind, billable: string, limit: number) {
+    return violations(
+      snapshot,
+      `SELECT m.id FROM messages m
+         LEFT JOIN (SELECT resource_id, count(*) AS n FROM (${USAGE_ROWS_AUDIT_VIEW}) u WHERE kind = $2 GROUP BY 1) u ON u.resource_id = m.id
+        WHERE m.direction = $1 AND coalesce(u.n, 0) <> CASE WHEN ${billable} THEN 1 ELSE 0 END`,
+      [direction, kind],
+      limit,
+    );
+  }
+}

@@ -1,0 +1,27 @@
+import { Module } from '@nestjs/common';
+import { AccountsModule } from '../accounts/accounts.module.js';
+import { BillingModule } from '../billing/billing.module.js';
+import { MessageSenders } from '../../carriers/message-senders.js';
+import { TelnyxMessageSender } from '../../carriers/telnyx/telnyx-message-sender.js';
+import { TwilioMessageSender } from '../../carriers/twilio/twilio-message-sender.js';
+import { IdempotencyModule } from '../../platform/idempotency/idempotency.module.js';
+import { IngestModule } from '../ingest/ingest.module.js';
+import { NumbersModule } from '../numbers/numbers.module.js';
+import { OutboxModule } from '../../platform/outbox/outbox.module.js';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
+import { DispatchMessageHandler } from './dispatch-message.handler.js';
+import { MessageTransitions } from './message-transitions.js';
+import { MessagingCarrierEvents } from './messaging-carrier-events.js';
+import { MessagingInvariants } from './messaging-invariants.js';
+import { MessagesController } from './messages.controller.js';
+import { MessagesQuery } from './messages.query.js';
+import { MessagesService } from './messages.service.js';
+
+/** SMS: send (with Idempotency-Key), dispatch to carriers, receipts, inbound. */
+@Module({
+  imports: [AccountsModule, BillingModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, WebhooksModule],
+  controllers: [MessagesController],
+  providers: [MessagesService, MessagesQuery, MessageTransitions, MessagingCarrierEvents, DispatchMessageHandler, MessageSenders, TelnyxMessageSender, TwilioMessageSender, MessagingInvariants],
+  exports: [MessageTransitions],
+})
+export class MessagingModule {}

@@ -1,0 +1,185 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../../platform/config/app-config.js';
+import { newId, IdPrefix } from '../../platform/ids.js';
+import { exec, type Tx } from '../../platform/database/tx.js';
+import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { OutboxService } from '../../platform/outbox/outbox.service.js';
+
+export interface AttemptRef {
+  id: string;
+  round: number;
+  /** The attempt this job makes (attempt_count + 1 when it was scheduled). */
+  attempt: number;
+}
+
+/** BullMQ jobIds may not contain ':'; one id per (delivery, round, attempt) so resumes never collide. */
+export function attemptJobId(ref: AttemptRef): string {
+  return `dlv-${ref.id}-${ref.round}-${ref.attempt}`;
+}
+
+/**
+ * Every change of a delivery's schedule, written in the caller's transaction next to the outbox
+ * job it implies. Postgres holds the schedule; a job only says "try attempt n of round r now".
+ */
+@Injectable()
+export class DeliveryScheduler {
+  constructor(
+    private readonly outbox: OutboxService,
+    private readonly config: AppConfig,
+  ) {}
+
+  async enqueueAttempt(tx: Tx, ref: AttemptRef, runAt?: Date): Promise<void> {
+    await this.enqueueAttempts(tx, [ref], runAt);
+  }
+
+  /** One outbox statement for the attempts of many deliveries (a fan-out, a resume, a redeliver). */
+  private async enqueueAttempts(tx: Tx, refs: AttemptRef[], runAt?: Date): Promise<void> {
+    await this.outbox.enqueueMany(
+      tx,
+      refs.map((ref) => ({
+        name: JobName.WebhookDeliveryAttempt,
+        data: { deliveryId: ref.id, round: ref.round, attempt: ref.attempt },
+        jobId: attemptJobId(ref),
+        runAt,
+      })),
+    );
+  }
+
+  /**
+   * One delivery per live endpoint of the account subscribed to the type: pending with its first
+   * job when the endpoint is enabled, parked at once when it is disabled. Returns how many.
+   */
+  async createForEvent(tx: Tx, eventId: string, accountId: string, type: string): Promise<number> {
+    // FOR SHARE: an enable, disable or delete of these endpoints in flight is waited for and its
+    // outcome read, and none can commit before this transaction, so `enabled` stays true until
+    // the deliveries commit; a park or resume after us sees them. (enabled is read, not filtered
+    // on: a WHERE on it would skip a row being enabled without waiting for it.)
+    const { rows: endpoints } = await exec<{ id: string; enabled: boolean }>(
+      tx,
+      `SELECT id, enabled FROM webhook_endpoints
+        WHERE account_id = $1 AND deleted_at IS NULL AND (event_types IS NULL OR $2 = ANY (event_types))
+        ORDER BY id FOR SHARE`,
+      [accountId, type],
+    );
+    if (endpoints.length === 0) return 0;
+    const ids = endpoints.map(() => newId(IdPrefix.WebhookDelivery));
+    // ON CONFLICT: one delivery per (event, endpoint), whoever else inserts it.
+    const { rows } = await exec<{ id: string; status: string }>(
+      tx,
+      `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, account_id, status, parked_at, next_attempt_at)
+       SELECT d.id, $1, d.endpoint_id, $2,
+              CASE WHEN d.enabled THEN 'pending' ELSE 'parked' END,
+              CASE WHEN d.enabled THEN NULL ELSE now() END,
+              CASE WHEN d.enabled THEN now() ELSE NULL END
+         FROM unnest($3::text[], $4::text[], $5::boolean[]) AS d(id, endpoint_id, enabled)
+       ON CONFLICT (event_id, endpoint_id) DO NOTHING
+       RETURNING id, status`,
+      [eventId, accountId, ids, endpoints.map((e) => e.id), endpoints.map((e) => e.enabled)],
+    );
+    await this.enqueueAttempts(tx, rows.filter((row) => row.status === 'pending').map((row) => ({ id: row.id, round: 1, attempt: 1 })));
+    return rows.length;
+  }
+
+  /**
+   * The endpoint was just disabled: its pending deliveries (in flight included) are parked, not
+   * dropped, and a job will fail the ones still parked after the retention period.
+   */
+  async parkEndpoint(tx: Tx, endpointId: string): Promise<number> {
+    // WHERE status = 'pending': delivered and failed rows are final; parked ones stay as they are.
+    const { affected } = await exec(
+      tx,
+      `UPDATE webhook_deliveries SET status = 'parked', parked_at = now(), next_attempt_at = NULL, updated_at = now()
+        WHERE endpoint_id = $1 AND status = 'pending'`,
+      [endpointId],
+    );
+    await this.scheduleParkedExpiry(tx, endpointId, new Date(Date.now() + this.retentionMs()));
+    return affected;
+  }
+
+  async scheduleParkedExpiry(tx: Tx, endpointId: string, runAt: Date): Promise<void> {
+    await this.outbox.enqueue(tx, {
+      name: JobName.WebhookParkedExpiry,
+      data: { endpointId },
+      jobId: `wpx-${endpointId}-${runAt.getTime()}`,
+      runAt,
+    });
+  }
+
+  /**
+   * Parked deliveries older than the retention become failed (still visible): one endpoint's
+   * (its expiry chain, an enable), or every endpoint's (the housekeeping sweep, which also
+   * catches deliveries parked after a chain ended). Returns how many.
+   */
+  async expireParked(tx: Tx, endpointId?: string): Promise<number> {
+    // WHERE status = 'parked' AND parked_at older than retention: a resumed delivery is never failed here.
+    const { affected } = await exec(
+      tx,
+      `UPDATE webhook_deliveries
+          SET status = 'failed', failed_at = now(), updated_at = now(),
+              last_error = 'endpoint disabled; parked longer than ' || $2::text || ' days'
+        WHERE ($1::text IS NULL OR endpoint_id = $1) AND status = 'parked' AND parked_at <= now() - make_interval(days => $2::int)`,
+      [endpointId ?? null, this.config.WEBHOOK_PARKED_RETENTION_DAYS],
+    );
+    return affected;
+  }
+
+  /** The endpoint was just re-enabled: parked deliveries start a new round now, each with a new job. */
+  async resumeEndpoint(tx: Tx, endpointId: string): Promise<number> {
+    await this.expireParked(tx, endpointId);
+    // WHERE status = 'parked': each parked delivery is resumed by exactly one enable.
+    const { rows } = await exec<{ id: string; round: number; attempt_count: number }>(
+      tx,
+      `UPDATE webhook_deliveries
+          SET status = 'pending', parked_at = NULL, round = round + 1, round_first_attempt = attempt_count + 1,
+              next_attempt_at = now(), updated_at = now()
+        WHERE endpoint_id = $1 AND status = 'parked'
+        RETURNING id, round, attempt_count`,
+      [endpointId],
+    );
+    await this.enqueueAttempts(tx, rows.map((row) => ({ id: row.id, round: row.round, attempt: row.attempt_count + 1 })));
+    return rows.length;
+  }
+
+  /**
+   * Redeliver: finished deliveries of the event (to live, enabled endpoints) start a new round,
+   * and endpoints subscribed since get a first delivery. Pending and parked ones are left as they are.
+   */
+  async redeliverEvent(tx: Tx, eventId: string, accountId: string, type: string): Promise<number> {
+    // WHERE status IN ('delivered','failed'): a delivery already under way is not doubled; its
+    // endpoint is read FOR SHARE (as in createForEvent), so a disable in flight is waited for.
+    const { rows } = await exec<{ id: string; round: number; attempt_count: number }>(
+      tx,
+      `WITH endpoint AS (
+         SELECT id, enabled FROM webhook_endpoints
+          WHERE id IN (SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1) AND deleted_at IS NULL
+          ORDER BY id FOR SHARE
+       )
+       UPDATE webhook_deliveries d
+          SET status = 'pending', round = d.round + 1, round_first_attempt = d.attempt_count + 1,
+              next_attempt_at = now(), delivered_at = NULL, failed_at = NULL, updated_at = now()
+         FROM endpoint e
+        WHERE d.event_id = $1 AND d.account_id = $2 AND d.status IN ('delivered', 'failed')
+          AND e.id = d.endpoint_id AND e.enabled
+        RETURNING d.id, d.round, d.attempt_count`,
+      [eventId, accountId],
+    );
+    await this.enqueueAttempts(tx, rows.map((row) => ({ id: row.id, round: row.round, attempt: row.attempt_count + 1 })));
+    return rows.length + (await this.createForEvent(tx, eventId, accountId, type));
+  }
+
+  /** The endpoint was deleted: what was still owed to it fails (and stays visible). */
+  async failForDeletedEndpoint(tx: Tx, endpointId: string): Promise<void> {
+    // WHERE status IN ('pending','parked'): final rows keep their outcome.
+    await exec(
+      tx,
+      `UPDATE webhook_deliveries SET status = 'failed', failed_at = now(), next_attempt_at = NULL, parked_at = NULL,
+              last_error = 'endpoint deleted', updated_at = now()
+        WHERE endpoint_id = $1 AND status IN ('pending', 'parked')`,
+      [endpointId],
+    );
+  }
+
+  private retentionMs(): number {
+    return this.config.WEBHOOK_PARKED_RETENTION_DAYS * 86_400_000;
+  }
+}

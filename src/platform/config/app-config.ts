@@ -1,0 +1,250 @@
+import 'reflect-metadata';
+import { plainToInstance, Transform } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+import { SEND_TIMEOUT_MS } from '../../carriers/message-sender.js';
+import { isLoopbackUrl } from '../net/loopback.js';
+import { DEFAULT_SANDBOX_TELNYX_SEED, telnyxDevKeyPair } from '../../telephony/telnyx-dev-key.js';
+
+const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
+const URL_RE = /^[a-z][a-z0-9+.-]*:\/\/.+/i;
+const SCHEDULE_RE = /^\d+(,\d+)*$/;
+const SEND_TIMEOUT_SECONDS = Math.ceil(SEND_TIMEOUT_MS / 1000);
+
+/** What TWILIO_AUTH_TOKEN is unless set: published in this repository, so it proves nothing beyond the sandbox. */
+export const DEV_TWILIO_AUTH_TOKEN = 'sandbox-twilio-auth-token';
+
+/**
+ * Every environment variable the system reads, validated once at boot.
+ * Nothing outside this file reads process.env: inject AppConfig instead.
+ */
+export class AppConfig {
+  @Matches(/^postgres(ql)?:\/\/.+/, { message: 'must be a postgres:// URL' })
+  DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/onceline';
+
+  @Matches(/^rediss?:\/\/.+/, { message: 'must be a redis:// URL' })
+  REDIS_URL = 'redis://127.0.0.1:6379';
+
+  /** Key prefix for BullMQ; tests give each file its own so files can share one Redis. */
+  @Matches(/^[A-Za-z0-9_-]+$/, { message: 'letters, digits, _ and - only' })
+  QUEUE_PREFIX = 'onceline';
+
+  @Transform(toInt) @Min(0) @Max(65535) @IsInt()
+  PORT = 3000;
+
+  @IsOptional() @Matches(URL_RE, { message: 'must be an absolute URL' })
+  PUBLIC_BASE_URL?: string;
+
+  @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  LOG_LEVEL = 'info';
+
+  @IsOptional() @Matches(/^[A-Za-z0-9+/]{43}=$/, { message: 'must be the base64 of a raw 32-byte Ed25519 public key' })
+  TELNYX_PUBLIC_KEY?: string;
+
+  @IsOptional() @Matches(URL_RE, { message: 'must be an absolute URL' })
+  TELNYX_API_URL?: string;
+
+  @IsOptional() @IsString()
+  TELNYX_API_KEY = 'sandbox-telnyx-key';
+
+  @IsOptional() @IsString()
+  TWILIO_ACCOUNT_SID = 'AC00000000000000000000000000000000';
+
+  /** Sends always use it as set (a wrong one only gets our request refused); webhooks: see twilioWebhookAuthToken. */
+  @IsOptional() @IsString()
+  TWILIO_AUTH_TOKEN = DEV_TWILIO_AUTH_TOKEN;
+
+  @IsOptional() @Matches(URL_RE, { message: 'must be an absolute URL' })
+  TWILIO_API_URL?: string;
+
+  @Transform(toInt) @Min(1) @Max(86400) @IsInt()
+  WEBHOOK_TOLERANCE_SECONDS = 300;
+
+  @Matches(SCHEDULE_RE, { message: 'must be comma-separated whole seconds, e.g. 0,5,300' })
+  WEBHOOK_RETRY_SCHEDULE = '0,5,300,1800,7200,18000,36000,50400,72000';
+
+  @Transform(toInt) @Min(1) @IsInt()
+  WEBHOOK_DISABLE_AFTER_FAILURES = 100;
+
+  @IsOptional() @IsString()
+  WEBHOOK_ALLOWED_CIDRS = '';
+
+  /** Customer webhooks: how long deliveries of a disabled endpoint stay parked before they fail. */
+  @Transform(toInt) @Min(1) @IsInt()
+  WEBHOOK_PARKED_RETENTION_DAYS = 7;
+
+  /** Customer webhooks: one attempt's whole budget (connect, send, read the response). */
+  @Transform(toInt) @Min(100) @Max(120000) @IsInt()
+  WEBHOOK_TIMEOUT_MS = 15000;
+
+  @Transform(toInt) @Min(0) @Max(65535) @IsInt()
+  SANDBOX_PORT = 3100;
+
+  /** Sandbox: chaos for every send and inbound (e.g. `duplicate=3,resign`; syntax in src/sandbox/chaos.ts); empty is none. */
+  @Matches(/^$|^[a-z_]+(=[0-9.]+)?(,[a-z_]+(=[0-9.]+)?)*$/, { message: 'must be knobs like duplicate=3,resign,delay_ms=200' })
+  SANDBOX_CHAOS = '';
+
+  /** Sandbox: seed phrase of its Telnyx signing key pair; the app derives the matching public key (see telnyxPublicKey). */
+  @IsString()
+  SANDBOX_TELNYX_SEED = DEFAULT_SANDBOX_TELNYX_SEED;
+
+  /** Sandbox: delay between the message.sent and message.finalized webhooks of one message. */
+  @Transform(toInt) @Min(0) @Max(60000) @IsInt()
+  SANDBOX_RECEIPT_DELAY_MS = 300;
+
+  /** Sandbox: 1 lets it listen on every interface and send webhooks beyond loopback. */
+  @IsIn(['0', '1'])
+  SANDBOX_ALLOW_REMOTE = '0';
+
+  /** Requests per minute allowed for one API key. */
+  @Transform(toInt) @Min(1) @IsInt()
+  API_RATE_LIMIT_PER_MINUTE = 600;
+
+  /** Relay: rows claimed per transaction. */
+  @Transform(toInt) @Min(1) @Max(10000) @IsInt()
+  OUTBOX_BATCH_SIZE = 500;
+
+  /** Relay: fallback poll interval when no NOTIFY arrives. */
+  @Transform(toInt) @Min(10) @IsInt()
+  OUTBOX_POLL_MS = 250;
+
+  /** Recovery: a relayed job not shown done in Postgres after this long is handed to Redis again. */
+  @Transform(toInt) @Min(1) @IsInt()
+  OUTBOX_REDRIVE_AFTER_SECONDS = 60;
+
+  /** Retention: finished outbox rows older than this are deleted. */
+  @Transform(toInt) @Min(1) @IsInt()
+  OUTBOX_RETENTION_HOURS = 72;
+
+  /**
+   * How long a worker's hold on a job lasts without renewal; a worker killed mid-job has its job
+   * handed to another after about this long (BullMQ's stalled-job check runs at the same period).
+   */
+  @Transform(toInt) @Min(1000) @IsInt()
+  WORKER_LOCK_DURATION_MS = 30000;
+
+  /** Worker concurrency per queue. */
+  @Transform(toInt) @Min(1) @Max(1000) @IsInt()
+  WORKER_CONCURRENCY = 20;
+
+  /**
+   * Dispatch: how long a run's claim on a message lasts. No other run calls the carrier for that
+   * message before it ends (a stalled job's twin, a redrive), so it must outlast the carrier send
+   * timeout; a run that died has its message sent again about this long after it claimed it.
+   */
+  @Transform(toInt) @Min(SEND_TIMEOUT_SECONDS + 1, { message: `must be longer than the carrier send timeout (${SEND_TIMEOUT_SECONDS} s)` }) @Max(3600) @IsInt()
+  DISPATCH_LEASE_SECONDS = 60;
+
+  /** Carrier events: how long after ingest an out-of-order event keeps being retried before it fails. */
+  @Transform(toInt) @Min(1) @IsInt()
+  CARRIER_EVENT_RETRY_DEADLINE_SECONDS = 3600;
+
+  /** Carrier events: first retry delay of an out-of-order event (doubles each time, with jitter). */
+  @Transform(toInt) @Min(1) @IsInt()
+  CARRIER_EVENT_RETRY_BASE_MS = 1000;
+
+  /** Carrier events: the longest wait between two retries. */
+  @Transform(toInt) @Min(1) @IsInt()
+  CARRIER_EVENT_RETRY_MAX_DELAY_SECONDS = 300;
+
+  /** Ingest: most webhooks stored by one transaction (concurrent deliveries share a commit). */
+  @Transform(toInt) @Min(1) @Max(5000) @IsInt()
+  INGEST_BATCH_MAX = 256;
+
+  /** Ingest: most batch transactions running at once, per process. */
+  @Transform(toInt) @Min(1) @Max(64) @IsInt()
+  INGEST_BATCH_CONCURRENCY = 2;
+
+  /** Ingest: worker threads that verify Ed25519 signatures off the event loop (0: verify inline). */
+  @Transform(toInt) @Min(0) @Max(16) @IsInt()
+  INGEST_VERIFY_THREADS = 1;
+
+  /** Price of one outbound SMS segment, in micro-units of USD. */
+  @Transform(toInt) @Min(0) @IsInt()
+  PRICE_SMS_OUTBOUND_SEGMENT_MICROS = 4000;
+
+  /** Price of one inbound SMS segment, in micro-units of USD. */
+  @Transform(toInt) @Min(0) @IsInt()
+  PRICE_SMS_INBOUND_SEGMENT_MICROS = 4000;
+
+  /** Price of one billable call minute (rounded up), in micro-units of USD. */
+  @Transform(toInt) @Min(0) @IsInt()
+  PRICE_CALL_MINUTE_MICROS = 7000;
+
+  /** How carriers reach us, without a trailing slash (paths are appended to it). */
+  get publicBaseUrl(): string {
+    return (this.PUBLIC_BASE_URL ?? `http://127.0.0.1:${this.PORT}`).replace(/\/$/, '');
+  }
+
+  /** Where we call Telnyx: the sandbox unless configured (production https://api.telnyx.com/v2). */
+  get telnyxApiUrl(): string {
+    return (this.TELNYX_API_URL ?? `http://127.0.0.1:${this.SANDBOX_PORT}/v2`).replace(/\/$/, '');
+  }
+
+  /** Where we call Twilio: the sandbox unless configured (production https://api.twilio.com). */
+  get twilioApiUrl(): string {
+    return (this.TWILIO_API_URL ?? `http://127.0.0.1:${this.SANDBOX_PORT}/twilio`).replace(/\/$/, '');
+  }
+
+  /**
+   * The key Telnyx webhooks are verified with. Unset, it is the sandbox's dev key, but only while
+   * we send to a loopback Telnyx API (the sandbox): a deployment pointed at the real Telnyx without
+   * TELNYX_PUBLIC_KEY verifies nothing rather than trusting a published development key. Set to
+   * that published key (the default seed's), it is trusted on the same terms.
+   */
+  get telnyxPublicKey(): string | undefined {
+    const sandbox = isLoopbackUrl(this.telnyxApiUrl);
+    if (!this.TELNYX_PUBLIC_KEY) return sandbox ? telnyxDevKeyPair(this.SANDBOX_TELNYX_SEED).publicKey : undefined;
+    return trustedCredential(this.TELNYX_PUBLIC_KEY, telnyxDevKeyPair(DEFAULT_SANDBOX_TELNYX_SEED).publicKey, sandbox);
+  }
+
+  /**
+   * The token Twilio webhooks are verified with: TWILIO_AUTH_TOKEN, except its published
+   * development value while TWILIO_API_URL is not loopback (undefined: every Twilio webhook is
+   * refused until the real token is set). Sending is not affected: see TWILIO_AUTH_TOKEN.
+   */
+  get twilioWebhookAuthToken(): string | undefined {
+    return trustedCredential(this.TWILIO_AUTH_TOKEN, DEV_TWILIO_AUTH_TOKEN, isLoopbackUrl(this.twilioApiUrl));
+  }
+
+  get webhookRetryScheduleSeconds(): number[] {
+    return this.WEBHOOK_RETRY_SCHEDULE.split(',').map(Number);
+  }
+}
+
+/**
+ * The contract's rule for a carrier credential: its published development value is accepted only
+ * while that carrier's API URL points at this machine (the sandbox); anywhere else it is no
+ * credential at all (undefined), so a forger who read this repository cannot sign webhooks.
+ */
+function trustedCredential(credential: string, developmentValue: string, apiIsSandbox: boolean): string | undefined {
+  return credential === developmentValue && !apiIsSandbox ? undefined : credential;
+}
+
+export class ConfigError extends Error {}
+
+/** A bad value as the error shows it: start-up errors reach logs, so secrets and URL passwords are masked. */
+function shown(key: string, raw: string | undefined): string {
+  if (raw === undefined) return '""';
+  if (/(?<!PUBLIC_)KEY|TOKEN|SECRET|PASSWORD|SEED/.test(key)) return '"[redacted]"';
+  return JSON.stringify(raw.replace(/(\/\/[^:/@]*:)[^@/]*@/, '$1***@'));
+}
+
+/** Validates an environment into AppConfig; throws ConfigError naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
+  const known = Object.keys(new AppConfig());
+  const input: Record<string, string> = {};
+  for (const key of known) {
+    const value = env[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const config = plainToInstance(AppConfig, input);
+  const errors = validateSync(config, { skipMissingProperties: false, stopAtFirstError: true });
+  if (errors.length > 0) {
+    const lines = errors.map((e) => {
+      const why = Object.values(e.constraints ?? {}).join('; ');
+      return `${e.property}=${shown(e.property, env[e.property])}: ${why}`;
+    });
+    throw new ConfigError(`Invalid configuration: ${lines.join(', ')}`);
+  }
+  return config;
+}

@@ -1,0 +1,129 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { databaseUrl, TEST_PG_BASE, TEST_REDIS_URL } from '../../support/env.js';
+import { freePort } from '../../support/ports.js';
+import { mapLimit, runNode, type NodeRun } from '../../support/run-node.js';
+
+// Each command boots a Node process; on a busy 2-core machine a test of several takes a while.
+const SLOW = 180_000;
+
+/** Parses the WHOLE of stdout: exactly one JSON document or the test fails. */
+function oneDocument(run: NodeRun): any {
+  try {
+    return JSON.parse(run.stdout);
+  } catch {
+    throw new Error(`stdout is not one JSON document:\n${run.stdout}\nstderr:\n${run.stderr}`);
+  }
+}
+
+function expectFailure(run: NodeRun, code: string, detail: RegExp): void {
+  expect(run.code).not.toBe(0);
+  const doc = oneDocument(run);
+  expect(doc.errors).toHaveLength(1);
+  expect(doc.errors[0]).toEqual(expect.objectContaining({ code, title: expect.any(String) }));
+  expect(doc.errors[0].detail).toMatch(detail);
+}
+
+describe('admin CLI: every command with --json prints exactly one JSON document on stdout', () => {
+  let db: TestDatabase;
+  const cli = (args: string[], env: Record<string, string> = {}) =>
+    runNode(['dist/cli.js', ...args, '--json'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL, ...env });
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('--help names the CLI onceline and lists its commands, exit 0', async () => {
+    const help = await runNode(['dist/cli.js', '--help'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: onceline \[options\] \[command\]/);
+    for (const command of ['migrate', 'accounts:create', 'carrier-events:replay', 'outbox:status']) expect(help.stdout).toContain(command);
+  }, SLOW);
+
+  it('migrate creates a missing database, applies every migration, and is idempotent', async () => {
+    const name = `onceline_t_cli_${randomBytes(4).toString('hex')}`;
+    const url = databaseUrl(name);
+    try {
+      const first = await cli(['migrate'], { DATABASE_URL: url });
+      expect(first.code).toBe(0);
+      const applied = oneDocument(first);
+      expect(applied.applied).toContain('0001_foundation.sql');
+      expect(applied.already_applied).toEqual([]);
+
+      const again = await cli(['migrate'], { DATABASE_URL: url });
+      expect(again.code).toBe(0);
+      expect(oneDocument(again)).toEqual({ applied: [], already_applied: applied.applied });
+    } finally {
+      const admin = new pg.Client({ connectionString: TEST_PG_BASE });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    }
+  }, SLOW);
+
+  it('accounts:create, api-keys:create and api-keys:revoke print their results; keys are stored hashed', async () => {
+    const created = await cli(['accounts:create', '--name', 'Acme "CLI" Ltd']);
+    expect(created.code).toBe(0);
+    const account = oneDocument(created);
+    expect(account.account).toEqual({ id: expect.stringMatching(/^acct_/), name: 'Acme "CLI" Ltd' });
+    expect(account.api_key).toMatch(/^olk_[A-Za-z0-9_-]{43}$/);
+    expect(account.api_key_id).toEqual(expect.any(String));
+
+    const second = await cli(['api-keys:create', '--account', account.account.id]);
+    expect(second.code).toBe(0);
+    const key = oneDocument(second);
+    expect(key).toEqual({ api_key: expect.stringMatching(/^olk_/), id: expect.any(String) });
+    expect(key.api_key).not.toBe(account.api_key);
+    expect(await db.count(`SELECT count(*) FROM api_keys WHERE account_id = $1`, [account.account.id])).toBe(2);
+    // Only the SHA-256 is kept: the key itself appears nowhere in the row.
+    const { rows } = await db.pool.query(`SELECT row_to_json(api_keys)::text AS row FROM api_keys WHERE id = $1`, [key.id]);
+    expect(rows[0].row).not.toContain(key.api_key);
+
+    const revoked = await cli(['api-keys:revoke', key.id]);
+    expect(revoked.code).toBe(0);
+    expect(oneDocument(revoked)).toEqual({ id: key.id, revoked: true });
+    const twice = await cli(['api-keys:revoke', key.id]);
+    expect(twice.code).toBe(0);
+    expect(oneDocument(twice)).toEqual({ id: key.id, revoked: false });
+  }, SLOW);
+
+  it('outbox:status prints the pending count and the age of the oldest pending job', async () => {
+    await db.pool.query(
+      `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at) VALUES
+         ('cli-status-1', 'system', 'probe', '{}', now() - interval '30 seconds'),
+         ('cli-status-2', 'system', 'probe', '{}', now() + interval '1 hour')`,
+    );
+    const run = await cli(['outbox:status']);
+    expect(run.code).toBe(0);
+    const status = oneDocument(run);
+    expect(status.pending).toBe(2);
+    expect(status.oldest_pending_seconds).toBeGreaterThanOrEqual(30);
+    expect(Object.keys(status).sort()).toEqual(['oldest_pending_seconds', 'pending']);
+  }, SLOW);
+
+  it('errors are one JSON document too, with a non-zero exit', async () => {
+    const cases: Array<[string[], Record<string, string>, string, RegExp]> = [
+      [['accounts:create'], {}, 'command_failed', /--name/],
+      [['api-keys:create', '--account', 'acct_doesnotexist'], {}, 'not_found', /acct_doesnotexist/],
+      [['api-keys:revoke', 'key_doesnotexist'], {}, 'not_found', /key_doesnotexist/],
+      [['api-keys:revoke'], {}, 'command_failed', /argument/],
+      [['outbox:status', '--bogus'], {}, 'command_failed', /--bogus/],
+      [['no-such-command'], {}, 'command_failed', /no-such-command/],
+      [['outbox:status'], { PORT: 'abc' }, 'command_failed', /PORT/],
+    ];
+    const runs = await mapLimit(cases, 2, ([args, env]) => cli(args, env));
+    runs.forEach((run, i) => expectFailure(run, cases[i][2], cases[i][3]));
+  }, SLOW);
+
+  it('a database that does not answer is reported as one JSON document', async () => {
+    const nobody = databaseUrl('onceline', `postgres://postgres@127.0.0.1:${await freePort()}/postgres`);
+    const [status, migrate] = await Promise.all([cli(['outbox:status'], { DATABASE_URL: nobody }), cli(['migrate'], { DATABASE_URL: nobody })]);
+    expectFailure(status, 'command_failed', /ECONNREFUSED/);
+    expectFailure(migrate, 'command_failed', /ECONNREFUSED/);
+  }, SLOW);
+});

@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { AccountsService } from '../../../src/modules/accounts/accounts.service.js';
+import { startTestApp, type TestApp } from '../../support/app.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+
+describe('error responses', () => {
+  let db: TestDatabase;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    app = await startTestApp({ databaseUrl: db.url });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('an unknown route is a 404 in the errors[] shape, with a request id header', async () => {
+    const res = await fetch(`${app.url}/v2/no_such_thing`);
+    expect(res.status).toBe(404);
+    expect(res.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{16}$/);
+    const body: any = await res.json();
+    expect(body.errors).toEqual([expect.objectContaining({ code: 'not_found', title: expect.any(String) })]);
+  });
+
+  it('an unexpected error is a 500 that carries the request id and says nothing internal', async () => {
+    const { api_key } = await accounts().createAccount('victim');
+    // Break the schema under the running app: the key lookup now fails with a SQL error whose
+    // text (table, column, query) must not reach the caller.
+    await db.pool.query(`ALTER TABLE api_keys RENAME COLUMN key_hash TO key_hash_moved`);
+    try {
+      const res = await fetch(`${app.url}/v2/api_keys`, { headers: { authorization: `Bearer ${api_key}` } });
+      expect(res.status).toBe(500);
+      const requestId = res.headers.get('x-request-id');
+      expect(requestId).toMatch(/^req_/);
+      const text = await res.text();
+      const body = JSON.parse(text);
+      expect(body).toEqual({ errors: [{ code: 'internal_error', title: 'Internal error', meta: { request_id: requestId } }] });
+      for (const leak of ['key_hash', 'api_keys', 'column', 'SELECT', 'QueryFailedError', '.ts:', '.js:', 'node_modules']) {
+        expect(text).not.toContain(leak);
+      }
+      // Two failures, two ids: the id points at one log line, not at the route.
+      const again = await fetch(`${app.url}/v2/api_keys`, { headers: { authorization: `Bearer ${api_key}` } });
+      expect(((await again.json()) as any).errors[0].meta.request_id).not.toBe(requestId);
+    } finally {
+      await db.pool.query(`ALTER TABLE api_keys RENAME COLUMN key_hash_moved TO key_hash`);
+    }
+    expect((await fetch(`${app.url}/v2/api_keys`, { headers: { authorization: `Bearer ${api_key}` } })).status).toBe(200);
+  });
+
+  function accounts(): AccountsService {
+    return app.app.get(AccountsService);
+  }
+});

@@ -1,0 +1,323 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { Invariants } from '../../../src/platform/verify/invariants.js';
+import { VerifyService } from '../../../src/platform/verify/verify.service.js';
+import { ApiClient } from '../../support/api-client.js';
+import { startTestApp, type TestApp } from '../../support/app.js';
+import { telnyxFixture, telnyxReceipt, telnyxSigner } from '../../support/carrier-signing.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { TEST_REDIS_URL } from '../../support/env.js';
+import { FakeCarrier } from '../../support/fake-carrier.js';
+import { runNode, type NodeRun } from '../../support/run-node.js';
+import { waitFor } from '../../support/wait.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
+
+// Each verify is a booted Node process; on a busy 2-core machine that takes a while.
+const SLOW = 180_000;
+const OUR_NUMBER = '+17735550002'; // the `to` of the Telnyx inbound fixture
+const INVARIANTS = [
+  'billing.usage_has_resource',
+  'ingest.events_processed_by_deadline',
+  'messaging.inbound_billed_once',
+  'messaging.one_event_per_transition',
+  'messaging.outbound_billed_once',
+  'messaging.receipt_implies_terminal',
+  'outbox.due_jobs_relayed_in_time',
+  'outbox.relayed_jobs_redriven_in_time',
+  'webhooks.parked_only_on_disabled_endpoints',
+];
+// The defaults the CLI runs with: OUTBOX_REDRIVE_AFTER_SECONDS=60, CARRIER_EVENT_RETRY_DEADLINE_SECONDS=3600.
+const REDRIVE_SECONDS = 60;
+const DEADLINE_SECONDS = 3600;
+
+interface Report {
+  ok: boolean;
+  broken: number;
+  invariants: { name: string; ok: boolean; count: number; examples: string[] }[];
+}
+
+/** Parses the WHOLE of stdout: exactly one JSON document or the test fails. */
+function oneDocument(run: NodeRun): Report {
+  try {
+    return JSON.parse(run.stdout);
+  } catch {
+    throw new Error(`stdout is not one JSON document:\n${run.stdout}\nstderr:\n${run.stderr}`);
+  }
+}
+
+describe('onceline verify: one read-only pass over what exactly-once means', () => {
+  let db: TestDatabase;
+  let carrier: FakeCarrier;
+  let receiver: WebhookReceiver;
+  /** Rows of the real flow the plants below break and restore. */
+  const flow = { accountId: '', outbound: '', inbound: '', endpoint: '', delivery: '' };
+  const sql = (text: string, params: unknown[] = []) => db.pool.query(text, params);
+  const verify = (...args: string[]) => runNode(['dist/cli.js', 'verify', ...args], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+
+  /** Runs verify --json with a violation planted, and expects exactly `invariant` broken, by `examples`. */
+  async function expectOnlyBroken(invariant: string, count: number, examples: string[], args: string[] = []): Promise<void> {
+    const run = await verify('--json', ...args);
+    expect(run.code).toBe(1);
+    const report = oneDocument(run);
+    expect(report.ok).toBe(false);
+    expect(report.broken).toBe(1);
+    expect(report.invariants.filter((i) => !i.ok)).toEqual([expect.objectContaining({ name: invariant, ok: false, count, examples })]);
+  }
+
+  /** Runs `body` with the usage row of `resourceId` deleted, then puts it back as it was. */
+  async function withoutUsage(resourceId: string, body: () => Promise<void>): Promise<void> {
+    const { rows } = await sql(`DELETE FROM usage_records WHERE resource_id = $1 RETURNING *`, [resourceId]);
+    expect(rows).toHaveLength(1);
+    try {
+      await body();
+    } finally {
+      const u = rows[0];
+      await sql(`INSERT INTO usage_records VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [u.id, u.account_id, u.kind, u.resource_id, u.quantity, u.unit_price_micros, u.amount_micros, u.created_at]);
+    }
+  }
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    carrier = await new FakeCarrier().start();
+    receiver = await startWebhookReceiver();
+    const telnyx = telnyxSigner();
+    // A real flow: one SMS out (sent, then a delivered receipt), one SMS in, each event delivered.
+    const app = await startTestApp({ databaseUrl: db.url, relay: true, worker: true, env: { ...carrier.env(), TELNYX_PUBLIC_KEY: telnyx.publicKey } });
+    try {
+      const deliver = (body: string) => fetch(`${app.url}/webhooks/telnyx`, { method: 'POST', headers: telnyx.headers(body), body }).then((r) => r.status);
+      const customer = await ApiClient.forNewAccount(app);
+      flow.accountId = customer.accountId;
+      expect((await customer.post('/v2/phone_numbers', { phone_number: OUR_NUMBER, carrier: 'telnyx' })).status).toBe(201);
+      const endpoint = await customer.post('/v2/webhook_endpoints', { url: `${receiver.url}/hooks` });
+      expect(endpoint.status).toBe(201);
+      flow.endpoint = endpoint.body.data.id;
+      const { body } = await customer.post('/v2/messages', { from: OUR_NUMBER, to: '+13125550009', text: 'verify me' });
+      flow.outbound = body.data.id;
+      const sent = await waitFor(() => customer.get(`/v2/messages/${flow.outbound}`), (r) => r.body.data.status === 'sent', { what: 'the message sent' });
+      expect(await deliver(telnyxReceipt(sent.body.data.carrier_message_id, 'delivered'))).toBe(200);
+      expect(await deliver(telnyxFixture('message.received.json', { id: randomUUID() }))).toBe(200);
+      await waitFor(() => customer.get(`/v2/messages/${flow.outbound}`), (r) => r.body.data.status === 'delivered', { what: 'the message delivered' });
+      await waitFor(() => db.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'delivered'`), (n) => n === 3, { what: 'sent, delivered and received delivered to the endpoint' });
+      await waitFor(() => db.count(`SELECT count(*) FROM outbox_jobs WHERE completed_at IS NULL AND failed_at IS NULL`), (n) => n === 0, { what: 'every job finished' });
+      flow.inbound = (await sql(`SELECT id FROM messages WHERE direction = 'inbound'`)).rows[0].id;
+      flow.delivery = (await sql(`SELECT d.id FROM webhook_deliveries d JOIN outbound_events e ON e.id = d.event_id WHERE e.type = 'message.delivered'`)).rows[0].id;
+    } finally {
+      // Nothing runs from here on: the plants below must stay as planted while verify reads them.
+      await app.close();
+    }
+  }, SLOW);
+  afterAll(async () => {
+    await receiver?.close();
+    await carrier?.stop();
+    await db?.drop();
+  });
+
+  it('after a real flow (send, receipt, inbound, customer webhooks) every invariant holds: exit 0', async () => {
+    const [json, human] = await Promise.all([verify('--json'), verify()]);
+    expect(json.code).toBe(0);
+    const report = oneDocument(json);
+    expect(report.ok).toBe(true);
+    expect(report.broken).toBe(0);
+    expect(report.invariants.map((i) => i.name)).toEqual(INVARIANTS);
+    for (const invariant of report.invariants) expect(invariant).toEqual(expect.objectContaining({ ok: true, count: 0, examples: [] }));
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/all 9 invariants hold/);
+  }, SLOW);
+
+  it('messaging.receipt_implies_terminal: a processed delivered receipt beside a message still sent (the stuck message of issue 10)', async () => {
+    await sql(`UPDATE messages SET status = 'sent' WHERE id = $1`, [flow.outbound]);
+    try {
+      await expectOnlyBroken('messaging.receipt_implies_terminal', 1, [flow.outbound]);
+    } finally {
+      await sql(`UPDATE messages SET status = 'delivered' WHERE id = $1`, [flow.outbound]);
+    }
+  }, SLOW);
+
+  it('messaging.outbound_billed_once: an accepted outbound message with no usage row, and a rejected one billed', async () => {
+    // Never accepted by a carrier (rejected: no carrier id, no `sent` in its history), yet billed.
+    await sql(
+      `INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, error_code)
+       VALUES ('msg_planted_rejected', $1, 'outbound', $2, '+13125550009', 'x', 'failed', 1, 'GSM-7', 'telnyx', '40300')`,
+      [flow.accountId, OUR_NUMBER],
+    );
+    await sql(`INSERT INTO usage_records VALUES ('use_planted_rejected', $1, 'sms_outbound_segments', 'msg_planted_rejected', 1, 4000, 4000)`, [flow.accountId]);
+    try {
+      await withoutUsage(flow.outbound, () => expectOnlyBroken('messaging.outbound_billed_once', 2, [flow.outbound, 'msg_planted_rejected'].sort()));
+    } finally {
+      await sql(`DELETE FROM usage_records WHERE id = 'use_planted_rejected'`);
+      await sql(`DELETE FROM messages WHERE id = 'msg_planted_rejected'`);
+    }
+  }, SLOW);
+
+  it('messaging.inbound_billed_once: a received message with no usage row', async () => {
+    await withoutUsage(flow.inbound, () => expectOnlyBroken('messaging.inbound_billed_once', 1, [flow.inbound]));
+  }, SLOW);
+
+  it('messaging.one_event_per_transition: a delivered transition announced twice', async () => {
+    await sql(
+      `INSERT INTO outbound_events (id, account_id, type, event_version, payload)
+       SELECT 'evt_planted_twice', account_id, type, event_version, payload FROM outbound_events WHERE type = 'message.delivered' AND payload->>'id' = $1`,
+      [flow.outbound],
+    );
+    try {
+      await expectOnlyBroken('messaging.one_event_per_transition', 1, [flow.outbound]);
+    } finally {
+      await sql(`DELETE FROM outbound_events WHERE id = 'evt_planted_twice'`);
+    }
+  }, SLOW);
+
+  it('billing.usage_has_resource: usage rows billing nothing that exists; --limit caps the examples, not the count', async () => {
+    await sql(
+      `INSERT INTO usage_records VALUES
+         ('use_planted_1', $1, 'sms_outbound_segments', 'msg_never_existed', 1, 4000, 4000),
+         ('use_planted_2', $1, 'sms_inbound_segments', $2, 1, 4000, 4000),
+         ('use_planted_3', $1, 'call_minutes', 'call_not_yet', 2, 7000, 14000)`,
+      [flow.accountId, flow.outbound], // an outbound message's id billed as inbound: no inbound message has it
+    );
+    try {
+      await expectOnlyBroken('billing.usage_has_resource', 3, ['use_planted_1', 'use_planted_2'], ['--limit', '2']);
+    } finally {
+      await sql(`DELETE FROM usage_records WHERE id LIKE 'use_planted_%'`);
+    }
+  }, SLOW);
+
+  it('ingest.events_processed_by_deadline: an event unprocessed past the deadline with no job; not one still retrying, nor a young one, nor one waiting for a handler', async () => {
+    const insertEvent = (id: string, ageSeconds: number, error: string | null, unhandled = false) =>
+      sql(
+        `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, error, created_at, unhandled_since)
+         VALUES ($1, 'telnyx', $1, 'message.finalized', 'message.status', '{}', '{"kind": "message.status"}', $2, now() - make_interval(secs => $3),
+                 CASE WHEN $4 THEN now() - make_interval(secs => $3) END)`,
+        [id, error, ageSeconds, unhandled],
+      );
+    await insertEvent('cev_planted_late', DEADLINE_SECONDS + 60, 'retry deadline of 3600 s passed: no message carries it');
+    await insertEvent('cev_planted_retrying', DEADLINE_SECONDS + 60, null);
+    await insertEvent('cev_planted_young', DEADLINE_SECONDS - 600, null);
+    await insertEvent('cev_planted_unhandled', DEADLINE_SECONDS + 60, null, true);
+    await sql(`INSERT INTO outbox_jobs (job_id, queue, name, data) VALUES ('cev_planted_retrying-r9', 'carrier-events', 'process-carrier-event', '{"carrierEventId": "cev_planted_retrying"}')`);
+    try {
+      await expectOnlyBroken('ingest.events_processed_by_deadline', 1, ['cev_planted_late']);
+    } finally {
+      await sql(`DELETE FROM outbox_jobs WHERE job_id = 'cev_planted_retrying-r9'`);
+      await sql(`DELETE FROM carrier_events WHERE id LIKE 'cev_planted_%'`);
+    }
+  }, SLOW);
+
+  it('outbox.relayed_jobs_redriven_in_time: a relayed job with no outcome whose redrive check is two periods overdue; not one just due', async () => {
+    await sql(
+      `INSERT INTO outbox_jobs (job_id, queue, name, data, relayed_at, redrive_at) VALUES
+         ('planted-stuck', 'system', 'probe', '{}', now() - interval '1 hour', now() - make_interval(secs => $1 * 2 + 10)),
+         ('planted-due', 'system', 'probe', '{}', now() - interval '1 hour', now() - make_interval(secs => $1))`,
+      [REDRIVE_SECONDS],
+    );
+    try {
+      await expectOnlyBroken('outbox.relayed_jobs_redriven_in_time', 1, ['planted-stuck']);
+    } finally {
+      await sql(`DELETE FROM outbox_jobs WHERE job_id LIKE 'planted-%'`);
+    }
+  }, SLOW);
+
+  it('outbox.due_jobs_relayed_in_time: a job due for two redrive periods and never relayed; not one due a moment ago', async () => {
+    await sql(
+      `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at) VALUES
+         ('planted-unrelayed', 'system', 'probe', '{}', now() - make_interval(secs => $1 * 2 + 10)),
+         ('planted-just-due', 'system', 'probe', '{}', now() - interval '5 seconds')`,
+      [REDRIVE_SECONDS],
+    );
+    try {
+      await expectOnlyBroken('outbox.due_jobs_relayed_in_time', 1, ['planted-unrelayed']);
+    } finally {
+      await sql(`DELETE FROM outbox_jobs WHERE job_id LIKE 'planted-%'`);
+    }
+  }, SLOW);
+
+  it('webhooks.parked_only_on_disabled_endpoints: a delivery parked on an enabled endpoint; not one parked on a disabled endpoint', async () => {
+    await sql(`UPDATE webhook_deliveries SET status = 'parked', parked_at = now() WHERE id = $1`, [flow.delivery]);
+    await sql(
+      `INSERT INTO webhook_endpoints (id, account_id, url, secret, enabled, disabled_at) VALUES ('we_planted_off', $1, 'http://127.0.0.1:9/off', 'whsec_x', false, now())`,
+      [flow.accountId],
+    );
+    await sql(
+      `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, account_id, status, parked_at)
+       SELECT 'dlv_planted_ok', event_id, 'we_planted_off', account_id, 'parked', now() FROM webhook_deliveries WHERE id = $1`,
+      [flow.delivery],
+    );
+    try {
+      // The human report names it too, with the same exit code.
+      const [, human] = await Promise.all([expectOnlyBroken('webhooks.parked_only_on_disabled_endpoints', 1, [flow.delivery]), verify()]);
+      expect(human.code).toBe(1);
+      expect(human.stdout).toMatch(new RegExp(`BROKEN\\s+webhooks\\.parked_only_on_disabled_endpoints\\s+1\\s+e\\.g\\. ${flow.delivery}`));
+      expect(human.stdout).toMatch(/1 of 9 invariants broken/);
+    } finally {
+      await sql(`DELETE FROM webhook_deliveries WHERE id = 'dlv_planted_ok'`);
+      await sql(`DELETE FROM webhook_endpoints WHERE id = 'we_planted_off'`);
+      await sql(`UPDATE webhook_deliveries SET status = 'delivered', parked_at = NULL WHERE id = $1`, [flow.delivery]);
+    }
+  }, SLOW);
+
+  describe('in process', () => {
+    let app: TestApp;
+
+    beforeAll(async () => {
+      app = await startTestApp({ databaseUrl: db.url });
+    }, SLOW);
+    afterAll(async () => {
+      await app?.close();
+    });
+
+    it('/metrics: onceline_invariants_broken per invariant, from a pass at most once a minute (a second scrape reads the first pass)', async () => {
+      const scrape = () => fetch(`${app.url}/metrics`).then((r) => r.text());
+      const gauge = (text: string, name: string) => Number(text.match(new RegExp(`^onceline_invariants_broken\\{invariant="${name.replace('.', '\\.')}"\\} (\\d+)$`, 'm'))?.[1]);
+      await sql(`INSERT INTO usage_records VALUES ('use_planted_m1', $1, 'call_minutes', 'call_not_yet_1', 1, 7000, 7000)`, [flow.accountId]);
+      try {
+        const first = await scrape();
+        expect(gauge(first, 'billing.usage_has_resource')).toBe(1);
+        for (const name of INVARIANTS.filter((n) => n !== 'billing.usage_has_resource')) expect(gauge(first, name)).toBe(0);
+        expect(first).toMatch(/^onceline_invariants_checked_timestamp_seconds \d+(\.\d+)?$/m);
+
+        await sql(`INSERT INTO usage_records VALUES ('use_planted_m2', $1, 'call_minutes', 'call_not_yet_2', 1, 7000, 7000)`, [flow.accountId]);
+        const second = await scrape();
+        expect(gauge(second, 'billing.usage_has_resource')).toBe(1);
+      } finally {
+        await sql(`DELETE FROM usage_records WHERE id LIKE 'use_planted_m%'`);
+      }
+    });
+
+    it('an invariant name is registered once', () => {
+      const registry = new Invariants();
+      const none = async () => ({ count: 0, examples: [] });
+      registry.register('test.once', 'registered once', none);
+      expect(() => registry.register('test.once', 'again', none)).toThrow(/test\.once registered twice/);
+      expect(() => registry.register('NoModule', 'bad name', none)).toThrow(/not <module>\.<snake_case>/);
+    });
+
+    it('the pass is READ ONLY: a check that writes fails it', async () => {
+      const registry = new Invariants();
+      registry.register('test.writes', 'tries to write', async (snapshot) => {
+        await snapshot.query(`INSERT INTO accounts (id, name) VALUES ('acct_written_by_verify', 'x')`);
+        return { count: 0, examples: [] };
+      });
+      await expect(new VerifyService(registry, app.app.get(DataSource)).run({ limit: 1 })).rejects.toThrow(/test\.writes could not be checked: .*read-only transaction/);
+      expect(await db.count(`SELECT count(*) FROM accounts WHERE id = 'acct_written_by_verify'`)).toBe(0);
+    });
+
+    it('every check of a pass reads one snapshot: a commit between two checks is seen by neither', async () => {
+      const registry = new Invariants();
+      const countAccounts = async (snapshot: { query(q: string): Promise<{ n: number }[]> }) => ({ count: (await snapshot.query(`SELECT count(*)::int AS n FROM accounts`))[0].n, examples: [] });
+      registry.register('test.a_before', 'counts accounts, then commits one more elsewhere', async (snapshot) => {
+        const seen = await countAccounts(snapshot);
+        await sql(`INSERT INTO accounts (id, name) VALUES ('acct_between_checks', 'x')`);
+        return seen;
+      });
+      registry.register('test.b_after', 'counts accounts again', countAccounts);
+      try {
+        const report = await new VerifyService(registry, app.app.get(DataSource)).run({ limit: 1 });
+        const [before, after] = report.invariants;
+        expect(after.count).toBe(before.count);
+        expect(await db.count(`SELECT count(*) FROM accounts`)).toBe(before.count + 1);
+      } finally {
+        await sql(`DELETE FROM accounts WHERE id = 'acct_between_checks'`);
+      }
+    });
+  });
+});

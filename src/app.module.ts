@@ -11,6 +11,7 @@ import { NumbersModule } from './modules/numbers/numbers.module.js';
 import { BillingModule } from './modules/billing/billing.module.js';
 import { OutboxModule } from './platform/outbox/outbox.module.js';
 import { VerifyModule } from './platform/verify/verify.module.js';
+import { RedisModule } from './platform/redis/redis.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 
 /** Every module; which loops run (HTTP, relay, workers) is decided by the role in main.ts. */
@@ -19,7 +20,7 @@ export class AppModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, HealthModule, IngestModule, NumbersModule, BillingModule, MessagingModule, WebhooksModule],
+      imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, HealthModule, IngestModule, NumbersModule, BillingModule, MessagingModule, WebhooksModule],
     };
   }
 }

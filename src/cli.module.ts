@@ -12,6 +12,7 @@ import { MessagingModule } from './modules/messaging/messaging.module.js';
 import { MetricsModule } from './platform/metrics/metrics.module.js';
 import { OutboxStatusCommand } from './platform/outbox/commands/outbox-status.command.js';
 import { OutboxModule } from './platform/outbox/outbox.module.js';
+import { RedisModule } from './platform/redis/redis.module.js';
 import { EnableEndpointCommand } from './modules/webhooks/commands/enable-endpoint.command.js';
 import { VerifyCommand } from './platform/verify/verify.command.js';
 import { VerifyModule } from './platform/verify/verify.module.js';
@@ -23,7 +24,7 @@ export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CliModule,
-      imports: [ConfigModule.forRoot(config), MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule],
+      imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule],
       providers: [ProgramName, MigrateCommand, CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand],
     };
   }

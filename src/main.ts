@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   if (role === 'sandbox') return runSandbox(config);
   // Loaded here, not at the top: the sandbox role starts in a fraction of the time without Nest.
   const [{ createApp }, { JobWorkers }, { OutboxRelay }] = await Promise.all([
-    import('./platform/http/create-app.js'),
+    import('./create-app.js'),
     import('./platform/outbox/job-workers.js'),
     import('./platform/outbox/outbox-relay.js'),
   ]);

@@ -59,3 +59,6 @@ export interface IgnoredEvent extends EventBase {
 
 export type NormalizedEvent = MessageReceived | MessageStatusChanged | CallEvent | IgnoredEvent;
 export type NormalizedEventKind = NormalizedEvent['kind'];
+
+/** Every kind a module can own, for the boot check of carrier event handlers. */
+export const HANDLED_KINDS = ['message.received', 'message.status', 'call.initiated', 'call.answered', 'call.hangup', 'call.status'] as const satisfies readonly Exclude<NormalizedEventKind, 'ignored'>[];

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { loadConfig, type AppConfig } from '../../src/platform/config/app-config.js';
-import { createApp } from '../../src/platform/http/create-app.js';
+import { createApp } from '../../src/create-app.js';
 import { JobWorkers } from '../../src/platform/outbox/job-workers.js';
 import { OutboxRelay } from '../../src/platform/outbox/outbox-relay.js';
 import { TEST_REDIS_URL } from './env.js';

@@ -1,7 +1,6 @@
-import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
-import { redisConnection } from '../../platform/outbox/queues.js';
+import { RedisService } from '../../platform/redis/redis.service.js';
 
 export interface RateDecision {
   allowed: boolean;
@@ -13,25 +12,21 @@ export interface RateDecision {
  * Redis is not a source of truth: when it is away, requests are allowed (fail open).
  */
 @Injectable()
-export class RateLimiter implements OnApplicationShutdown {
-  private redis?: Redis;
-
-  constructor(private readonly config: AppConfig) {}
+export class RateLimiter {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly redis: RedisService,
+  ) {}
 
   async check(apiKeyId: string, nowMs = Date.now()): Promise<RateDecision> {
     const window = Math.floor(nowMs / 60_000);
     const retryAfterSeconds = Math.max(1, Math.ceil(((window + 1) * 60_000 - nowMs) / 1000));
     try {
-      this.redis ??= redisConnection(this.config.REDIS_URL, 'producer');
       const key = `${this.config.QUEUE_PREFIX}:ratelimit:${apiKeyId}:${window}`;
-      const [[, count]] = (await this.redis.multi().incr(key).expire(key, 120).exec()) as [[unknown, number]];
+      const [[, count]] = (await this.redis.shared().multi().incr(key).expire(key, 120).exec()) as [[unknown, number]];
       return { allowed: count <= this.config.API_RATE_LIMIT_PER_MINUTE, retryAfterSeconds };
     } catch {
       return { allowed: true, retryAfterSeconds };
     }
-  }
-
-  onApplicationShutdown(): void {
-    this.redis?.disconnect();
   }
 }

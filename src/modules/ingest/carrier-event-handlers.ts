@@ -1,9 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger, SetMetadata, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import type { Tx } from '../../platform/database/tx.js';
-import type { NormalizedEvent, NormalizedEventKind } from '../../carriers/normalized-event.js';
+import { HANDLED_KINDS, type NormalizedEvent, type NormalizedEventKind } from '../../carriers/normalized-event.js';
+import { findDecoratedMethods, UniqueRegistry } from '../../platform/registry.js';
 
 /** Kinds a module can own; `ignored` events are never dispatched. */
-export type HandledKind = Exclude<NormalizedEventKind, 'ignored'>;
+export type HandledKind = (typeof HANDLED_KINDS)[number];
 
 /**
  * The event a handler of kind K receives. Not `Extract<NormalizedEvent, { kind: K }>`: CallEvent
@@ -40,26 +42,44 @@ export type CarrierEventHandler<K extends HandledKind> = (
  */
 export class RetryLaterError extends Error {}
 
+export const CARRIER_EVENT_HANDLER_METADATA = 'onceline:carrier-event-handler';
+
 /**
- * Which module handles which kind of carrier event. Messaging, Calls, ... call `register` from
- * their onModuleInit; an event of a kind nobody registered is not consumed: it waits (marked
- * `unhandled_since`) for `carrier-events:replay` once a handler ships.
+ * Marks a method as the one handler of a kind of carrier event. The method has the shape of
+ * CarrierEventHandler; the owning module's service declares it, as job handlers declare jobs.
+ */
+export const HandlesCarrierEvent = (kind: HandledKind) => SetMetadata(CARRIER_EVENT_HANDLER_METADATA, kind);
+
+/**
+ * Which method handles which kind of carrier event, found at boot from @HandlesCarrierEvent.
+ * Boot fails on a kind with two handlers or an unknown kind. A kind nobody handles yet is
+ * allowed: its events are not consumed; they wait (marked `unhandled_since`) for
+ * `carrier-events:replay` once a handler ships.
  */
 @Injectable()
-export class CarrierEventHandlers {
-  private readonly handlers = new Map<HandledKind, CarrierEventHandler<HandledKind>>();
+export class CarrierEventHandlers implements OnModuleInit {
+  private readonly logger = new Logger(CarrierEventHandlers.name);
+  private readonly handlers = new UniqueRegistry<HandledKind, CarrierEventHandler<HandledKind>>('carrier event handler for');
 
-  register<K extends HandledKind>(kind: K, handler: CarrierEventHandler<K>): void {
-    if (this.handlers.has(kind)) throw new Error(`a carrier event handler for ${kind} is already registered`);
-    this.handlers.set(kind, handler as unknown as CarrierEventHandler<HandledKind>);
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly reflector: Reflector,
+  ) {}
+
+  onModuleInit(): void {
+    for (const found of findDecoratedMethods<HandledKind>(this.discovery, this.scanner, this.reflector, CARRIER_EVENT_HANDLER_METADATA)) {
+      if (!(HANDLED_KINDS as readonly string[]).includes(found.value)) throw new Error(`${found.name} handles unknown carrier event kind "${found.value}"`);
+      const method = (found.instance as Record<string, CarrierEventHandler<HandledKind>>)[found.method];
+      this.handlers.register(found.value, method.bind(found.instance));
+    }
+    const waiting = HANDLED_KINDS.filter((kind) => !this.handlers.has(kind));
+    if (waiting.length > 0) this.logger.log(`no handler yet for ${waiting.join(', ')}: such events are kept unprocessed`);
   }
 
   /** Tests: puts a handler (or none) in place of the registered one; returns the undo. */
   override<K extends HandledKind>(kind: K, handler: CarrierEventHandler<K> | undefined): () => void {
-    const previous = this.handlers.get(kind);
-    if (handler) this.handlers.set(kind, handler as unknown as CarrierEventHandler<HandledKind>);
-    else this.handlers.delete(kind);
-    return () => (previous ? this.handlers.set(kind, previous) : this.handlers.delete(kind));
+    return this.handlers.replace(kind, handler as unknown as CarrierEventHandler<HandledKind> | undefined);
   }
 
   get(kind: NormalizedEventKind): CarrierEventHandler<HandledKind> | undefined {

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { TelnyxAdapter } from '../../carriers/telnyx/telnyx-adapter.js';
 import { TwilioAdapter } from '../../carriers/twilio/twilio-adapter.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
@@ -13,11 +14,11 @@ import { IngestService } from './ingest.service.js';
 import { ProcessCarrierEventHandler } from './process-carrier-event.handler.js';
 
 /**
- * Carrier webhooks in, normalized events out to whichever module registered for their kind.
- * Modules import this one for CarrierEventHandlers (and throw RetryLaterError from handlers).
+ * Carrier webhooks in, normalized events out to the method that declared their kind with
+ * @HandlesCarrierEvent (a module imports this one for the decorator and RetryLaterError).
  */
 @Module({
-  imports: [OutboxModule],
+  imports: [DiscoveryModule, OutboxModule],
   controllers: [IngestController],
   providers: [TelnyxAdapter, TwilioAdapter, IngestService, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, CarrierEventsService, ProcessCarrierEventHandler, IngestInvariants],
   exports: [CarrierEventHandlers, CarrierEventsService],

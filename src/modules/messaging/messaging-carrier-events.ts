@@ -1,7 +1,7 @@
-import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { newId, IdPrefix } from '../../platform/ids.js';
 import type { Tx } from '../../platform/database/tx.js';
-import { CarrierEventHandlers, RetryLaterError } from '../ingest/carrier-event-handlers.js';
+import { HandlesCarrierEvent, RetryLaterError } from '../ingest/carrier-event-handlers.js';
 import type { MessageReceived, MessageStatusChanged } from '../../carriers/normalized-event.js';
 import { PhoneNumbers } from '../numbers/phone-numbers.service.js';
 import { MessageTransitions } from './message-transitions.js';
@@ -9,23 +9,18 @@ import { countSegments } from '../../telephony/segments.js';
 
 /** What Messaging does with the carrier events it owns: receipts and inbound SMS. */
 @Injectable()
-export class MessagingCarrierEvents implements OnModuleInit {
+export class MessagingCarrierEvents {
   constructor(
-    private readonly handlers: CarrierEventHandlers,
     private readonly transitions: MessageTransitions,
     private readonly numbers: PhoneNumbers,
   ) {}
-
-  onModuleInit(): void {
-    this.handlers.register('message.status', (event, tx) => this.applyReceipt(event, tx));
-    this.handlers.register('message.received', (event, tx) => this.receive(event, tx));
-  }
 
   /**
    * A receipt moves the message only through a guarded transition. Non-final words (queued,
    * sending) and words we do not know are kept on the carrier event, never acted on. A receipt for
    * a carrier id no message carries yet outran the dispatcher's commit: retry, never buffer.
    */
+  @HandlesCarrierEvent('message.status')
   async applyReceipt(event: MessageStatusChanged, tx: Tx): Promise<string | void> {
     if (event.status !== 'sent' && event.status !== 'delivered' && event.status !== 'failed') return `carrier status ${event.carrierStatus} changes nothing`;
     const outcome = await this.transitions.applyReceipt(tx, {
@@ -40,6 +35,7 @@ export class MessagingCarrierEvents implements OnModuleInit {
   }
 
   /** An inbound SMS to a number nobody owns creates nothing; the event keeps the reason. */
+  @HandlesCarrierEvent('message.received')
   async receive(event: MessageReceived, tx: Tx): Promise<string | void> {
     const owner = await this.numbers.findOwner(tx, event.to);
     if (!owner) return `no account owns ${event.to}`;

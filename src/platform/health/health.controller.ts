@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { MetricsRegistry } from '../metrics/metrics-registry.js';
 import { OutboxService } from '../outbox/outbox.service.js';
 import { Queues } from '../outbox/queues.js';
+import { RedisService } from '../redis/redis.service.js';
 
 const READY_TIMEOUT_MS = 2000;
 
@@ -17,6 +18,7 @@ export class HealthController {
   constructor(
     private readonly dataSource: DataSource,
     private readonly queues: Queues,
+    private readonly redis: RedisService,
     private readonly outbox: OutboxService,
     private readonly metrics: MetricsRegistry,
   ) {}
@@ -30,7 +32,7 @@ export class HealthController {
   async ready() {
     const [postgres, redis] = await Promise.all([
       within(this.dataSource.query('SELECT 1'), READY_TIMEOUT_MS).then(() => 'ok', () => 'unavailable'),
-      within(this.queues.ping(), READY_TIMEOUT_MS).then(() => 'ok', () => 'unavailable'),
+      within(this.redis.ping(), READY_TIMEOUT_MS).then(() => 'ok', () => 'unavailable'),
     ]);
     const checks = { postgres, redis };
     if (postgres !== 'ok' || redis !== 'ok') {

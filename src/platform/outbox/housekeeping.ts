@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { Tx } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
+import { UniqueRegistry } from '../registry.js';
 
 export type HousekeepingTask = (tx: Tx) => Promise<number>;
 
@@ -11,13 +12,12 @@ export type HousekeepingTask = (tx: Tx) => Promise<number>;
 @Injectable()
 export class Housekeeping {
   private readonly logger = new Logger(Housekeeping.name);
-  private readonly tasks = new Map<string, HousekeepingTask>();
+  private readonly tasks = new UniqueRegistry<string, HousekeepingTask>('housekeeping task');
 
   constructor(private readonly uow: UnitOfWork) {}
 
   register(name: string, task: HousekeepingTask): void {
-    if (this.tasks.has(name)) throw new Error(`housekeeping task ${name} registered twice`);
-    this.tasks.set(name, task);
+    this.tasks.register(name, task);
   }
 
   /** Runs every task; one failing does not stop the others. Returns rows affected per task. */

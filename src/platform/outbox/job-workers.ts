@@ -5,7 +5,7 @@ import { AppConfig } from '../config/app-config.js';
 import { JobName, QueueName } from './job-catalogue.js';
 import { JobRunner } from './job-runner.js';
 import { OutboxMetrics } from './outbox-metrics.js';
-import { redisConnection } from './queues.js';
+import { redisConnection } from '../redis/redis-connection.js';
 
 /** The worker role: one BullMQ Worker per queue, each job run through JobRunner. */
 @Injectable()

@@ -1,20 +1,9 @@
 import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { Queue, type JobsOptions } from 'bullmq';
-import { Redis, type RedisOptions } from 'ioredis';
 import { AppConfig } from '../config/app-config.js';
 import { dropFinishedCopies } from './finished-copies.js';
+import { RedisService } from '../redis/redis.service.js';
 import { JOB_SPECS, JobName, QueueName } from './job-catalogue.js';
-
-/** A Redis connection for BullMQ. Producers fail within a reconnect or two when Redis is away; workers wait for it. */
-export function redisConnection(url: string, role: 'producer' | 'worker'): Redis {
-  const options: RedisOptions =
-    role === 'producer'
-      ? { maxRetriesPerRequest: 1, connectTimeout: 2000 }
-      : { maxRetriesPerRequest: null };
-  const redis = new Redis(url, { ...options, lazyConnect: false, retryStrategy: (n) => Math.min(n * 200, 2000) });
-  redis.on('error', () => undefined); // reconnects on its own; readiness and the relay report outages
-  return redis;
-}
 
 export interface RelayedJob {
   jobId: string;
@@ -26,14 +15,15 @@ export interface RelayedJob {
 @Injectable()
 export class Queues implements OnApplicationShutdown {
   private readonly queues = new Map<QueueName, Queue>();
-  private connection?: Redis;
-
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    private readonly redis: RedisService,
+  ) {}
 
   get(name: QueueName): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.client(), prefix: this.config.QUEUE_PREFIX, skipWaitingForReady: true });
+      queue = new Queue(name, { connection: this.redis.shared(), prefix: this.config.QUEUE_PREFIX, skipWaitingForReady: true });
       queue.on('error', () => undefined);
       this.queues.set(name, queue);
     }
@@ -65,23 +55,13 @@ export class Queues implements OnApplicationShutdown {
    * that way. Called with the rows locked, so no outcome can be recorded meanwhile.
    */
   async republish(jobs: RelayedJob[]): Promise<string[]> {
-    const dropped = await Promise.all([...byQueue(jobs)].map(([queue, group]) => dropFinishedCopies(this.client(), this.get(queue), group.map((j) => j.jobId))));
+    const dropped = await Promise.all([...byQueue(jobs)].map(([queue, group]) => dropFinishedCopies(this.redis.shared(), this.get(queue), group.map((j) => j.jobId))));
     await this.publish(jobs);
     return dropped.flat();
   }
 
-  async ping(): Promise<boolean> {
-    return (await this.client().ping()) === 'PONG';
-  }
-
-  private client(): Redis {
-    this.connection ??= redisConnection(this.config.REDIS_URL, 'producer');
-    return this.connection;
-  }
-
   async onApplicationShutdown(): Promise<void> {
     await Promise.all([...this.queues.values()].map((q) => q.close().catch(() => undefined)));
-    this.connection?.disconnect();
   }
 }
 

@@ -2,15 +2,15 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { LogController } from 'fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import { AppModule } from '../../app.module.js';
-import type { AppConfig } from '../config/app-config.js';
-import { randomBytesPooled } from '../ids.js';
-import { MetricsRegistry } from '../metrics/metrics-registry.js';
-import { answerClientError, answerFrameworkError } from './client-errors.js';
-import { ErrorsFilter } from './errors.filter.js';
-import { createPino, PinoNestLogger } from '../logging/logger.js';
-import { PrintablePathParams } from './path-params.js';
-import { validationPipe } from './validation.js';
+import { AppModule } from './app.module.js';
+import type { AppConfig } from './platform/config/app-config.js';
+import { randomBytesPooled } from './platform/ids.js';
+import { MetricsRegistry } from './platform/metrics/metrics-registry.js';
+import { answerClientError, answerFrameworkError } from './platform/http/client-errors.js';
+import { ErrorsFilter } from './platform/http/errors.filter.js';
+import { createPino, PinoNestLogger } from './platform/logging/logger.js';
+import { PrintablePathParams } from './platform/http/path-params.js';
+import { validationPipe } from './platform/http/validation.js';
 
 /** Carrier webhooks above this size are refused with 413 before anything is parsed. */
 export const MAX_BODY_BYTES = 256 * 1024;

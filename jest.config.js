@@ -1,5 +1,8 @@
-// ESM + swc set-up that works with NestJS 12 (see ../shared/STACK.md).
-export default {
+// ESM + swc set-up that works with NestJS 12 (see docs/benchmarks-method.md and the README).
+// Two tiers: `unit` (specs beside the code, src/**/__tests__/*.spec.ts: pure functions, no
+// PostgreSQL, Redis or build) and `integration` (test/**, mirroring src/: the real services and
+// the built program). `npm test` runs both; `npm run test:unit` only the first.
+const shared = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
@@ -13,9 +16,19 @@ export default {
       module: { type: 'es6' },
     }],
   },
-  testMatch: ['<rootDir>/test/**/*.test.ts'],
-  globalSetup: '<rootDir>/test/support/global-setup.mjs',
-  globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
+};
+
+export default {
   testTimeout: 60000,
   maxWorkers: 2,
+  projects: [
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/src/**/__tests__/**/*.spec.ts'] },
+    {
+      ...shared,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/test/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/support/global-setup.mjs',
+      globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
+    },
+  ],
 };

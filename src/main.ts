@@ -1,5 +1,6 @@
 import 'reflect-metadata';
-import { ConfigError, loadConfig, type AppConfig } from './platform/config/app-config.js';
+import { ConfigError, loadConfig } from './platform/config/app-config.js';
+import { loadSandboxConfig, SandboxConfigError } from './sandbox/sandbox-config.js';
 import { SandboxRefused, startSandbox } from './sandbox/sandbox-server.js';
 
 export const ROLES = ['api', 'worker', 'relay', 'sandbox', 'all'] as const;
@@ -11,6 +12,8 @@ async function main(): Promise<void> {
     process.stderr.write(`Unknown role "${role}". Use one of: ${ROLES.join(', ')}\n`);
     process.exit(2);
   }
+  // The sandbox is a stand-in carrier: it reads its own settings, never the product's.
+  if (role === 'sandbox') return runSandbox();
   let config;
   try {
     config = loadConfig();
@@ -21,7 +24,6 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  if (role === 'sandbox') return runSandbox(config);
   // Loaded here, not at the top: the sandbox role starts in a fraction of the time without Nest.
   const [{ createApp }, { JobWorkers }, { OutboxRelay }] = await Promise.all([
     import('./create-app.js'),
@@ -40,7 +42,17 @@ async function main(): Promise<void> {
 }
 
 /** The carrier sandbox alone: no database, no Redis, no Nest; stops on SIGINT/SIGTERM. */
-async function runSandbox(config: AppConfig): Promise<void> {
+async function runSandbox(): Promise<void> {
+  let config;
+  try {
+    config = loadSandboxConfig();
+  } catch (err) {
+    if (err instanceof SandboxConfigError) {
+      process.stderr.write(`Invalid configuration: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
   const quiet = ['fatal', 'error', 'silent'].includes(config.LOG_LEVEL);
   let sandbox;
   try {

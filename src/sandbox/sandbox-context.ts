@@ -1,13 +1,13 @@
 import type { KeyObject } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AppConfig } from '../platform/config/app-config.js';
+import type { SandboxConfig } from './sandbox-config.js';
 import type { Chaos } from './chaos.js';
 import type { SandboxEngine } from './sandbox-engine.js';
 
 /** What a carrier route of the sandbox needs. */
 export interface SandboxContext {
   engine: SandboxEngine;
-  config: AppConfig;
+  config: SandboxConfig;
   /** The sandbox's Telnyx signing key (its public half is the app's TELNYX_PUBLIC_KEY in dev). */
   telnyxPrivateKey: KeyObject;
 }

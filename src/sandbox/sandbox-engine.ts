@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SEND_TIMEOUT_MS } from '../carriers/message-sender.js';
 import { BoundedTimers } from './bounded-timers.js';
 import { formatChaos, parseChaos, pickSendFault, type Chaos } from './chaos.js';
 import { nonLoopbackProblem } from '../platform/net/loopback.js';
@@ -7,8 +6,11 @@ import { header, sendJson } from './sandbox-http.js';
 import { emptyStats, type SandboxStats } from './sandbox-stats.js';
 import { WebhookSeries, type CarrierWebhook } from './webhook-series.js';
 
-/** A "timeout" fault holds the answer a little longer than our carrier client waits, then hangs up. */
-const HANG_MS = SEND_TIMEOUT_MS + 1000;
+/**
+ * A "timeout" fault holds the answer, then hangs up: longer than a carrier client should wait
+ * (the app's gives up after 10 s), as a carrier that accepted and never answered would.
+ */
+const HANG_MS = 11_000;
 /** Idempotency keys remembered (oldest forgotten first): plenty for any demo or test run. */
 const MAX_REMEMBERED_KEYS = 100_000;
 

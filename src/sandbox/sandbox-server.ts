@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { E164_PATTERN } from '../telephony/e164.js';
-import type { AppConfig } from '../platform/config/app-config.js';
+import type { SandboxConfig } from './sandbox-config.js';
 import { ChaosSyntaxError } from './chaos.js';
 import type { SandboxContext, SandboxRequest } from './sandbox-context.js';
 import { SandboxEngine } from './sandbox-engine.js';
@@ -37,7 +37,7 @@ function problem(res: http.ServerResponse, status: number, detail: string): void
  * Control: GET /sandbox/stats, POST /sandbox/stats/reset, GET|POST /sandbox/chaos,
  * POST /sandbox/inbound {from,to,text,carrier?}, GET /sandbox/health.
  */
-export async function startSandbox(config: AppConfig, log: (line: string) => void = () => undefined): Promise<Sandbox> {
+export async function startSandbox(config: SandboxConfig, log: (line: string) => void = () => undefined): Promise<Sandbox> {
   const allowRemote = config.SANDBOX_ALLOW_REMOTE === '1';
   let engine: SandboxEngine;
   try {

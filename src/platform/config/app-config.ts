@@ -79,21 +79,12 @@ export class AppConfig {
   @Transform(toInt) @Min(0) @Max(65535) @IsInt()
   SANDBOX_PORT = 3100;
 
-  /** Sandbox: chaos for every send and inbound (e.g. `duplicate=3,resign`; syntax in src/sandbox/chaos.ts); empty is none. */
-  @Matches(/^$|^[a-z_]+(=[0-9.]+)?(,[a-z_]+(=[0-9.]+)?)*$/, { message: 'must be knobs like duplicate=3,resign,delay_ms=200' })
-  SANDBOX_CHAOS = '';
-
-  /** Sandbox: seed phrase of its Telnyx signing key pair; the app derives the matching public key (see telnyxPublicKey). */
+  /**
+   * Seed phrase of the sandbox's Telnyx signing key pair: the app derives the matching public key
+   * (see telnyxPublicKey). The sandbox's other settings are its own (src/sandbox/sandbox-config.ts).
+   */
   @IsString()
   SANDBOX_TELNYX_SEED = DEFAULT_SANDBOX_TELNYX_SEED;
-
-  /** Sandbox: delay between the message.sent and message.finalized webhooks of one message. */
-  @Transform(toInt) @Min(0) @Max(60000) @IsInt()
-  SANDBOX_RECEIPT_DELAY_MS = 300;
-
-  /** Sandbox: 1 lets it listen on every interface and send webhooks beyond loopback. */
-  @IsIn(['0', '1'])
-  SANDBOX_ALLOW_REMOTE = '0';
 
   /** Requests per minute allowed for one API key. */
   @Transform(toInt) @Min(1) @IsInt()

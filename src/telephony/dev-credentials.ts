@@ -1,0 +1,7 @@
+/**
+ * The development credentials the carrier sandbox uses and the app accepts while a carrier's API
+ * URL points at this machine (never beyond it). Published on purpose: they protect nothing.
+ */
+export const DEV_TELNYX_API_KEY = 'sandbox-telnyx-key';
+export const DEV_TWILIO_ACCOUNT_SID = 'AC00000000000000000000000000000000';
+export const DEV_TWILIO_AUTH_TOKEN = 'sandbox-twilio-auth-token';

@@ -12,7 +12,7 @@ function inbound(req: RawRequest, channel?: InboundWebhook['channel']): InboundW
   return { rawBody: req.rawBody ?? Buffer.alloc(0), body: req.body, headers: req.headers, url: req.url, channel };
 }
 
-/** Carrier webhooks: no API key, the signature is the authentication (see CONTRACT.md). */
+/** Carrier webhooks: no API key, the signature is the authentication (docs/contract.md, "Carrier webhooks"). */
 @ApiExcludeController()
 @Controller('webhooks')
 export class IngestController {

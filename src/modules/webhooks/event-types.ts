@@ -1,5 +1,5 @@
 /**
- * The customer event types of the published contract (CONTRACT.md, "Customer webhooks").
+ * The customer event types of the published contract (docs/contract.md, "Customer webhooks").
  * Endpoints subscribe to these; emitters may only emit these. Adding a type is additive.
  */
 export const CUSTOMER_EVENT_TYPES = [

@@ -4,7 +4,7 @@ import { CONTRADICTION_AFTER_MS, SENT_AFTER_MS, type SandboxMessage } from '../s
 
 /**
  * Telnyx API v2 as the sandbox speaks it: the send answer, error bodies, and the signed webhooks
- * (shapes of /work/shared/fixtures/telnyx, which the Telnyx adapter parses).
+ * (shapes of test/fixtures/carriers/telnyx, which the Telnyx adapter parses).
  */
 
 const PROFILE_ID = '740572b6-099c-44a1-89b9-6c92163bc68d';

@@ -5,7 +5,7 @@ import { CONTRADICTION_AFTER_MS, SENT_AFTER_MS, type SandboxMessage } from '../s
 
 /**
  * Twilio's Messages resource as the sandbox speaks it: the send answer, error bodies, and the
- * signed form callbacks (shapes of /work/shared/fixtures/twilio, which the Twilio adapter parses).
+ * signed form callbacks (shapes of test/fixtures/carriers/twilio, which the Twilio adapter parses).
  */
 
 const API_VERSION = '2010-04-01';

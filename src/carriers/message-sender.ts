@@ -1,3 +1,4 @@
+import { CARRIER_SEND_TIMEOUT_MS } from '../platform/config/app-config.js';
 import type { CarrierName } from './normalized-event.js';
 
 export interface OutboundMessage {
@@ -21,7 +22,6 @@ export interface MessageSender {
   send(message: OutboundMessage): Promise<SendResult>;
 }
 
-export const SEND_TIMEOUT_MS = 10_000;
 
 /**
  * The outbound retry table (seed 001): 408, 429 and 5xx mean "not answered", so retry; any other
@@ -34,7 +34,7 @@ export function isRetryableStatus(status: number): boolean {
 /** fetch with a deadline; transport failures become CarrierUnavailableError. */
 export async function postToCarrier(url: string, init: RequestInit): Promise<Response> {
   try {
-    return await fetch(url, { ...init, method: 'POST', redirect: 'manual', signal: AbortSignal.timeout(SEND_TIMEOUT_MS) });
+    return await fetch(url, { ...init, method: 'POST', redirect: 'manual', signal: AbortSignal.timeout(CARRIER_SEND_TIMEOUT_MS) });
   } catch (err) {
     throw new CarrierUnavailableError(`carrier unreachable: ${(err as Error).message}`);
   }

@@ -4,4 +4,5 @@
  */
 export const DEV_TELNYX_API_KEY = 'sandbox-telnyx-key';
 export const DEV_TWILIO_ACCOUNT_SID = 'AC00000000000000000000000000000000';
+/** Published in this repository, so it proves nothing beyond the sandbox. */
 export const DEV_TWILIO_AUTH_TOKEN = 'sandbox-twilio-auth-token';

@@ -1,17 +1,16 @@
 import 'reflect-metadata';
 import { plainToInstance, Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
-import { SEND_TIMEOUT_MS } from '../../carriers/message-sender.js';
 import { isLoopbackUrl } from '../net/loopback.js';
+import { DEV_TELNYX_API_KEY, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN } from '../../telephony/dev-credentials.js';
 import { DEFAULT_SANDBOX_TELNYX_SEED, telnyxDevKeyPair } from '../../telephony/telnyx-dev-key.js';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
 const URL_RE = /^[a-z][a-z0-9+.-]*:\/\/.+/i;
 const SCHEDULE_RE = /^\d+(,\d+)*$/;
-const SEND_TIMEOUT_SECONDS = Math.ceil(SEND_TIMEOUT_MS / 1000);
-
-/** What TWILIO_AUTH_TOKEN is unless set: published in this repository, so it proves nothing beyond the sandbox. */
-export const DEV_TWILIO_AUTH_TOKEN = 'sandbox-twilio-auth-token';
+/** How long our carrier client waits for a send's answer (a dispatch lease must outlast it). */
+export const CARRIER_SEND_TIMEOUT_MS = 10_000;
+const SEND_TIMEOUT_SECONDS = Math.ceil(CARRIER_SEND_TIMEOUT_MS / 1000);
 
 /**
  * Every environment variable the system reads, validated once at boot.
@@ -44,10 +43,10 @@ export class AppConfig {
   TELNYX_API_URL?: string;
 
   @IsOptional() @IsString()
-  TELNYX_API_KEY = 'sandbox-telnyx-key';
+  TELNYX_API_KEY = DEV_TELNYX_API_KEY;
 
   @IsOptional() @IsString()
-  TWILIO_ACCOUNT_SID = 'AC00000000000000000000000000000000';
+  TWILIO_ACCOUNT_SID = DEV_TWILIO_ACCOUNT_SID;
 
   /** Sends always use it as set (a wrong one only gets our request refused); webhooks: see twilioWebhookAuthToken. */
   @IsOptional() @IsString()

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import fc from 'fast-check';
 import { randomUUID, sign } from 'node:crypto';
 import { getExpectedTwilioSignature } from 'twilio/lib/webhooks/webhooks.js';
-import { DEV_TWILIO_AUTH_TOKEN } from '../../../src/platform/config/app-config.js';
+import { DEV_TWILIO_AUTH_TOKEN } from '../../../src/telephony/dev-credentials.js';
 import { telnyxDevKeyPair } from '../../../src/telephony/telnyx-dev-key.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { carrierFixture, formBody, nowSeconds, parseForm, telnyxEvent, telnyxFixture, telnyxSigner, twilioHeaders, type TwilioFields } from '../../support/carrier-signing.js';

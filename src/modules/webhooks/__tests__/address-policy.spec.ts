@@ -61,8 +61,9 @@ describe('WEBHOOK_ALLOWED_CIDRS', () => {
     expect(() => new AddressPolicy('fd00::/129')).toThrow();
   });
 
-  // Reported, not fixed here: "10.0.0.0/" reads its empty prefix as 0, i.e. allows 0.0.0.0/0.
-  it.todo('refuses a CIDR with an empty prefix ("10.0.0.0/") instead of reading it as /0');
+  it.each(['10.0.0.0/', 'fd00::/', '10.0.0.0/33', 'fd00::/129', '10.0.0.0/+8', '10.0.0.0/ 8'])('refuses %j by name (an empty prefix once read as /0 and allowed every address)', (cidr) => {
+    expect(() => new AddressPolicy(cidr)).toThrow(/WEBHOOK_ALLOWED_CIDRS: ".*" is not a CIDR/);
+  });
 });
 
 describe('refusalFor', () => {

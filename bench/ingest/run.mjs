@@ -62,7 +62,7 @@ function pgbench(dbName) {
   const payload = receipt('pgbench', 1);
   const normalized = JSON.stringify({ carrier: 'telnyx', kind: 'message.status', carrierEventId: 'x', occurredAt: new Date().toISOString(), carrierMessageId: 'm', status: 'delivered', carrierStatus: 'delivered' });
   const script = join(dir, 'ingest.sql');
-  // The transaction ingest runs for a new event (src/ingest/ingest.service.ts + OutboxService.enqueue;
+  // The transaction ingest runs for a new event (src/modules/ingest/ingest.service.ts + OutboxService.enqueue;
   // the relay wake-up NOTIFY is sent after commit, coalesced, outside this transaction).
   writeFileSync(script, [
     '\\set n random(1, 2000000000)',

@@ -4,7 +4,7 @@ import { exec, type Tx } from '../../platform/database/tx.js';
 import { isDatabaseUnavailable, isSerializationConflict, storedMessage } from '../../platform/database/pg-errors.js';
 import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { CarrierEventHandlers, RetryLaterError } from './carrier-event-handlers.js';
+import { CarrierEventHandlers, NotHandledYetError, RetryLaterError } from './carrier-event-handlers.js';
 import type { NormalizedEvent } from '../../carriers/normalized-event.js';
 
 /** `unhandled`: no module handles the event's kind yet; it stays unconsumed, waiting for a replay. */
@@ -35,9 +35,9 @@ export class CarrierEventProcessor {
 
   async process(tx: Tx, id: string, { replay = false } = {}): Promise<ProcessResult> {
     // FOR UPDATE: a job run and a replay of one event take turns; the second sees processed_at.
-    const { rows } = await exec<{ normalized: NormalizedEvent; attempts: number; age_ms: number; processed: boolean }>(
+    const { rows } = await exec<{ normalized: NormalizedEvent; attempts: number; age_ms: number; processed: boolean; created_at: Date }>(
       tx,
-      `SELECT normalized, attempts, processed_at IS NOT NULL AS processed,
+      `SELECT normalized, attempts, processed_at IS NOT NULL AS processed, created_at,
               extract(epoch FROM clock_timestamp() - created_at)::float8 * 1000 AS age_ms
          FROM carrier_events WHERE id = $1 FOR UPDATE`,
       [id],
@@ -61,11 +61,15 @@ export class CarrierEventProcessor {
     let note: string | void;
     try {
       // No RELEASE on success: COMMIT ends the savepoint anyway, and it would cost a round trip.
-      note = await handler(event as never, tx, { carrierEventId: id, attempt: row.attempts + 1, replay });
+      note = await handler(event as never, tx, { carrierEventId: id, attempt: row.attempts + 1, replay, receivedAt: row.created_at });
     } catch (err) {
       if (isTransient(err)) throw err;
       await exec(tx, 'ROLLBACK TO SAVEPOINT carrier_event_handler');
       if (err instanceof RetryLaterError) return this.retryLater(tx, id, row.age_ms, err);
+      if (err instanceof NotHandledYetError) {
+        await this.markUnhandled(tx, id, `${event.kind} (${err.message})`);
+        return { id, outcome: 'unhandled' };
+      }
       await this.markFailed(tx, id, storedMessage(err));
       return { id, outcome: 'failed', error: storedMessage(err) };
     }

@@ -16,6 +16,7 @@ import { CallJoinTimeoutHandler, CallTranscriptHandler } from './call-timers.han
 import { CallTimeline } from './call-timeline.js';
 import { CallTransitions } from './call-transitions.js';
 import { CallsController } from './calls.controller.js';
+import { CallsInvariants } from './calls-invariants.js';
 import { CallsQuery } from './calls.query.js';
 import { CallsService } from './calls.service.js';
 
@@ -29,7 +30,7 @@ import { CallsService } from './calls.service.js';
   controllers: [CallsController],
   providers: [
     CallCarrierEvents, CallCommands, CallCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
-    TelnyxCallControl,
+    TelnyxCallControl, CallsInvariants,
   ],
   exports: [CallsQuery],
 })

@@ -17,6 +17,7 @@ import { CallTimeline } from './call-timeline.js';
 import { CallTransitions } from './call-transitions.js';
 import { CallsController } from './calls.controller.js';
 import { CallsInvariants } from './calls-invariants.js';
+import { CallsAudit } from './calls-audit.js';
 import { CallsQuery } from './calls.query.js';
 import { CallsService } from './calls.service.js';
 
@@ -30,8 +31,8 @@ import { CallsService } from './calls.service.js';
   controllers: [CallsController],
   providers: [
     CallCarrierEvents, CallCommands, CallCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
-    TelnyxCallControl, CallsInvariants,
+    TelnyxCallControl, CallsInvariants, CallsAudit,
   ],
-  exports: [CallsQuery],
+  exports: [CallsQuery, CallsAudit],
 })
 export class CallsModule {}

@@ -12,7 +12,7 @@ export interface SandboxConfig {
   SANDBOX_TELNYX_SEED: string;
   SANDBOX_RECEIPT_DELAY_MS: number;
   SANDBOX_ALLOW_REMOTE: '0' | '1';
-  /** Multiplies the ring timeouts (`timeout_secs`) and recording limits the app asks for: 0.01 makes 20 s take 200 ms. */
+  /** Real time per unit of call time for emulated calls (ring timeouts, behaviours, limits): 0.01 makes a 20 s ring take 200 ms. */
   SANDBOX_CALL_TIME_SCALE: number;
   /** Where webhooks go: PUBLIC_BASE_URL, else the app on 127.0.0.1:$PORT (no trailing slash). */
   publicBaseUrl: string;

@@ -4,7 +4,7 @@ import { TARGET_HANGUPS, type Hangup } from './call-hangups.js';
  * How a dialed number reacts, chosen per number with POST /sandbox/calls/behaviours:
  * `{"answer_after_ms":300,"talk_ms":2000}`, `{"decline":true}`, `{"busy":true}`,
  * `{"no_answer":true}`, `{"sip_503":true}` (or `{"sip_error":408}`), `{"dial_error":422}`.
- * Times in ms are taken as given; only the app's own `timeout_secs` is scaled.
+ * Times are call time, like the app's `timeout_secs`: the time scale runs all of them faster or slower.
  */
 export type TargetReaction =
   | { kind: 'answer'; afterMs: number; talkMs: number | null; transcript: string[] | null }
@@ -24,7 +24,8 @@ const DEFAULT_ANSWER_AFTER_MS = 300;
 export const DEFAULT_REACTION: TargetReaction = { kind: 'answer', afterMs: DEFAULT_ANSWER_AFTER_MS, talkMs: 2000, transcript: null };
 /** How soon a declining, busy or failing target reacts unless `after_ms` says otherwise. */
 const REACT_AFTER_MS = 100;
-const MAX_MS = 600_000;
+/** Telnyx's longest call (4 h), in ms of call time. */
+const MAX_MS = 14_400_000;
 const MAX_TIMES = 100_000;
 const MAX_TRANSCRIPT_LINES = 20;
 
@@ -178,7 +179,7 @@ export type LegPlan =
   | { at: number; then: 'answer'; talkMs: number | null }
   | { at: number; then: 'hangup'; hangup: Hangup };
 
-/** The plan of a leg dialed with this reaction and a ring timeout of `timeoutMs` (already scaled). */
+/** The plan (in call time) of a leg dialed with this reaction and a ring timeout of `timeoutMs`. */
 export function planDialedLeg(reaction: Exclude<TargetReaction, { kind: 'dial_error' }>, timeoutMs: number): LegPlan {
   const timeout: LegPlan = { at: timeoutMs, then: 'hangup', hangup: TARGET_HANGUPS.timeout };
   switch (reaction.kind) {

@@ -6,7 +6,7 @@ import { BehaviourError, parseStep, parseSteps, transcriptLines, type BehaviourS
 import { legView } from './call-leg.js';
 import { formatCallLog } from './call-log.js';
 import { silentMp3, silentWav } from './sandbox-audio.js';
-import { MAX_LEG_MS } from './telnyx-call-control.js';
+import { TIME_LIMIT_MS } from './telnyx-call-control.js';
 
 /**
  * The sandbox's own control of emulated calls (not Telnyx's API):
@@ -59,7 +59,7 @@ function safeDecode(segment: string): string {
 function optionalMs(json: Record<string, unknown>, field: string): number | null {
   const value = json[field];
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_LEG_MS) throw new BehaviourError(`${field} must be a whole number of ms from 0 to ${MAX_LEG_MS}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > TIME_LIMIT_MS) throw new BehaviourError(`${field} must be a whole number of ms from 0 to ${TIME_LIMIT_MS}`);
   return value;
 }
 
@@ -89,7 +89,7 @@ async function inboundRoute(ctx: SandboxContext, { res, body, chaos }: SandboxRe
 
 /**
  * POST merges: each "+E.164" key gets a behaviour or a script (null removes it), "default" the
- * reaction of every other number, "time_scale" the scale of the app's timeouts. Nothing changes
+ * reaction of every other number, "time_scale" the speed of call time (for timers set from now on). Nothing changes
  * unless the whole body is valid. DELETE restores the defaults.
  */
 async function behavioursRoute(ctx: SandboxContext, { req, res, body }: SandboxRequest): Promise<void> {

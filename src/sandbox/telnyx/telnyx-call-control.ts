@@ -10,8 +10,10 @@ import { CallWebhookQueue } from './call-webhook-queue.js';
 import { callAnswered, callBridged, callHangup, callInitiated, callRecordingSaved, callTranscription, callWebhook } from './telnyx-call-events.js';
 import { telnyxErrors } from './telnyx-sandbox.js';
 
-/** The longest call the sandbox keeps up (then `time_limit`), so nothing it emulates lives forever. */
-export const MAX_LEG_MS = 600_000;
+/** Telnyx's longest call leg (its default time_limit_secs), in call time: then `time_limit`. */
+export const TIME_LIMIT_MS = 14_400_000;
+/** Whatever the scale, no timer of an emulated call waits longer than this real time. */
+const MAX_REAL_WAIT_MS = 600_000;
 /** Command ids and calls remembered (oldest forgotten first): plenty for any demo or test run. */
 const MAX_REMEMBERED_COMMANDS = 100_000;
 const MAX_SESSIONS = 50_000;
@@ -100,10 +102,6 @@ export class TelnyxCallControl {
     return [...this.legs.values()].filter(isAlive);
   }
 
-  /** ms for a duration the app gave in seconds, under the time scale. */
-  scaled(seconds: number): number {
-    return Math.round(seconds * 1000 * this.timeScale);
-  }
 
   /**
    * Runs a command once per command id, as Telnyx ignores a repeated one: a repeat gets the first
@@ -149,7 +147,7 @@ export class TelnyxCallControl {
         webhookUrl: req.webhookUrl, linkTo: req.linkTo, transcript: reaction.kind === 'answer' ? reaction.transcript : null, talkMs: null,
       });
       this.emit(leg, 'call.initiated', callInitiated(leg));
-      const plan = planDialedLeg(reaction, this.scaled(req.timeoutSecs));
+      const plan = planDialedLeg(reaction, req.timeoutSecs * 1000);
       this.schedule(leg, plan.at, () => (plan.then === 'answer' ? this.markAnswered(leg, plan.talkMs) : this.endLeg(leg, plan.hangup)));
       return { status: 200, body: { data: callResource(leg) } };
     });
@@ -189,12 +187,16 @@ export class TelnyxCallControl {
     this.pushed?.push(delivered);
   }
 
-  /** Runs `fn` in `ms` unless the leg has ended by then. */
-  schedule(leg: CallLeg, ms: number, fn: () => void): void {
-    const cancel = this.engine.timers.after(ms, () => {
+  /**
+   * Runs `fn` after `callMs` of call time unless the leg has ended by then. Every time of a call
+   * (behaviours, the app's timeouts, the time limit) is call time: real time is call time ×
+   * time_scale, so one knob runs whole calls faster or slower and keeps their proportions.
+   */
+  schedule(leg: CallLeg, callMs: number, fn: () => void): void {
+    const cancel = this.engine.timers.after(Math.round(callMs * this.timeScale), () => {
       leg.timers.delete(cancel);
       if (isAlive(leg)) fn();
-    }, MAX_LEG_MS);
+    }, MAX_REAL_WAIT_MS);
     leg.timers.add(cancel);
   }
 
@@ -239,6 +241,7 @@ export class TelnyxCallControl {
     if (partner) this.endLeg(partner, ourHangup(side(partner)));
   }
 
+  /** `maxLengthMs` (call time) > 0 stops the recording by itself, as Telnyx's max_length does. */
   startRecording(leg: CallLeg, channels: 'single' | 'dual', maxLengthMs: number, urlBase: string): void {
     leg.recording = { id: randomUUID(), startedAt: new Date(), channels, urlBase };
     if (maxLengthMs > 0) this.schedule(leg, maxLengthMs, () => this.saveRecording(leg));
@@ -318,7 +321,7 @@ export class TelnyxCallControl {
     session.legs.push(leg);
     this.legs.set(leg.callControlId, leg);
     this.stats.live_legs++;
-    this.schedule(leg, MAX_LEG_MS, () => this.endLeg(leg, TARGET_HANGUPS.time_limit));
+    this.schedule(leg, TIME_LIMIT_MS, () => this.endLeg(leg, TARGET_HANGUPS.time_limit));
     return leg;
   }
 

@@ -44,6 +44,15 @@ export function parseJsonObject(text: string): Record<string, unknown> | undefin
   }
 }
 
+/** A URL path segment decoded (`v3%3A…` → `v3:…`), as it came when it does not decode. */
+export function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 export function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;

@@ -1,7 +1,7 @@
 import { E164_PATTERN } from '../../telephony/e164.js';
 import { isValidTimeScale } from '../sandbox-config.js';
 import type { SandboxContext, SandboxRequest } from '../sandbox-context.js';
-import { parseJsonObject, problem, sendJson } from '../sandbox-http.js';
+import { decodeSegment, parseJsonObject, problem, sendJson } from '../sandbox-http.js';
 import { BehaviourError, parseStep, parseSteps, transcriptLines, type BehaviourStep, type TargetReaction } from './call-behaviour.js';
 import { legView } from './call-leg.js';
 import { formatCallLog } from './call-log.js';
@@ -40,20 +40,12 @@ export async function sandboxCallsRoute(ctx: SandboxContext, request: SandboxReq
   const legPath = LEG_PATH.exec(path);
   const wanted = legPath && ((req.method === 'GET' && !legPath[2]) || (req.method === 'POST' && legPath[2]));
   if (!legPath || !wanted) return problem(res, 404, `no sandbox route ${route}`);
-  const leg = ctx.calls.find(safeDecode(legPath[1]!));
+  const leg = ctx.calls.find(decodeSegment(legPath[1]!));
   if (!leg) return problem(res, 404, `no call leg ${legPath[1]}`);
   if (req.method === 'GET') return sendJson(res, 200, { data: legView(leg) });
   const { answer, delivered } = ctx.calls.farEndHangsUp(leg);
   if (request.chaos.earlyReceipt) await delivered;
   return sendJson(res, answer.status, answer.body);
-}
-
-function safeDecode(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
 }
 
 function optionalMs(json: Record<string, unknown>, field: string): number | null {
@@ -144,7 +136,7 @@ async function logRoute(ctx: SandboxContext, { res }: SandboxRequest, query: URL
 }
 
 async function recordingRoute(ctx: SandboxContext, { res }: SandboxRequest, id: string, format: 'wav' | 'mp3'): Promise<void> {
-  const ms = ctx.calls.recordingMs(id);
+  const ms = ctx.calls.media.recordingMs(id);
   if (ms === undefined) return problem(res, 404, `no recording ${id}`);
   const audio = format === 'wav' ? silentWav(ms) : silentMp3(ms);
   res.writeHead(200, { 'content-type': format === 'wav' ? 'audio/wav' : 'audio/mpeg', 'content-length': audio.length });

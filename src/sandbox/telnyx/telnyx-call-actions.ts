@@ -58,14 +58,14 @@ const ACTIONS: Record<CallAction, (call: ActionCall) => CommandAnswer> = {
     if (typeof maxLength !== 'number' || !Number.isInteger(maxLength) || maxLength < 0 || maxLength > 14_400) return refused('`max_length` must be a whole number of seconds from 0 to 14400.', '/max_length');
     if (!isAnswered(leg)) return notAnswered();
     if (leg.recording) return refused('The call is already being recorded.');
-    control.startRecording(leg, body.channels, maxLength * 1000, urlBase);
+    control.media.startRecording(leg, body.channels, maxLength * 1000, urlBase);
     return OK;
   },
 
   transcription_start({ control, leg }) {
     if (!isAnswered(leg)) return notAnswered();
     if (leg.transcribing) return refused('The call is already being transcribed.');
-    control.startTranscription(leg);
+    control.media.startTranscription(leg);
     return OK;
   },
 };

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID, type KeyObject } from 'node:crypto';
+import { CallMedia } from './call-media.js';
 import type { Chaos } from '../chaos.js';
 import type { SandboxEngine } from '../sandbox-engine.js';
 import { bump, type CallStats } from '../sandbox-stats.js';
@@ -7,7 +8,7 @@ import { farEndHangup, isDecline, ourHangup, TARGET_HANGUPS, type Hangup, type L
 import { callResource, isAlive, isAnswered, type CallLeg, type CallSession } from './call-leg.js';
 import { callLogLine, type CallLogLine } from './call-log.js';
 import { CallWebhookQueue } from './call-webhook-queue.js';
-import { callAnswered, callBridged, callHangup, callInitiated, callRecordingSaved, callTranscription, callWebhook } from './telnyx-call-events.js';
+import { callAnswered, callBridged, callHangup, callInitiated, callWebhook } from './telnyx-call-events.js';
 import { telnyxErrors } from './telnyx-sandbox.js';
 
 /** Telnyx's longest call leg (its default time_limit_secs), in call time: then `time_limit`. */
@@ -17,9 +18,6 @@ const MAX_REAL_WAIT_MS = 600_000;
 /** Command ids and calls remembered (oldest forgotten first): plenty for any demo or test run. */
 const MAX_REMEMBERED_COMMANDS = 100_000;
 const MAX_SESSIONS = 50_000;
-/** A `call.transcription` fragment every this many ms while the call lasts. */
-export const FRAGMENT_EVERY_MS = 300;
-export const DEFAULT_TRANSCRIPT = ['Hello, thanks for calling.', 'Sure, I can help you with that.', 'Talk to you soon, goodbye.'];
 
 export interface CommandAnswer {
   status: number;
@@ -74,7 +72,8 @@ export class TelnyxCallControl {
   private readonly legs = new Map<string, CallLeg>();
   private readonly sessions = new Map<string, CallSession>();
   private readonly commands = new Map<string, CommandAnswer>();
-  private readonly recordings = new Map<string, number>();
+  /** Recordings and transcriptions of the calls' legs. */
+  readonly media = new CallMedia(this);
   /** Deliveries of the command running now. */
   private pushed?: Promise<void>[];
 
@@ -228,40 +227,16 @@ export class TelnyxCallControl {
     leg.state = 'hangup';
     leg.endedAt = new Date();
     leg.hangup = hangup;
-    leg.transcribing = false;
     this.stats.live_legs--;
     bump(this.stats.hangups, hangup.cause);
     this.emit(leg, 'call.hangup', callHangup(leg, hangup));
-    this.saveRecording(leg);
+    this.media.legEnded(leg);
     const session = this.sessions.get(leg.callSessionId);
     if (session?.legs[0] === leg && leg.direction === 'incoming') bump(this.stats.legs_per_call, String(session.legs.length - 1));
     const linked = leg.linkTo === undefined ? undefined : this.legs.get(leg.linkTo);
     if (hangup.cause === 'timeout' && linked && !isAlive(linked)) this.stats.dials.left_ringing++;
     const partner = leg.bridgedWith === undefined ? undefined : this.legs.get(leg.bridgedWith);
     if (partner) this.endLeg(partner, ourHangup(side(partner)));
-  }
-
-  /** `maxLengthMs` (call time) > 0 stops the recording by itself, as Telnyx's max_length does. */
-  startRecording(leg: CallLeg, channels: 'single' | 'dual', maxLengthMs: number, urlBase: string): void {
-    leg.recording = { id: randomUUID(), startedAt: new Date(), channels, urlBase };
-    if (maxLengthMs > 0) this.schedule(leg, maxLengthMs, () => this.saveRecording(leg));
-  }
-
-  /** Length in ms of a saved recording (GET /sandbox/recordings/{id}.wav), undefined if unknown. */
-  recordingMs(id: string): number | undefined {
-    return this.recordings.get(id);
-  }
-
-  /** `call.transcription` fragments of what is said on the call, one every FRAGMENT_EVERY_MS while it lasts. */
-  startTranscription(leg: CallLeg): void {
-    leg.transcribing = true;
-    const fragment = (i: number) => () => {
-      const lines = this.transcriptOf(leg);
-      if (!leg.transcribing || i >= lines.length) return;
-      this.emit(leg, 'call.transcription', callTranscription(leg, lines[i]!, true, Number((0.97 - (i % 4) * 0.03).toFixed(2))));
-      this.schedule(leg, FRAGMENT_EVERY_MS, fragment(i + 1));
-    };
-    this.schedule(leg, FRAGMENT_EVERY_MS, fragment(0));
   }
 
   /** The call log: every call whose first leg ended (and started at or after `since`), in the order they ended. */
@@ -272,21 +247,6 @@ export class TelnyxCallControl {
       lines.push(callLogLine({ ...first, endedAt: first.endedAt, hangup: first.hangup }));
     }
     return lines.sort((a, b) => a.end_time.localeCompare(b.end_time));
-  }
-
-  private saveRecording(leg: CallLeg): void {
-    const recording = leg.recording;
-    if (!recording) return;
-    leg.recording = undefined;
-    const endedAt = new Date();
-    this.recordings.set(recording.id, endedAt.getTime() - recording.startedAt.getTime());
-    if (this.recordings.size > MAX_REMEMBERED_COMMANDS) this.recordings.delete(this.recordings.keys().next().value!);
-    this.emit(leg, 'call.recording.saved', callRecordingSaved(leg, recording, endedAt));
-  }
-
-  private transcriptOf(leg: CallLeg): string[] {
-    const partner = leg.bridgedWith === undefined ? undefined : this.legs.get(leg.bridgedWith);
-    return leg.transcript ?? partner?.transcript ?? DEFAULT_TRANSCRIPT;
   }
 
   /** Counts the dial and what a careful app would not have done (the demo's "wrong dials"). */

@@ -1,7 +1,7 @@
 import { E164_PATTERN } from '../../telephony/e164.js';
 import { pickSendFault } from '../chaos.js';
 import type { SandboxContext, SandboxRequest } from '../sandbox-context.js';
-import { header, parseJsonObject, sendJson } from '../sandbox-http.js';
+import { decodeSegment, header, parseJsonObject, sendJson } from '../sandbox-http.js';
 import { callResource } from './call-leg.js';
 import { isCallAction, runCallAction } from './telnyx-call-actions.js';
 import type { CommandAnswer, CommandResult, DialRequest } from './telnyx-call-control.js';
@@ -27,14 +27,6 @@ const badValue = (field: string, detail: string) => invalid('10015', 'Bad Reques
 const notE164 = (field: string) => invalid('10016', 'Phone number must be in +E.164 format', `\`${field}\` must be a +E.164 number.`, `/${field}`);
 const notFound = (detail: string): CommandAnswer => ({ status: 404, body: telnyxErrors('10005', 'Resource not found', detail) });
 
-function decoded(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
-}
-
 export async function telnyxCallsRoute(ctx: SandboxContext, request: SandboxRequest, path: string): Promise<void> {
   const { req, res } = request;
   const action = req.method === 'POST' ? ACTION_PATH.exec(path) : null;
@@ -45,9 +37,9 @@ export async function telnyxCallsRoute(ctx: SandboxContext, request: SandboxRequ
     return sendJson(res, 401, telnyxErrors('10009', 'Authentication failed', 'The Bearer API key is missing or is not TELNYX_API_KEY.'));
   }
   if (req.method === 'POST' && path === '/v2/calls') return dialRoute(ctx, request);
-  if (action) return actionRoute(ctx, request, decoded(action[1]!), action[2]!);
+  if (action) return actionRoute(ctx, request, decodeSegment(action[1]!), action[2]!);
   const status = req.method === 'GET' ? CALL_PATH.exec(path) : null;
-  const leg = status ? ctx.calls.find(decoded(status[1]!)) : undefined;
+  const leg = status ? ctx.calls.find(decodeSegment(status[1]!)) : undefined;
   if (leg) return sendJson(res, 200, { data: callResource(leg) });
   const missingCall = notFound(status ? 'No call has this call_control_id.' : `The sandbox does not emulate ${req.method} ${path}.`);
   return sendJson(res, missingCall.status, missingCall.body);

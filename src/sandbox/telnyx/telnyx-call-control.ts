@@ -101,7 +101,6 @@ export class TelnyxCallControl {
     return [...this.legs.values()].filter(isAlive);
   }
 
-
   /**
    * Runs a command once per command id, as Telnyx ignores a repeated one: a repeat gets the first
    * answer and changes nothing. 5xx answers are not remembered (the command did not run).

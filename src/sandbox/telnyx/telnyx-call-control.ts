@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID, type KeyObject } from 'node:crypto';
 import { CallMedia } from './call-media.js';
 import type { Chaos } from '../chaos.js';
-import type { SandboxEngine } from '../sandbox-engine.js';
+import type { Answer, SandboxEngine } from '../sandbox-engine.js';
 import { bump, type CallStats } from '../sandbox-stats.js';
 import { BehaviourBook, planDialedLeg } from './call-behaviour.js';
 import { farEndHangup, isDecline, ourHangup, TARGET_HANGUPS, type Hangup, type LegSide } from './call-hangups.js';
@@ -19,10 +19,8 @@ const MAX_REAL_WAIT_MS = 600_000;
 const MAX_REMEMBERED_COMMANDS = 100_000;
 const MAX_SESSIONS = 50_000;
 
-export interface CommandAnswer {
-  status: number;
-  body: unknown;
-}
+/** What Telnyx answers a command (the same shape as a send's answer). */
+export type CommandAnswer = Answer;
 
 export interface CommandResult {
   answer: CommandAnswer;

@@ -1,36 +1,32 @@
-import { Body, Controller, Get, HttpCode, Post, Query, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiProperty, ApiTags } from '@nestjs/swagger';
-import { IsIn, Matches } from 'class-validator';
-import { AccountId, ApiKeyGuard } from '../accounts/api-key.guard.js';
-import { E164_MESSAGE, E164_PATTERN } from '../../telephony/e164.js';
+import { Body, Controller, Get, Post, Query } from '@nestjs/common';
+import { AccountId } from '../accounts/api-key.guard.js';
+import { CustomerApi } from '../accounts/customer-api.js';
+import { ApiOperationDoc, ApiPageQuery, DataOf, ListOf } from '../../platform/http/api-docs.js';
 import { pageOf, parsePage } from '../../platform/http/pagination.js';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import { CreatePhoneNumberDto, PhoneNumberView } from './phone-number.dto.js';
 import { PhoneNumbers } from './phone-numbers.service.js';
 
-export class CreatePhoneNumberDto {
-  @ApiProperty({ example: '+15550001111' })
-  @Matches(E164_PATTERN, { message: `phone_number ${E164_MESSAGE}` })
-  phone_number: string;
-
-  @ApiProperty({ enum: ['telnyx', 'twilio'], example: 'telnyx' })
-  @IsIn(['telnyx', 'twilio'])
-  carrier: CarrierName;
-}
-
-@ApiTags('Phone numbers')
-@ApiBearerAuth()
-@UseGuards(ApiKeyGuard)
+@CustomerApi('Phone numbers')
 @Controller('v2/phone_numbers')
 export class PhoneNumbersController {
   constructor(private readonly numbers: PhoneNumbers) {}
 
   @Post()
-  @HttpCode(201)
+  @ApiOperationDoc({
+    summary: 'Register a phone number',
+    description: 'One account per number: the first to register it owns it.',
+    status: 201,
+    body: CreatePhoneNumberDto,
+    ok: DataOf(PhoneNumberView),
+    errors: [[409, 'The number is registered already (code phone_number_taken)']],
+  })
   async create(@AccountId() accountId: string, @Body() body: CreatePhoneNumberDto) {
     return { data: await this.numbers.claim(accountId, body.phone_number, body.carrier) };
   }
 
   @Get()
+  @ApiOperationDoc({ summary: "List the account's phone numbers, newest first", ok: ListOf(PhoneNumberView), errors: [422] })
+  @ApiPageQuery()
   async list(@AccountId() accountId: string, @Query() query: Record<string, unknown>) {
     const page = parsePage(query);
     return pageOf(await this.numbers.list(accountId, page), page);

@@ -4,14 +4,7 @@ import { newId, IdPrefix } from '../../platform/ids.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import type { PageRequest } from '../../platform/http/pagination.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
-
-export interface PhoneNumberView {
-  id: string;
-  record_type: 'phone_number';
-  phone_number: string;
-  carrier: CarrierName;
-  created_at: string;
-}
+import type { PhoneNumberView } from './phone-number.dto.js';
 
 const COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, created_at`;
 

@@ -84,7 +84,7 @@ export function ListOf<T>(item: Type<T>): Type<{ data: T[]; meta: ListMeta }> {
 export type ErrorStatus = 400 | 401 | 404 | 409 | 413 | 415 | 422 | 429 | 503;
 
 const RETRY_AFTER: Record<string, HeaderObject> = {
-  'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 1 } },
+  'Retry-After': { description: 'Seconds to wait before retrying', required: true, schema: { type: 'integer', minimum: 1 } },
 };
 
 /** What each error status means on this API; an operation may say more for its own case. */

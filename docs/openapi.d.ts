@@ -1296,7 +1296,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1307,7 +1307,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1358,7 +1358,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1369,7 +1369,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1422,7 +1422,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1433,7 +1433,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1522,7 +1522,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1533,7 +1533,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1585,7 +1585,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1596,7 +1596,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1649,7 +1649,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1660,7 +1660,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1715,7 +1715,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1726,7 +1726,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1820,7 +1820,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1831,7 +1831,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1882,7 +1882,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1893,7 +1893,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1946,7 +1946,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1957,7 +1957,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2037,7 +2037,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2048,7 +2048,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2099,7 +2099,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2110,7 +2110,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2161,7 +2161,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2172,7 +2172,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2263,7 +2263,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2274,7 +2274,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2325,7 +2325,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2336,7 +2336,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2387,7 +2387,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2398,7 +2398,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2449,7 +2449,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2460,7 +2460,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2525,7 +2525,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2536,7 +2536,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2590,7 +2590,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2601,7 +2601,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2652,7 +2652,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2663,7 +2663,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2714,7 +2714,7 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2725,7 +2725,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {

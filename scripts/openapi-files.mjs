@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { ROOT } from './services.mjs';
 
+export { ROOT };
+
 export const DESCRIPTION_FILE = join(ROOT, 'docs/openapi.json');
 export const TYPES_FILE = join(ROOT, 'docs/openapi.d.ts');
 export const REDOCLY_CLI = join(ROOT, 'node_modules/@redocly/cli/bin/cli.js');

@@ -315,7 +315,10 @@ export interface webhooks {
         };
         get?: never;
         put?: never;
-        /** message.received: sent when an inbound SMS to one of your numbers has been recorded */
+        /**
+         * Sent when an inbound SMS to one of your numbers has been recorded
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
         post: operations["messageReceivedWebhook"];
         delete?: never;
         options?: never;
@@ -332,7 +335,10 @@ export interface webhooks {
         };
         get?: never;
         put?: never;
-        /** message.sent: sent when the carrier accepted an outbound message */
+        /**
+         * Sent when the carrier accepted an outbound message
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
         post: operations["messageSentWebhook"];
         delete?: never;
         options?: never;
@@ -349,7 +355,10 @@ export interface webhooks {
         };
         get?: never;
         put?: never;
-        /** message.delivered: sent when the carrier reports an outbound message delivered (final) */
+        /**
+         * Sent when the carrier reports an outbound message delivered (final)
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
         post: operations["messageDeliveredWebhook"];
         delete?: never;
         options?: never;
@@ -366,7 +375,10 @@ export interface webhooks {
         };
         get?: never;
         put?: never;
-        /** message.failed: sent when an outbound message failed: refused by the carrier, undeliverable, or the carrier stayed unavailable (final) */
+        /**
+         * Sent when an outbound message failed: refused by the carrier, undeliverable, or the carrier stayed unavailable (final)
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
         post: operations["messageFailedWebhook"];
         delete?: never;
         options?: never;
@@ -383,7 +395,10 @@ export interface webhooks {
         };
         get?: never;
         put?: never;
-        /** call.initiated: sent when a call to or from one of your numbers started ringing */
+        /**
+         * Sent when a call to or from one of your numbers started ringing
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
         post: operations["callInitiatedWebhook"];
         delete?: never;
         options?: never;
@@ -400,7 +415,10 @@ export interface webhooks {
         };
         get?: never;
         put?: never;
-        /** call.answered: sent when a call was answered */
+        /**
+         * Sent when a call was answered
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
         post: operations["callAnsweredWebhook"];
         delete?: never;
         options?: never;
@@ -417,7 +435,10 @@ export interface webhooks {
         };
         get?: never;
         put?: never;
-        /** call.completed: sent when an answered call ended; its minutes are billed */
+        /**
+         * Sent when an answered call ended; its minutes are billed
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
         post: operations["callCompletedWebhook"];
         delete?: never;
         options?: never;
@@ -434,7 +455,10 @@ export interface webhooks {
         };
         get?: never;
         put?: never;
-        /** call.missed: sent when a call ended before anyone answered */
+        /**
+         * Sent when a call ended before anyone answered
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
         post: operations["callMissedWebhook"];
         delete?: never;
         options?: never;

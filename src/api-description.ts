@@ -19,7 +19,6 @@ const TAGS: [name: string, description: string][] = [
   ['Webhook endpoints', 'Where customer events are delivered (Standard Webhooks 1.0)'],
   ['Events', 'Customer events: what was, or will be, delivered to your endpoints'],
   ['API keys', "The account's API keys (the key itself is shown only once, by the admin CLI)"],
-  ['Customer webhooks', 'What your endpoint receives: POST, JSON body, Standard Webhooks headers'],
 ];
 
 const STANDARD_WEBHOOK_HEADERS: ParameterObject[] = [
@@ -77,8 +76,8 @@ function webhook(type: CustomerEventType): PathItemObject {
   return {
     post: {
       operationId: `${type.replace(/[._](\w)/g, (_, c: string) => c.toUpperCase())}Webhook`,
-      summary: `${type}: sent when ${CUSTOMER_EVENT_PAYLOADS[type].when}`,
-      tags: ['Customer webhooks'],
+      summary: `Sent when ${CUSTOMER_EVENT_PAYLOADS[type].when}`,
+      description: 'A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).',
       security: [],
       parameters: STANDARD_WEBHOOK_HEADERS,
       requestBody: { required: true, content: { 'application/json': { schema: ref(eventSchemaName(type)) } } },

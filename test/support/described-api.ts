@@ -25,9 +25,22 @@ export interface OpenApiDocument {
 }
 
 /**
+ * The schemas with every object closed: the description lets customers tolerate fields added
+ * later, but the app must not send a field the description leaves out.
+ */
+function closed<T>(node: T): T {
+  if (Array.isArray(node)) return node.map(closed) as T;
+  if (node === null || typeof node !== 'object') return node;
+  const copy = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, k === 'example' ? v : closed(v)]));
+  if (copy.properties && copy.additionalProperties === undefined) copy.additionalProperties = false;
+  return copy as T;
+}
+
+/**
  * Holds the app's answers to its own OpenAPI description: every answer must have a documented
  * status, carry the headers documented as required, and have a body its schema accepts (JSON
- * Schema 2020-12, as OpenAPI 3.1 says). What it checked is kept, so a test can say it covered a case.
+ * Schema 2020-12, as OpenAPI 3.1 says) with no field it leaves out. What it checked is kept, so
+ * a test can say it covered a case.
  */
 export class DescribedApi {
   private readonly ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -37,14 +50,14 @@ export class DescribedApi {
 
   constructor(readonly document: OpenApiDocument) {
     addFormats(this.ajv);
-    this.ajv.addSchema({ $id: 'onceline:openapi', components: document.components });
+    this.ajv.addSchema({ $id: 'onceline:openapi', components: closed(document.components) });
   }
 
   /** Problems of one body against a schema of the description (a `$ref` or inline), empty when it conforms. */
   problems(schema: Schema, value: unknown): string[] {
     let validate = this.validators.get(schema);
     if (!validate) {
-      const rebased = JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"onceline:openapi#/components/'));
+      const rebased = closed(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"onceline:openapi#/components/')));
       validate = this.ajv.compile(rebased);
       this.validators.set(schema, validate);
     }

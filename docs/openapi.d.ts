@@ -58,6 +58,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/phone_numbers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a phone number with its voice settings */
+        get: operations["PhoneNumbersController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Set a number's voice settings
+         * @description `{"voice": {...}}` sets the ring plan and transcription, `{"voice": null}` switches calls off, `{}` changes nothing.
+         */
+        patch: operations["PhoneNumbersController_update"];
+        trace?: never;
+    };
     "/v2/usage": {
         parameters: {
             query?: never;
@@ -304,6 +325,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List calls, newest first */
+        get: operations["CallsController_list"];
+        put?: never;
+        /**
+         * Place an outbound call
+         * @description Dialed from one of your Telnyx numbers; the answer is the call as it starts ringing, its progress arrives as call.* events.
+         */
+        post: operations["CallsController_place"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/calls/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a call with its legs */
+        get: operations["CallsController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/calls/{id}/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A call's carrier events and what each did
+         * @description Every carrier event of the call in arrival order, each applied, duplicate, superseded or ignored.
+         */
+        get: operations["CallsController_timeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "message.received": {
@@ -466,6 +545,46 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "call.voicemail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when a voicemail was recorded (voicemail_url)
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["callVoicemailWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.transcribed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when an ended call's transcript is complete (transcript)
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["callTranscribedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -561,6 +680,39 @@ export interface components {
              */
             carrier: "telnyx" | "twilio";
         };
+        RingTarget: {
+            /** @example +15550002222 */
+            to: string;
+            /**
+             * @description Seconds this target rings before the plan moves on
+             * @example 20
+             */
+            timeout_secs: number;
+        };
+        RingFallback: {
+            /**
+             * @example voicemail
+             * @enum {string}
+             */
+            action: "hangup" | "voicemail" | "forward";
+            /**
+             * @description The last target dialed (forward)
+             * @example +15550009999
+             */
+            to?: string;
+        };
+        RingSettings: {
+            targets: components["schemas"]["RingTarget"][];
+            fallback: components["schemas"]["RingFallback"];
+        };
+        VoiceSettings: {
+            ring_plan: components["schemas"]["RingSettings"];
+            /**
+             * @description Answered calls are transcribed (call.transcribed)
+             * @example false
+             */
+            transcribe: boolean;
+        };
         PhoneNumber: {
             /** @example num_01jd5x2m3n4p5q6r7s8t9v0w1x */
             id: string;
@@ -573,6 +725,8 @@ export interface components {
              * @enum {string}
              */
             carrier: "telnyx" | "twilio";
+            /** @description Voice settings (ring plan, transcription); null: calls to this number are not taken */
+            voice: components["schemas"]["VoiceSettings"] | null;
             /**
              * Format: date-time
              * @example 2026-11-03T10:15:00.000Z
@@ -581,6 +735,45 @@ export interface components {
         };
         PhoneNumberResponse: {
             data: components["schemas"]["PhoneNumber"];
+        };
+        RingTargetDto: {
+            /** @example +15550002222 */
+            to: string;
+            /**
+             * @description Seconds this target rings before the plan moves on
+             * @default 20
+             */
+            timeout_secs?: number;
+        };
+        RingFallbackDto: {
+            /**
+             * @default hangup
+             * @enum {string}
+             */
+            action: "hangup" | "voicemail" | "forward";
+            /**
+             * @description Required for forward: dialed as one last target
+             * @example +15550009999
+             */
+            to?: string;
+        };
+        RingPlanDto: {
+            /** @description Dialed one after another until one answers */
+            targets: components["schemas"]["RingTargetDto"][];
+            /** @description What happens when no target answers (default hangup) */
+            fallback?: components["schemas"]["RingFallbackDto"];
+        };
+        VoiceSettingsDto: {
+            ring_plan: components["schemas"]["RingPlanDto"];
+            /**
+             * @description Transcribe answered calls (call.transcribed)
+             * @default false
+             */
+            transcribe?: boolean;
+        };
+        UpdatePhoneNumberDto: {
+            /** @description Ring plan and transcription for calls to this number; null switches calls off */
+            voice?: components["schemas"]["VoiceSettingsDto"] | null;
         };
         PhoneNumberList: {
             /** @description Newest first */
@@ -834,7 +1027,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed")[];
+            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed")[];
             /** @example Production receiver */
             description?: string;
         };
@@ -851,7 +1044,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed")[];
+            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed")[];
             /** @example Production receiver */
             description: string | null;
             /** @example true */
@@ -895,7 +1088,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed")[];
+            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed")[];
             /** @example Production receiver */
             description: string | null;
             /** @example true */
@@ -935,7 +1128,7 @@ export interface components {
              *       "call.completed"
              *     ]
              */
-            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed")[] | null;
+            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed")[] | null;
             /** @example Staging receiver */
             description?: string | null;
         };
@@ -983,7 +1176,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            event_type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed";
+            event_type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed";
             /** @example we_01jd5x2m3n4p5q6r7s8t9v0w1x */
             endpoint_id: string;
             /**
@@ -1029,7 +1222,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed";
+            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed";
             /** @example 1 */
             event_version: number;
             /**
@@ -1056,7 +1249,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed";
+            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed";
             /** @example 1 */
             event_version: number;
             /**
@@ -1070,52 +1263,54 @@ export interface components {
         EventWithDeliveriesResponse: {
             data: components["schemas"]["EventWithDeliveries"];
         };
-        RingTarget: {
+        PlaceCallDto: {
             /**
-             * @description E.164
-             * @example +15550003333
+             * @description One of your phone numbers (a Telnyx one)
+             * @example +15550001111
              */
+            from: string;
+            /** @example +15550002222 */
             to: string;
             /**
-             * @default 20
-             * @example 20
+             * @description Transcribe the call once answered (call.transcribed)
+             * @default false
              */
-            timeout_secs: number;
+            transcribe?: boolean;
         };
-        RingFallback: {
-            /**
-             * @default hangup
-             * @example voicemail
-             * @enum {string}
-             */
-            action: "hangup" | "voicemail" | "forward";
-            /**
-             * @description The number to forward to (action forward)
-             * @example +15550004444
-             */
-            to?: string;
-        };
-        RingPlan: {
+        CallRingPlan: {
             targets: components["schemas"]["RingTarget"][];
+            fallback: components["schemas"]["RingFallback"];
             /**
-             * @description Index of the target dialed now
-             * @example 0
+             * @description Index of the target after the one ringing now
+             * @example 1
              */
             next: number;
-            fallback: components["schemas"]["RingFallback"];
         };
         CallLeg: {
-            /** @example 0 */
+            /** @example leg_01jd5x2m3n4p5q6r7s8t9v0w1x */
+            id: string;
+            /**
+             * @description Index of the ring plan's target (the forward target: targets.length)
+             * @example 0
+             */
             target_index: number;
-            /** @example +15550003333 */
+            /**
+             * @description Try of that target (a 408/503/504 is dialed once more)
+             * @example 1
+             */
+            attempt: number;
+            /** @example +15550002222 */
             to: string;
-            /** @example answered */
-            status: string;
+            /**
+             * @example answered
+             * @enum {string}
+             */
+            status: "dialing" | "ringing" | "answered" | "ended" | "failed";
             /**
              * Format: date-time
              * @example 2026-11-03T10:15:00.000Z
              */
-            dialed_at: string | null;
+            dialed_at: string;
             /**
              * Format: date-time
              * @example 2026-11-03T10:15:04.000Z
@@ -1144,6 +1339,7 @@ export interface components {
             /** @example +15550001111 */
             to: string;
             /**
+             * @description missed: ended before anyone answered
              * @example completed
              * @enum {string}
              */
@@ -1154,7 +1350,7 @@ export interface components {
              */
             carrier: "telnyx" | "twilio";
             /**
-             * @description What the carrier's call log names the call by
+             * @description What the carrier's call log names the call by; null until the carrier names it
              * @example v3:session-8b1f
              */
             carrier_call_id: string | null;
@@ -1183,14 +1379,65 @@ export interface components {
             voicemail_url: string | null;
             /** @example null */
             transcript: string | null;
-            /** @description null for a call without a plan (outbound) */
-            ring_plan: components["schemas"]["RingPlan"] | null;
+            /** @description null for a call without a plan */
+            ring_plan: components["schemas"]["CallRingPlan"] | null;
             legs: components["schemas"]["CallLeg"][];
             /**
              * Format: date-time
              * @example 2026-11-03T10:15:00.000Z
              */
             created_at: string;
+        };
+        CallResponse: {
+            data: components["schemas"]["Call"];
+        };
+        CallTimelineEntry: {
+            /** @example cev_01jd5x2m3n4p5q6r7s8t9v0w1x */
+            carrier_event_id: string;
+            /**
+             * @description The normalized kind of the carrier event
+             * @example call.hangup
+             */
+            event_type: string;
+            /**
+             * @description The leg it was about, if any
+             * @example leg_01jd5x2m3n4p5q6r7s8t9v0w1x
+             */
+            leg: string | null;
+            /**
+             * @example applied
+             * @enum {string}
+             */
+            outcome: "applied" | "duplicate" | "superseded" | "ignored";
+            /** @example null */
+            note: string | null;
+            /**
+             * Format: date-time
+             * @description The carrier's time of the event
+             * @example 2026-11-03T10:15:04.000Z
+             */
+            occurred_at: string;
+            /**
+             * Format: date-time
+             * @description When ingest stored it (the order of the timeline)
+             * @example 2026-11-03T10:15:04.120Z
+             */
+            received_at: string;
+            /**
+             * Format: date-time
+             * @description When it was handled
+             * @example 2026-11-03T10:15:04.180Z
+             */
+            recorded_at: string;
+        };
+        CallTimeline: {
+            /** @description In the order the carrier events arrived */
+            data: components["schemas"]["CallTimelineEntry"][];
+        };
+        CallList: {
+            /** @description Newest first */
+            data: components["schemas"]["Call"][];
+            meta: components["schemas"]["ListMeta"];
         };
         /** @description The body of a message.received delivery */
         MessageReceivedEvent: {
@@ -1273,6 +1520,28 @@ export interface components {
         CallMissedEvent: {
             /** @constant */
             type: "call.missed";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["Call"];
+        };
+        /** @description The body of a call.voicemail delivery */
+        CallVoicemailEvent: {
+            /** @constant */
+            type: "call.voicemail";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["Call"];
+        };
+        /** @description The body of a call.transcribed delivery */
+        CallTranscribedEvent: {
+            /** @constant */
+            type: "call.transcribed";
             /**
              * Format: date-time
              * @description When the event happened; the same on every attempt
@@ -1534,6 +1803,170 @@ export interface operations {
                 };
             };
             /** @description Validation failed: each errors[] entry names the body field (source.pointer) or query parameter (source.parameter) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    PhoneNumbersController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PhoneNumberResponse"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource in your account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    PhoneNumbersController_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePhoneNumberDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PhoneNumberResponse"];
+                };
+            };
+            /** @description Malformed request: the body is not JSON, nests too deeply, or a header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource in your account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over 256 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation failed: 1 to 10 E.164 targets, timeout_secs 5 to 120, a known fallback (forward with its to); each errors[] entry names the field */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2575,7 +3008,7 @@ export interface operations {
                 "page[size]"?: number;
                 /** @description meta.next_cursor of the previous page */
                 "page[after]"?: string;
-                type?: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed";
+                type?: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed";
             };
             header?: never;
             path?: never;
@@ -2714,6 +3147,301 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EventWithDeliveriesResponse"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource in your account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    CallsController_list: {
+        parameters: {
+            query?: {
+                "page[size]"?: number;
+                /** @description meta.next_cursor of the previous page */
+                "page[after]"?: string;
+                direction?: "inbound" | "outbound";
+                status?: "ringing" | "in_progress" | "completed" | "missed" | "failed";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallList"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation failed: each errors[] entry names the body field (source.pointer) or query parameter (source.parameter) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    CallsController_place: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key + same body replays the first answer (24 h) */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PlaceCallDto"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    /** @description "true" when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallResponse"];
+                };
+            };
+            /** @description Malformed request, or an Idempotency-Key that is not 1 to 255 of A-Z a-z 0-9 _ : - */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still in progress (code idempotency_key_in_use); retry shortly */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over 256 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation failed (from not one of your Telnyx numbers, ...), or the Idempotency-Key was used with another body (code idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    CallsController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallResponse"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource in your account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    CallsController_timeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallTimeline"];
                 };
             };
             /** @description Missing, unknown or revoked API key */
@@ -3076,6 +3804,92 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["CallMissedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    callVoicemailWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CallVoicemailEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    callTranscribedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CallTranscribedEvent"];
             };
         };
         responses: {

@@ -15,6 +15,7 @@ import { ErrorBody, schemaName } from './platform/http/api-docs.js';
 const TAGS: [name: string, description: string][] = [
   ['Phone numbers', 'The numbers you send from and receive on, and the carrier that serves each'],
   ['Messages', 'SMS: send, schedule, read; every status change is also a message.* event'],
+  ['Calls', 'Voice: calls in (through a number\'s ring plan) and out, their legs and carrier timeline; every transition is also a call.* event'],
   ['Usage', 'The usage ledger: one row per billable fact, integers in micro-units'],
   ['Webhook endpoints', 'Where customer events are delivered (Standard Webhooks 1.0)'],
   ['Events', 'Customer events: what was, or will be, delivered to your endpoints'],

@@ -17,6 +17,8 @@ import { EnableEndpointCommand } from './modules/webhooks/commands/enable-endpoi
 import { VerifyCommand } from './platform/verify/verify.command.js';
 import { VerifyModule } from './platform/verify/verify.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
+import { CallsModule } from './modules/calls/calls.module.js';
+import { AuditCallsCommand } from './modules/calls/commands/audit-calls.command.js';
 
 /** The admin CLI: thin commands over the same services the API uses. */
 @Module({})
@@ -24,8 +26,8 @@ export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CliModule,
-      imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule],
-      providers: [ProgramName, MigrateCommand, CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand],
+      imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule],
+      providers: [ProgramName, MigrateCommand, CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand],
     };
   }
 

@@ -1,5 +1,5 @@
 import type { Type } from '@nestjs/common';
-import { CallView } from './modules/calls/call.schema.js';
+import { CallView } from './modules/calls/call-view.js';
 import { MessageView } from './modules/messaging/message-view.js';
 import type { CustomerEventType } from './modules/webhooks/event-types.js';
 
@@ -24,4 +24,6 @@ export const CUSTOMER_EVENT_PAYLOADS = {
   'call.answered': { data: CallView, when: 'a call was answered' },
   'call.completed': { data: CallView, when: 'an answered call ended; its minutes are billed' },
   'call.missed': { data: CallView, when: 'a call ended before anyone answered' },
+  'call.voicemail': { data: CallView, when: 'a voicemail was recorded (voicemail_url)' },
+  'call.transcribed': { data: CallView, when: "an ended call's transcript is complete (transcript)" },
 } satisfies Record<CustomerEventType, CustomerEventPayload>;

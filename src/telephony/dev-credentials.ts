@@ -6,3 +6,6 @@ export const DEV_TELNYX_API_KEY = 'sandbox-telnyx-key';
 export const DEV_TWILIO_ACCOUNT_SID = 'AC00000000000000000000000000000000';
 /** Published in this repository, so it proves nothing beyond the sandbox. */
 export const DEV_TWILIO_AUTH_TOKEN = 'sandbox-twilio-auth-token';
+
+/** The sandbox's Call Control application id, sent as `connection_id` on every dial. */
+export const DEV_TELNYX_CONNECTION_ID = 'sandbox-call-control';

@@ -1,7 +1,10 @@
-import { ApiProperty, ApiSchema } from '@nestjs/swagger';
-import { IsIn, Matches } from 'class-validator';
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsIn, IsObject, Matches, ValidateIf, ValidateNested } from 'class-validator';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import { E164_MESSAGE, E164_PATTERN } from '../../telephony/e164.js';
+import { VoiceSettingsDto } from '../sequential-ring/voice-settings.dto.js';
+import { VoiceSettingsView } from '../sequential-ring/voice-settings.view.js';
 
 /** The carriers a number can be served by. */
 const CARRIER_NAMES = ['telnyx', 'twilio'] as const satisfies readonly CarrierName[];
@@ -16,6 +19,12 @@ export class CreatePhoneNumberDto {
   carrier: CarrierName;
 }
 
+export class UpdatePhoneNumberDto {
+  @ApiPropertyOptional({ type: VoiceSettingsDto, nullable: true, description: 'Ring plan and transcription for calls to this number; null switches calls off' })
+  @ValidateIf((_, v) => v !== null && v !== undefined) @IsObject({ message: 'voice must be an object or null' }) @ValidateNested() @Type(() => VoiceSettingsDto)
+  voice?: VoiceSettingsDto | null;
+}
+
 /** A number of the account, as the REST API shows it. */
 @ApiSchema({ name: 'PhoneNumber' })
 export class PhoneNumberView {
@@ -23,5 +32,7 @@ export class PhoneNumberView {
   @ApiProperty({ enum: ['phone_number'] }) record_type!: 'phone_number';
   @ApiProperty({ example: '+15550001111' }) phone_number!: string;
   @ApiProperty({ enum: CARRIER_NAMES, example: 'telnyx' }) carrier!: CarrierName;
+  @ApiProperty({ type: () => VoiceSettingsView, nullable: true, description: 'Voice settings (ring plan, transcription); null: calls to this number are not taken' })
+  voice!: VoiceSettingsView | null;
   @ApiProperty({ format: 'date-time', example: '2026-11-03T10:15:00.000Z' }) created_at!: string;
 }

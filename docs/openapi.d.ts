@@ -2196,7 +2196,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Same key + same body replays the first answer (24 h) */
+                /** @description Same key + same body replays the first answer (24 h); a concurrent twin waits for the first */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2219,7 +2219,7 @@ export interface operations {
                     "application/json": components["schemas"]["MessageResponse"];
                 };
             };
-            /** @description Malformed request, or an Idempotency-Key that is not 1 to 255 of A-Z a-z 0-9 _ : - */
+            /** @description Malformed request: the body is not JSON, nests too deeply, or a header is malformed; or an Idempotency-Key that is not 1 to 255 of A-Z a-z 0-9 _ : - */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2264,7 +2264,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation failed (from not one of your numbers, send_at not in the next 30 days, ...), or the Idempotency-Key was used with another body (code idempotency_key_reused) */
+            /** @description Validation failed: from not one of your numbers, send_at not in the next 30 days, ...; each errors[] entry names the field; or the Idempotency-Key was used with another body (code idempotency_key_reused) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3261,7 +3261,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Same key + same body replays the first answer (24 h) */
+                /** @description Same key + same body replays the first answer (24 h); a concurrent twin waits for the first */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3284,7 +3284,7 @@ export interface operations {
                     "application/json": components["schemas"]["CallResponse"];
                 };
             };
-            /** @description Malformed request, or an Idempotency-Key that is not 1 to 255 of A-Z a-z 0-9 _ : - */
+            /** @description Malformed request: the body is not JSON, nests too deeply, or a header is malformed; or an Idempotency-Key that is not 1 to 255 of A-Z a-z 0-9 _ : - */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3329,7 +3329,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation failed (from not one of your Telnyx numbers, ...), or the Idempotency-Key was used with another body (code idempotency_key_reused) */
+            /** @description Validation failed: from not one of your Telnyx numbers, ...; each errors[] entry names the field; or the Idempotency-Key was used with another body (code idempotency_key_reused) */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Headers, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiHeader, ApiProperty, ApiPropertyOptional, ApiQuery, ApiSchema } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiQuery, ApiSchema } from '@nestjs/swagger';
 import { IsBoolean, IsOptional, Matches } from 'class-validator';
 import type { FastifyReply } from 'fastify';
 import { AccountId } from '../accounts/api-key.guard.js';
@@ -49,14 +49,9 @@ export class CallsController {
     status: 202,
     body: PlaceCallDto,
     ok: DataOf(CallView),
-    headers: { 'Idempotent-Replayed': { description: '"true" when this is the stored answer to an earlier request with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } } },
-    errors: [
-      [400, 'Malformed request, or an Idempotency-Key that is not 1 to 255 of A-Z a-z 0-9 _ : -'],
-      [409, 'A request with this Idempotency-Key is still in progress (code idempotency_key_in_use); retry shortly'],
-      [422, 'Validation failed (from not one of your Telnyx numbers, ...), or the Idempotency-Key was used with another body (code idempotency_key_reused)'],
-    ],
+    idempotent: true,
+    errors: [[422, 'Validation failed: from not one of your Telnyx numbers, ...; each errors[] entry names the field']],
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: false, schema: { type: 'string', pattern: '^"?[A-Za-z0-9_:-]{1,255}"?$' }, description: 'Same key + same body replays the first answer (24 h)' })
   async place(
     @AccountId() accountId: string,
     @Body() body: PlaceCallDto,

@@ -1,5 +1,5 @@
 import { applyDecorators, HttpCode, type Type } from '@nestjs/common';
-import { ApiBody, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiResponse, ApiSchema, DECORATORS, type HeaderObject } from '@nestjs/swagger';
+import { ApiBody, ApiHeader, ApiOperation, ApiProperty, ApiPropertyOptional, ApiQuery, ApiResponse, ApiSchema, DECORATORS, type HeaderObject } from '@nestjs/swagger';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './pagination.js';
 import { MAX_BODY_BYTES } from './validation.js';
 
@@ -128,6 +128,37 @@ export interface OperationDoc {
   headers?: Record<string, HeaderObject>;
   /** Error statuses of this route beyond the controller's (CustomerApi: 401, 429, 503) and the body's. */
   errors?: ErrorDoc[];
+  /** The route honours Idempotency-Key (parseIdempotencyKey + IdempotencyKeys): the header, the replay header, its 400, 409 and 422. */
+  idempotent?: boolean;
+}
+
+const IDEMPOTENCY_KEY_HEADER = {
+  name: 'Idempotency-Key',
+  required: false,
+  schema: { type: 'string' as const, pattern: '^"?[A-Za-z0-9_:-]{1,255}"?$' },
+  description: 'Same key + same body replays the first answer (24 h); a concurrent twin waits for the first',
+};
+const IDEMPOTENT_REPLAYED: Record<string, HeaderObject> = {
+  'Idempotent-Replayed': { description: '"true" when this is the stored answer to an earlier request with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
+};
+const IDEMPOTENCY_ERRORS: Record<400 | 409 | 422, (meaning: string) => string> = {
+  400: (meaning) => `${meaning}; or an Idempotency-Key that is not 1 to 255 of A-Z a-z 0-9 _ : -`,
+  409: () => 'A request with this Idempotency-Key is still in progress (code idempotency_key_in_use); retry shortly',
+  422: (meaning) => `${meaning}; or the Idempotency-Key was used with another body (code idempotency_key_reused)`,
+};
+
+/** Every error status of an operation with its meaning: the body's, the operation's own, the Idempotency-Key's. */
+function operationErrors(doc: OperationDoc): [ErrorStatus, string][] {
+  const meanings = new Map<ErrorStatus, string>();
+  for (const status of doc.body ? BODY_ERRORS : []) meanings.set(status, ERROR_MEANING[status]);
+  for (const error of doc.errors ?? []) {
+    const [status, meaning] = Array.isArray(error) ? error : [error, ERROR_MEANING[error]];
+    meanings.set(status, meaning);
+  }
+  if (doc.idempotent) {
+    for (const status of [400, 409, 422] as const) meanings.set(status, IDEMPOTENCY_ERRORS[status](meanings.get(status) ?? ERROR_MEANING[status]));
+  }
+  return [...meanings].sort(([a], [b]) => a - b);
 }
 
 const SUCCESS_MEANING = { 200: 'OK', 201: 'Created', 202: 'Accepted' } as const;
@@ -135,13 +166,14 @@ const SUCCESS_MEANING = { 200: 'OK', 201: 'Created', 202: 'Accepted' } as const;
 /** One operation's whole description: summary, request body, success body and every error status. */
 export function ApiOperationDoc(doc: OperationDoc): MethodDecorator {
   const status = doc.status ?? 200;
-  const errors = [...(doc.body ? BODY_ERRORS.filter((s) => !doc.errors?.some((e) => (Array.isArray(e) ? e[0] : e) === s)) : []), ...(doc.errors ?? [])];
+  const headers = { ...doc.headers, ...(doc.idempotent ? IDEMPOTENT_REPLAYED : {}) };
   return applyDecorators(
     HttpCode(status),
     ApiOperation({ summary: doc.summary, description: doc.description }),
     ...(doc.body ? [ApiBody({ type: doc.body })] : []),
-    ApiResponse({ status, description: SUCCESS_MEANING[status], type: doc.ok, headers: doc.headers }),
-    ApiErrorResponses(...errors),
+    ...(doc.idempotent ? [ApiHeader(IDEMPOTENCY_KEY_HEADER)] : []),
+    ApiResponse({ status, description: SUCCESS_MEANING[status], type: doc.ok, ...(Object.keys(headers).length > 0 ? { headers } : {}) }),
+    ApiErrorResponses(...operationErrors(doc)),
   );
 }
 

@@ -52,6 +52,9 @@ export class TelnyxCallControl implements CallControl {
         };
       case 'bridge':
         return { path: onLeg(command.controlId, 'bridge'), body: { call_control_id: command.otherControlId } };
+      case 'record_start':
+        // Telnyx requires both; one channel is what a voicemail needs.
+        return { path: onLeg(command.controlId, 'record_start'), body: { format: 'mp3', channels: 'single' } };
       default:
         return { path: onLeg(command.controlId, command.action), body: {} };
     }

@@ -6,7 +6,7 @@ import { CustomerApi } from '../accounts/customer-api.js';
 import { ApiOperationDoc, ApiPageQuery, DataOf, ListOf } from '../../platform/http/api-docs.js';
 import { pageOf, parsePage } from '../../platform/http/pagination.js';
 import { optionalEnum } from '../../platform/http/query-params.js';
-import { parseIdempotencyKey } from '../../platform/idempotency/idempotency-keys.js';
+import { answerStored, parseIdempotencyKey } from '../../platform/idempotency/idempotency-keys.js';
 import { SendMessageDto } from './message.dto.js';
 import { MESSAGE_STATUSES, MessageView, MessageWithHistory } from './message-view.js';
 import { MessagesQuery } from './messages.query.js';
@@ -38,10 +38,7 @@ export class MessagesController {
     @Headers('idempotency-key') keyHeader: string | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const result = await this.messages.send(accountId, { ...body }, parseIdempotencyKey(keyHeader));
-    reply.status(result.status);
-    if (result.replayed) reply.header('idempotent-replayed', 'true');
-    return result.body;
+    return answerStored(reply, await this.messages.send(accountId, { ...body }, parseIdempotencyKey(keyHeader)));
   }
 
   @Get(':id')

@@ -6,7 +6,7 @@ import { toVoiceSettings, VoiceSettingsDto } from '../sequential-ring/voice-sett
 import { AccountId, ApiKeyGuard } from '../accounts/api-key.guard.js';
 import { E164_MESSAGE, E164_PATTERN } from '../../telephony/e164.js';
 import { pageOf, parsePage } from '../../platform/http/pagination.js';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import { CARRIER_NAMES, type CarrierName } from '../../carriers/normalized-event.js';
 import { PhoneNumbers } from './phone-numbers.service.js';
 
 export class CreatePhoneNumberDto {
@@ -14,8 +14,8 @@ export class CreatePhoneNumberDto {
   @Matches(E164_PATTERN, { message: `phone_number ${E164_MESSAGE}` })
   phone_number: string;
 
-  @ApiProperty({ enum: ['telnyx', 'twilio'], example: 'telnyx' })
-  @IsIn(['telnyx', 'twilio'])
+  @ApiProperty({ enum: CARRIER_NAMES, example: 'telnyx' })
+  @IsIn(CARRIER_NAMES)
   carrier: CarrierName;
 }
 

@@ -678,7 +678,7 @@ export interface components {
              * @example telnyx
              * @enum {string}
              */
-            carrier: "telnyx" | "twilio";
+            carrier: "telnyx" | "twilio" | "vonage";
         };
         RingTarget: {
             /** @example +15550002222 */
@@ -724,7 +724,7 @@ export interface components {
              * @example telnyx
              * @enum {string}
              */
-            carrier: "telnyx" | "twilio";
+            carrier: "telnyx" | "twilio" | "vonage";
             /** @description Voice settings (ring plan, transcription); null: calls to this number are not taken */
             voice: components["schemas"]["VoiceSettings"] | null;
             /**

@@ -1,4 +1,4 @@
-// `npm run demo` (against a running `npm start`): one account, a Telnyx and a Twilio number, a local
+// `npm run demo` (against a running `npm start`): one account, a Telnyx, a Twilio and a Vonage number, a local
 // webhook receiver, SMS out and in through the carrier sandbox with chaos on, then a table of counts.
 // Then `onceline verify` over the whole database. Exits 1 when a count is not what exactly-once
 // promises or verify finds an invariant broken. Settings: PORT, SANDBOX_PORT,
@@ -27,6 +27,9 @@ const BATCHES = [
   { name: 'B', chaos: 'early_receipt,duplicate=2,resign,reorder,fail_rate=0.25' },
 ];
 const INBOUND_CHAOS = 'duplicate=3,resign,delay_ms=100';
+/** Messages take turns over the carriers, in and out. */
+const CARRIERS = ['telnyx', 'twilio', 'vonage'];
+const carrierOf = (i) => CARRIERS[i % CARRIERS.length];
 
 const say = (line) => process.stderr.write(`[demo] ${line}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -133,9 +136,9 @@ async function main() {
   say(`account ${account.id}`);
   const api = (method, path, body) => call(API, method, path, { body, key });
 
-  const numbers = { telnyx: randomNumber(), twilio: randomNumber() };
+  const numbers = Object.fromEntries(CARRIERS.map((carrier) => [carrier, randomNumber()]));
   for (const [carrier, number] of Object.entries(numbers)) await api('POST', '/v2/phone_numbers', { phone_number: number, carrier });
-  say(`numbers ${numbers.telnyx} (telnyx), ${numbers.twilio} (twilio)`);
+  say(`numbers ${CARRIERS.map((c) => `${numbers[c]} (${c})`).join(', ')}`);
 
   const receiver = await startReceiver();
   const endpoint = await api('POST', '/v2/webhook_endpoints', { url: receiver.url, description: 'npm run demo' });
@@ -152,7 +155,7 @@ async function main() {
       say(`batch ${batch.name}: ${PER_BATCH} SMS out with chaos ${batch.chaos}`);
       const ids = [];
       for (let i = 0; i < PER_BATCH; i++) {
-        const carrier = i % 2 === 0 ? 'telnyx' : 'twilio';
+        const carrier = carrierOf(i);
         const sent = await api('POST', '/v2/messages', { from: numbers[carrier], to: randomNumber(), text: `demo ${batch.name}${i} via ${carrier}` });
         ids.push(sent.data.id);
       }
@@ -166,7 +169,7 @@ async function main() {
     await setChaos(INBOUND_CHAOS);
     say(`${INBOUND} SMS in with chaos ${INBOUND_CHAOS}`);
     for (let i = 0; i < INBOUND; i++) {
-      const carrier = i % 2 === 0 ? 'telnyx' : 'twilio';
+      const carrier = carrierOf(i);
       await call(SANDBOX, 'POST', '/sandbox/inbound', { body: { from: randomNumber(), to: numbers[carrier], text: `hello ${i} via ${carrier}`, carrier } });
     }
   } finally {
@@ -205,7 +208,7 @@ async function main() {
   const rows = [
     ['carrier send-API calls (incl. injected failures)', '', s.sends.requests],
     ['  failures injected: 500 / 503 / unanswered', '', `${s.sends.failed['500']} / ${s.sends.failed['503']} / ${s.sends.failed.timeout}`],
-    ['  same Idempotency-Key replayed by the sandbox', '', s.sends.replayed],
+    ['  same Idempotency-Key (Vonage: client_ref) replayed', '', s.sends.replayed],
     ['  messages the carriers created', N, s.sends.accepted],
     ['carrier webhooks delivered (duplicates included)', '', w.deliveries],
     ['  extra copies / of which re-signed (new event id)', '', `${w.duplicates} / ${w.resigned}`],
@@ -214,6 +217,11 @@ async function main() {
     ['  refused by the app after retries', 0, w.failed],
     ['messages out, delivered', N, o.out.filter((m) => m.status === 'delivered').length],
     ['messages in, received', INBOUND, o.inbound.filter((m) => m.status === 'received').length],
+    ...CARRIERS.map((carrier) => [
+      `  via ${carrier}: out delivered / in received`,
+      `${BATCHES.length * countTurns(PER_BATCH, carrier)} / ${countTurns(INBOUND, carrier)}`,
+      `${o.out.filter((m) => m.carrier === carrier && m.status === 'delivered').length} / ${o.inbound.filter((m) => m.carrier === carrier && m.status === 'received').length}`,
+    ]),
     ['customer events (distinct webhook-id, verified)', expectedTotal, receiver.state.events.size],
     ...Object.entries(expectedEvents).map(([type, n]) => [`  ${type}`, n, o.byType[type] ?? 0]),
     ['  deliveries refused by the receiver (bad signature)', 0, receiver.state.invalid],
@@ -252,6 +260,11 @@ async function main() {
     process.exit(1);
   }
   say('every count is right: each carrier fact changed one thing once, however often it was told');
+}
+
+/** How many of `n` messages taking turns over CARRIERS go through `carrier`. */
+function countTurns(n, carrier) {
+  return Array.from({ length: n }, (_, i) => carrierOf(i)).filter((c) => c === carrier).length;
 }
 
 /** The same promise checked where it runs: `onceline verify`, one read-only pass over the whole database. */

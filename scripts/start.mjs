@@ -125,7 +125,7 @@ if (await waitUntilReady()) {
     `  Swagger UI  ${base}/docs   (OpenAPI JSON ${base}/docs-json)`,
     `  Health      ${base}/health/live   ${base}/health/ready`,
     `  Metrics     ${base}/metrics`,
-    `  Sandbox     http://127.0.0.1:${sandboxPort}   carrier emulator (Telnyx POST /v2/messages, Twilio Messages.json); the app sends SMS here`,
+    `  Sandbox     http://127.0.0.1:${sandboxPort}   carrier emulator (Telnyx POST /v2/messages, Twilio Messages.json, Vonage POST /v1/messages); the app sends SMS here`,
     `              counters GET /sandbox/stats; chaos now ${env.SANDBOX_CHAOS || 'off'}, change it with`,
     `              curl -X POST localhost:${sandboxPort}/sandbox/chaos -d '{"chaos":"duplicate=3,resign,contradict"}'`,
     `              inbound SMS: curl -X POST localhost:${sandboxPort}/sandbox/inbound -d '{"from":"+13125550001","to":"<your number>","text":"hi"}'`,

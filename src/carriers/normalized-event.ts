@@ -1,8 +1,11 @@
 /**
  * The one event type every carrier adapter produces. Carrier vocabulary (Telnyx and Twilio field
- * names and status words) stops at src/carriers/<carrier>/; everything past an adapter speaks this.
+ * names and status words, Vonage's) stops at src/carriers/<carrier>/; everything past an adapter speaks this.
  */
-export type CarrierName = 'telnyx' | 'twilio';
+export type CarrierName = 'telnyx' | 'twilio' | 'vonage';
+
+/** Every carrier a number can be on (the numbers API's enum, the database's CHECK constraints). */
+export const CARRIER_NAMES = ['telnyx', 'twilio', 'vonage'] as const satisfies readonly CarrierName[];
 
 /** Our message statuses as a carrier receipt can report them; `unknown` is stored, never guessed. */
 export type ReceiptStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'failed' | 'unknown';

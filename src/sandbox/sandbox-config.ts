@@ -1,9 +1,12 @@
-import { DEV_TELNYX_API_KEY, DEV_TELNYX_CONNECTION_ID, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN } from '../telephony/dev-credentials.js';
+import {
+  DEV_TELNYX_API_KEY, DEV_TELNYX_CONNECTION_ID, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN,
+  DEV_VONAGE_API_KEY, DEV_VONAGE_API_SECRET, DEV_VONAGE_SIGNATURE_SECRET,
+} from '../telephony/dev-credentials.js';
 import { DEFAULT_SANDBOX_TELNYX_SEED } from '../telephony/telnyx-dev-key.js';
 
 /**
- * What the carrier sandbox reads from the environment. The sandbox is a stand-in for Telnyx and
- * Twilio, so it reads its own settings rather than the product's AppConfig: it knows what a
+ * What the carrier sandbox reads from the environment. The sandbox is a stand-in for Telnyx,
+ * Twilio and Vonage, so it reads its own settings rather than the product's AppConfig: it knows what a
  * carrier would (where to call back, the credentials it was given), nothing of our internals.
  */
 export interface SandboxConfig {
@@ -23,6 +26,10 @@ export interface SandboxConfig {
   inboundConnectionId: string;
   TWILIO_ACCOUNT_SID: string;
   TWILIO_AUTH_TOKEN: string;
+  VONAGE_API_KEY: string;
+  VONAGE_API_SECRET: string;
+  /** The HS256 secret the sandbox signs Vonage webhook tokens with. */
+  VONAGE_SIGNATURE_SECRET: string;
   LOG_LEVEL: string;
 }
 
@@ -70,6 +77,9 @@ export function loadSandboxConfig(env: Record<string, string | undefined> = proc
     inboundConnectionId: text(env, 'TELNYX_CONNECTION_ID', DEV_TELNYX_CONNECTION_ID),
     TWILIO_ACCOUNT_SID: text(env, 'TWILIO_ACCOUNT_SID', DEV_TWILIO_ACCOUNT_SID),
     TWILIO_AUTH_TOKEN: text(env, 'TWILIO_AUTH_TOKEN', DEV_TWILIO_AUTH_TOKEN),
+    VONAGE_API_KEY: text(env, 'VONAGE_API_KEY', DEV_VONAGE_API_KEY),
+    VONAGE_API_SECRET: text(env, 'VONAGE_API_SECRET', DEV_VONAGE_API_SECRET),
+    VONAGE_SIGNATURE_SECRET: text(env, 'VONAGE_SIGNATURE_SECRET', DEV_VONAGE_SIGNATURE_SECRET),
     LOG_LEVEL: text(env, 'LOG_LEVEL', 'info'),
   };
 }

@@ -21,7 +21,7 @@ export interface Answer {
 
 /** One send-API call, described by the carrier-specific route that parsed it. */
 export interface SendCall {
-  carrier: 'telnyx' | 'twilio';
+  carrier: 'telnyx' | 'twilio' | 'vonage';
   idempotencyKey: string | undefined;
   chaos: Chaos;
   /** Creates the message: its answer and the webhooks that follow. Called once per new key. */
@@ -34,7 +34,7 @@ export interface SendCall {
 
 /**
  * The carrier-neutral core of the sandbox: chaos settings, Idempotency-Key memory, send faults,
- * webhook series and counters. Carrier routes (telnyx/, twilio/) parse requests and build payloads.
+ * webhook series and counters. Carrier routes (telnyx/, twilio/, vonage/) parse requests and build payloads.
  */
 export class SandboxEngine {
   stats: SandboxStats = emptyStats();

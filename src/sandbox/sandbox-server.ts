@@ -17,6 +17,8 @@ import { TelnyxCallControl } from './telnyx/telnyx-call-control.js';
 import { isSandboxCallPath, sandboxCallsRoute } from './telnyx/sandbox-call-routes.js';
 import { twilioInbound, twilioMessageSid } from './twilio/twilio-sandbox.js';
 import { twilioSendRoute } from './twilio/twilio-send-route.js';
+import { vonageInbound } from './vonage/vonage-sandbox.js';
+import { vonageSendRoute } from './vonage/vonage-send-route.js';
 
 /** The sandbox will not start: bad chaos syntax, or webhooks would leave this machine. */
 export class SandboxRefused extends Error {}
@@ -32,7 +34,7 @@ const TWILIO_MESSAGES = /^\/twilio\/2010-04-01\/Accounts\/([^/]+)\/Messages\.jso
 
 /**
  * The carrier sandbox (`node dist/main.js sandbox`): emulates Telnyx POST /v2/messages and
- * Twilio's Messages.json, then calls PUBLIC_BASE_URL back with signed webhooks, under chaos.
+ * Twilio's Messages.json and Vonage's POST /v1/messages, then calls PUBLIC_BASE_URL back with signed webhooks, under chaos.
  * Telnyx Call Control (POST /v2/calls, /v2/calls/{id}/actions/...) is emulated too (telnyx/).
  * Control: GET /sandbox/stats, POST /sandbox/stats/reset, GET|POST /sandbox/chaos,
  * POST /sandbox/inbound {from,to,text,carrier?}, /sandbox/calls/... (sandbox-call-routes), GET /sandbox/health.
@@ -119,6 +121,7 @@ async function handle(ctx: SandboxContext, req: http.IncomingMessage, res: http.
   }
   const request: SandboxRequest = { req, res, body, chaos };
   if (route === 'POST /v2/messages') return telnyxSendRoute(ctx, request);
+  if (route === 'POST /v1/messages') return vonageSendRoute(ctx, request);
   if (isCallControlPath(path)) return telnyxCallsRoute(ctx, request, path);
   if (isSandboxCallPath(path)) return sandboxCallsRoute(ctx, request, path, new URLSearchParams(search));
   const twilio = req.method === 'POST' ? TWILIO_MESSAGES.exec(path) : null;
@@ -132,16 +135,18 @@ async function inboundRoute(ctx: SandboxContext, { res, body, chaos }: SandboxRe
   const json = parseJsonObject(body);
   const carrier = json?.carrier ?? 'telnyx';
   const { from, to, text } = json ?? {};
-  if (carrier !== 'telnyx' && carrier !== 'twilio') return problem(res, 400, 'carrier must be "telnyx" or "twilio"');
+  if (carrier !== 'telnyx' && carrier !== 'twilio' && carrier !== 'vonage') return problem(res, 400, 'carrier must be "telnyx", "twilio" or "vonage"');
   if (typeof from !== 'string' || !E164_PATTERN.test(from)) return problem(res, 400, 'from must be an E.164 number');
   if (typeof to !== 'string' || !E164_PATTERN.test(to)) return problem(res, 400, 'to must be an E.164 number');
   if (typeof text !== 'string') return problem(res, 400, 'text must be a string');
   const { config } = ctx;
   const { publicBaseUrl } = config;
-  const message = sandboxMessage(carrier === 'telnyx' ? randomUUID() : twilioMessageSid(), from, to, text);
-  const webhook = carrier === 'telnyx'
-    ? telnyxInbound(message, `${publicBaseUrl}/webhooks/telnyx`, ctx.telnyxPrivateKey)
-    : twilioInbound(message, `${publicBaseUrl}/webhooks/twilio/messaging`, config.TWILIO_ACCOUNT_SID, config.TWILIO_AUTH_TOKEN);
+  const message = sandboxMessage(carrier === 'twilio' ? twilioMessageSid() : randomUUID(), from, to, text);
+  const webhook = {
+    telnyx: () => telnyxInbound(message, `${publicBaseUrl}/webhooks/telnyx`, ctx.telnyxPrivateKey),
+    twilio: () => twilioInbound(message, `${publicBaseUrl}/webhooks/twilio/messaging`, config.TWILIO_ACCOUNT_SID, config.TWILIO_AUTH_TOKEN),
+    vonage: () => vonageInbound(message, `${publicBaseUrl}/webhooks/vonage/messages`, config.VONAGE_SIGNATURE_SECRET),
+  }[carrier]();
   ctx.engine.stats.inbound++;
   const series = ctx.engine.runSeries(chaos, [webhook]);
   // early_receipt here means: answer once the webhooks are delivered (handy for tests).

@@ -9,7 +9,7 @@ export interface RenderedWebhook {
   headers: Record<string, string>;
 }
 
-/** A carrier event the sandbox sends to the app; the carrier-specific part lives in telnyx/ and twilio/. */
+/** A carrier event the sandbox sends to the app; the carrier-specific part lives in telnyx/, twilio/ and vonage/. */
 export interface CarrierWebhook {
   /** e.g. `telnyx message.finalized`, for logs. */
   kind: string;
@@ -22,9 +22,10 @@ export interface CarrierWebhook {
   eventId: string;
   /**
    * Bytes and headers for delivering event `eventId` for the `attempt`-th time (Telnyx puts the
-   * attempt in the signed body, so every retry has new bytes and a new signature).
+   * attempt in the signed body, so every retry has new bytes and a new signature). A promise for
+   * carriers whose signing library is asynchronous (Vonage's JWT).
    */
-  render(eventId: string, attempt: number): RenderedWebhook;
+  render(eventId: string, attempt: number): RenderedWebhook | Promise<RenderedWebhook>;
 }
 
 interface Delivery {
@@ -114,7 +115,7 @@ export class WebhookSeries {
         w().retries++;
         await this.timers.sleep(RETRY_BASE_MS * 2 ** (i - 1));
       }
-      const { body, headers } = webhook.render(eventId, this.nextAttempt(eventId));
+      const { body, headers } = await webhook.render(eventId, this.nextAttempt(eventId));
       w().deliveries++;
       let status = 'network';
       try {

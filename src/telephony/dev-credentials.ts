@@ -8,3 +8,7 @@ export const DEV_TELNYX_CONNECTION_ID = '1494404757140276705';
 export const DEV_TWILIO_ACCOUNT_SID = 'AC00000000000000000000000000000000';
 /** Published in this repository, so it proves nothing beyond the sandbox. */
 export const DEV_TWILIO_AUTH_TOKEN = 'sandbox-twilio-auth-token';
+export const DEV_VONAGE_API_KEY = 'sandbox-vonage-key';
+export const DEV_VONAGE_API_SECRET = 'sandbox-vonage-api-secret';
+/** The HS256 secret of the sandbox's signed webhooks: published, so it proves nothing beyond the sandbox. */
+export const DEV_VONAGE_SIGNATURE_SECRET = 'sandbox-vonage-signature-secret-0123456789';

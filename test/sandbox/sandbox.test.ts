@@ -8,10 +8,11 @@ import { waitFor } from '../support/wait.js';
 
 const TELNYX_NUMBER = '+17735550102';
 const TWILIO_NUMBER = '+14155550102';
+const VONAGE_NUMBER = '+447700900102';
 
 /**
  * The real app against the carrier sandbox run as `node dist/main.js sandbox`: the app sends
- * through the sandbox (TELNYX_API_URL / TWILIO_API_URL), the sandbox calls the app back with
+ * through the sandbox (TELNYX_API_URL / TWILIO_API_URL / VONAGE_API_URL), the sandbox calls the app back with
  * signed webhooks under chaos, and every assertion is a count. TELNYX_PUBLIC_KEY is left unset:
  * the app trusts the sandbox's dev key because it talks to a loopback Telnyx API.
  */
@@ -58,6 +59,7 @@ describe('the app against the carrier sandbox with chaos on', () => {
         PUBLIC_BASE_URL: publicBaseUrl,
         TELNYX_API_URL: `${sandbox.url}/v2`,
         TWILIO_API_URL: `${sandbox.url}/twilio`,
+        VONAGE_API_URL: sandbox.url,
         CARRIER_EVENT_RETRY_BASE_MS: '100',
         CARRIER_EVENT_RETRY_MAX_DELAY_SECONDS: '1',
       },
@@ -65,6 +67,7 @@ describe('the app against the carrier sandbox with chaos on', () => {
     customer = await ApiClient.forNewAccount(app);
     expect((await customer.post('/v2/phone_numbers', { phone_number: TELNYX_NUMBER, carrier: 'telnyx' })).status).toBe(201);
     expect((await customer.post('/v2/phone_numbers', { phone_number: TWILIO_NUMBER, carrier: 'twilio' })).status).toBe(201);
+    expect((await customer.post('/v2/phone_numbers', { phone_number: VONAGE_NUMBER, carrier: 'vonage' })).status).toBe(201);
   });
   afterAll(async () => {
     await app?.close();
@@ -78,10 +81,12 @@ describe('the app against the carrier sandbox with chaos on', () => {
 
   // Telnyx dedupes on data.id, so a copy re-signed under a new id passes ingest and the message's
   // guards absorb it; Twilio dedupes on the signed Sid:Status (its idempotency token is not signed),
-  // so ingest already absorbs a copy that only carries a new token.
+  // so ingest already absorbs a copy that only carries a new token; Vonage dedupes on message_uuid +
+  // status (a re-signed copy is a new JWT, new jti) and an exact copy replays the same token (its jti).
   it.each([
     ['telnyx', TELNYX_NUMBER, 9],
     ['twilio', TWILIO_NUMBER, 3],
+    ['vonage', VONAGE_NUMBER, 3],
   ])('%s: every webhook four times (two re-signed) plus a contradicting failure: delivered once, one event, one usage row', async (carrier, from, stored) => {
     await sandbox.setChaos('duplicate=4,resign,contradict,delay_ms=30');
     const { id, carrierId, history } = await sendAndDeliver(from, `chaos through ${carrier}`);
@@ -122,6 +127,7 @@ describe('the app against the carrier sandbox with chaos on', () => {
   it.each([
     ['telnyx', TELNYX_NUMBER, 3],
     ['twilio', TWILIO_NUMBER, 1],
+    ['vonage', VONAGE_NUMBER, 1],
   ])('%s: an inbound SMS delivered five times (two re-signed) is one inbound message, one usage row, one message.received', async (carrier, to, stored) => {
     await sandbox.setChaos('off');
     const res = await fetch(`${sandbox.url}/sandbox/inbound`, {

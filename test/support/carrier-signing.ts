@@ -1,10 +1,12 @@
-import { generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { SignJWT, UnsecuredJWT } from 'jose';
 import { twilioSignature } from '../../src/carriers/twilio/twilio-signature.js';
 
 /**
  * Builds and signs carrier webhooks the way Telnyx and Twilio do, for tests and the sandbox:
- * a fresh Ed25519 key pair per Telnyx signer, HMAC-SHA1 over URL + sorted fields for Twilio.
+ * a fresh Ed25519 key pair per Telnyx signer, HMAC-SHA1 over URL + sorted fields for Twilio, an
+ * HS256 JWT bound to the body for Vonage.
  */
 
 const FIXTURES = new URL('../fixtures/carriers/', import.meta.url);
@@ -93,4 +95,31 @@ export function twilioHeaders(authToken: string, url: string, fields: TwilioFiel
     'x-twilio-signature': twilioSignature(authToken, url, fields),
     ...(idempotencyToken && { 'i-twilio-idempotency-token': idempotencyToken }),
   };
+}
+
+/**
+ * A Vonage token signed by `jose` directly (the reference, independent of our helper): HS256
+ * unless `alg` says otherwise, `payload_hash` of `body` unless overridden.
+ */
+export async function vonageToken(secret: string, body: string, claims: { jti?: string; iat?: number; payloadHash?: string; alg?: 'HS256' | 'HS512' } = {}): Promise<string> {
+  return new SignJWT({ payload_hash: claims.payloadHash ?? createHash('sha256').update(body).digest('hex') })
+    .setProtectedHeader({ alg: claims.alg ?? 'HS256', typ: 'JWT' })
+    .setIssuer('Vonage')
+    .setJti(claims.jti ?? randomUUID())
+    .setIssuedAt(claims.iat ?? nowSeconds())
+    .sign(new TextEncoder().encode(secret));
+}
+
+/** An unsigned token (`alg: none`) with otherwise valid claims: a forger's first try. */
+export function vonageUnsignedToken(body: string): string {
+  return new UnsecuredJWT({ payload_hash: createHash('sha256').update(body).digest('hex') }).setJti(randomUUID()).setIssuedAt(nowSeconds()).encode();
+}
+
+export function vonageHeaders(token: string): Record<string, string> {
+  return { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+}
+
+/** A Vonage fixture with its message_uuid (and status) replaced. */
+export function vonageFixture(name: string, changes: Record<string, unknown> = {}): string {
+  return JSON.stringify({ ...JSON.parse(carrierFixture(`vonage/${name}`)), ...changes });
 }

@@ -25,8 +25,8 @@ interface Hold {
 }
 
 /**
- * A real local HTTP server standing in for the Telnyx and Twilio send APIs. It accepts by default
- * (same carrier id for the same Idempotency-Key, as the carriers promise), or answers from a script.
+ * A real local HTTP server standing in for the Telnyx, Twilio and Vonage send APIs. It accepts by
+ * default (same carrier id for the same Idempotency-Key, or Vonage client_ref), or answers from a script.
  */
 export class FakeCarrier {
   readonly requests: CarrierRequest[] = [];
@@ -54,8 +54,9 @@ export class FakeCarrier {
     return { arrived, release };
   }
 
+  /** The sends of our message `messageId` (its Idempotency-Key; Vonage: its client_ref). */
   sendsFor(messageId: string): CarrierRequest[] {
-    return this.requests.filter((r) => r.headers['idempotency-key'] === messageId);
+    return this.requests.filter((r) => (r.headers['idempotency-key'] ?? vonageClientRef(r.body)) === messageId);
   }
 
   async start(): Promise<this> {
@@ -72,12 +73,13 @@ export class FakeCarrier {
         }
         const scripted = hold?.answer ?? this.script.shift();
         if (scripted?.delayMs) await new Promise((r) => setTimeout(r, scripted.delayMs));
-        const key = String(req.headers['idempotency-key'] ?? randomUUID());
+        const key = String(req.headers['idempotency-key'] ?? vonageClientRef(body) ?? randomUUID());
         const twilio = (req.url ?? '').startsWith('/twilio/');
+        const vonage = req.url === '/v1/messages';
         const id = this.idsByKey.get(key) ?? (twilio ? `SM${randomUUID().replace(/-/g, '')}` : randomUUID());
         this.idsByKey.set(key, id);
-        const status = scripted?.status ?? (twilio ? 201 : 200);
-        const accepted = twilio ? { sid: id, status: 'queued' } : { data: { id, record_type: 'message' } };
+        const status = scripted?.status ?? (twilio ? 201 : vonage ? 202 : 200);
+        const accepted = twilio ? { sid: id, status: 'queued' } : vonage ? { message_uuid: id } : { data: { id, record_type: 'message' } };
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(scripted?.body ?? (status < 300 ? accepted : { errors: [{ code: String(status), title: 'scripted' }] })));
       });
@@ -89,10 +91,20 @@ export class FakeCarrier {
 
   /** Environment pointing the app's carrier clients here. */
   env(): Record<string, string> {
-    return { TELNYX_API_URL: `${this.url}/v2`, TWILIO_API_URL: `${this.url}/twilio` };
+    return { TELNYX_API_URL: `${this.url}/v2`, TWILIO_API_URL: `${this.url}/twilio`, VONAGE_API_URL: this.url };
   }
 
   async stop(): Promise<void> {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}
+
+/** Vonage's send names our message in the body (client_ref), having no Idempotency-Key. */
+function vonageClientRef(body: string): string | undefined {
+  try {
+    const ref = (JSON.parse(body) as { client_ref?: unknown }).client_ref;
+    return typeof ref === 'string' ? ref : undefined;
+  } catch {
+    return undefined;
   }
 }

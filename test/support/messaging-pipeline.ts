@@ -20,7 +20,7 @@ export class MessagingPipeline {
     readonly customer: ApiClient,
   ) {}
 
-  static async start(numbers: Record<string, 'telnyx' | 'twilio'>): Promise<MessagingPipeline> {
+  static async start(numbers: Record<string, 'telnyx' | 'twilio' | 'vonage'>): Promise<MessagingPipeline> {
     const db = await createTestDatabase();
     const carrier = await new FakeCarrier().start();
     const telnyx = telnyxSigner();

@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import type { InboundWebhook } from '../../carriers/carrier-adapter.js';
 import { TelnyxAdapter } from '../../carriers/telnyx/telnyx-adapter.js';
 import { TwilioAdapter } from '../../carriers/twilio/twilio-adapter.js';
+import { VonageAdapter } from '../../carriers/vonage/vonage-adapter.js';
 import { IngestService } from './ingest.service.js';
 
 type RawRequest = FastifyRequest & { rawBody?: Buffer };
@@ -20,6 +21,7 @@ export class IngestController {
     private readonly ingest: IngestService,
     private readonly telnyx: TelnyxAdapter,
     private readonly twilio: TwilioAdapter,
+    private readonly vonage: VonageAdapter,
   ) {}
 
   @Post('telnyx')
@@ -38,5 +40,11 @@ export class IngestController {
   @HttpCode(200)
   async twilioVoice(@Req() req: RawRequest) {
     return { status: await this.ingest.ingest(this.twilio, inbound(req, 'voice')) };
+  }
+
+  @Post('vonage/messages')
+  @HttpCode(200)
+  async vonageMessages(@Req() req: RawRequest) {
+    return { status: await this.ingest.ingest(this.vonage, inbound(req)) };
   }
 }

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { TelnyxAdapter } from '../../carriers/telnyx/telnyx-adapter.js';
 import { TwilioAdapter } from '../../carriers/twilio/twilio-adapter.js';
+import { VonageAdapter } from '../../carriers/vonage/vonage-adapter.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
 import { CarrierEventHandlers } from './carrier-event-handlers.js';
 import { CarrierEventProcessor } from './carrier-event-processor.js';
@@ -20,7 +21,7 @@ import { ProcessCarrierEventHandler } from './process-carrier-event.handler.js';
 @Module({
   imports: [DiscoveryModule, OutboxModule],
   controllers: [IngestController],
-  providers: [TelnyxAdapter, TwilioAdapter, IngestService, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, CarrierEventsService, ProcessCarrierEventHandler, IngestInvariants],
+  providers: [TelnyxAdapter, TwilioAdapter, VonageAdapter, IngestService, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, CarrierEventsService, ProcessCarrierEventHandler, IngestInvariants],
   exports: [CarrierEventHandlers, CarrierEventsService],
 })
 export class IngestModule {}

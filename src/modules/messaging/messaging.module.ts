@@ -4,6 +4,7 @@ import { BillingModule } from '../billing/billing.module.js';
 import { MessageSenders } from '../../carriers/message-senders.js';
 import { TelnyxMessageSender } from '../../carriers/telnyx/telnyx-message-sender.js';
 import { TwilioMessageSender } from '../../carriers/twilio/twilio-message-sender.js';
+import { VonageMessageSender } from '../../carriers/vonage/vonage-message-sender.js';
 import { IdempotencyModule } from '../../platform/idempotency/idempotency.module.js';
 import { IngestModule } from '../ingest/ingest.module.js';
 import { NumbersModule } from '../numbers/numbers.module.js';
@@ -21,7 +22,7 @@ import { MessagesService } from './messages.service.js';
 @Module({
   imports: [AccountsModule, BillingModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, WebhooksModule],
   controllers: [MessagesController],
-  providers: [MessagesService, MessagesQuery, MessageTransitions, MessagingCarrierEvents, DispatchMessageHandler, MessageSenders, TelnyxMessageSender, TwilioMessageSender, MessagingInvariants],
+  providers: [MessagesService, MessagesQuery, MessageTransitions, MessagingCarrierEvents, DispatchMessageHandler, MessageSenders, TelnyxMessageSender, TwilioMessageSender, VonageMessageSender, MessagingInvariants],
   exports: [MessageTransitions],
 })
 export class MessagingModule {}

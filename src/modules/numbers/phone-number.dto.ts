@@ -1,13 +1,11 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsIn, IsObject, Matches, ValidateIf, ValidateNested } from 'class-validator';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import { CARRIER_NAMES, type CarrierName } from '../../carriers/normalized-event.js';
 import { E164_MESSAGE, E164_PATTERN } from '../../telephony/e164.js';
 import { VoiceSettingsDto } from '../sequential-ring/voice-settings.dto.js';
 import { VoiceSettingsView } from '../sequential-ring/voice-settings.view.js';
 
-/** The carriers a number can be served by. */
-const CARRIER_NAMES = ['telnyx', 'twilio'] as const satisfies readonly CarrierName[];
 
 export class CreatePhoneNumberDto {
   @ApiProperty({ example: '+15550001111', pattern: E164_PATTERN.source, description: 'E.164' })

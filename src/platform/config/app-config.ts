@@ -2,7 +2,10 @@ import 'reflect-metadata';
 import { plainToInstance, Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 import { isLoopbackUrl } from '../net/loopback.js';
-import { DEV_TELNYX_API_KEY, DEV_TELNYX_CONNECTION_ID, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN } from '../../telephony/dev-credentials.js';
+import {
+  DEV_TELNYX_API_KEY, DEV_TELNYX_CONNECTION_ID, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN,
+  DEV_VONAGE_API_KEY, DEV_VONAGE_API_SECRET, DEV_VONAGE_SIGNATURE_SECRET,
+} from '../../telephony/dev-credentials.js';
 import { DEFAULT_SANDBOX_TELNYX_SEED, telnyxDevKeyPair } from '../../telephony/telnyx-dev-key.js';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
@@ -58,6 +61,20 @@ export class AppConfig {
 
   @IsOptional() @Matches(URL_RE, { message: 'must be an absolute URL' })
   TWILIO_API_URL?: string;
+
+  /** The HS256 secret Vonage signs webhooks with; webhooks: see vonageSignatureSecret. */
+  @IsOptional() @IsString()
+  VONAGE_SIGNATURE_SECRET = DEV_VONAGE_SIGNATURE_SECRET;
+
+  /** Vonage API base without a path (production https://api.nexmo.com); we call $VONAGE_API_URL/v1/messages. */
+  @IsOptional() @Matches(URL_RE, { message: 'must be an absolute URL' })
+  VONAGE_API_URL?: string;
+
+  @IsOptional() @IsString()
+  VONAGE_API_KEY = DEV_VONAGE_API_KEY;
+
+  @IsOptional() @IsString()
+  VONAGE_API_SECRET = DEV_VONAGE_API_SECRET;
 
   @Transform(toInt) @Min(1) @Max(86400) @IsInt()
   WEBHOOK_TOLERANCE_SECONDS = 300;
@@ -206,6 +223,20 @@ export class AppConfig {
    */
   get twilioWebhookAuthToken(): string | undefined {
     return trustedCredential(this.TWILIO_AUTH_TOKEN, DEV_TWILIO_AUTH_TOKEN, isLoopbackUrl(this.twilioApiUrl));
+  }
+
+  /** Where we call Vonage: the sandbox unless configured (production https://api.nexmo.com). */
+  get vonageApiUrl(): string {
+    return (this.VONAGE_API_URL ?? `http://127.0.0.1:${this.SANDBOX_PORT}`).replace(/\/$/, '');
+  }
+
+  /**
+   * The secret Vonage webhook tokens are verified with: VONAGE_SIGNATURE_SECRET, except its
+   * published development value while VONAGE_API_URL is not loopback (undefined: every Vonage
+   * webhook is refused until the real secret is set).
+   */
+  get vonageSignatureSecret(): string | undefined {
+    return trustedCredential(this.VONAGE_SIGNATURE_SECRET, DEV_VONAGE_SIGNATURE_SECRET, isLoopbackUrl(this.vonageApiUrl));
   }
 
   get webhookRetryScheduleSeconds(): number[] {

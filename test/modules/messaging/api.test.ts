@@ -37,7 +37,7 @@ describe('phone numbers, messages and usage API', () => {
 
     it.each([
       [{ phone_number: '5550001111', carrier: 'telnyx' }, '/phone_number'],
-      [{ phone_number: '+15550009999', carrier: 'vonage' }, '/carrier'],
+      [{ phone_number: '+15550009999', carrier: 'bandwidth' }, '/carrier'],
       [{ phone_number: '+15550009999', carrier: 'telnyx', extra: 1 }, '/extra'],
     ])('rejects %j with 422 and a pointer, writing nothing', async (body, pointer) => {
       const before = await db.count(`SELECT count(*) FROM phone_numbers`);

@@ -14,6 +14,7 @@ export const IdPrefix = {
   UsageRecord: 'use',
   OutboxJob: 'job',
   WebhookDelivery: 'dlv',
+  Entitlement: 'ent',
 } as const;
 export type IdPrefix = (typeof IdPrefix)[keyof typeof IdPrefix];
 

@@ -6,3 +6,9 @@ export const DEV_TELNYX_API_KEY = 'sandbox-telnyx-key';
 export const DEV_TWILIO_ACCOUNT_SID = 'AC00000000000000000000000000000000';
 /** Published in this repository, so it proves nothing beyond the sandbox. */
 export const DEV_TWILIO_AUTH_TOKEN = 'sandbox-twilio-auth-token';
+/**
+ * The development Stripe webhook signing secret (`npm run demo` signs invoice.paid with it).
+ * Published here, so it is trusted only while the whole deployment is this machine: see
+ * AppConfig.stripeWebhookSecret.
+ */
+export const DEV_STRIPE_WEBHOOK_SECRET = 'whsec_onceline_development_only';

@@ -11,6 +11,7 @@ export const CUSTOMER_EVENT_TYPES = [
   'call.answered',
   'call.completed',
   'call.missed',
+  'entitlement.granted',
 ] as const;
 
 export type CustomerEventType = (typeof CUSTOMER_EVENT_TYPES)[number];

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { plainToInstance, Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 import { isLoopbackUrl } from '../net/loopback.js';
-import { DEV_TELNYX_API_KEY, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN } from '../../telephony/dev-credentials.js';
+import { DEV_STRIPE_WEBHOOK_SECRET, DEV_TELNYX_API_KEY, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN } from '../../telephony/dev-credentials.js';
 import { DEFAULT_SANDBOX_TELNYX_SEED, telnyxDevKeyPair } from '../../telephony/telnyx-dev-key.js';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
@@ -54,6 +54,10 @@ export class AppConfig {
 
   @IsOptional() @Matches(URL_RE, { message: 'must be an absolute URL' })
   TWILIO_API_URL?: string;
+
+  /** Stripe webhook signing secret (`Stripe-Signature`); see stripeWebhookSecret for the development value. */
+  @IsOptional() @Matches(/^whsec_[A-Za-z0-9+/=_-]+$/, { message: 'must be a Stripe webhook signing secret (whsec_...)' })
+  STRIPE_WEBHOOK_SECRET = DEV_STRIPE_WEBHOOK_SECRET;
 
   @Transform(toInt) @Min(1) @Max(86400) @IsInt()
   WEBHOOK_TOLERANCE_SECONDS = 300;
@@ -194,6 +198,23 @@ export class AppConfig {
    */
   get twilioWebhookAuthToken(): string | undefined {
     return trustedCredential(this.TWILIO_AUTH_TOKEN, DEV_TWILIO_AUTH_TOKEN, isLoopbackUrl(this.twilioApiUrl));
+  }
+
+  /**
+   * The secret Stripe webhooks are verified with: STRIPE_WEBHOOK_SECRET, except its published
+   * development value outside a development deployment (undefined: every Stripe webhook is refused
+   * until the real secret is set). We never call Stripe, so there is no Stripe API URL to tell the
+   * sandbox by: a deployment is a development one while everything it talks to and is reached at
+   * is this machine (PUBLIC_BASE_URL and both carrier API URLs loopback). Anything pointed beyond
+   * it is a real deployment, where a secret published in this repository protects nothing.
+   */
+  get stripeWebhookSecret(): string | undefined {
+    return trustedCredential(this.STRIPE_WEBHOOK_SECRET, DEV_STRIPE_WEBHOOK_SECRET, this.isDevelopmentDeployment);
+  }
+
+  /** Reached at and talking to this machine only: the sandbox set-up of `npm start` and the tests. */
+  get isDevelopmentDeployment(): boolean {
+    return [this.publicBaseUrl, this.telnyxApiUrl, this.twilioApiUrl].every(isLoopbackUrl);
   }
 
   get webhookRetryScheduleSeconds(): number[] {

@@ -1,18 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { TEST_REDIS_URL } from '../../support/env.js';
-import { runNode, type NodeRun } from '../../support/run-node.js';
+import { oneJsonDocument as oneDocument, runNode } from '../../support/run-node.js';
 
 // Each command boots a Node process; on a busy 2-core machine a test of several takes a while.
 const SLOW = 180_000;
-
-function oneDocument(run: NodeRun): any {
-  try {
-    return JSON.parse(run.stdout);
-  } catch {
-    throw new Error(`stdout is not one JSON document:\n${run.stdout}\nstderr:\n${run.stderr}`);
-  }
-}
 
 describe('admin CLI: plans and billing customers', () => {
   let db: TestDatabase;

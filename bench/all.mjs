@@ -11,6 +11,7 @@ const BENCHES = [
   { title: 'Messaging: POST /v2/messages with Idempotency-Key, receipt → status visible', script: 'bench/messaging.mjs', args: [] },
   { title: 'Customer webhooks: commit → delivered at 500 events/s, burst deliveries/s', script: 'bench/webhooks/run.mjs', args: [] },
   { title: 'End to end: carrier webhook → customer webhook at 500 events/s for 60 s', script: 'bench/e2e.mjs', args: ['--rate', '500', '--seconds', '60'] },
+  { title: 'Calls: 200 concurrent inbound calls through three-target ring plans, duplicated webhooks', script: 'bench/calls.mjs', args: ['--calls', '200'] },
 ];
 const only = process.argv.slice(2);
 

@@ -10,6 +10,8 @@ import { MessagingModule } from './modules/messaging/messaging.module.js';
 import { MetricsModule } from './platform/metrics/metrics.module.js';
 import { NumbersModule } from './modules/numbers/numbers.module.js';
 import { BillingModule } from './modules/billing/billing.module.js';
+import { CallsModule } from './modules/calls/calls.module.js';
+import { SequentialRingModule } from './modules/sequential-ring/sequential-ring.module.js';
 import { OutboxModule } from './platform/outbox/outbox.module.js';
 import { VerifyModule } from './platform/verify/verify.module.js';
 import { RedisModule } from './platform/redis/redis.module.js';
@@ -21,7 +23,7 @@ export class AppModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, HealthModule, IngestModule, NumbersModule, BillingModule, MessagingModule, WebhooksModule, EntitlementsModule],
+      imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, HealthModule, IngestModule, NumbersModule, BillingModule, MessagingModule, WebhooksModule, SequentialRingModule, CallsModule, EntitlementsModule],
     };
   }
 }

@@ -19,6 +19,8 @@ import { EnableEndpointCommand } from './modules/webhooks/commands/enable-endpoi
 import { VerifyCommand } from './platform/verify/verify.command.js';
 import { VerifyModule } from './platform/verify/verify.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
+import { CallsModule } from './modules/calls/calls.module.js';
+import { AuditCallsCommand } from './modules/calls/commands/audit-calls.command.js';
 
 /** The admin CLI: thin commands over the same services the API uses. */
 @Module({})
@@ -26,8 +28,8 @@ export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CliModule,
-      imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, EntitlementsModule],
-      providers: [ProgramName, MigrateCommand, CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, UpsertPlanCommand],
+      imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule],
+      providers: [ProgramName, MigrateCommand, CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand],
     };
   }
 

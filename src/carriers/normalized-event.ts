@@ -8,7 +8,7 @@ export type CarrierName = 'telnyx' | 'twilio';
 export type ReceiptStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'failed' | 'unknown';
 
 /** Our call statuses as a carrier callback can report them. */
-export type CallProgress = 'initiated' | 'ringing' | 'answered' | 'ended' | 'unknown';
+export type CallProgress = 'initiated' | 'ringing' | 'answered' | 'bridged' | 'ended' | 'unknown';
 
 interface EventBase {
   carrier: CarrierName;
@@ -36,10 +36,37 @@ export interface MessageStatusChanged extends EventBase {
   errorDetail?: string;
 }
 
-export interface CallEvent extends EventBase {
-  kind: 'call.initiated' | 'call.answered' | 'call.hangup' | 'call.status';
-  /** The carrier's id of this call leg (Telnyx call_control_id, Twilio CallSid). */
+/**
+ * Why a leg or call ended, in our words (the carrier's own word stays in `hangupCause`):
+ * `declined` (the callee refused or was busy: never dial that target again), `no_answer`,
+ * `retryable` (SIP 408/503/504: a timeout is not a decision, dial once more), `completed` (a
+ * normal end), `failed` (anything else).
+ */
+export type CallEndReason = 'completed' | 'declined' | 'no_answer' | 'retryable' | 'failed';
+
+/**
+ * Our own state on a leg we dialed, as the carrier echoes it back (Telnyx client_state). Only
+ * present when it decodes to our shape: anything else is "not ours".
+ */
+export interface OurLegState {
+  callId: string;
+  /** Index of the ring-plan target this leg dials. */
+  target: number;
+  /** 1 for the first dial of that target, 2 for the one redial a SIP 408/503/504 earns. */
+  attempt: number;
+}
+
+interface CallEventBase extends EventBase {
+  /** The carrier's id of this call leg (Telnyx call_control_id, Twilio CallSid): commands go to it. */
   carrierCallId: string;
+  /** What the carrier's call log names the whole call by (Telnyx call_session_id, Twilio CallSid). */
+  callSessionId: string;
+  /** Set on legs we dialed (our client_state came back); absent on the caller's leg and on others'. */
+  ourLeg?: OurLegState;
+}
+
+export interface CallEvent extends CallEventBase {
+  kind: 'call.initiated' | 'call.answered' | 'call.bridged' | 'call.hangup' | 'call.status';
   /** `unknown` when the carrier omits it on this event (Telnyx call.hangup): the call row knows it. */
   direction: 'inbound' | 'outbound' | 'unknown';
   from?: string;
@@ -49,6 +76,21 @@ export interface CallEvent extends EventBase {
   /** Carrier-reported duration, when it gives one (Twilio CallDuration). */
   durationSeconds?: number;
   hangupCause?: string;
+  /** On hangups: why, in our words. */
+  endReason?: CallEndReason;
+}
+
+/** A recording we started (voicemail) is stored at the carrier. */
+export interface CallRecordingSaved extends CallEventBase {
+  kind: 'call.recording.saved';
+  recordingUrl: string;
+}
+
+/** One fragment of a live transcription. */
+export interface CallTranscription extends CallEventBase {
+  kind: 'call.transcription';
+  text: string;
+  final: boolean;
 }
 
 /** A carrier event we store but do not act on (unknown or unneeded type). */
@@ -57,8 +99,18 @@ export interface IgnoredEvent extends EventBase {
   carrierEventType: string;
 }
 
-export type NormalizedEvent = MessageReceived | MessageStatusChanged | CallEvent | IgnoredEvent;
+export type NormalizedEvent = MessageReceived | MessageStatusChanged | CallEvent | CallRecordingSaved | CallTranscription | IgnoredEvent;
 export type NormalizedEventKind = NormalizedEvent['kind'];
 
 /** Every kind a module can own, for the boot check of carrier event handlers. */
-export const HANDLED_KINDS = ['message.received', 'message.status', 'call.initiated', 'call.answered', 'call.hangup', 'call.status'] as const satisfies readonly Exclude<NormalizedEventKind, 'ignored'>[];
+export const HANDLED_KINDS = [
+  'message.received',
+  'message.status',
+  'call.initiated',
+  'call.answered',
+  'call.bridged',
+  'call.hangup',
+  'call.status',
+  'call.recording.saved',
+  'call.transcription',
+] as const satisfies readonly Exclude<NormalizedEventKind, 'ignored'>[];

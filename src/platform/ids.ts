@@ -7,6 +7,7 @@ export const IdPrefix = {
   ApiKey: 'key',
   Message: 'msg',
   Call: 'call',
+  CallLeg: 'leg',
   Event: 'evt',
   WebhookEndpoint: 'we',
   CarrierEvent: 'cev',

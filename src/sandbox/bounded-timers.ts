@@ -14,6 +14,7 @@ export const MAX_WAIT_MS = 30_000;
  */
 export class BoundedTimers {
   private readonly pending = new Map<NodeJS.Timeout, (err: Error) => void>();
+  private readonly scheduled = new Set<NodeJS.Timeout>();
   private readonly controller = new AbortController();
 
   get closed(): boolean {
@@ -38,8 +39,28 @@ export class BoundedTimers {
     });
   }
 
+  /**
+   * Runs `fn` after `ms` (capped at `maxMs`) unless the returned cancel runs first or the sandbox
+   * closes. For the timers of emulated calls, whose ring timeouts and time limits are longer than
+   * MAX_WAIT_MS but still bounded.
+   */
+  after(ms: number, fn: () => void, maxMs: number = MAX_WAIT_MS): () => void {
+    if (this.closed) return () => undefined;
+    const timer = setTimeout(() => {
+      this.scheduled.delete(timer);
+      fn();
+    }, Math.max(0, Math.min(ms, maxMs)));
+    this.scheduled.add(timer);
+    return () => {
+      clearTimeout(timer);
+      this.scheduled.delete(timer);
+    };
+  }
+
   close(): void {
     this.controller.abort(new SandboxClosed());
+    for (const timer of this.scheduled) clearTimeout(timer);
+    this.scheduled.clear();
     for (const [timer, reject] of this.pending) {
       clearTimeout(timer);
       reject(new SandboxClosed());

@@ -1,4 +1,4 @@
-import { DEV_TELNYX_API_KEY, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN } from '../telephony/dev-credentials.js';
+import { DEV_TELNYX_API_KEY, DEV_TELNYX_CONNECTION_ID, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN } from '../telephony/dev-credentials.js';
 import { DEFAULT_SANDBOX_TELNYX_SEED } from '../telephony/telnyx-dev-key.js';
 
 /**
@@ -12,9 +12,15 @@ export interface SandboxConfig {
   SANDBOX_TELNYX_SEED: string;
   SANDBOX_RECEIPT_DELAY_MS: number;
   SANDBOX_ALLOW_REMOTE: '0' | '1';
+  /** Real time per unit of call time for emulated calls (ring timeouts, behaviours, limits): 0.01 makes a 20 s ring take 200 ms. */
+  SANDBOX_CALL_TIME_SCALE: number;
   /** Where webhooks go: PUBLIC_BASE_URL, else the app on 127.0.0.1:$PORT (no trailing slash). */
   publicBaseUrl: string;
   TELNYX_API_KEY: string;
+  /** The Call Control App dials must name; undefined: any non-empty connection_id is taken. */
+  TELNYX_CONNECTION_ID: string | undefined;
+  /** The connection_id of inbound calls' events. */
+  inboundConnectionId: string;
   TWILIO_ACCOUNT_SID: string;
   TWILIO_AUTH_TOKEN: string;
   LOG_LEVEL: string;
@@ -28,6 +34,19 @@ function whole(env: Record<string, string | undefined>, key: string, fallback: n
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min || n > max) throw new SandboxConfigError(`${key}=${JSON.stringify(raw)}: must be a whole number from ${min} to ${max}`);
   return n;
+}
+
+/** Time scales from 1/1000 to 1000. */
+function scale(env: Record<string, string | undefined>, key: string): number {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return 1;
+  const n = Number(raw);
+  if (!isValidTimeScale(n)) throw new SandboxConfigError(`${key}=${JSON.stringify(raw)}: must be a number from 0.001 to 1000`);
+  return n;
+}
+
+export function isValidTimeScale(n: unknown): n is number {
+  return typeof n === 'number' && Number.isFinite(n) && n >= 0.001 && n <= 1000;
 }
 
 const text = (env: Record<string, string | undefined>, key: string, fallback: string) => (env[key] === undefined || env[key] === '' ? fallback : env[key]!);
@@ -44,8 +63,11 @@ export function loadSandboxConfig(env: Record<string, string | undefined> = proc
     SANDBOX_TELNYX_SEED: text(env, 'SANDBOX_TELNYX_SEED', DEFAULT_SANDBOX_TELNYX_SEED),
     SANDBOX_RECEIPT_DELAY_MS: whole(env, 'SANDBOX_RECEIPT_DELAY_MS', 300, 0, 60_000),
     SANDBOX_ALLOW_REMOTE: allowRemote,
+    SANDBOX_CALL_TIME_SCALE: scale(env, 'SANDBOX_CALL_TIME_SCALE'),
     publicBaseUrl: publicBaseUrl.replace(/\/$/, ''),
     TELNYX_API_KEY: text(env, 'TELNYX_API_KEY', DEV_TELNYX_API_KEY),
+    TELNYX_CONNECTION_ID: env.TELNYX_CONNECTION_ID || undefined,
+    inboundConnectionId: text(env, 'TELNYX_CONNECTION_ID', DEV_TELNYX_CONNECTION_ID),
     TWILIO_ACCOUNT_SID: text(env, 'TWILIO_ACCOUNT_SID', DEV_TWILIO_ACCOUNT_SID),
     TWILIO_AUTH_TOKEN: text(env, 'TWILIO_AUTH_TOKEN', DEV_TWILIO_AUTH_TOKEN),
     LOG_LEVEL: text(env, 'LOG_LEVEL', 'info'),

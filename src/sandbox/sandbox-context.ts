@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SandboxConfig } from './sandbox-config.js';
 import type { Chaos } from './chaos.js';
 import type { SandboxEngine } from './sandbox-engine.js';
+import type { TelnyxCallControl } from './telnyx/telnyx-call-control.js';
 
 /** What a carrier route of the sandbox needs. */
 export interface SandboxContext {
@@ -10,6 +11,8 @@ export interface SandboxContext {
   config: SandboxConfig;
   /** The sandbox's Telnyx signing key (its public half is the app's TELNYX_PUBLIC_KEY in dev). */
   telnyxPrivateKey: KeyObject;
+  /** The emulated Telnyx Call Control (legs, behaviours, call log). */
+  calls: TelnyxCallControl;
 }
 
 export interface SandboxRequest {

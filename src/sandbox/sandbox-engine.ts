@@ -66,11 +66,13 @@ export class SandboxEngine {
     return parseChaos(header(req, 'x-sandbox-chaos'), this.chaos);
   }
 
-  /** Counters start again from zero; series still running stay counted as pending. */
+  /** Counters start again from zero; series still running stay counted as pending, live call legs as live. */
   resetStats(): void {
     const pending = this.stats.webhooks.pending;
+    const liveLegs = this.stats.calls.live_legs;
     this.stats = emptyStats();
     this.stats.webhooks.pending = pending;
+    this.stats.calls.live_legs = liveLegs;
   }
 
   /** Why webhooks may not go to `url` (not loopback, unless SANDBOX_ALLOW_REMOTE=1). */
@@ -121,7 +123,7 @@ export class SandboxEngine {
       // Accepted (and its webhooks on their way), but the answer never arrives: the worst case
       // for a sender, which only an Idempotency-Key on its retry makes safe.
       s.failed.timeout++;
-      return this.hangUp(res);
+      return this.holdUnanswered(res);
     }
     if (series && call.chaos.earlyReceipt) await series;
     sendJson(res, answer.status, answer.body);
@@ -137,7 +139,8 @@ export class SandboxEngine {
     if (this.answers.size > MAX_REMEMBERED_KEYS) this.answers.delete(this.answers.keys().next().value!);
   }
 
-  private async hangUp(res: ServerResponse): Promise<void> {
+  /** Holds the answer longer than a client waits, then drops the connection (the `timeout` fault). */
+  async holdUnanswered(res: ServerResponse): Promise<void> {
     await new Promise<void>((resolve) => {
       res.once('close', resolve);
       this.timers.sleep(HANG_MS).then(resolve, resolve);

@@ -30,12 +30,26 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(text);
 }
 
+/** An error of the sandbox's own control endpoints (not a carrier's). */
+export function problem(res: ServerResponse, status: number, detail: string): void {
+  sendJson(res, status, { errors: [{ code: status === 404 ? 'not_found' : 'invalid_request', title: 'Sandbox', detail }] });
+}
+
 export function parseJsonObject(text: string): Record<string, unknown> | undefined {
   try {
     const value = JSON.parse(text) as unknown;
     return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** A URL path segment decoded (`v3%3A…` → `v3:…`), as it came when it does not decode. */
+export function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
   }
 }
 

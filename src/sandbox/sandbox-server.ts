@@ -6,12 +6,15 @@ import type { SandboxConfig } from './sandbox-config.js';
 import { ChaosSyntaxError } from './chaos.js';
 import type { SandboxContext, SandboxRequest } from './sandbox-context.js';
 import { SandboxEngine } from './sandbox-engine.js';
-import { BodyTooLarge, parseJsonObject, readBody, sendJson } from './sandbox-http.js';
+import { BodyTooLarge, parseJsonObject, problem, readBody, sendJson } from './sandbox-http.js';
 import { sandboxMessage } from './sandbox-message.js';
 import type { SandboxStats } from './sandbox-stats.js';
 import { telnyxDevKeyPair } from '../telephony/telnyx-dev-key.js';
 import { telnyxInbound } from './telnyx/telnyx-sandbox.js';
 import { telnyxSendRoute } from './telnyx/telnyx-send-route.js';
+import { isCallControlPath, telnyxCallsRoute } from './telnyx/telnyx-call-routes.js';
+import { TelnyxCallControl } from './telnyx/telnyx-call-control.js';
+import { isSandboxCallPath, sandboxCallsRoute } from './telnyx/sandbox-call-routes.js';
 import { twilioInbound, twilioMessageSid } from './twilio/twilio-sandbox.js';
 import { twilioSendRoute } from './twilio/twilio-send-route.js';
 
@@ -27,15 +30,12 @@ export interface Sandbox {
 
 const TWILIO_MESSAGES = /^\/twilio\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/;
 
-function problem(res: http.ServerResponse, status: number, detail: string): void {
-  sendJson(res, status, { errors: [{ code: status === 404 ? 'not_found' : 'invalid_request', title: 'Sandbox', detail }] });
-}
-
 /**
  * The carrier sandbox (`node dist/main.js sandbox`): emulates Telnyx POST /v2/messages and
  * Twilio's Messages.json, then calls PUBLIC_BASE_URL back with signed webhooks, under chaos.
+ * Telnyx Call Control (POST /v2/calls, /v2/calls/{id}/actions/...) is emulated too (telnyx/).
  * Control: GET /sandbox/stats, POST /sandbox/stats/reset, GET|POST /sandbox/chaos,
- * POST /sandbox/inbound {from,to,text,carrier?}, GET /sandbox/health.
+ * POST /sandbox/inbound {from,to,text,carrier?}, /sandbox/calls/... (sandbox-call-routes), GET /sandbox/health.
  */
 export async function startSandbox(config: SandboxConfig, log: (line: string) => void = () => undefined): Promise<Sandbox> {
   const allowRemote = config.SANDBOX_ALLOW_REMOTE === '1';
@@ -53,7 +53,13 @@ export async function startSandbox(config: SandboxConfig, log: (line: string) =>
       `PUBLIC_BASE_URL=${publicBaseUrl}: ${refused}. The sandbox sends duplicated, re-signed webhooks on purpose and only to this machine; set SANDBOX_ALLOW_REMOTE=1 to send them elsewhere.`,
     );
   }
-  const ctx: SandboxContext = { engine, config, telnyxPrivateKey: telnyxDevKeyPair(config.SANDBOX_TELNYX_SEED).privateKey };
+  const telnyxPrivateKey = telnyxDevKeyPair(config.SANDBOX_TELNYX_SEED).privateKey;
+  const calls = new TelnyxCallControl(engine, telnyxPrivateKey, {
+    timeScale: config.SANDBOX_CALL_TIME_SCALE,
+    connectionId: config.inboundConnectionId,
+    webhookUrl: `${publicBaseUrl}/webhooks/telnyx`,
+  });
+  const ctx: SandboxContext = { engine, config, telnyxPrivateKey, calls };
 
   const server = http.createServer((req, res) => {
     handle(ctx, req, res).catch((err) => {
@@ -81,7 +87,7 @@ export async function startSandbox(config: SandboxConfig, log: (line: string) =>
 
 async function handle(ctx: SandboxContext, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const { engine } = ctx;
-  const path = (req.url ?? '/').split('?')[0]!;
+  const [path, search] = (req.url ?? '/').split('?', 2) as [string, string | undefined];
   const body = req.method === 'POST' ? await readBody(req) : '';
   const route = `${req.method} ${path}`;
 
@@ -113,6 +119,8 @@ async function handle(ctx: SandboxContext, req: http.IncomingMessage, res: http.
   }
   const request: SandboxRequest = { req, res, body, chaos };
   if (route === 'POST /v2/messages') return telnyxSendRoute(ctx, request);
+  if (isCallControlPath(path)) return telnyxCallsRoute(ctx, request, path);
+  if (isSandboxCallPath(path)) return sandboxCallsRoute(ctx, request, path, new URLSearchParams(search));
   const twilio = req.method === 'POST' ? TWILIO_MESSAGES.exec(path) : null;
   if (twilio) return twilioSendRoute(ctx, decodeURIComponent(twilio[1]!), request);
   if (route === 'POST /sandbox/inbound') return inboundRoute(ctx, request);

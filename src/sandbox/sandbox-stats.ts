@@ -34,9 +34,84 @@ export interface SandboxStats {
     statuses: Record<string, number>;
     /** Deliveries given up after every retry. */
     failed: number;
-    /** Series still running (wait for 0 before counting). */
+    /** Series still running or queued (wait for 0 before counting). */
     pending: number;
   };
+  /** Telnyx Call Control emulation (its webhooks are counted in `webhooks` too). */
+  calls: CallStats;
+}
+
+/** Counters of the emulated Telnyx Call Control (GET /sandbox/stats → `calls`). */
+export interface CallStats {
+  /** Caller legs started by POST /sandbox/calls/inbound. */
+  inbound: number;
+  dials: {
+    /** POST /v2/calls received, valid or not. */
+    requests: number;
+    /** New legs dialed. */
+    accepted: number;
+    /** A command_id seen before: the same leg answered again, nothing dialed. */
+    replayed: number;
+    /** Refused: bad credentials (401) or a body Telnyx would refuse (422). */
+    invalid: number;
+    /** Answered with a behaviour's `dial_error`, by status. */
+    errors: Record<string, number>;
+    /** New legs per dialed number. */
+    to: Record<string, number>;
+    /** Dials linked to a caller leg that had already hung up. */
+    after_caller_hangup: number;
+    /** Dials into a call while another dialed leg of it still rang. */
+    while_another_rings: number;
+    /** Dials to a number that had declined (call_rejected / user_busy) earlier in the same call. */
+    after_decline: number;
+    /** Dialed legs that rang until their own timeout although their caller had hung up. */
+    left_ringing: number;
+  };
+  commands: {
+    /** POST /v2/calls/{id}/actions/{action} received, valid or not. */
+    requests: number;
+    /** Commands carried out, by action (replays and refusals not included). */
+    by_action: Record<string, number>;
+    /** A command_id seen before on that leg: the first answer again, no second effect. */
+    replayed: number;
+    /** 422 "Call has already ended". */
+    ended: number;
+    /** Unknown call_control_id (404). */
+    not_found: number;
+    /** Refused otherwise: credentials, body, the leg's state. */
+    invalid: number;
+  };
+  /** Chaos `fail_rate` / `reject` applied to call-control requests (dials and commands). */
+  faults: { reject: number; '500': number; '503': number; timeout: number };
+  /** Call events generated, by event type (before chaos copies them). */
+  events: Record<string, number>;
+  /** Leg hangups by hangup_cause. */
+  hangups: Record<string, number>;
+  /** Inbound calls whose caller leg ended, by the number of legs dialed for them until then ("0", "1", ...). */
+  legs_per_call: Record<string, number>;
+  /** Legs alive now (a gauge: kept across a reset). */
+  live_legs: number;
+}
+
+function emptyCallStats(): CallStats {
+  return {
+    inbound: 0,
+    dials: {
+      requests: 0, accepted: 0, replayed: 0, invalid: 0, errors: {}, to: {},
+      after_caller_hangup: 0, while_another_rings: 0, after_decline: 0, left_ringing: 0,
+    },
+    commands: { requests: 0, by_action: {}, replayed: 0, ended: 0, not_found: 0, invalid: 0 },
+    faults: { reject: 0, '500': 0, '503': 0, timeout: 0 },
+    events: {},
+    hangups: {},
+    legs_per_call: {},
+    live_legs: 0,
+  };
+}
+
+/** Adds one to `counts[key]`. */
+export function bump(counts: Record<string, number>, key: string): void {
+  counts[key] = (counts[key] ?? 0) + 1;
 }
 
 export function emptyStats(): SandboxStats {
@@ -47,5 +122,6 @@ export function emptyStats(): SandboxStats {
       events: 0, deliveries: 0, duplicates: 0, resigned: 0, contradictions: 0, retries: 0,
       answered: { accepted: 0, duplicate: 0 }, statuses: {}, failed: 0, pending: 0,
     },
+    calls: emptyCallStats(),
   };
 }

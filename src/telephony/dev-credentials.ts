@@ -3,6 +3,8 @@
  * URL points at this machine (never beyond it). Published on purpose: they protect nothing.
  */
 export const DEV_TELNYX_API_KEY = 'sandbox-telnyx-key';
+/** The Call Control App id of the development setup: sent as `connection_id` on every dial. */
+export const DEV_TELNYX_CONNECTION_ID = '1494404757140276705';
 export const DEV_TWILIO_ACCOUNT_SID = 'AC00000000000000000000000000000000';
 /** Published in this repository, so it proves nothing beyond the sandbox. */
 export const DEV_TWILIO_AUTH_TOKEN = 'sandbox-twilio-auth-token';

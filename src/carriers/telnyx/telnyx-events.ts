@@ -1,4 +1,5 @@
-import type { CallEvent, CallProgress, NormalizedEvent, ReceiptStatus } from '../normalized-event.js';
+import type { CallEndReason, CallEvent, CallProgress, NormalizedEvent, ReceiptStatus } from '../normalized-event.js';
+import { decodeClientState } from './telnyx-client-state.js';
 import { MalformedWebhook } from '../carrier-adapter.js';
 import { instant, isObject, object, optionalText, text, type Json } from '../shape.js';
 
@@ -16,9 +17,28 @@ const CALL_EVENTS: Record<string, { kind: CallEvent['kind']; progress: CallProgr
   'call.initiated': { kind: 'call.initiated', progress: 'initiated' },
   'call.answered': { kind: 'call.answered', progress: 'answered' },
   // A bridge happens only on an answered leg; it ends nothing.
-  'call.bridged': { kind: 'call.status', progress: 'answered' },
+  'call.bridged': { kind: 'call.bridged', progress: 'bridged' },
   'call.hangup': { kind: 'call.hangup', progress: 'ended' },
 };
+
+/** SIP answers after which a dial is worth one more try (seed 001: a timeout is not a decision). */
+const RETRYABLE_SIP = new Set(['408', '503', '504']);
+
+/** Telnyx hangup_cause words → why the leg ended, in our words. */
+const END_REASONS: Record<string, CallEndReason> = {
+  normal_clearing: 'completed',
+  originator_cancel: 'completed',
+  call_rejected: 'declined',
+  user_busy: 'declined',
+  timeout: 'no_answer',
+  no_answer: 'no_answer',
+  time_limit: 'completed',
+};
+
+function endReason(hangupCause: string | undefined, sipCause: string | undefined): CallEndReason {
+  if (sipCause && RETRYABLE_SIP.has(sipCause)) return 'retryable';
+  return (hangupCause && END_REASONS[hangupCause]) || 'failed';
+}
 
 export interface TelnyxEnvelope {
   id: string;
@@ -68,22 +88,44 @@ export function normalizeTelnyx(envelope: TelnyxEnvelope): NormalizedEvent {
       };
     }
   }
+  const leg = () => ({
+    carrierCallId: text(p, 'call_control_id', 'data.payload'),
+    callSessionId: text(p, 'call_session_id', 'data.payload'),
+    ...optionalLeg(p.client_state),
+  });
   const call = CALL_EVENTS[envelope.eventType];
   if (call) {
     const hangupCause = optionalText(p, 'hangup_cause');
     return {
       ...base,
+      ...leg(),
       kind: call.kind,
-      carrierCallId: text(p, 'call_control_id', 'data.payload'),
       direction: callDirection(p.direction),
       from: optionalText(p, 'from'),
       to: optionalText(p, 'to'),
       progress: call.progress,
       carrierStatus: optionalText(p, 'state') ?? envelope.eventType,
       ...(hangupCause && { hangupCause }),
+      ...(call.kind === 'call.hangup' && { endReason: endReason(hangupCause, optionalText(p, 'sip_hangup_cause')) }),
     };
   }
+  if (envelope.eventType === 'call.recording.saved') {
+    const urls = isObject(p.recording_urls) ? p.recording_urls : isObject(p.public_recording_urls) ? p.public_recording_urls : {};
+    const recordingUrl = optionalText(urls, 'mp3') ?? optionalText(urls, 'wav');
+    if (!recordingUrl) throw new MalformedWebhook('data.payload.recording_urls must hold an mp3 or wav URL');
+    return { ...base, ...leg(), kind: 'call.recording.saved', recordingUrl };
+  }
+  if (envelope.eventType === 'call.transcription') {
+    const data = object(p, 'transcription_data', 'data.payload');
+    return { ...base, ...leg(), kind: 'call.transcription', text: text(data, 'transcript', 'data.payload.transcription_data'), final: data.is_final !== false };
+  }
   return { ...base, kind: 'ignored', carrierEventType: envelope.eventType };
+}
+
+/** client_state that is not ours (or not valid) leaves the event without `ourLeg`: never an error. */
+function optionalLeg(clientState: unknown) {
+  const ourLeg = decodeClientState(clientState);
+  return ourLeg ? { ourLeg } : {};
 }
 
 function firstRecipient(payload: Json): Json {

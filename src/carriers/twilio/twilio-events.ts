@@ -1,4 +1,4 @@
-import type { CallEvent, CallProgress, NormalizedEvent, ReceiptStatus } from '../normalized-event.js';
+import type { CallEndReason, CallEvent, CallProgress, NormalizedEvent, ReceiptStatus } from '../normalized-event.js';
 import { MalformedWebhook } from '../carrier-adapter.js';
 import type { FormFields } from './twilio-signature.js';
 
@@ -31,6 +31,9 @@ const CALL_STATUS: Record<string, { kind: CallEvent['kind']; progress: CallProgr
   'no-answer': { kind: 'call.hangup', progress: 'ended' },
   canceled: { kind: 'call.hangup', progress: 'ended' },
 };
+
+/** Final CallStatus words → why the call ended, in our words. */
+const TWILIO_END_REASONS: Record<string, CallEndReason> = { completed: 'completed', busy: 'declined', 'no-answer': 'no_answer', canceled: 'completed', failed: 'failed' };
 
 export interface TwilioCallback {
   /** MessageSid / SmsSid / CallSid. */
@@ -90,6 +93,7 @@ export function normalizeTwilio(callback: TwilioCallback, carrierEventId: string
     ...base,
     kind: call.kind,
     carrierCallId: sid,
+    callSessionId: sid,
     direction: callDirection(field(fields, 'Direction')),
     from: field(fields, 'From'),
     to: field(fields, 'To'),
@@ -97,6 +101,7 @@ export function normalizeTwilio(callback: TwilioCallback, carrierEventId: string
     carrierStatus: status,
     ...(Number.isInteger(duration) && duration >= 0 && field(fields, 'CallDuration') !== undefined && { durationSeconds: duration }),
     ...(call.progress === 'ended' && status !== 'completed' && { hangupCause: status }),
+    ...(call.progress === 'ended' && { endReason: TWILIO_END_REASONS[status] ?? 'failed' }),
   };
 }
 

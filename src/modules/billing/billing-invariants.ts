@@ -36,7 +36,7 @@ export class BillingInvariants implements OnModuleInit {
   onModuleInit(): void {
     this.invariants.register(
       'billing.usage_has_resource',
-      'every usage row bills a resource that exists (usage record ids); call_minutes has none until calls register theirs',
+      'every usage row bills a resource that exists of its kind (usage record ids)',
       (snapshot, limit) =>
         violations(
           snapshot,

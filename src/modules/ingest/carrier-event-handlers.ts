@@ -21,6 +21,8 @@ export interface CarrierEventContext {
   attempt: number;
   /** True when an operator re-ran the event (carrier-events:replay). */
   replay: boolean;
+  /** When ingest stored it: the event's place in arrival order (never the carrier's clock). */
+  receivedAt: Date;
 }
 
 /**
@@ -41,6 +43,13 @@ export type CarrierEventHandler<K extends HandledKind> = (
  * Any other error is permanent: recorded on the event at once, no retry, replayable.
  */
 export class RetryLaterError extends Error {}
+
+/**
+ * Thrown by a handler that owns the kind but not yet this carrier's flavour of it (Twilio Voice
+ * callbacks before Twilio call flows ship): the event is left unconsumed, exactly as if no
+ * handler existed, so `carrier-events:replay` runs it once one does.
+ */
+export class NotHandledYetError extends Error {}
 
 export const CARRIER_EVENT_HANDLER_METADATA = 'onceline:carrier-event-handler';
 

@@ -4,7 +4,7 @@ import { exec, type Tx } from '../../platform/database/tx.js';
 import { isDatabaseUnavailable, isSerializationConflict, storedMessage } from '../../platform/database/pg-errors.js';
 import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { CarrierEventHandlers, RetryLaterError } from './carrier-event-handlers.js';
+import { CarrierEventHandlers, NotHandledYetError, RetryLaterError } from './carrier-event-handlers.js';
 import type { NormalizedEvent } from '../../carriers/normalized-event.js';
 
 /** `unhandled`: no module handles the event's kind yet; it stays unconsumed, waiting for a replay. */
@@ -15,6 +15,9 @@ export interface ProcessResult {
   outcome: ProcessOutcome;
   error?: string;
 }
+
+/** First wait of an event whose call has an earlier event in flight: about one handler's run. */
+const ORDER_WAIT_BASE_MS = 25;
 
 /** Errors the whole job should be retried for (by BullMQ): the database, not the event, failed. */
 function isTransient(err: unknown): boolean {
@@ -35,9 +38,9 @@ export class CarrierEventProcessor {
 
   async process(tx: Tx, id: string, { replay = false } = {}): Promise<ProcessResult> {
     // FOR UPDATE: a job run and a replay of one event take turns; the second sees processed_at.
-    const { rows } = await exec<{ normalized: NormalizedEvent; attempts: number; age_ms: number; processed: boolean }>(
+    const { rows } = await exec<{ normalized: NormalizedEvent; attempts: number; age_ms: number; processed: boolean; created_at: Date }>(
       tx,
-      `SELECT normalized, attempts, processed_at IS NOT NULL AS processed,
+      `SELECT normalized, attempts, processed_at IS NOT NULL AS processed, created_at,
               extract(epoch FROM clock_timestamp() - created_at)::float8 * 1000 AS age_ms
          FROM carrier_events WHERE id = $1 FOR UPDATE`,
       [id],
@@ -55,17 +58,25 @@ export class CarrierEventProcessor {
       await this.markUnhandled(tx, id, event.kind);
       return { id, outcome: 'unhandled' };
     }
+    const session = 'callSessionId' in event ? event.callSessionId : undefined;
+    if (session && row.age_ms < this.config.CARRIER_EVENT_RETRY_DEADLINE_SECONDS * 1000 && (await this.earlierEventWaits(tx, id, session, row.created_at))) {
+      return this.letEarlierGoFirst(tx, id, session);
+    }
     // A savepoint, so a failed handler's partial writes go while the outcome is still recorded
     // and the job still completes in this transaction.
     await exec(tx, 'SAVEPOINT carrier_event_handler');
     let note: string | void;
     try {
       // No RELEASE on success: COMMIT ends the savepoint anyway, and it would cost a round trip.
-      note = await handler(event as never, tx, { carrierEventId: id, attempt: row.attempts + 1, replay });
+      note = await handler(event as never, tx, { carrierEventId: id, attempt: row.attempts + 1, replay, receivedAt: row.created_at });
     } catch (err) {
       if (isTransient(err)) throw err;
       await exec(tx, 'ROLLBACK TO SAVEPOINT carrier_event_handler');
       if (err instanceof RetryLaterError) return this.retryLater(tx, id, row.age_ms, err);
+      if (err instanceof NotHandledYetError) {
+        await this.markUnhandled(tx, id, `${event.kind} (${err.message})`);
+        return { id, outcome: 'unhandled' };
+      }
       await this.markFailed(tx, id, storedMessage(err));
       return { id, outcome: 'failed', error: storedMessage(err) };
     }
@@ -102,6 +113,39 @@ export class CarrierEventProcessor {
       runAt: new Date(Date.now() + delayMs),
     });
     return { id, outcome: 'retry_scheduled', error: storedMessage(err) };
+  }
+
+  /**
+   * Is an earlier event of this call (by arrival) still untried? Workers run events in parallel,
+   * so a hangup can reach a worker before the answer that came in ahead of it; the answer goes
+   * first. Only untried ones count: an earlier event already waiting for something (a call not
+   * recorded yet) does not hold later ones up, so no two events wait for each other.
+   */
+  private async earlierEventWaits(tx: Tx, id: string, session: string, createdAt: Date): Promise<boolean> {
+    const { rows } = await exec<{ waits: boolean }>(
+      tx,
+      `SELECT EXISTS (
+         SELECT 1 FROM carrier_events
+          WHERE normalized ? 'callSessionId' AND normalized->>'callSessionId' = $2 AND processed_at IS NULL
+            AND attempts = 0 AND error IS NULL AND unhandled_since IS NULL AND (created_at, id) < ($3, $1)
+       ) AS waits`,
+      [id, session, createdAt],
+    );
+    return rows[0].waits;
+  }
+
+  /** A new run of this event shortly, as its own outbox job; the handler has not run, so attempts stays. */
+  private async letEarlierGoFirst(tx: Tx, id: string, session: string): Promise<ProcessResult> {
+    // processed_at IS NULL (we hold the row lock): counts the turn given away and names the wait.
+    const { rows } = await exec<{ order_waits: number }>(
+      tx,
+      `UPDATE carrier_events SET order_waits = order_waits + 1, note = $2 WHERE id = $1 AND processed_at IS NULL RETURNING order_waits`,
+      [id, `waiting for an earlier event of call session ${session}`],
+    );
+    const waits = rows[0].order_waits;
+    const delayMs = Math.min(2000, ORDER_WAIT_BASE_MS * 2 ** Math.min(waits - 1, 10));
+    await this.outbox.enqueue(tx, { name: JobName.ProcessCarrierEvent, data: { carrierEventId: id }, jobId: `${id}-w${waits}`, runAt: new Date(Date.now() + delayMs) });
+    return { id, outcome: 'retry_scheduled', error: 'an earlier event of the same call goes first' };
   }
 
   /** Exponential (base × 2^(n-1), capped), with equal jitter so a burst of early receipts spreads out. */

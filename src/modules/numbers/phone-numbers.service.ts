@@ -4,16 +4,26 @@ import { newId, IdPrefix } from '../../platform/ids.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import type { PageRequest } from '../../platform/http/pagination.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
+import type { VoiceSettings } from '../sequential-ring/ring-plan.js';
 
 export interface PhoneNumberView {
   id: string;
   record_type: 'phone_number';
   phone_number: string;
   carrier: CarrierName;
+  /** Voice settings (ring plan, transcription); null: calls to this number are not taken. */
+  voice: VoiceSettings | null;
   created_at: string;
 }
 
-const COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, created_at`;
+const COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, voice, created_at`;
+
+/** Who takes calls to a number, and how. */
+export interface VoiceRoute {
+  accountId: string;
+  carrier: CarrierName;
+  voice: VoiceSettings | null;
+}
 
 /** Which account owns which number, and through which carrier it sends. */
 @Injectable()
@@ -34,6 +44,22 @@ export class PhoneNumbers {
     throw new ConflictException({ code: 'phone_number_taken', title: 'Phone number already registered', detail: `${phoneNumber} is already registered` });
   }
 
+  /** Sets (or with null clears) a number's voice settings; undefined when the account has no such number. */
+  async setVoice(accountId: string, id: string, voice: VoiceSettings | null): Promise<PhoneNumberView | undefined> {
+    // account_id in the WHERE: another account's number is not found, never changed.
+    const { rows } = await exec<PhoneNumberView>(
+      this.dataSource.manager,
+      `UPDATE phone_numbers SET voice = $3::jsonb WHERE id = $1 AND account_id = $2 RETURNING ${COLUMNS}`,
+      [id, accountId, voice === null ? null : JSON.stringify(voice)],
+    );
+    return rows[0];
+  }
+
+  async get(accountId: string, id: string): Promise<PhoneNumberView | undefined> {
+    const [row] = await this.dataSource.query(`SELECT ${COLUMNS} FROM phone_numbers WHERE id = $1 AND account_id = $2`, [id, accountId]);
+    return row;
+  }
+
   async list(accountId: string, page: PageRequest): Promise<PhoneNumberView[]> {
     return this.dataSource.query(
       `SELECT ${COLUMNS} FROM phone_numbers WHERE account_id = $1 AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
@@ -48,6 +74,12 @@ export class PhoneNumbers {
   async findOwned(tx: Tx, accountId: string, phoneNumber: string): Promise<PhoneNumberView | undefined> {
     const [row] = await tx.query(`SELECT ${COLUMNS} FROM phone_numbers WHERE account_id = $1 AND phone_number = $2`, [accountId, phoneNumber]);
     return row;
+  }
+
+  /** Who takes calls to this number and with which settings, if anyone owns it. */
+  async findVoiceRoute(tx: Tx, phoneNumber: string): Promise<VoiceRoute | undefined> {
+    const [row] = await tx.query(`SELECT account_id, carrier, voice FROM phone_numbers WHERE phone_number = $1`, [phoneNumber]);
+    return row ? { accountId: row.account_id, carrier: row.carrier, voice: row.voice } : undefined;
   }
 
   /** Who receives messages to this number (inbound routing), if anyone. */

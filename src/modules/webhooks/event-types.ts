@@ -11,6 +11,8 @@ export const CUSTOMER_EVENT_TYPES = [
   'call.answered',
   'call.completed',
   'call.missed',
+  'call.voicemail',
+  'call.transcribed',
   'entitlement.granted',
 ] as const;
 

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { plainToInstance, Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 import { isLoopbackUrl } from '../net/loopback.js';
-import { DEV_STRIPE_WEBHOOK_SECRET, DEV_TELNYX_API_KEY, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN } from '../../telephony/dev-credentials.js';
+import { DEV_STRIPE_WEBHOOK_SECRET, DEV_TELNYX_API_KEY, DEV_TELNYX_CONNECTION_ID, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN } from '../../telephony/dev-credentials.js';
 import { DEFAULT_SANDBOX_TELNYX_SEED, telnyxDevKeyPair } from '../../telephony/telnyx-dev-key.js';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
@@ -44,6 +44,10 @@ export class AppConfig {
 
   @IsOptional() @IsString()
   TELNYX_API_KEY = DEV_TELNYX_API_KEY;
+
+  /** The Call Control application id sent as `connection_id` on every dial. */
+  @IsOptional() @IsString()
+  TELNYX_CONNECTION_ID = DEV_TELNYX_CONNECTION_ID;
 
   @IsOptional() @IsString()
   TWILIO_ACCOUNT_SID = DEV_TWILIO_ACCOUNT_SID;
@@ -127,6 +131,14 @@ export class AppConfig {
    */
   @Transform(toInt) @Min(SEND_TIMEOUT_SECONDS + 1, { message: `must be longer than the carrier send timeout (${SEND_TIMEOUT_SECONDS} s)` }) @Max(3600) @IsInt()
   DISPATCH_LEASE_SECONDS = 60;
+
+  /** Calls: a leg that answered but is not bridged this long after is hung up, and the ring plan moves on. */
+  @Transform(toInt) @Min(1) @Max(600) @IsInt()
+  DIAL_JOIN_TIMEOUT_SECONDS = 30;
+
+  /** Calls: how long after the hangup the transcript is assembled (late fragments still count). */
+  @Transform(toInt) @Min(0) @Max(600000) @IsInt()
+  CALL_TRANSCRIPT_SETTLE_MS = 2000;
 
   /** Carrier events: how long after ingest an out-of-order event keeps being retried before it fails. */
   @Transform(toInt) @Min(1) @IsInt()

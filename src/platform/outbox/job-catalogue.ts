@@ -10,6 +10,8 @@ export enum QueueName {
   Webhooks = 'webhooks',
   /** Processing of ingested carrier webhooks. */
   CarrierEvents = 'carrier-events',
+  /** Call-control commands and call timers: dead air waits behind nothing else. */
+  Calls = 'calls',
 }
 
 export enum JobName {
@@ -23,6 +25,12 @@ export enum JobName {
   WebhookParkedExpiry = 'webhook-parked-expiry',
   /** Runs one stored carrier event through the handler its owning module registered. */
   ProcessCarrierEvent = 'process-carrier-event',
+  /** Sends call-control commands (dial, answer, bridge, hangup, ...) in order (external: at least once, each with its command id). */
+  CallCommands = 'call-commands',
+  /** A leg that answered but was not bridged within DIAL_JOIN_TIMEOUT_SECONDS is written off. */
+  CallJoinTimeout = 'call-join-timeout',
+  /** Assembles an ended call's transcript from its fragments; `call.transcribed` once. */
+  CallTranscript = 'call-transcript',
 }
 
 export interface JobPayloads {
@@ -31,6 +39,10 @@ export interface JobPayloads {
   [JobName.WebhookDeliveryAttempt]: { deliveryId: string; round: number; attempt: number };
   [JobName.WebhookParkedExpiry]: { endpointId: string };
   [JobName.ProcessCarrierEvent]: { carrierEventId: string };
+  /** `commands`: the Calls module's CallCommand list (platform does not know carrier types). */
+  [JobName.CallCommands]: { callId: string | null; commands: object[] };
+  [JobName.CallJoinTimeout]: { callId: string; legId: string };
+  [JobName.CallTranscript]: { callId: string };
 }
 
 export interface JobSpec {
@@ -57,6 +69,10 @@ export const JOB_SPECS: { [K in JobName]: JobSpec } = {
   // BullMQ retries only infrastructure errors (database gone mid-run); an out-of-order event's
   // retries are new outbox jobs with run_at, bounded by CARRIER_EVENT_RETRY_DEADLINE_SECONDS.
   [JobName.ProcessCarrierEvent]: { queue: QueueName.CarrierEvents, mode: 'transactional', attempts: 10, backoffMs: 1000 },
+  // Carrier 5xx and transport errors repeat the same commands with the same command ids (~1 min in all).
+  [JobName.CallCommands]: { queue: QueueName.Calls, mode: 'external', attempts: 8, backoffMs: 250 },
+  [JobName.CallJoinTimeout]: { queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
+  [JobName.CallTranscript]: { queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
 };
 
 export function queueOf(name: JobName): QueueName {

@@ -49,7 +49,8 @@ function signed(privateKey: KeyObject, body: string): RenderedWebhook {
   return { body, headers: { 'content-type': 'application/json', 'telnyx-timestamp': timestamp, 'telnyx-signature-ed25519': signature } };
 }
 
-function telnyxWebhook(kind: string, url: string, afterMs: number, privateKey: KeyObject, payload: Record<string, unknown>, contradiction = false): CarrierWebhook {
+/** One Telnyx event in the API v2 envelope; `occurred_at` is now, the moment it is built. */
+export function telnyxWebhook(kind: string, url: string, afterMs: number, privateKey: KeyObject, payload: Record<string, unknown>, contradiction = false): CarrierWebhook {
   const occurredAt = new Date().toISOString();
   return {
     kind: `telnyx ${kind}`,

@@ -161,9 +161,11 @@ describe('carrier events with no handler for their kind', () => {
     expect(row.processed_at).not.toBeNull();
   });
 
-  it('CLI: list --unhandled and replay --all-unhandled print one JSON document each; a kind still without a handler keeps waiting', async () => {
-    // Two events waiting in this app: an inbound SMS (its handler removed here; the CLI process
-    // has Messaging's) and a call event (no handler anywhere yet).
+  it('CLI: list --unhandled and replay --all-unhandled print one JSON document each; events stored before their handler shipped are run by it', async () => {
+    // Two events waiting in this app: an inbound SMS and a call event, their handlers removed
+    // here; the CLI process has Messaging's and Calls' (a call.* event stored before Calls shipped
+    // is replayed the same way). Twilio voice callbacks, which still have no flow, keep waiting:
+    // test/modules/calls/calls-api.test.ts.
     undo.push(handlers.override('message.received', undefined));
     undo.push(handlers.override('call.initiated', undefined));
     const sms = await deliver(app, db, 'message.received.json');
@@ -185,11 +187,12 @@ describe('carrier events with no handler for their kind', () => {
     const replay = await runNode(['dist/cli.js', 'carrier-events:replay', '--all-unhandled', '--json'], env);
     expect(replay.code).toBe(0);
     const replayed = JSON.parse(replay.stdout).data;
-    expect(replayed.results).toEqual(expect.arrayContaining([{ id: sms, outcome: 'processed' }, { id: call, outcome: 'unhandled' }]));
-    expect(replayed.outcomes.processed).toBeGreaterThanOrEqual(1);
+    expect(replayed.results).toEqual(expect.arrayContaining([{ id: sms, outcome: 'processed' }, { id: call, outcome: 'processed' }]));
+    expect(replayed.outcomes.processed).toBeGreaterThanOrEqual(2);
     expect((await eventRow(db, sms)).processed_at).not.toBeNull();
-    expect(await eventRow(db, call)).toMatchObject({ processed_at: null, error: null });
-    expect((await eventRow(db, call)).unhandled_since).not.toBeNull();
+    // the fixture calls a number nobody owns: processed, the caller hung up, no call row
+    expect(await eventRow(db, call)).toMatchObject({ error: null, unhandled_since: null, note: expect.stringMatching(/no account owns/) });
+    expect((await eventRow(db, call)).processed_at).not.toBeNull();
 
     const ambiguous = await runNode(['dist/cli.js', 'carrier-events:replay', call, '--all-unhandled', '--json'], env);
     expect(ambiguous.code).not.toBe(0);

@@ -5,7 +5,8 @@ import { Invariants } from '../../../src/platform/verify/invariants.js';
 import { VerifyService } from '../../../src/platform/verify/verify.service.js';
 import { ApiClient } from '../../support/api-client.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
-import { telnyxFixture, telnyxReceipt, telnyxSigner } from '../../support/carrier-signing.js';
+import { encodeClientState } from '../../../src/carriers/telnyx/telnyx-client-state.js';
+import { telnyxEvent, telnyxFixture, telnyxReceipt, telnyxSigner } from '../../support/carrier-signing.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { TEST_REDIS_URL } from '../../support/env.js';
 import { FakeCarrier } from '../../support/fake-carrier.js';
@@ -18,6 +19,9 @@ const SLOW = 180_000;
 const OUR_NUMBER = '+17735550002'; // the `to` of the Telnyx inbound fixture
 const INVARIANTS = [
   'billing.usage_has_resource',
+  'calls.end_announced_once',
+  'calls.minutes_billed_once',
+  'calls.one_dial_per_try',
   'entitlements.granted_once',
   'ingest.events_processed_by_deadline',
   'messaging.inbound_billed_once',
@@ -52,7 +56,7 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
   let carrier: FakeCarrier;
   let receiver: WebhookReceiver;
   /** Rows of the real flow the plants below break and restore. */
-  const flow = { accountId: '', outbound: '', inbound: '', endpoint: '', delivery: '' };
+  const flow = { accountId: '', outbound: '', inbound: '', endpoint: '', delivery: '', call: '' };
   const sql = (text: string, params: unknown[] = []) => db.pool.query(text, params);
   const verify = (...args: string[]) => runNode(['dist/cli.js', 'verify', ...args], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
 
@@ -84,7 +88,7 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
     receiver = await startWebhookReceiver();
     const telnyx = telnyxSigner();
     // A real flow: one SMS out (sent, then a delivered receipt), one SMS in, each event delivered.
-    const app = await startTestApp({ databaseUrl: db.url, relay: true, worker: true, env: { ...carrier.env(), TELNYX_PUBLIC_KEY: telnyx.publicKey } });
+    const app = await startTestApp({ databaseUrl: db.url, relay: true, worker: true, env: { ...carrier.env(), TELNYX_PUBLIC_KEY: telnyx.publicKey, DIAL_JOIN_TIMEOUT_SECONDS: '1' } });
     try {
       const deliver = (body: string) => fetch(`${app.url}/webhooks/telnyx`, { method: 'POST', headers: telnyx.headers(body), body }).then((r) => r.status);
       const customer = await ApiClient.forNewAccount(app);
@@ -100,6 +104,19 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
       expect(await deliver(telnyxFixture('message.received.json', { id: randomUUID() }))).toBe(200);
       await waitFor(() => customer.get(`/v2/messages/${flow.outbound}`), (r) => r.body.data.status === 'delivered', { what: 'the message delivered' });
       await waitFor(() => db.count(`SELECT count(*) FROM webhook_deliveries WHERE status = 'delivered'`), (n) => n === 3, { what: 'sent, delivered and received delivered to the endpoint' });
+      // One call through a ring plan: answered by target 0, 70 s, hung up by the caller (2 minutes).
+      const numberId = (await customer.get('/v2/phone_numbers')).body.data[0].id;
+      await customer.request('PATCH', `/v2/phone_numbers/${numberId}`, { voice: { ring_plan: { targets: [{ to: '+13125550077' }] } } });
+      const session = randomUUID();
+      const caller = { call_control_id: 'v3:verify-caller', call_session_id: session, from: '+13125550001', to: OUR_NUMBER };
+      expect(await deliver(telnyxEvent('call.initiated', { ...caller, direction: 'incoming', client_state: null }))).toBe(200);
+      flow.call = (await waitFor(() => sql(`SELECT id FROM calls WHERE carrier_call_id = $1`, [session]), (r) => r.rows.length === 1, { what: 'the call recorded' })).rows[0].id;
+      const leg = { call_control_id: 'v3:verify-leg', call_session_id: session, client_state: encodeClientState({ callId: flow.call, target: 0, attempt: 1 }), direction: 'outgoing' };
+      const t0 = Date.now();
+      expect(await deliver(telnyxEvent('call.answered', leg, { occurredAt: new Date(t0).toISOString() }))).toBe(200);
+      await waitFor(() => sql(`SELECT status FROM calls WHERE id = $1`, [flow.call]), (r) => r.rows[0].status === 'in_progress', { what: 'the call answered' });
+      expect(await deliver(telnyxEvent('call.hangup', { ...caller, hangup_cause: 'normal_clearing' }, { occurredAt: new Date(t0 + 70_000).toISOString() }))).toBe(200);
+      await waitFor(() => sql(`SELECT status FROM calls WHERE id = $1`, [flow.call]), (r) => r.rows[0].status === 'completed', { what: 'the call completed' });
       await waitFor(() => db.count(`SELECT count(*) FROM outbox_jobs WHERE completed_at IS NULL AND failed_at IS NULL`), (n) => n === 0, { what: 'every job finished' });
       flow.inbound = (await sql(`SELECT id FROM messages WHERE direction = 'inbound'`)).rows[0].id;
       flow.delivery = (await sql(`SELECT d.id FROM webhook_deliveries d JOIN outbound_events e ON e.id = d.event_id WHERE e.type = 'message.delivered'`)).rows[0].id;
@@ -148,6 +165,28 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
     } finally {
       await sql(`DELETE FROM usage_records WHERE id = 'use_planted_rejected'`);
       await sql(`DELETE FROM messages WHERE id = 'msg_planted_rejected'`);
+    }
+  }, SLOW);
+
+  it('calls.minutes_billed_once: an answered, ended call with no call_minutes row', async () => {
+    await withoutUsage(flow.call, () => expectOnlyBroken('calls.minutes_billed_once', 1, [flow.call]));
+  }, SLOW);
+
+  it('calls.end_announced_once: an ended call announced twice, and one still up announced as completed', async () => {
+    await sql(`INSERT INTO outbound_events (id, account_id, type, event_version, payload) SELECT 'evt_planted_end', account_id, type, event_version, payload FROM outbound_events WHERE type = 'call.completed' AND payload->>'id' = $1`, [flow.call]);
+    try {
+      await expectOnlyBroken('calls.end_announced_once', 1, [flow.call]);
+    } finally {
+      await sql(`DELETE FROM outbound_events WHERE id = 'evt_planted_end'`);
+    }
+  }, SLOW);
+
+  it('calls.one_dial_per_try: a target dialed a third time', async () => {
+    await sql(`INSERT INTO call_legs (id, call_id, target_index, attempt, to_number, status) VALUES ('leg_planted_3', $1, 0, 3, '+13125550077', 'dialing')`, [flow.call]);
+    try {
+      await expectOnlyBroken('calls.one_dial_per_try', 1, [flow.call]);
+    } finally {
+      await sql(`DELETE FROM call_legs WHERE id = 'leg_planted_3'`);
     }
   }, SLOW);
 

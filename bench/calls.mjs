@@ -1,0 +1,160 @@
+// bench/calls.mjs — inbound calls through three-target ring plans, every leg webhook duplicated:
+// carrier event → next dial issued (p50/p99), and wrong dials (must be 0). Runs the real app
+// (`node dist/main.js all`) on a fresh database against a local fake Telnyx Call Control that
+// plays the carrier: targets 0 and 1 ring out (each hangup sent twice at once, under two event
+// ids), target 2 answers, the caller hangs up once bridged. Loopback only, bounded in time.
+// Usage: npm run bench:calls [-- --calls 200 --ring-ms 50]
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair } from './lib.mjs';
+
+const { values } = parseArgs({ options: { calls: { type: 'string', default: '200' }, 'ring-ms': { type: 'string', default: '50' } } });
+const CALLS = Number(values.calls);
+const RING_MS = Number(values['ring-ms']);
+const OUR_NUMBER = '+15550100000';
+const TARGETS = ['+15557000001', '+15557000002', '+15557000003'];
+
+const { privateKey, publicKeyBase64 } = telnyxKeyPair();
+const port = await freePort();
+const base = `http://127.0.0.1:${port}`;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Signs and posts one Telnyx call event to the app, retrying until it answers 200 (as Telnyx does). */
+async function deliver(eventType, payload) {
+  const body = JSON.stringify({ data: { event_type: eventType, id: randomUUID(), occurred_at: new Date().toISOString(), record_type: 'event', payload }, meta: { attempt: 1, delivered_to: `${base}/webhooks/telnyx` } });
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const res = await request(`${base}/webhooks/telnyx`, { method: 'POST', headers: telnyxHeaders(privateKey, body), body }).catch(() => ({ status: 0 }));
+    if (res.status === 200) return;
+    await sleep(100 * (attempt + 1));
+  }
+  throw new Error(`${eventType} never accepted`);
+}
+
+const sessions = new Map(); // session → { caller, dials: [{target, attempt, commandId, at}], hangupSentAt: Map<target, ms>, bridged }
+const latencies = [];
+const commandIds = new Map(); // command_id → call_control_id (the carrier does a command once)
+let retriedCommands = 0;
+
+const telnyx = http.createServer((req, res) => {
+  let raw = '';
+  req.on('data', (c) => (raw += c));
+  req.on('end', () => {
+    const body = raw ? JSON.parse(raw) : {};
+    const known = commandIds.get(body.command_id);
+    const controlId = known ?? `v3:leg-${randomUUID()}`;
+    if (known) retriedCommands++;
+    else commandIds.set(body.command_id, controlId);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    if (req.url === '/v2/calls') {
+      res.end(JSON.stringify({ data: { call_control_id: controlId, call_leg_id: randomUUID(), call_session_id: body.link_to, record_type: 'call' } }));
+      if (!known) onDial(body, controlId);
+      return;
+    }
+    res.end(JSON.stringify({ data: { result: 'ok' } }));
+    const action = /^\/v2\/calls\/([^/]+)\/actions\/([a-z_]+)$/.exec(req.url ?? '');
+    if (!known && action?.[2] === 'bridge') onBridge(decodeURIComponent(action[1]));
+  });
+});
+await new Promise((r) => telnyx.listen(0, '127.0.0.1', r));
+
+function sessionOfCaller(callerControlId) {
+  for (const [id, s] of sessions) if (s.caller === callerControlId) return [id, s];
+  return [];
+}
+
+function onDial(body, controlId) {
+  const [session, call] = sessionOfCaller(body.link_to);
+  if (!call) return;
+  const state = JSON.parse(Buffer.from(body.client_state, 'base64').toString());
+  const now = performance.now();
+  const previous = call.hangupSentAt.get(state.target - 1);
+  if (previous !== undefined) latencies.push(now - previous);
+  call.dials.push({ target: state.target, attempt: state.attempt, commandId: body.command_id });
+  const leg = { call_control_id: controlId, call_session_id: session, client_state: body.client_state, from: body.from, to: body.to, direction: 'outgoing' };
+  setTimeout(async () => {
+    await deliver('call.initiated', { ...leg, state: 'bridging' });
+    if (state.target < 2) {
+      call.hangupSentAt.set(state.target, performance.now());
+      const hangup = { ...leg, hangup_cause: 'timeout', hangup_source: 'callee', sip_hangup_cause: '487' };
+      await Promise.all([deliver('call.hangup', hangup), deliver('call.hangup', hangup)]);
+    } else {
+      await Promise.all([deliver('call.answered', leg), deliver('call.answered', leg)]);
+    }
+  }, RING_MS);
+}
+
+function onBridge(callerControlId) {
+  const [session, call] = sessionOfCaller(callerControlId);
+  if (!call) return;
+  call.bridged++;
+  setTimeout(() => deliver('call.hangup', { call_control_id: call.caller, call_session_id: session, client_state: null, from: '+15559000000', to: OUR_NUMBER, hangup_cause: 'normal_clearing', hangup_source: 'caller' }), RING_MS);
+}
+
+const db = await freshDatabase('onceline_bench_calls');
+const env = {
+  DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: `benchcalls${port}`, PORT: String(port), LOG_LEVEL: 'warn',
+  TELNYX_API_URL: `http://127.0.0.1:${telnyx.address().port}/v2`, TELNYX_PUBLIC_KEY: publicKeyBase64, API_RATE_LIMIT_PER_MINUTE: '100000000',
+};
+const app = await startRole('all', env, { readyUrl: `${base}/health/ready` });
+const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+try {
+  const { auth } = await createAccountWithNumber(base, env, { phoneNumber: OUR_NUMBER });
+  const numbers = JSON.parse((await request(`${base}/v2/phone_numbers`, { headers: auth })).body).data;
+  const voice = { voice: { ring_plan: { targets: TARGETS.map((to) => ({ to, timeout_secs: 20 })), fallback: { action: 'hangup' } } } };
+  const patched = await request(`${base}/v2/phone_numbers/${numbers[0].id}`, { method: 'PATCH', headers: auth, body: JSON.stringify(voice) });
+  if (patched.status !== 200) throw new Error(`voice settings: ${patched.status} ${patched.body}`);
+
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: CALLS }, async (_, i) => {
+    const session = randomUUID();
+    const caller = `v3:caller-${randomUUID()}`;
+    sessions.set(session, { caller, dials: [], hangupSentAt: new Map(), bridged: 0 });
+    await deliver('call.initiated', { call_control_id: caller, call_session_id: session, client_state: null, from: `+1555900${String(i).padStart(4, '0')}`, to: OUR_NUMBER, direction: 'incoming', state: 'parked' });
+  }));
+  const deadline = Date.now() + 180_000;
+  let completed = 0;
+  while (Date.now() < deadline) {
+    completed = Number((await pool.query(`SELECT count(*) FROM calls WHERE status = 'completed'`)).rows[0].count);
+    if (completed >= CALLS) break;
+    await sleep(200);
+  }
+  const elapsed = (performance.now() - t0) / 1000;
+  const wrongDials = [...sessions.values()].reduce((n, s) => {
+    const tries = new Set(s.dials.map((d) => `${d.target}/${d.attempt}`));
+    return n + (s.dials.length - tries.size) + s.dials.filter((d) => d.target > 2 || d.attempt > 1).length;
+  }, 0);
+  const legsPerCall = [...sessions.values()].map((s) => s.dials.length);
+  const [{ usage, events, carrierEvents, retries, orderWaits }] = (await pool.query(
+    `SELECT (SELECT count(*) FROM usage_records WHERE kind = 'call_minutes')::int AS usage, (SELECT count(*) FROM outbound_events WHERE type = 'call.completed')::int AS events,
+            (SELECT count(*) FROM carrier_events)::int AS "carrierEvents", (SELECT coalesce(sum(attempts - 1), 0) FROM carrier_events WHERE attempts > 1)::int AS retries,
+            (SELECT coalesce(sum(order_waits), 0) FROM carrier_events)::int AS "orderWaits"`,
+  )).rows;
+  // Where a hand-off's time goes: ingest → handled, and the dial's outbox job committed → in Redis → done.
+  const [stages] = (await pool.query(
+    `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - created_at)) * 1000 AS handled,
+            (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM relayed_at - created_at)) * 1000 FROM outbox_jobs WHERE name = 'call-commands') AS relayed,
+            (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - relayed_at)) * 1000 FROM outbox_jobs WHERE name = 'call-commands') AS sent
+       FROM carrier_events WHERE kind = 'call.hangup'`,
+  )).rows;
+  const bridgedTwice = [...sessions.values()].filter((s) => s.bridged !== 1).length;
+  console.log(`\n## Calls (${new Date().toISOString()})\nmachine: ${machine()}\ncommand: npm run bench:calls -- --calls ${CALLS} --ring-ms ${RING_MS}\n`);
+  console.log(`${CALLS} inbound calls at once, three-target plans, every leg hangup and answer delivered twice (two event ids, at once); targets 0 and 1 ring ${RING_MS} ms and time out, target 2 answers.\n`);
+  console.log('| measure | value |\n|---|---|');
+  console.log(`| carrier leg hangup → next dial issued, p50 / p99 (${latencies.length} hand-offs) | ${fmt(percentile(latencies, 50))} ms / ${fmt(percentile(latencies, 99))} ms |`);
+  console.log(`| calls completed | ${completed} of ${CALLS} in ${fmt(elapsed)} s |`);
+  console.log(`| wrong dials (a target try dialed twice, or beyond the plan) | ${wrongDials} |`);
+  console.log(`| legs dialed per call (min / max) | ${Math.min(...legsPerCall)} / ${Math.max(...legsPerCall)} |`);
+  console.log(`| calls not bridged exactly once | ${bridgedTwice} |`);
+  console.log(`| call_minutes usage rows / call.completed events | ${usage} / ${events} |`);
+  console.log(`| carrier events stored / retried for a call not recorded yet / turns given to an earlier event of the call | ${carrierEvents} / ${retries} / ${orderWaits} |`);
+  console.log(`| p50 stages: leg hangup stored → handled / dial job committed → in Redis / → sent | ${fmt(stages.handled)} ms / ${fmt(stages.relayed)} ms / ${fmt(stages.sent)} ms |`);
+  console.log(`| commands the carrier saw again under the same command_id (retries, done once) | ${retriedCommands} |`);
+  if (wrongDials > 0 || completed < CALLS) process.exitCode = 1;
+} finally {
+  await pool.end();
+  await app.stop();
+  telnyx.close();
+  await db.drop();
+}

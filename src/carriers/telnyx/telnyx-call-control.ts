@@ -1,0 +1,62 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../../platform/config/app-config.js';
+import type { CallCommand, CallCommandResult, CallControl } from '../call-control.js';
+import { CarrierUnavailableError, isRetryableStatus, postToCarrier, readJson } from '../message-sender.js';
+import { encodeClientState } from './telnyx-client-state.js';
+
+/** Telnyx's error code for an action on a call that has already ended. */
+const CALL_ALREADY_ENDED = '90018';
+
+/**
+ * Telnyx Call Control v2: `POST /calls` dials, `POST /calls/{call_control_id}/actions/{action}`
+ * acts on a leg; bearer TELNYX_API_KEY, `command_id` on every request (Telnyx ignores a
+ * command_id it has already seen for that call).
+ */
+@Injectable()
+export class TelnyxCallControl implements CallControl {
+  constructor(private readonly config: AppConfig) {}
+
+  async send(command: CallCommand): Promise<CallCommandResult> {
+    const { path, body } = this.request(command);
+    const response = await postToCarrier(`${this.config.telnyxApiUrl}${path}`, {
+      headers: { authorization: `Bearer ${this.config.TELNYX_API_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...body, command_id: command.commandId }),
+    });
+    const answer = await readJson(response);
+    if (response.ok) {
+      const controlId = (answer.data as { call_control_id?: unknown } | undefined)?.call_control_id;
+      return { outcome: 'done', ...(typeof controlId === 'string' && { controlId }) };
+    }
+    if (isRetryableStatus(response.status)) throw new CarrierUnavailableError(`Telnyx answered ${response.status} to ${command.action}`);
+    const [first] = (answer.errors as { code?: string; title?: string; detail?: string }[] | undefined) ?? [];
+    const code = String(first?.code ?? `http_${response.status}`);
+    // A hangup of a leg that has already ended has achieved what it wanted.
+    if (command.action === 'hangup' && response.status === 422 && code === CALL_ALREADY_ENDED) return { outcome: 'done' };
+    return { outcome: 'refused', status: response.status, code, detail: first?.detail ?? first?.title ?? `Telnyx answered ${response.status}` };
+  }
+
+  private request(command: CallCommand): { path: string; body: Record<string, unknown> } {
+    const onLeg = (controlId: string, action: string) => `/calls/${encodeURIComponent(controlId)}/actions/${action}`;
+    switch (command.action) {
+      case 'dial':
+        return {
+          path: '/calls',
+          body: {
+            connection_id: this.config.TELNYX_CONNECTION_ID,
+            to: command.to,
+            from: command.from,
+            timeout_secs: command.timeoutSecs,
+            ...(command.linkTo && { link_to: command.linkTo }),
+            client_state: encodeClientState(command.leg),
+          },
+        };
+      case 'bridge':
+        return { path: onLeg(command.controlId, 'bridge'), body: { call_control_id: command.otherControlId } };
+      case 'record_start':
+        // Telnyx requires both; one channel is what a voicemail needs.
+        return { path: onLeg(command.controlId, 'record_start'), body: { format: 'mp3', channels: 'single' } };
+      default:
+        return { path: onLeg(command.controlId, command.action), body: {} };
+    }
+  }
+}

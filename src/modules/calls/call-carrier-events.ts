@@ -1,0 +1,221 @@
+import { Injectable } from '@nestjs/common';
+import type { CallEvent, CallRecordingSaved, CallTranscription } from '../../carriers/normalized-event.js';
+import type { Tx } from '../../platform/database/tx.js';
+import { HandlesCarrierEvent, NotHandledYetError, RetryLaterError, type CarrierEventContext } from '../ingest/carrier-event-handlers.js';
+import { PhoneNumbers } from '../numbers/phone-numbers.service.js';
+import { startPlan } from '../sequential-ring/ring-plan.js';
+import { CallCommands } from './call-commands.js';
+import { CallFlow, type FlowOutcome } from './call-flow.js';
+import { CallTimeline } from './call-timeline.js';
+import { CallTransitions, type LockedCall } from './call-transitions.js';
+
+type AnyCallEvent = CallEvent | CallRecordingSaved | CallTranscription;
+
+const NOT_OURS = 'not a leg of a call of ours: nothing to do';
+
+/**
+ * What Calls does with the carrier's call events. Each handler first locks the call the event
+ * belongs to (by our client_state on legs we dialed, else by the carrier's session id), so every
+ * decision below is taken from the row the guards see; events of one call take turns.
+ * Direction and status are read before acting (seed 001): our own leg's call.initiated creates
+ * nothing, an outgoing call without our state is the customer's own endpoint calling out, and
+ * only hangups end a call. An event for a call not recorded yet is retried, never dropped.
+ */
+@Injectable()
+export class CallCarrierEvents {
+  constructor(
+    private readonly transitions: CallTransitions,
+    private readonly flow: CallFlow,
+    private readonly commands: CallCommands,
+    private readonly timeline: CallTimeline,
+    private readonly numbers: PhoneNumbers,
+  ) {}
+
+  @HandlesCarrierEvent('call.initiated')
+  async initiated(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    onlyCallControl(event);
+    if (event.ourLeg) {
+      const found = await this.locate(tx, event);
+      if (!found?.leg) return NOT_OURS;
+      await this.transitions.stampLegControlId(tx, found.leg.id, event.carrierCallId);
+      await this.transitions.legRinging(tx, found.leg.id);
+      // A leg that comes up after its call ended (the caller left while it was being dialed) is hung up.
+      if (found.call.ended_at) await this.flow.hangUpLeg(tx, found.call, { ...found.leg, control_id: event.carrierCallId });
+      await this.record(tx, found, event, context, 'ignored', 'our own leg: creates nothing');
+      return;
+    }
+    return event.direction === 'outbound' ? this.ownEndpointCallingOut(event, tx, context) : this.incoming(event, tx, context);
+  }
+
+  /** A call to one of our numbers: a ringing call and its first dial, a missed call, or a hangup. */
+  private async incoming(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    const to = event.to ?? '';
+    const route = await this.numbers.findVoiceRoute(tx, to);
+    if (!route) {
+      await this.commands.queue(tx, null, `${context.carrierEventId}-refuse`, [this.commands.hangupCaller(event.carrierCallId, context.carrierEventId)]);
+      return `no account owns ${to || 'the called number'}: caller hung up, no call recorded`;
+    }
+    const base = { accountId: route.accountId, direction: 'inbound' as const, from: event.from ?? 'anonymous', to, carrier: event.carrier, carrierCallId: event.callSessionId, callerControlId: event.carrierCallId };
+    if (!route.voice) {
+      // Calls are off for this number: still a row (the carrier's log will list this call), missed.
+      const call = await this.transitions.create(tx, { ...base, transcribe: false, status: 'missed', endedAt: event.occurredAt, hangupCause: 'no_voice_settings' });
+      if (!call) return this.duplicateStart(tx, event, context);
+      await this.flow.announce(tx, call, 'call.missed');
+      await this.commands.queue(tx, call.id, `${call.id}-refuse`, [this.commands.hangupCaller(event.carrierCallId, call.id)]);
+      await this.record(tx, { call }, event, context, 'applied', 'no voice settings: missed, caller hung up');
+      return;
+    }
+    const decision = startPlan(route.voice);
+    const call = await this.transitions.create(tx, { ...base, transcribe: route.voice.transcribe, status: 'ringing', ringPlan: decision.plan });
+    if (!call) return this.duplicateStart(tx, event, context);
+    await this.flow.announce(tx, call, 'call.initiated');
+    await this.flow.applyRingStep(tx, call, decision);
+    await this.record(tx, { call }, event, context, 'applied');
+  }
+
+  /** `outgoing` without our state: the customer's own endpoint calling out, an outbound call with no plan. */
+  private async ownEndpointCallingOut(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    const from = event.from ?? '';
+    const owner = await this.numbers.findVoiceRoute(tx, from);
+    if (!owner) return `outgoing call from ${from || 'an unknown number'}, which no account owns: not recorded`;
+    const call = await this.transitions.create(tx, {
+      accountId: owner.accountId, direction: 'outbound', from, to: event.to ?? 'unknown', carrier: event.carrier,
+      carrierCallId: event.callSessionId, callerControlId: event.carrierCallId, transcribe: false, status: 'ringing',
+    });
+    if (!call) return this.duplicateStart(tx, event, context);
+    await this.flow.announce(tx, call, 'call.initiated');
+    await this.record(tx, { call }, event, context, 'applied', 'outbound call from your own endpoint');
+  }
+
+  private async duplicateStart(tx: Tx, event: CallEvent, context: CarrierEventContext): Promise<string> {
+    // ON CONFLICT waited for the first insert's commit, so the call is there and this lock finds it.
+    const call = await this.transitions.lockBySession(tx, event.carrier, event.callSessionId);
+    if (call) await this.record(tx, { call }, event, context, 'duplicate');
+    return 'duplicate call.initiated';
+  }
+
+  @HandlesCarrierEvent('call.answered')
+  async answered(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    onlyCallControl(event);
+    const found = await this.locate(tx, event);
+    if (!found) return NOT_OURS;
+    const { call, leg } = found;
+    if (!leg) {
+      // The call's own leg: a call our side placed, or the caller we answered for voicemail.
+      if (call.ring_plan && call.ring_plan.phase !== 'voicemail') return this.record(tx, found, event, context, 'ignored', 'the caller was answered for the leg that won');
+      const answered = await this.transitions.answerOwnLeg(tx, call.id, event.occurredAt);
+      if (answered) await this.flow.announce(tx, answered, 'call.answered');
+      return this.record(tx, found, event, context, answered ? 'applied' : 'duplicate');
+    }
+    const known = { ...leg, control_id: leg.control_id ?? event.carrierCallId };
+    await this.transitions.stampLegControlId(tx, leg.id, event.carrierCallId);
+    await this.transitions.legAnswered(tx, leg.id, event.occurredAt);
+    // The answer race: status = 'ringing' picks one winner; only the winner answers and bridges the caller.
+    const won = await this.transitions.answerByLeg(tx, call.id, leg.id, event.occurredAt);
+    if (won) {
+      if (call.caller_control_id) await this.flow.joinWinner(tx, won, known);
+      await this.flow.announce(tx, won, 'call.answered');
+      return this.record(tx, found, event, context, 'applied');
+    }
+    if (call.answered_leg === leg.id) return this.record(tx, found, event, context, 'duplicate');
+    await this.flow.hangUpLeg(tx, call, known);
+    return this.record(tx, found, event, context, 'superseded', 'another target answered first, or the call is over: leg hung up');
+  }
+
+  @HandlesCarrierEvent('call.bridged')
+  async bridged(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    onlyCallControl(event);
+    const found = await this.locate(tx, event);
+    if (!found) return NOT_OURS;
+    const bridged = await this.transitions.markBridged(tx, found.call.id, event.occurredAt);
+    return this.record(tx, found, event, context, bridged ? 'applied' : 'duplicate');
+  }
+
+  @HandlesCarrierEvent('call.hangup')
+  async hangup(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    onlyCallControl(event);
+    const found = await this.locate(tx, event);
+    if (!found) return NOT_OURS;
+    const { call, leg } = found;
+    if (!leg) {
+      const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, 'caller');
+      return this.record(tx, found, event, context, ended ? 'applied' : 'duplicate');
+    }
+    await this.transitions.stampLegControlId(tx, leg.id, event.carrierCallId);
+    const legEnded = await this.transitions.endLeg(tx, leg.id, event.occurredAt, event.hangupCause ?? 'unspecified');
+    if (call.answered_leg === leg.id || !call.ring_plan) {
+      // The answered leg, or the only leg of a call we placed: its end is the call's end.
+      const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, leg);
+      return this.record(tx, found, event, context, ended ? 'applied' : 'duplicate');
+    }
+    if (!legEnded) return this.record(tx, found, event, context, 'duplicate');
+    const outcome = await this.flow.advanceAfterLeg(tx, call, leg, event.endReason ?? 'failed');
+    return this.record(tx, found, event, context, outcome, outcome === 'superseded' ? 'not this leg\'s turn: the plan had moved on' : undefined);
+  }
+
+  /** Progress reports (ringing, early media) never end a call. */
+  @HandlesCarrierEvent('call.status')
+  async progress(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    onlyCallControl(event);
+    const found = await this.locate(tx, event);
+    if (!found) return NOT_OURS;
+    return this.record(tx, found, event, context, 'ignored', `progress report (${event.carrierStatus}) ends nothing`);
+  }
+
+  @HandlesCarrierEvent('call.recording.saved')
+  async recordingSaved(event: CallRecordingSaved, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    onlyCallControl(event);
+    const found = await this.locate(tx, event);
+    if (!found) return NOT_OURS;
+    const saved = await this.transitions.saveVoicemail(tx, found.call.id, event.recordingUrl);
+    if (saved) await this.flow.announce(tx, saved, 'call.voicemail');
+    return this.record(tx, found, event, context, saved ? 'applied' : 'duplicate');
+  }
+
+  @HandlesCarrierEvent('call.transcription')
+  async transcription(event: CallTranscription, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    onlyCallControl(event);
+    const found = await this.locate(tx, event);
+    if (!found) return NOT_OURS;
+    if (!event.final) return this.record(tx, found, event, context, 'ignored', 'interim fragment');
+    const added = await this.transitions.addTranscriptFragment(tx, found.call.id, event.occurredAt, event.text);
+    return this.record(tx, found, event, context, added ? 'applied' : 'duplicate');
+  }
+
+  /**
+   * The call an event belongs to, locked. Legs we dialed are named by our client_state (a state
+   * naming a call of another session is not ours); the caller's leg by the session. A session we
+   * have no call for yet, to or from one of our numbers, is retried: its call.initiated may not
+   * have been processed yet.
+   */
+  private async locate(tx: Tx, event: AnyCallEvent): Promise<LockedCall | undefined> {
+    if (event.ourLeg) {
+      const found = await this.transitions.lockByLeg(tx, event.carrier, event.ourLeg);
+      if (!found) return undefined;
+      const { call } = found;
+      if (call.carrier_call_id === call.id) await this.transitions.nameSession(tx, call.id, event.callSessionId);
+      else if (call.carrier_call_id !== event.callSessionId) return undefined;
+      return found;
+    }
+    const call = await this.transitions.lockBySession(tx, event.carrier, event.callSessionId);
+    if (!call) {
+      const numbers = 'from' in event ? [event.to, event.from] : [];
+      for (const number of numbers) {
+        if (number && (await this.numbers.findVoiceRoute(tx, number))) throw new RetryLaterError(`no call recorded for ${event.carrier} session ${event.callSessionId} yet`);
+      }
+      if (numbers.length === 0) throw new RetryLaterError(`no call recorded for ${event.carrier} session ${event.callSessionId} yet`);
+      return undefined;
+    }
+    return call.caller_control_id === event.carrierCallId ? { call } : undefined;
+  }
+
+  private async record(tx: Tx, found: LockedCall, event: AnyCallEvent, context: CarrierEventContext, outcome: FlowOutcome, note?: string): Promise<string | void> {
+    await this.timeline.record(tx, { callId: found.call.id, carrierEventId: context.carrierEventId, eventType: event.kind, leg: found.leg?.id ?? 'caller', outcome, note, occurredAt: event.occurredAt, receivedAt: context.receivedAt });
+    if (outcome !== 'applied') return note ?? outcome;
+  }
+}
+
+/** Twilio Voice answers with TwiML in the request itself; its call flow is not built yet, so its events wait unconsumed. */
+function onlyCallControl(event: AnyCallEvent): void {
+  if (event.carrier !== 'telnyx') throw new NotHandledYetError(`${event.carrier} call flows are not built yet`);
+}

@@ -1,0 +1,64 @@
+import { Injectable } from '@nestjs/common';
+import type { CallCommand } from '../../carriers/call-control.js';
+import type { Tx } from '../../platform/database/tx.js';
+import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import type { CallRow, LegRow } from './call-view.js';
+
+/** A command as queued: the carrier's command plus, for a dial, the leg row it creates. */
+export type QueuedCommand = CallCommand & { legId?: string };
+
+/**
+ * Builds call-control commands with ids that are stable per intent (the same decision replayed
+ * gives the same ids, so the carrier does it once) and queues them as one outbox job, written in
+ * the transaction of the decision: a decision that rolls back sends nothing.
+ */
+@Injectable()
+export class CallCommands {
+  constructor(private readonly outbox: OutboxService) {}
+
+  /** Sends `commands` in order once this transaction commits; `batch` names the intent (the job id). */
+  async queue(tx: Tx, callId: string | null, batch: string, commands: QueuedCommand[]): Promise<void> {
+    if (commands.length === 0) return;
+    await this.outbox.enqueue(tx, { name: JobName.CallCommands, data: { callId, commands }, jobId: `cmd-${batch}` });
+  }
+
+  dial(call: CallRow, leg: LegRow, timeoutSecs: number): QueuedCommand {
+    return {
+      action: 'dial',
+      commandId: `${leg.id}-dial`,
+      legId: leg.id,
+      // inbound: the caller's number, so the target sees who calls; outbound: our number
+      from: call.from_number,
+      to: leg.to_number,
+      timeoutSecs,
+      ...(call.caller_control_id && { linkTo: call.caller_control_id }),
+      leg: { callId: call.id, target: leg.target_index, attempt: leg.attempt },
+    };
+  }
+
+  answerCaller(call: CallRow): QueuedCommand {
+    return { action: 'answer', commandId: `${call.id}-answer`, controlId: call.caller_control_id! };
+  }
+
+  bridge(call: CallRow, leg: LegRow & { control_id: string }): QueuedCommand {
+    return { action: 'bridge', commandId: `${call.id}-bridge-${leg.id}`, controlId: call.caller_control_id!, otherControlId: leg.control_id };
+  }
+
+  hangupLeg(leg: LegRow & { control_id: string }): QueuedCommand {
+    return { action: 'hangup', commandId: `${leg.id}-hangup`, controlId: leg.control_id };
+  }
+
+  /** The caller's leg (or a call nobody recorded: `key` names it then). */
+  hangupCaller(controlId: string, key: string): QueuedCommand {
+    return { action: 'hangup', commandId: `${key}-hangup-caller`, controlId };
+  }
+
+  recordVoicemail(call: CallRow): QueuedCommand {
+    return { action: 'record_start', commandId: `${call.id}-record`, controlId: call.caller_control_id! };
+  }
+
+  startTranscription(call: CallRow): QueuedCommand {
+    return { action: 'transcription_start', commandId: `${call.id}-transcribe`, controlId: call.caller_control_id! };
+  }
+}

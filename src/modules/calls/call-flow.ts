@@ -1,0 +1,110 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../../platform/config/app-config.js';
+import type { Tx } from '../../platform/database/tx.js';
+import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import { afterLegEnded, type LegEnd, type RingDecision } from '../sequential-ring/ring-plan.js';
+import { CustomerEvents } from '../webhooks/customer-events.js';
+import type { CustomerEventType } from '../webhooks/event-types.js';
+import { CallCommands, type QueuedCommand } from './call-commands.js';
+import { CallTransitions } from './call-transitions.js';
+import { toCallView, type CallRow, type LegRow } from './call-view.js';
+
+/** What a step of the flow did, for the call's timeline. */
+export type FlowOutcome = 'applied' | 'duplicate' | 'superseded' | 'ignored';
+
+type KnownLeg = LegRow & { control_id: string };
+const known = (leg: LegRow): leg is KnownLeg => leg.control_id !== null;
+
+/**
+ * The steps of a call that several triggers share (a carrier event, a refused dial, the join
+ * timeout): moving the ring plan on after a leg stopped ringing, and ending the call. Callers
+ * hold the call row's lock; every step is a guarded transition, and its commands, customer event
+ * and usage row commit with it.
+ */
+@Injectable()
+export class CallFlow {
+  constructor(
+    private readonly transitions: CallTransitions,
+    private readonly commands: CallCommands,
+    private readonly events: CustomerEvents,
+    private readonly outbox: OutboxService,
+    private readonly config: AppConfig,
+  ) {}
+
+  /**
+   * A leg we dialed for the ring plan stopped ringing (hangup before answer, refused dial, join
+   * timeout). The plan moves on only by the cursor's compare-and-set from this leg's own target
+   * and try: a late or repeated report of an earlier leg cannot move it.
+   */
+  async advanceAfterLeg(tx: Tx, call: CallRow, leg: LegRow, end: LegEnd): Promise<FlowOutcome> {
+    if (!call.ring_plan) return 'ignored';
+    const decision = afterLegEnded(call.ring_plan, { target: leg.target_index, attempt: leg.attempt }, end);
+    if (!decision) return 'superseded';
+    if (!(await this.transitions.claimRingTurn(tx, call.id, call.ring_plan, decision.plan))) return 'superseded';
+    await this.applyRingStep(tx, { ...call, ring_plan: decision.plan }, decision);
+    return 'applied';
+  }
+
+  /** Carries out the step a plan decision names: dial a target, or run the fallback. */
+  async applyRingStep(tx: Tx, call: CallRow, { step }: RingDecision): Promise<void> {
+    if (step.kind === 'dial') {
+      const leg = await this.transitions.addLeg(tx, call.id, { ...step.leg, to: step.to });
+      if (leg) await this.commands.queue(tx, call.id, `${leg.id}-dial`, [this.commands.dial(call, leg, step.timeoutSecs)]);
+      return;
+    }
+    if (!call.caller_control_id) return;
+    if (step.kind === 'voicemail') {
+      await this.commands.queue(tx, call.id, `${call.id}-voicemail`, [this.commands.answerCaller(call), this.commands.recordVoicemail(call)]);
+      return;
+    }
+    // No target answered: hang up the caller; its hangup ends the call as missed.
+    await this.commands.queue(tx, call.id, `${call.id}-fallback-hangup`, [this.commands.hangupCaller(call.caller_control_id, call.id)]);
+  }
+
+  /** A leg won the answer: join the caller to it (and transcribe), and watch for a join that never comes. */
+  async joinWinner(tx: Tx, call: CallRow, leg: KnownLeg): Promise<void> {
+    const steps: QueuedCommand[] = [this.commands.answerCaller(call), this.commands.bridge(call, leg)];
+    if (call.transcribe) steps.push(this.commands.startTranscription(call));
+    await this.commands.queue(tx, call.id, `${leg.id}-join`, steps);
+    await this.outbox.enqueue(tx, {
+      name: JobName.CallJoinTimeout,
+      data: { callId: call.id, legId: leg.id },
+      jobId: `join-timeout-${leg.id}`,
+      runAt: new Date(Date.now() + this.config.DIAL_JOIN_TIMEOUT_SECONDS * 1000),
+    });
+  }
+
+  /**
+   * Ends the call through the hangup guard (which bills it in this transaction), announces it,
+   * hangs up every leg still up (and the caller, when a leg ended it), and queues the transcript.
+   * Returns false when the call had ended already: a second hangup ends and bills nothing.
+   */
+  async endCall(tx: Tx, call: CallRow, at: string, cause: string | undefined, endedBy: 'caller' | LegRow): Promise<boolean> {
+    const ended = await this.transitions.end(tx, call.id, at, cause);
+    if (!ended) return false;
+    await this.announce(tx, ended, ended.status === 'completed' ? 'call.completed' : 'call.missed');
+    const hangups = (await this.transitions.liveLegs(tx, call.id)).filter((leg) => endedBy === 'caller' || leg.id !== endedBy.id).filter(known).map((leg) => this.commands.hangupLeg(leg));
+    if (endedBy !== 'caller' && call.caller_control_id) hangups.push(this.commands.hangupCaller(call.caller_control_id, call.id));
+    await this.commands.queue(tx, call.id, `${call.id}-ended`, hangups);
+    if (ended.transcribe && ended.answered_at) {
+      await this.outbox.enqueue(tx, {
+        name: JobName.CallTranscript,
+        data: { callId: call.id },
+        jobId: `transcript-${call.id}`,
+        runAt: new Date(Date.now() + this.config.CALL_TRANSCRIPT_SETTLE_MS),
+      });
+    }
+    return true;
+  }
+
+  /** Hangs up a leg of ours that must not stay up (it lost the answer race, or its call is over). */
+  async hangUpLeg(tx: Tx, call: CallRow, leg: LegRow): Promise<void> {
+    if (known(leg)) await this.commands.queue(tx, call.id, `${leg.id}-hangup`, [this.commands.hangupLeg(leg)]);
+  }
+
+  /** The customer event for a transition that just changed `call`: the call as the API shows it. */
+  async announce(tx: Tx, call: CallRow, type: CustomerEventType): Promise<void> {
+    await this.events.emit(tx, call.account_id, type, toCallView(call, await this.transitions.legs(tx, call.id)));
+  }
+}

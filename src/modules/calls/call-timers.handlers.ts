@@ -1,0 +1,44 @@
+import { Injectable } from '@nestjs/common';
+import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
+import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
+import { CallFlow } from './call-flow.js';
+import { CallTransitions } from './call-transitions.js';
+
+/**
+ * DIAL_JOIN_TIMEOUT_SECONDS after a leg won the answer: if it was never bridged, it is written
+ * off (seed 001): hung up, the call rings again, and the plan takes its turn from that leg.
+ */
+@Injectable()
+@HandlesJob(JobName.CallJoinTimeout)
+export class CallJoinTimeoutHandler implements JobHandler<JobName.CallJoinTimeout> {
+  constructor(
+    private readonly transitions: CallTransitions,
+    private readonly flow: CallFlow,
+  ) {}
+
+  async handle({ callId, legId }: JobPayloads[JobName.CallJoinTimeout], { tx }: JobContext): Promise<void> {
+    if (!(await this.transitions.lockById(tx!, callId))) return;
+    // Guarded on the leg still being the winner with no bridge: a bridge or a hangup that got there first wins.
+    const call = await this.transitions.writeOffUnjoinedAnswer(tx!, callId, legId);
+    if (!call) return;
+    const leg = (await this.transitions.legs(tx!, callId)).find((l) => l.id === legId)!;
+    await this.transitions.endLeg(tx!, legId, new Date().toISOString(), 'join_timeout');
+    await this.flow.hangUpLeg(tx!, call, leg);
+    await this.flow.advanceAfterLeg(tx!, call, leg, 'join_timeout');
+  }
+}
+
+/** After an answered, transcribed call ended: its transcript from the fragments, `call.transcribed` once. */
+@Injectable()
+@HandlesJob(JobName.CallTranscript)
+export class CallTranscriptHandler implements JobHandler<JobName.CallTranscript> {
+  constructor(
+    private readonly transitions: CallTransitions,
+    private readonly flow: CallFlow,
+  ) {}
+
+  async handle({ callId }: JobPayloads[JobName.CallTranscript], { tx }: JobContext): Promise<void> {
+    const call = await this.transitions.completeTranscript(tx!, callId);
+    if (call) await this.flow.announce(tx!, call, 'call.transcribed');
+  }
+}

@@ -1,0 +1,66 @@
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { BillableResources, USAGE_ROWS_AUDIT_VIEW } from '../billing/billing-invariants.js';
+import { CUSTOMER_EVENTS_AUDIT_VIEW } from '../webhooks/webhooks-invariants.js';
+import { Invariants, violations } from '../../platform/verify/invariants.js';
+
+/**
+ * Calls' promises, as checks over committed rows: a call minute is billed once, an ended call is
+ * announced once, and no ended call leaves a leg up in our records. Other modules' rows are read
+ * through their audit views.
+ */
+@Injectable()
+export class CallsInvariants implements OnModuleInit {
+  constructor(
+    private readonly invariants: Invariants,
+    private readonly billable: BillableResources,
+  ) {}
+
+  onModuleInit(): void {
+    this.billable.register('call_minutes', `SELECT id FROM calls`);
+
+    this.invariants.register(
+      'calls.minutes_billed_once',
+      'every answered, ended call has exactly one call_minutes usage row with its billable minutes; an unanswered one has none (call ids)',
+      (snapshot, limit) =>
+        violations(
+          snapshot,
+          `SELECT c.id FROM calls c
+             LEFT JOIN (SELECT resource_id, count(*) AS n, sum(quantity) AS minutes FROM (${USAGE_ROWS_AUDIT_VIEW}) u WHERE kind = 'call_minutes' GROUP BY 1) u ON u.resource_id = c.id
+            WHERE CASE WHEN c.ended_at IS NOT NULL AND c.answered_at IS NOT NULL
+                       THEN coalesce(u.n, 0) <> 1 OR u.minutes <> c.billable_minutes OR c.billable_minutes < 1
+                       ELSE coalesce(u.n, 0) <> 0 END`,
+          [],
+          limit,
+        ),
+    );
+    this.invariants.register(
+      'calls.end_announced_once',
+      'every ended call has exactly one call.completed or call.missed event matching its status, and a call still up has none (call ids)',
+      (snapshot, limit) =>
+        violations(
+          snapshot,
+          `SELECT c.id FROM calls c
+             LEFT JOIN (SELECT subject_id, count(*) AS n, min(type) AS type FROM (${CUSTOMER_EVENTS_AUDIT_VIEW}) e
+                         WHERE type IN ('call.completed', 'call.missed') GROUP BY 1) e ON e.subject_id = c.id
+            WHERE CASE WHEN c.ended_at IS NOT NULL THEN coalesce(e.n, 0) <> 1 OR e.type <> 'call.' || c.status ELSE coalesce(e.n, 0) <> 0 END`,
+          [],
+          limit,
+        ),
+    );
+    this.invariants.register(
+      'calls.one_dial_per_try',
+      'no ring-plan target is dialed beyond its one redial, and no call has more legs than its plan allows (call ids)',
+      (snapshot, limit) =>
+        violations(
+          snapshot,
+          // At most two tries of a target; at most two tries of each of (targets + the forward target).
+          `SELECT c.id FROM calls c JOIN call_legs l ON l.call_id = c.id
+            GROUP BY c.id, c.ring_plan
+           HAVING max(l.attempt) > 2
+               OR count(*) > 2 * (coalesce(jsonb_array_length(c.ring_plan->'targets'), 0) + 1)`,
+          [],
+          limit,
+        ),
+    );
+  }
+}

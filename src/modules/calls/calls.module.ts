@@ -1,0 +1,38 @@
+import { Module } from '@nestjs/common';
+import { TelnyxCallControl } from '../../carriers/telnyx/telnyx-call-control.js';
+import { IdempotencyModule } from '../../platform/idempotency/idempotency.module.js';
+import { OutboxModule } from '../../platform/outbox/outbox.module.js';
+import { AccountsModule } from '../accounts/accounts.module.js';
+import { BillingModule } from '../billing/billing.module.js';
+import { IngestModule } from '../ingest/ingest.module.js';
+import { NumbersModule } from '../numbers/numbers.module.js';
+import { SequentialRingModule } from '../sequential-ring/sequential-ring.module.js';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
+import { CallCarrierEvents } from './call-carrier-events.js';
+import { CallCommands } from './call-commands.js';
+import { CallCommandsHandler } from './call-commands.handler.js';
+import { CallFlow } from './call-flow.js';
+import { CallJoinTimeoutHandler, CallTranscriptHandler } from './call-timers.handlers.js';
+import { CallTimeline } from './call-timeline.js';
+import { CallTransitions } from './call-transitions.js';
+import { CallsController } from './calls.controller.js';
+import { CallsInvariants } from './calls-invariants.js';
+import { CallsAudit } from './calls-audit.js';
+import { CallsQuery } from './calls.query.js';
+import { CallsService } from './calls.service.js';
+
+/**
+ * Calls: call rows and legs, the hangup guard and the minutes it bills, the ring cursor's
+ * compare-and-set (the plan's policy is SequentialRing's), call-control commands through the
+ * outbox, voicemail, transcripts, the timeline, `POST /v2/calls`.
+ */
+@Module({
+  imports: [AccountsModule, BillingModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, SequentialRingModule, WebhooksModule],
+  controllers: [CallsController],
+  providers: [
+    CallCarrierEvents, CallCommands, CallCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
+    TelnyxCallControl, CallsInvariants, CallsAudit,
+  ],
+  exports: [CallsQuery, CallsAudit],
+})
+export class CallsModule {}

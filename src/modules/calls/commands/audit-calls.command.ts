@@ -1,0 +1,46 @@
+import { readFile } from 'node:fs/promises';
+import { Command, Option } from 'nest-commander';
+import { JsonCommand } from '../../../platform/cli/json-command.js';
+import { printResult, requireOption, type OutputOptions } from '../../../platform/cli/output.js';
+import { CallsAudit, parseCarrierLog, type CallAuditReport } from '../calls-audit.js';
+
+interface AuditOptions extends OutputOptions {
+  carrierLog?: string;
+}
+
+@Command({
+  name: 'audit:calls',
+  description: "Reads the carrier's call log (JSON lines) beside our calls: carrier-completed calls we have no row for, our ended calls it does not list, durations more than 5 s apart; exit 1 on any finding",
+})
+export class AuditCallsCommand extends JsonCommand {
+  constructor(private readonly audit: CallsAudit) {
+    super();
+  }
+
+  @Option({ flags: '--carrier-log <file>', description: 'JSON lines: call_session_id or call_sid, status, start_time, end_time, duration_secs' })
+  parseCarrierLog(value: string): string {
+    return value;
+  }
+
+  async run(_: string[], options: AuditOptions): Promise<void> {
+    const file = requireOption(options, 'carrierLog');
+    const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      throw new Error(`cannot read --carrier-log ${file}: ${err.code ?? err.message}`);
+    });
+    const { entries, invalidLines } = parseCarrierLog(text);
+    const report = await this.audit.compare(entries, invalidLines);
+    printResult(options, report, human(report));
+    if (!report.ok) process.exitCode = 1;
+  }
+}
+
+function human(report: CallAuditReport): string {
+  const lines = [
+    ...report.missing_here.map((m) => `MISSING HERE       ${m.carrier_call_id}  carrier says ${m.status}${m.start_time ? ` at ${m.start_time}` : ''}, we have no call`),
+    ...report.missing_at_carrier.map((m) => `MISSING AT CARRIER ${m.call_id}  (${m.carrier_call_id}, ${m.status}) is not in the carrier's log`),
+    ...report.duration_mismatches.map((m) => `DURATION           ${m.call_id}  (${m.carrier_call_id}) ours ${m.ours} s, carrier ${m.carrier} s`),
+    ...(report.invalid_lines.length ? [`INVALID LINES      ${report.invalid_lines.join(', ')}`] : []),
+  ];
+  const summary = `${report.carrier_calls} carrier calls, ${report.our_calls} of ours compared: ${report.ok ? 'they agree' : `${lines.length} finding(s)`}`;
+  return [...lines, summary].join('\n');
+}

@@ -1,0 +1,67 @@
+import { describe, expect, it } from '@jest/globals';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AccountsService } from '../../../src/modules/accounts/accounts.service.js';
+import { CallTransitions } from '../../../src/modules/calls/call-transitions.js';
+import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
+import { TEST_REDIS_URL } from '../../support/env.js';
+import { runNode } from '../../support/run-node.js';
+import { withTestApp } from '../../support/with-test-app.js';
+
+describe('audit:calls --carrier-log: our calls beside the carrier\'s call log', () => {
+  const t = withTestApp({ http: false });
+
+  /** An inbound call answered at `answeredAt` and ended `seconds` later, through the real transitions. */
+  async function endedCall(accountId: string, session: string, answeredAt: number, seconds: number): Promise<string> {
+    const transitions = t.app.app.get(CallTransitions);
+    return t.app.app.get(UnitOfWork).run(async (tx) => {
+      const call = (await transitions.create(tx, { accountId, direction: 'inbound', from: '+15550000001', to: '+15550000002', carrier: 'telnyx', carrierCallId: session, callerControlId: `v3:${session}`, transcribe: false, status: 'ringing' }))!;
+      await transitions.answerOwnLeg(tx, call.id, new Date(answeredAt).toISOString());
+      await transitions.end(tx, call.id, new Date(answeredAt + seconds * 1000).toISOString(), 'normal_clearing');
+      return call.id;
+    });
+  }
+
+  it('reports a carrier-only call, a call missing from the carrier log and a duration mismatch, each once; exit 1', async () => {
+    const { account } = await t.app.app.get(AccountsService).createAccount('audit');
+    const t0 = Date.now() - 600_000;
+    const matching = await endedCall(account.id, 'sess-match', t0, 61);
+    const mismatched = await endedCall(account.id, 'sess-mismatch', t0, 61);
+    const unlisted = await endedCall(account.id, 'sess-unlisted', t0, 30);
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const log = [
+      { call_session_id: 'sess-match', status: 'completed', start_time: iso(t0 - 5000), end_time: iso(t0 + 61_000), duration_secs: 63 },
+      { call_session_id: 'sess-mismatch', status: 'completed', start_time: iso(t0), end_time: iso(t0 + 90_000), duration_secs: 90 },
+      // listed twice (the carrier's log repeats a call it re-rated): still one finding
+      { call_session_id: 'sess-carrier-only', status: 'completed', start_time: iso(t0), end_time: iso(t0 + 6000), duration_secs: 6 },
+      { call_session_id: 'sess-carrier-only', status: 'completed', start_time: iso(t0), end_time: iso(t0 + 6000), duration_secs: 6 },
+      { call_sid: 'sess-never-answered', status: 'no-answer', start_time: iso(t0), end_time: iso(t0 + 20_000), duration_secs: 0 },
+    ].map((line) => JSON.stringify(line));
+    const dir = mkdtempSync(join(tmpdir(), 'audit-'));
+    const file = join(dir, 'calls.jsonl');
+    writeFileSync(file, [...log, 'this is not json', ''].join('\n'));
+    const run = await runNode(['dist/cli.js', 'audit:calls', '--carrier-log', file, '--json'], { DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
+    expect(run.code).toBe(1);
+    const report = JSON.parse(run.stdout);
+    expect(report).toMatchObject({
+      ok: false,
+      carrier_calls: 4,
+      missing_here: [{ carrier_call_id: 'sess-carrier-only', status: 'completed' }],
+      missing_at_carrier: [{ call_id: unlisted, carrier_call_id: 'sess-unlisted', status: 'completed' }],
+      duration_mismatches: [{ call_id: mismatched, carrier_call_id: 'sess-mismatch', ours: 61, carrier: 90 }],
+      invalid_lines: [6],
+    });
+    expect(JSON.stringify(report)).not.toContain(matching);
+
+    const clean = join(dir, 'clean.jsonl');
+    writeFileSync(clean, [log[0], JSON.stringify({ call_session_id: 'sess-mismatch', status: 'completed', duration_secs: 64 }), JSON.stringify({ call_session_id: 'sess-unlisted', status: 'completed', duration_secs: 30 })].join('\n'));
+    const agreed = await runNode(['dist/cli.js', 'audit:calls', '--carrier-log', clean], { DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
+    expect(agreed.code).toBe(0);
+    expect(agreed.stdout).toMatch(/they agree/);
+
+    const missing = await runNode(['dist/cli.js', 'audit:calls', '--carrier-log', join(dir, 'nope.jsonl'), '--json'], { DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
+    expect(missing.code).not.toBe(0);
+    expect(JSON.parse(missing.stdout).errors[0].detail).toMatch(/cannot read --carrier-log/);
+  }, 120_000);
+});

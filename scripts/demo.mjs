@@ -3,11 +3,12 @@
 // and in through the carrier sandbox with chaos on, then a table of counts and what is left of the
 // bundle. Then `onceline verify` over the whole database. Exits 1 when a count is not what exactly-once
 // promises or verify finds an invariant broken. Settings: PORT, SANDBOX_PORT,
-// DEMO_MESSAGES (per batch, default 10), DEMO_INBOUND (default 10), DEMO_TIMEOUT_SECONDS (default 180).
+// DEMO_MESSAGES (per batch, default 10), DEMO_INBOUND (default 10), DEMO_CALLS (default 5), DEMO_TIMEOUT_SECONDS (default 180).
 import { spawnSync } from 'node:child_process';
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { ROOT } from './services.mjs';
+import { runCallsDemo } from './demo-calls.mjs';
 import { DEV_STRIPE_WEBHOOK_SECRET } from '../dist/telephony/dev-credentials.js';
 
 const env = process.env;
@@ -15,6 +16,7 @@ const API = `http://127.0.0.1:${env.PORT || '3000'}`;
 const SANDBOX = `http://127.0.0.1:${env.SANDBOX_PORT || '3100'}`;
 const PER_BATCH = Number(env.DEMO_MESSAGES || 10);
 const INBOUND = Number(env.DEMO_INBOUND || 10);
+const CALLS = Number(env.DEMO_CALLS || 5);
 const DEADLINE = Date.now() + Number(env.DEMO_TIMEOUT_SECONDS || 180) * 1000;
 /**
  * Batch A: every webhook three times (one copy re-signed under a new event id), random delays, and
@@ -200,7 +202,6 @@ async function main() {
   // Anything doubled would show up late: look again after the latest contradiction could have landed.
   await sleep(3000);
   const o = await observe();
-  await receiver.close();
 
   const s = sub(o.sandbox, statsBefore);
   const w = s.webhooks;
@@ -242,7 +243,14 @@ async function main() {
     usageOut === N && usageIn === INBOUND,
     bundle.first === 'applied' && bundle.resent === 'already_applied',
   ];
-  printTable(rows, [...BATCHES.map((b) => `batch ${b.name}: ${b.chaos}`), `inbound: ${INBOUND_CHAOS}`]);
+  const voice = await runCallsDemo(
+    { api, sandbox: (method, path, body) => call(SANDBOX, method, path, { body }), sandboxUrl: SANDBOX, say, until, randomNumber, number: numbers.telnyx, receiverEvents: () => receiver.state.events, sub, env },
+    CALLS,
+  );
+  rows.push(...voice.rows);
+  checks.push(voice.ok);
+  await receiver.close();
+  printTable(rows, [...BATCHES.map((b) => `batch ${b.name}: ${b.chaos}`), `inbound: ${INBOUND_CHAOS}`, voice.chaos]);
   const verified = verifyInvariants();
   const bad = rows.filter(([, expected, counted]) => expected !== '' && String(expected) !== String(counted));
   if (bad.length || checks.some((ok) => !ok)) {
@@ -314,7 +322,7 @@ function printTable(rows, chaosLines) {
   const w1 = Math.max('expected'.length, ...rows.map(([, b]) => String(b).length));
   const lines = [
     '',
-    `Onceline demo: ${PER_BATCH * BATCHES.length} SMS out, ${INBOUND} SMS in, through the carrier sandbox with chaos on`,
+    `Onceline demo: ${PER_BATCH * BATCHES.length} SMS out, ${INBOUND} SMS in, ${CALLS} calls through a ring plan, via the carrier sandbox with chaos on`,
     ...chaosLines.map((l) => `  chaos ${l}`),
     '',
     `  ${'what'.padEnd(w0)}  ${'expected'.padStart(w1)}  counted`,

@@ -1,13 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { ApiClient } from '../support/api-client.js';
-import { carrierFixture, telnyxReceipt, telnyxSigner, type TelnyxSigner } from '../support/carrier-signing.js';
+import { carrierFixture, telnyxReceipt } from '../support/carrier-signing.js';
+import { expectVerified, startCluster, type Cluster } from '../support/cluster.js';
+import { RoleProcess } from '../support/processes.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { TEST_REDIS_URL } from '../support/env.js';
 import { FakeCarrier } from '../support/fake-carrier.js';
-import { freePort } from '../support/ports.js';
-import { RoleProcess, waitHttpOk } from '../support/processes.js';
-import { runNode } from '../support/run-node.js';
 import { startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateRedis } from '../support/services.js';
 import { waitFor } from '../support/wait.js';
 
@@ -19,68 +17,6 @@ import { waitFor } from '../support/wait.js';
 const BURST = 150;
 const OUR_NUMBER = '+17735550002';
 const INBOUND_PAYLOAD = JSON.parse(carrierFixture('telnyx/message.received.json')).data.payload;
-
-interface Cluster {
-  api: RoleProcess;
-  relay: RoleProcess;
-  workers: RoleProcess[];
-  url: string;
-  customer: ApiClient;
-  telnyx: TelnyxSigner;
-  /** What every process of the cluster (and its CLI) runs with. */
-  env: Record<string, string>;
-  stopAll(): Promise<void>;
-}
-
-async function startCluster(databaseUrl: string, redisUrl: string, extraEnv: Record<string, string> = {}): Promise<Cluster> {
-  const port = await freePort();
-  const telnyx = telnyxSigner();
-  const env = {
-    DATABASE_URL: databaseUrl,
-    REDIS_URL: redisUrl,
-    QUEUE_PREFIX: `chaos${port}`,
-    PORT: String(port),
-    LOG_LEVEL: 'warn',
-    TELNYX_PUBLIC_KEY: telnyx.publicKey,
-    OUTBOX_POLL_MS: '50',
-    OUTBOX_REDRIVE_AFTER_SECONDS: '2',
-    WORKER_LOCK_DURATION_MS: '3000',
-    CARRIER_EVENT_RETRY_BASE_MS: '200',
-    WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
-    ...extraEnv,
-  };
-  const migrated = await runNode(['dist/cli.js', 'migrate', '--json'], env);
-  expect(migrated.code).toBe(0);
-  const api = new RoleProcess('api', env).start();
-  const relay = new RoleProcess('relay', env).start();
-  const workers = [new RoleProcess('worker', env).start(), new RoleProcess('worker', env).start()];
-  const stopAll = async () => {
-    await Promise.all([api, relay, ...workers].map((p) => p.kill('SIGTERM')));
-  };
-  const url = `http://127.0.0.1:${port}`;
-  let customer: ApiClient;
-  try {
-    await waitHttpOk(`${url}/health/live`);
-    const created = await runNode(['dist/cli.js', 'accounts:create', '--name', 'chaos', '--json'], env);
-    const { account, api_key } = JSON.parse(created.stdout);
-    customer = new ApiClient(url, account.id, api_key);
-    expect((await customer.post('/v2/phone_numbers', { phone_number: OUR_NUMBER, carrier: 'telnyx' })).status).toBe(201);
-  } catch (err) {
-    // A cluster that never came up stops its own processes: nobody else holds them yet.
-    await stopAll();
-    throw err;
-  }
-  return {
-    api,
-    relay,
-    workers,
-    url,
-    customer,
-    telnyx,
-    env,
-    stopAll,
-  };
-}
 
 /** Like a carrier: delivers one signed inbound SMS webhook, retrying until it is answered 200. */
 async function deliverUntilAccepted(cluster: Cluster, index: number, statuses: number[]): Promise<void> {
@@ -144,19 +80,6 @@ async function expectExactlyOnce(db: { count(sql: string, p?: unknown[]): Promis
   expect(await db.count(`SELECT count(*) FROM carrier_events WHERE error IS NOT NULL`)).toBe(0);
 }
 
-/** The promise as an auditor checks it where it runs: `onceline verify` finds every invariant holding. */
-async function expectVerified(cluster: Cluster): Promise<void> {
-  const run = await runNode(['dist/cli.js', 'verify', '--json'], cluster.env);
-  let report: { ok: boolean; invariants: { name: string; ok: boolean }[] };
-  try {
-    report = JSON.parse(run.stdout);
-  } catch {
-    throw new Error(`verify printed no JSON document (exit ${run.code}):\n${run.stdout}\n${run.stderr}`);
-  }
-  expect(report.invariants.filter((i) => !i.ok)).toEqual([]);
-  expect(report.invariants.length).toBeGreaterThan(0);
-  expect(run.code).toBe(0);
-}
 
 describe('chaos: SIGKILL of workers and the relay mid-burst', () => {
   let db: TestDatabase;
@@ -164,7 +87,7 @@ describe('chaos: SIGKILL of workers and the relay mid-burst', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    cluster = await startCluster(db.url, TEST_REDIS_URL);
+    cluster = await startCluster(db.url, TEST_REDIS_URL, {}, { numbers: [OUR_NUMBER] });
   });
   afterAll(async () => {
     await cluster?.stopAll();
@@ -198,7 +121,7 @@ describe('chaos: Redis killed and restarted empty mid-burst', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     redis = await startPrivateRedis();
-    cluster = await startCluster(db.url, redis.url);
+    cluster = await startCluster(db.url, redis.url, {}, { numbers: [OUR_NUMBER] });
   });
   afterAll(async () => {
     await cluster?.stopAll();
@@ -232,7 +155,7 @@ describe('chaos: Postgres stopped mid-burst', () => {
     pgServer = await startPrivatePostgres();
     const url = new URL(pgServer.baseUrl);
     url.pathname = '/onceline_chaos';
-    cluster = await startCluster(url.toString(), TEST_REDIS_URL);
+    cluster = await startCluster(url.toString(), TEST_REDIS_URL, {}, { numbers: [OUR_NUMBER] });
     const pg = (await import('pg')).default;
     counter = {
       async count(sql, params = []) {
@@ -279,7 +202,7 @@ describe('chaos: 50 concurrent duplicates of one receipt', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     carrier = await new FakeCarrier().start();
-    cluster = await startCluster(db.url, TEST_REDIS_URL, carrier.env());
+    cluster = await startCluster(db.url, TEST_REDIS_URL, carrier.env(), { numbers: [OUR_NUMBER] });
   });
   afterAll(async () => {
     await cluster?.stopAll();

@@ -102,7 +102,11 @@ export class CallCarrierEvents {
     const { call, leg } = found;
     if (!leg) {
       // The call's own leg: a call our side placed, or the caller we answered for voicemail.
-      if (call.ring_plan && call.ring_plan.phase !== 'voicemail') return this.record(tx, found, event, context, 'ignored', 'the caller was answered for the leg that won');
+      if (call.ring_plan && call.ring_plan.phase !== 'voicemail') {
+        // We answered the caller for the leg that won: the carrier's billed time starts now.
+        const moved = await this.transitions.startBilledTimeAtCallerAnswer(tx, call.id, event.occurredAt);
+        return this.record(tx, found, event, context, moved ? 'applied' : 'duplicate', 'the caller answered for the leg that won: billed time starts here');
+      }
       const answered = await this.transitions.answerOwnLeg(tx, call.id, event.occurredAt);
       if (answered) await this.flow.announce(tx, answered, 'call.answered');
       return this.record(tx, found, event, context, answered ? 'applied' : 'duplicate');

@@ -173,6 +173,21 @@ export class CallTransitions {
     return rows[0];
   }
 
+  /**
+   * The caller's leg answered (we answer it once a target won): the carrier bills the call from
+   * this moment, so its time starts here too. Guarded on a call in progress and not ended;
+   * greatest() keeps the later answer, so a repeat changes nothing.
+   */
+  async startBilledTimeAtCallerAnswer(tx: Tx, callId: string, at: string): Promise<boolean> {
+    const { affected } = await exec(
+      tx,
+      `UPDATE calls SET answered_at = $2, updated_at = now()
+        WHERE id = $1 AND status = 'in_progress' AND ended_at IS NULL AND answered_at < $2::timestamptz`,
+      [callId, at],
+    );
+    return affected === 1;
+  }
+
   /** The winning leg is joined to the caller; kept once. */
   async markBridged(tx: Tx, callId: string, at: string): Promise<boolean> {
     const { affected } = await exec(tx, `UPDATE calls SET bridged_at = $2 WHERE id = $1 AND bridged_at IS NULL AND answered_leg IS NOT NULL AND ended_at IS NULL`, [callId, at]);

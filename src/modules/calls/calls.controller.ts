@@ -6,7 +6,7 @@ import { AccountId, ApiKeyGuard } from '../accounts/api-key.guard.js';
 import { E164_MESSAGE, E164_PATTERN } from '../../telephony/e164.js';
 import { pageOf, parsePage } from '../../platform/http/pagination.js';
 import { optionalEnum } from '../../platform/http/query-params.js';
-import { parseIdempotencyKey } from '../../platform/idempotency/idempotency-keys.js';
+import { answerStored, parseIdempotencyKey } from '../../platform/idempotency/idempotency-keys.js';
 import { CALL_DIRECTIONS, CALL_STATUSES } from './call-view.js';
 import { CallsQuery } from './calls.query.js';
 import { CallsService } from './calls.service.js';
@@ -43,10 +43,7 @@ export class CallsController {
     @Headers('idempotency-key') keyHeader: string | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
-    const result = await this.calls.place(accountId, { ...body }, parseIdempotencyKey(keyHeader));
-    reply.status(result.status);
-    if (result.replayed) reply.header('idempotent-replayed', 'true');
-    return result.body;
+    return answerStored(reply, await this.calls.place(accountId, { ...body }, parseIdempotencyKey(keyHeader)));
   }
 
   @Get(':id')

@@ -1,4 +1,5 @@
-import { Injectable, UnprocessableEntityException } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
+import { invalidField } from '../../platform/http/validation.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { fingerprint, IdempotencyKeys, type StoredResponse } from '../../platform/idempotency/idempotency-keys.js';
 import { PhoneNumbers } from '../numbers/phone-numbers.service.js';
@@ -14,9 +15,6 @@ export interface PlaceCallRequest {
   transcribe?: boolean;
 }
 
-function invalid(pointer: string, detail: string): UnprocessableEntityException {
-  return new UnprocessableEntityException({ errors: [{ code: 'validation_failed', title: 'Validation failed', detail, source: { pointer } }] });
-}
 
 /**
  * Outbound calls (`POST /v2/calls`): the call, its one leg, its dial command, the
@@ -40,8 +38,8 @@ export class CallsService {
         if (claim.kind === 'replay') return { ...claim.response, replayed: true };
       }
       const number = await this.numbers.findOwned(tx, accountId, request.from);
-      if (!number) throw invalid('/from', `from must be one of your phone numbers; ${request.from} is not`);
-      if (number.carrier !== 'telnyx') throw invalid('/from', `calls are placed through Telnyx Call Control; ${request.from} is a ${number.carrier} number`);
+      if (!number) throw invalidField('/from', `from must be one of your phone numbers; ${request.from} is not`);
+      if (number.carrier !== 'telnyx') throw invalidField('/from', `calls are placed through Telnyx Call Control; ${request.from} is a ${number.carrier} number`);
       const call = (await this.transitions.create(tx, {
         accountId, direction: 'outbound', from: request.from, to: request.to, carrier: number.carrier, transcribe: request.transcribe ?? false, status: 'ringing',
       }))!;

@@ -1,4 +1,5 @@
-import { Injectable, UnprocessableEntityException } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
+import { invalidField } from '../../platform/http/validation.js';
 import { newId, IdPrefix } from '../../platform/ids.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
@@ -19,9 +20,6 @@ export interface SendMessageRequest {
 
 export const MAX_SCHEDULE_DAYS = 30;
 
-function invalid(pointer: string, detail: string): UnprocessableEntityException {
-  return new UnprocessableEntityException({ errors: [{ code: 'validation_failed', title: 'Validation failed', detail, source: { pointer } }] });
-}
 
 /**
  * Accepts outbound messages. The message, its history, its dispatch job and (with an
@@ -53,7 +51,7 @@ export class MessagesService {
 
   private async insertOutbound(tx: Tx, accountId: string, request: SendMessageRequest, sendAt?: Date): Promise<MessageView> {
     const number = await this.numbers.findOwned(tx, accountId, request.from);
-    if (!number) throw invalid('/from', `from must be one of your phone numbers; ${request.from} is not`);
+    if (!number) throw invalidField('/from', `from must be one of your phone numbers; ${request.from} is not`);
     const { encoding, segments } = countSegments(request.text);
     const status = sendAt ? 'scheduled' : 'queued';
     const { rows } = await exec<MessageView & { account_id: string }>(
@@ -73,8 +71,8 @@ export class MessagesService {
     if (sendAt === undefined) return undefined;
     const when = new Date(sendAt);
     const now = Date.now();
-    if (when.getTime() <= now) throw invalid('/send_at', 'send_at must be in the future');
-    if (when.getTime() > now + MAX_SCHEDULE_DAYS * 86_400_000) throw invalid('/send_at', `send_at must be at most ${MAX_SCHEDULE_DAYS} days ahead`);
+    if (when.getTime() <= now) throw invalidField('/send_at', 'send_at must be in the future');
+    if (when.getTime() > now + MAX_SCHEDULE_DAYS * 86_400_000) throw invalidField('/send_at', `send_at must be at most ${MAX_SCHEDULE_DAYS} days ahead`);
     return when;
   }
 }

@@ -58,6 +58,11 @@ class ApiValidationPipe extends ValidationPipe {
   }
 }
 
+/** 422 for one field of the request body that the DTO's own checks could not judge (e.g. "not one of your numbers"). */
+export function invalidField(pointer: string, detail: string): UnprocessableEntityException {
+  return new UnprocessableEntityException({ errors: [{ code: 'validation_failed', title: 'Validation failed', detail, source: { pointer } }] });
+}
+
 /** DTO validation: unknown fields rejected; each problem becomes one errors[] entry with its pointer. */
 export function validationPipe(): ValidationPipe {
   return new ApiValidationPipe({

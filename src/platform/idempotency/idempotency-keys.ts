@@ -14,6 +14,19 @@ export interface StoredResponse {
 
 export type KeyClaim = { kind: 'new' } | { kind: 'replay'; response: StoredResponse };
 
+/** What the HTTP layer needs to send a response that may be a replay. */
+interface Reply {
+  status(code: number): unknown;
+  header(name: string, value: string): unknown;
+}
+
+/** Answers with `result`: its stored status, and `Idempotent-Replayed: true` when it is a replay. Returns the body. */
+export function answerStored(reply: Reply, result: StoredResponse & { replayed: boolean }): unknown {
+  reply.status(result.status);
+  if (result.replayed) reply.header('idempotent-replayed', 'true');
+  return result.body;
+}
+
 /** The header value without optional quotes, validated; undefined when absent. */
 export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
   if (header === undefined) return undefined;

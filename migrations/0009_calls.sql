@@ -72,6 +72,3 @@ CREATE TABLE call_transcript_fragments (
   -- a fragment re-delivered under a new event id is the same fragment: kept once
   UNIQUE (call_id, occurred_at, text)
 );
-
--- A number's voice settings (module numbers): {ring_plan:{targets, fallback}, transcribe}; NULL: calls off.
-ALTER TABLE phone_numbers ADD COLUMN voice jsonb;

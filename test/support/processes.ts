@@ -18,7 +18,12 @@ export class RoleProcess {
     private readonly env: Record<string, string>,
   ) {}
 
+  private restarts: Promise<void> = Promise.resolve();
+
   start(): this {
+    // A second child would outlive the test: nothing holds it any more (CI once kept a relay
+    // and a worker running for an hour after two overlapping restarts of one process).
+    if (this.running) throw new Error(`${this.role} is already running: kill() it first`);
     this.child = spawn(process.execPath, ['dist/main.js', this.role], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...this.env },
@@ -42,9 +47,13 @@ export class RoleProcess {
     await exited;
   }
 
-  async restart(): Promise<void> {
-    await this.kill();
-    this.start();
+  /** Kill, then start again. Restarts of one process run one after another, however they overlap. */
+  restart(): Promise<void> {
+    this.restarts = this.restarts.then(async () => {
+      await this.kill();
+      this.start();
+    });
+    return this.restarts;
   }
 
   /** The last of what it printed on stderr, for failure messages. */

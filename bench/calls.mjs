@@ -95,7 +95,7 @@ function onBridge(callerControlId) {
 const db = await freshDatabase('onceline_bench_calls');
 const env = {
   DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: `benchcalls${port}`, PORT: String(port), LOG_LEVEL: 'warn',
-  TELNYX_API_URL: `http://127.0.0.1:${telnyx.address().port}/v2`, TELNYX_PUBLIC_KEY: publicKeyBase64, API_RATE_LIMIT_PER_MINUTE: '100000000',
+  TELNYX_API_URL: `http://127.0.0.1:${telnyx.address().port}/v2`, TELNYX_PUBLIC_KEY: publicKeyBase64, API_RATE_LIMIT_PER_MINUTE: '100000000', ...(process.env.BENCH_APP_ENV ? JSON.parse(process.env.BENCH_APP_ENV) : {}),
 };
 const app = await startRole('all', env, { readyUrl: `${base}/health/ready` });
 const pool = new pg.Pool({ connectionString: db.url, max: 2 });
@@ -126,16 +126,19 @@ try {
     return n + (s.dials.length - tries.size) + s.dials.filter((d) => d.target > 2 || d.attempt > 1).length;
   }, 0);
   const legsPerCall = [...sessions.values()].map((s) => s.dials.length);
-  const [{ usage, events, carrierEvents, retries, orderWaits }] = (await pool.query(
+  const [{ usage, events, carrierEvents, retries, orderWaits, jobRetries }] = (await pool.query(
     `SELECT (SELECT count(*) FROM usage_records WHERE kind = 'call_minutes')::int AS usage, (SELECT count(*) FROM outbound_events WHERE type = 'call.completed')::int AS events,
             (SELECT count(*) FROM carrier_events)::int AS "carrierEvents", (SELECT coalesce(sum(attempts - 1), 0) FROM carrier_events WHERE attempts > 1)::int AS retries,
-            (SELECT coalesce(sum(order_waits), 0) FROM carrier_events)::int AS "orderWaits"`,
+            (SELECT coalesce(sum(order_waits), 0) FROM carrier_events)::int AS "orderWaits",
+            (SELECT count(*) FROM outbox_jobs WHERE attempts > 1 OR last_error IS NOT NULL)::int AS "jobRetries"`,
   )).rows;
   // Where a hand-off's time goes: ingest → handled, and the dial's outbox job committed → in Redis → done.
   const [stages] = (await pool.query(
     `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - created_at)) * 1000 AS handled,
             (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM relayed_at - created_at)) * 1000 FROM outbox_jobs WHERE name = 'call-commands') AS relayed,
-            (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - relayed_at)) * 1000 FROM outbox_jobs WHERE name = 'call-commands') AS sent
+            (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - relayed_at)) * 1000 FROM outbox_jobs WHERE name = 'call-commands') AS sent,
+            (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM relayed_at - created_at)) * 1000 FROM outbox_jobs WHERE name = 'process-carrier-event') AS "eventRelayed",
+            (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - relayed_at)) * 1000 FROM outbox_jobs WHERE name = 'process-carrier-event') AS "eventRun"
        FROM carrier_events WHERE kind = 'call.hangup'`,
   )).rows;
   const bridgedTwice = [...sessions.values()].filter((s) => s.bridged !== 1).length;
@@ -149,7 +152,9 @@ try {
   console.log(`| calls not bridged exactly once | ${bridgedTwice} |`);
   console.log(`| call_minutes usage rows / call.completed events | ${usage} / ${events} |`);
   console.log(`| carrier events stored / retried for a call not recorded yet / turns given to an earlier event of the call | ${carrierEvents} / ${retries} / ${orderWaits} |`);
+  console.log(`| jobs BullMQ had to run again (infrastructure errors: pool timeouts, deadlocks) | ${jobRetries} |`);
   console.log(`| p50 stages: leg hangup stored → handled / dial job committed → in Redis / → sent | ${fmt(stages.handled)} ms / ${fmt(stages.relayed)} ms / ${fmt(stages.sent)} ms |`);
+  console.log(`| p50 stages of a carrier event's job: committed → in Redis / → done | ${fmt(stages.eventRelayed)} ms / ${fmt(stages.eventRun)} ms |`);
   console.log(`| commands the carrier saw again under the same command_id (retries, done once) | ${retriedCommands} |`);
   if (wrongDials > 0 || completed < CALLS) process.exitCode = 1;
 } finally {

@@ -1,7 +1,8 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { LogController } from 'fastify';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule } from '@nestjs/swagger';
+import { describeApi } from './api-description.js';
 import { AppModule } from './app.module.js';
 import type { AppConfig } from './platform/config/app-config.js';
 import { randomBytesPooled } from './platform/ids.js';
@@ -10,10 +11,7 @@ import { answerClientError, answerFrameworkError } from './platform/http/client-
 import { ErrorsFilter } from './platform/http/errors.filter.js';
 import { createPino, PinoNestLogger } from './platform/logging/logger.js';
 import { PrintablePathParams } from './platform/http/path-params.js';
-import { validationPipe } from './platform/http/validation.js';
-
-/** Carrier webhooks above this size are refused with 413 before anything is parsed. */
-export const MAX_BODY_BYTES = 256 * 1024;
+import { MAX_BODY_BYTES, validationPipe } from './platform/http/validation.js';
 
 /** Builds the Nest application (all modules, Fastify HTTP stack) without listening. */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
@@ -48,12 +46,6 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     metrics.httpDuration.observe({ method: request.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
 
-  const openapi = new DocumentBuilder()
-    .setTitle('Onceline API')
-    .setDescription('SMS, calls, usage and customer webhooks: every carrier rumor becomes exactly one fact.')
-    .setVersion('2')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'API key (olk_...)' })
-    .build();
-  SwaggerModule.setup('docs', app, () => SwaggerModule.createDocument(app, openapi), { jsonDocumentUrl: 'docs-json' });
+  SwaggerModule.setup('docs', app, () => describeApi(app), { jsonDocumentUrl: 'docs-json' });
   return app;
 }

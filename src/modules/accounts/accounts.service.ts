@@ -5,18 +5,11 @@ import { isUniqueViolation } from '../../platform/database/pg-errors.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { displayPrefix, generateApiKey, hashApiKey } from './api-key.js';
+import type { ApiKeyView } from './api-key.dto.js';
 
 export interface Principal {
   accountId: string;
   apiKeyId: string;
-}
-
-export interface ApiKeyView {
-  id: string;
-  record_type: 'api_key';
-  prefix: string;
-  created_at: string;
-  revoked_at: string | null;
 }
 
 const KEY_COLUMNS = `id, 'api_key' AS record_type, prefix, created_at, revoked_at`;

@@ -4,28 +4,9 @@ import { newId, IdPrefix } from '../../platform/ids.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { assertInTransaction, exec, type Tx } from '../../platform/database/tx.js';
 import type { PageRequest } from '../../platform/http/pagination.js';
+import type { UsageKind, UsageRecordView, UsageSummary } from './usage.dto.js';
 
-export type UsageKind = 'sms_outbound_segments' | 'sms_inbound_segments' | 'call_minutes';
-
-export interface UsageRecordView {
-  id: string;
-  record_type: 'usage_record';
-  kind: UsageKind;
-  resource_id: string;
-  quantity: number;
-  unit_price_micros: number;
-  amount_micros: number;
-  currency: string;
-  created_at: string;
-}
-
-export interface UsageSummary {
-  sms_outbound_segments: number;
-  sms_inbound_segments: number;
-  call_minutes: number;
-  amount_micros: number;
-  currency: string;
-}
+export type { UsageKind, UsageRecordView, UsageSummary };
 
 export const CURRENCY = 'USD';
 

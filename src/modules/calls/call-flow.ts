@@ -11,7 +11,8 @@ import { CallTransitions } from './call-transitions.js';
 import { toCallView, type CallRow, type LegRow } from './call-view.js';
 
 /** What a step of the flow did, for the call's timeline. */
-export type FlowOutcome = 'applied' | 'duplicate' | 'superseded' | 'ignored';
+export const FLOW_OUTCOMES = ['applied', 'duplicate', 'superseded', 'ignored'] as const;
+export type FlowOutcome = (typeof FLOW_OUTCOMES)[number];
 
 type KnownLeg = LegRow & { control_id: string };
 const known = (leg: LegRow): leg is KnownLeg => leg.control_id !== null;

@@ -1,17 +1,22 @@
 import { Injectable } from '@nestjs/common';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
 import { exec, type Tx } from '../../platform/database/tx.js';
-import type { FlowOutcome } from './call-flow.js';
+import { FLOW_OUTCOMES, type FlowOutcome } from './call-flow.js';
 
-export interface TimelineEntry {
-  carrier_event_id: string;
-  event_type: string;
-  leg: string | null;
-  outcome: FlowOutcome;
-  note: string | null;
-  occurred_at: string;
-  received_at: string;
-  recorded_at: string;
+const at = (example: string, description: string) => ({ format: 'date-time', example, description });
+
+/** One carrier event of a call and what it did (GET /v2/calls/:id/timeline). */
+@ApiSchema({ name: 'CallTimelineEntry' })
+export class TimelineEntry {
+  @ApiProperty({ example: 'cev_01jd5x2m3n4p5q6r7s8t9v0w1x' }) carrier_event_id!: string;
+  @ApiProperty({ example: 'call.hangup', description: 'The normalized kind of the carrier event' }) event_type!: string;
+  @ApiProperty({ type: 'string', nullable: true, example: 'leg_01jd5x2m3n4p5q6r7s8t9v0w1x', description: 'The leg it was about, if any' }) leg!: string | null;
+  @ApiProperty({ enum: FLOW_OUTCOMES, example: 'applied' }) outcome!: FlowOutcome;
+  @ApiProperty({ type: 'string', nullable: true, example: null }) note!: string | null;
+  @ApiProperty(at('2026-11-03T10:15:04.000Z', "The carrier's time of the event")) occurred_at!: string;
+  @ApiProperty(at('2026-11-03T10:15:04.120Z', 'When ingest stored it (the order of the timeline)')) received_at!: string;
+  @ApiProperty(at('2026-11-03T10:15:04.180Z', 'When it was handled')) recorded_at!: string;
 }
 
 /** Every carrier event that touched a call, with what it did: how support proves a call's history holds one of each. */

@@ -1,4 +1,6 @@
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import type { CarrierName } from '../../carriers/normalized-event.js';
+import { RingSettingsView } from '../sequential-ring/voice-settings.view.js';
 import type { RingPlanState } from '../sequential-ring/ring-plan.js';
 
 export const CALL_STATUSES = ['ringing', 'in_progress', 'completed', 'missed', 'failed'] as const;
@@ -52,39 +54,49 @@ export interface LegRow {
 
 export const LEG_COLUMNS = `id, call_id, target_index, attempt, to_number, status, control_id, dialed_at, answered_at, ended_at, hangup_cause`;
 
-export interface LegView {
-  id: string;
-  target_index: number;
-  attempt: number;
-  to: string;
-  status: LegStatus;
-  dialed_at: string;
-  answered_at: string | null;
-  ended_at: string | null;
-  hangup_cause: string | null;
+const at = (example: string | null) => ({ type: 'string' as const, format: 'date-time', nullable: true, example });
+
+@ApiSchema({ name: 'CallLeg' })
+export class LegView {
+  @ApiProperty({ example: 'leg_01jd5x2m3n4p5q6r7s8t9v0w1x' }) id!: string;
+  @ApiProperty({ type: 'integer', minimum: 0, example: 0, description: "Index of the ring plan's target (the forward target: targets.length)" }) target_index!: number;
+  @ApiProperty({ type: 'integer', minimum: 1, example: 1, description: 'Try of that target (a 408/503/504 is dialed once more)' }) attempt!: number;
+  @ApiProperty({ example: '+15550002222' }) to!: string;
+  @ApiProperty({ enum: LEG_STATUSES, example: 'answered' }) status!: LegStatus;
+  @ApiProperty({ format: 'date-time', example: '2026-11-03T10:15:00.000Z' }) dialed_at!: string;
+  @ApiProperty(at('2026-11-03T10:15:04.000Z')) answered_at!: string | null;
+  @ApiProperty(at(null)) ended_at!: string | null;
+  @ApiProperty({ type: 'string', nullable: true, example: null }) hangup_cause!: string | null;
+}
+
+@ApiSchema({ name: 'CallRingPlan' })
+export class CallRingPlanView extends RingSettingsView {
+  @ApiProperty({ type: 'integer', minimum: 0, example: 1, description: 'Index of the target after the one ringing now' }) next!: number;
 }
 
 /** A call as the REST API and the customer events show it. */
-export interface CallView {
-  id: string;
-  record_type: 'call';
-  direction: CallDirection;
-  from: string;
-  to: string;
-  status: CallStatus;
-  carrier: CarrierName;
-  carrier_call_id: string | null;
-  answered_at: string | null;
-  ended_at: string | null;
-  duration_seconds: number | null;
-  billable_minutes: number | null;
-  hangup_cause: string | null;
-  transcribe: boolean;
-  voicemail_url: string | null;
-  transcript: string | null;
-  ring_plan: Pick<RingPlanState, 'targets' | 'next' | 'fallback'> | null;
-  legs: LegView[];
-  created_at: string;
+@ApiSchema({ name: 'Call' })
+export class CallView {
+  @ApiProperty({ example: 'call_01jd5x2m3n4p5q6r7s8t9v0w1x' }) id!: string;
+  @ApiProperty({ enum: ['call'] }) record_type!: 'call';
+  @ApiProperty({ enum: CALL_DIRECTIONS, example: 'inbound' }) direction!: CallDirection;
+  @ApiProperty({ example: '+13125550001' }) from!: string;
+  @ApiProperty({ example: '+15550001111' }) to!: string;
+  @ApiProperty({ enum: CALL_STATUSES, example: 'completed', description: 'missed: ended before anyone answered' }) status!: CallStatus;
+  @ApiProperty({ enum: ['telnyx', 'twilio'], example: 'telnyx' }) carrier!: CarrierName;
+  @ApiProperty({ type: 'string', nullable: true, example: 'v3:session-8b1f', description: "What the carrier's call log names the call by; null until the carrier names it" })
+  carrier_call_id!: string | null;
+  @ApiProperty(at('2026-11-03T10:15:04.000Z')) answered_at!: string | null;
+  @ApiProperty(at('2026-11-03T10:17:10.000Z')) ended_at!: string | null;
+  @ApiProperty({ type: 'integer', nullable: true, example: 126 }) duration_seconds!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true, example: 3, description: 'ceil(duration / 60), at least 1 once answered' }) billable_minutes!: number | null;
+  @ApiProperty({ type: 'string', nullable: true, example: 'normal_clearing' }) hangup_cause!: string | null;
+  @ApiProperty({ example: false }) transcribe!: boolean;
+  @ApiProperty({ type: 'string', nullable: true, example: null }) voicemail_url!: string | null;
+  @ApiProperty({ type: 'string', nullable: true, example: null }) transcript!: string | null;
+  @ApiProperty({ type: () => CallRingPlanView, nullable: true, description: 'null for a call without a plan' }) ring_plan!: CallRingPlanView | null;
+  @ApiProperty({ type: [LegView] }) legs!: LegView[];
+  @ApiProperty({ format: 'date-time', example: '2026-11-03T10:15:00.000Z' }) created_at!: string;
 }
 
 const iso = (value: Date | string | null): string | null => (value === null ? null : new Date(value).toISOString());

@@ -1,15 +1,22 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { UsageLedger } from '../billing/usage-ledger.js';
 import { DRAWN_DOWN_BY, ENTITLEMENT_TYPES, type EntitlementType } from './entitlement-types.js';
 
+@ApiSchema({ name: 'Balance', description: 'What is left of the prepaid bundles of one type' })
 export class BalanceView {
   @ApiProperty({ enum: ENTITLEMENT_TYPES, example: 'sms_segments' }) type!: EntitlementType;
-  @ApiProperty({ example: 1000, description: 'Units of every bundle of this type granted so far' }) granted!: number;
-  @ApiProperty({ example: 42, description: 'Usage of this type recorded since its first bundle was granted' }) used!: number;
-  @ApiProperty({ example: 958, description: 'granted - used, at least 0' }) remaining!: number;
-  @ApiProperty({ example: 0, description: 'used - granted, at least 0: usage beyond the bundles (billed at the usage prices)' }) overage!: number;
+  @ApiProperty({ type: 'integer', example: 1000, description: 'Units of every bundle of this type granted so far' }) granted!: number;
+  @ApiProperty({ type: 'integer', example: 42, description: 'Usage of this type recorded since its first bundle was granted' }) used!: number;
+  @ApiProperty({ type: 'integer', example: 958, description: 'granted - used, at least 0' }) remaining!: number;
+  @ApiProperty({ type: 'integer', example: 0, description: 'used - granted, at least 0: usage beyond the bundles (billed at the usage prices)' }) overage!: number;
+}
+
+/** `{"data": [Balance...]}`: one entry per type with at least one grant (no paging: at most one per type). */
+@ApiSchema({ name: 'BalanceList' })
+export class BalanceListResponse {
+  @ApiProperty({ type: () => [BalanceView] }) data!: BalanceView[];
 }
 
 /**

@@ -1,27 +1,47 @@
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import type { Encoding } from '../../telephony/segments.js';
 
-export type MessageStatus = 'queued' | 'scheduled' | 'sending' | 'sent' | 'delivered' | 'failed' | 'received';
+export const MESSAGE_STATUSES = ['queued', 'scheduled', 'sending', 'sent', 'delivered', 'failed', 'received'] as const;
+export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
+
+const ENCODINGS = ['GSM-7', 'UCS-2'] as const satisfies readonly Encoding[];
+const CARRIERS = ['telnyx', 'twilio'] as const satisfies readonly CarrierName[];
+const at = (example: string) => ({ format: 'date-time', example });
 
 /** A message as the REST API and customer events show it. */
-export interface MessageView {
-  id: string;
-  record_type: 'message';
-  direction: 'outbound' | 'inbound';
-  from: string;
-  to: string;
-  text: string;
-  status: MessageStatus;
-  segments: number;
-  encoding: Encoding;
-  carrier: CarrierName;
-  carrier_message_id: string | null;
-  error_code: string | null;
-  error_detail: string | null;
-  send_at: string | null;
-  created_at: string;
-  updated_at: string;
+@ApiSchema({ name: 'Message' })
+export class MessageView {
+  @ApiProperty({ example: 'msg_01jd5x2m3n4p5q6r7s8t9v0w1x' }) id!: string;
+  @ApiProperty({ enum: ['message'] }) record_type!: 'message';
+  @ApiProperty({ enum: ['outbound', 'inbound'], example: 'outbound' }) direction!: 'outbound' | 'inbound';
+  @ApiProperty({ example: '+15550001111' }) from!: string;
+  @ApiProperty({ example: '+15550002222' }) to!: string;
+  @ApiProperty({ example: 'Your code is 1234' }) text!: string;
+  @ApiProperty({ enum: MESSAGE_STATUSES, example: 'queued', description: 'queued, scheduled, sending, sent, delivered, failed (outbound) or received (inbound); delivered and failed are final' })
+  status!: MessageStatus;
+  @ApiProperty({ type: 'integer', minimum: 1, example: 1, description: 'GSM-7: 160 for one, 153 per part; UCS-2: 70 / 67 (UTF-16 code units)' }) segments!: number;
+  @ApiProperty({ enum: ENCODINGS, example: 'GSM-7' }) encoding!: Encoding;
+  @ApiProperty({ enum: CARRIERS, example: 'telnyx' }) carrier!: CarrierName;
+  @ApiProperty({ type: 'string', nullable: true, example: null, description: "The carrier's id of the message, once it accepted it" }) carrier_message_id!: string | null;
+  @ApiProperty({ type: 'string', nullable: true, example: null, description: 'Why the message failed' }) error_code!: string | null;
+  @ApiProperty({ type: 'string', nullable: true, example: null }) error_detail!: string | null;
+  @ApiProperty({ type: 'string', nullable: true, ...at('2026-12-01T09:00:00.000Z'), description: 'When a scheduled message is sent' }) send_at!: string | null;
+  @ApiProperty(at('2026-11-03T10:15:00.000Z')) created_at!: string;
+  @ApiProperty(at('2026-11-03T10:15:01.000Z')) updated_at!: string;
   account_id?: string;
+}
+
+@ApiSchema({ name: 'StatusChange' })
+export class StatusChange {
+  @ApiProperty({ enum: MESSAGE_STATUSES, example: 'queued' }) status!: string;
+  @ApiProperty(at('2026-11-03T10:15:00.000Z')) at!: string;
+}
+
+/** A message with every status it went through, oldest first (GET /v2/messages/:id). */
+@ApiSchema({ name: 'MessageWithHistory' })
+export class MessageWithHistory extends MessageView {
+  @ApiProperty({ type: [StatusChange] }) status_history!: StatusChange[];
 }
 
 /** The SELECT / RETURNING list that yields a MessageView (plus account_id, stripped by toView). */

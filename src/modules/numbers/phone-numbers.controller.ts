@@ -1,48 +1,36 @@
-import { Body, Controller, Get, HttpCode, NotFoundException, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { IsIn, IsObject, Matches, ValidateIf, ValidateNested } from 'class-validator';
-import { toVoiceSettings, VoiceSettingsDto } from '../sequential-ring/voice-settings.dto.js';
-import { AccountId, ApiKeyGuard } from '../accounts/api-key.guard.js';
-import { E164_MESSAGE, E164_PATTERN } from '../../telephony/e164.js';
+import { Body, Controller, Get, NotFoundException, Param, Patch, Post, Query } from '@nestjs/common';
+import { AccountId } from '../accounts/api-key.guard.js';
+import { CustomerApi } from '../accounts/customer-api.js';
+import { toVoiceSettings } from '../sequential-ring/voice-settings.dto.js';
+import { ApiOperationDoc, ApiPageQuery, DataOf, ListOf } from '../../platform/http/api-docs.js';
 import { pageOf, parsePage } from '../../platform/http/pagination.js';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import { CreatePhoneNumberDto, PhoneNumberView, UpdatePhoneNumberDto } from './phone-number.dto.js';
 import { PhoneNumbers } from './phone-numbers.service.js';
-
-export class CreatePhoneNumberDto {
-  @ApiProperty({ example: '+15550001111' })
-  @Matches(E164_PATTERN, { message: `phone_number ${E164_MESSAGE}` })
-  phone_number: string;
-
-  @ApiProperty({ enum: ['telnyx', 'twilio'], example: 'telnyx' })
-  @IsIn(['telnyx', 'twilio'])
-  carrier: CarrierName;
-}
-
-export class UpdatePhoneNumberDto {
-  @ApiPropertyOptional({ type: VoiceSettingsDto, nullable: true, description: 'Ring plan and transcription for calls to this number; null switches calls off' })
-  @ValidateIf((_, v) => v !== null && v !== undefined) @IsObject({ message: 'voice must be an object or null' }) @ValidateNested() @Type(() => VoiceSettingsDto)
-  voice?: VoiceSettingsDto | null;
-}
 
 function numberNotFound(): NotFoundException {
   return new NotFoundException({ code: 'not_found', title: 'Resource not found', detail: 'no phone number with this id' });
 }
 
-@ApiTags('Phone numbers')
-@ApiBearerAuth()
-@UseGuards(ApiKeyGuard)
+@CustomerApi('Phone numbers')
 @Controller('v2/phone_numbers')
 export class PhoneNumbersController {
   constructor(private readonly numbers: PhoneNumbers) {}
 
   @Post()
-  @HttpCode(201)
+  @ApiOperationDoc({
+    summary: 'Register a phone number',
+    description: 'One account per number: the first to register it owns it.',
+    status: 201,
+    body: CreatePhoneNumberDto,
+    ok: DataOf(PhoneNumberView),
+    errors: [[409, 'The number is registered already (code phone_number_taken)']],
+  })
   async create(@AccountId() accountId: string, @Body() body: CreatePhoneNumberDto) {
     return { data: await this.numbers.claim(accountId, body.phone_number, body.carrier) };
   }
 
   @Get(':id')
+  @ApiOperationDoc({ summary: 'Get a phone number with its voice settings', ok: DataOf(PhoneNumberView), errors: [404] })
   async get(@AccountId() accountId: string, @Param('id') id: string) {
     const number = await this.numbers.get(accountId, id);
     if (!number) throw numberNotFound();
@@ -51,6 +39,13 @@ export class PhoneNumbersController {
 
   /** Voice settings: `{"voice": {...}}` sets them, `{"voice": null}` switches calls off, `{}` changes nothing. */
   @Patch(':id')
+  @ApiOperationDoc({
+    summary: "Set a number's voice settings",
+    description: '`{"voice": {...}}` sets the ring plan and transcription, `{"voice": null}` switches calls off, `{}` changes nothing.',
+    body: UpdatePhoneNumberDto,
+    ok: DataOf(PhoneNumberView),
+    errors: [404, [422, 'Validation failed: 1 to 10 E.164 targets, timeout_secs 5 to 120, a known fallback (forward with its to); each errors[] entry names the field']],
+  })
   async update(@AccountId() accountId: string, @Param('id') id: string, @Body() body: UpdatePhoneNumberDto) {
     const number =
       body.voice === undefined ? await this.numbers.get(accountId, id) : await this.numbers.setVoice(accountId, id, body.voice === null ? null : toVoiceSettings(body.voice));
@@ -59,6 +54,8 @@ export class PhoneNumbersController {
   }
 
   @Get()
+  @ApiOperationDoc({ summary: "List the account's phone numbers, newest first", ok: ListOf(PhoneNumberView), errors: [422] })
+  @ApiPageQuery()
   async list(@AccountId() accountId: string, @Query() query: Record<string, unknown>) {
     const page = parsePage(query);
     return pageOf(await this.numbers.list(accountId, page), page);

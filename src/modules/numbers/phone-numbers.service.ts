@@ -5,16 +5,7 @@ import { exec, type Tx } from '../../platform/database/tx.js';
 import type { PageRequest } from '../../platform/http/pagination.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import type { VoiceSettings } from '../sequential-ring/ring-plan.js';
-
-export interface PhoneNumberView {
-  id: string;
-  record_type: 'phone_number';
-  phone_number: string;
-  carrier: CarrierName;
-  /** Voice settings (ring plan, transcription); null: calls to this number are not taken. */
-  voice: VoiceSettings | null;
-  created_at: string;
-}
+import type { PhoneNumberView } from './phone-number.dto.js';
 
 const COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, voice, created_at`;
 

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { ArrayUnique, IsArray, IsIn, IsOptional, IsString, MaxLength, ValidateIf } from 'class-validator';
 import { CUSTOMER_EVENT_TYPES, type CustomerEventType } from './event-types.js';
 
@@ -24,83 +24,88 @@ export class UpdateEndpointDto {
   @IsOptional() @IsString() @MaxLength(2048)
   url?: string;
 
-  @ApiPropertyOptional({ enum: CUSTOMER_EVENT_TYPES, isArray: true, nullable: true, example: ['call.completed'], description: 'null: every type' })
+  @ApiPropertyOptional({ type: 'array', items: { type: 'string', enum: [...CUSTOMER_EVENT_TYPES] }, nullable: true, example: ['call.completed'], description: 'null: every type' })
   @ValidateIf((_, v) => v !== null && v !== undefined) @IsArray() @ArrayUnique() @IsIn(CUSTOMER_EVENT_TYPES, { each: true, message: `each value in event_types must be one of: ${CUSTOMER_EVENT_TYPES.join(', ')}` })
   event_types?: CustomerEventType[] | null;
 
-  @ApiPropertyOptional({ example: 'Staging receiver', nullable: true })
+  @ApiPropertyOptional({ type: 'string', example: 'Staging receiver', nullable: true })
   @ValidateIf((_, v) => v !== null && v !== undefined) @IsString() @MaxLength(500)
   description?: string | null;
 }
 
+const at = (example: string) => ({ format: 'date-time', example });
+
+@ApiSchema({ name: 'WebhookEndpoint' })
 export class EndpointView {
   @ApiProperty({ example: 'we_01jd5x2m3n4p5q6r7s8t9v0w1x' }) id!: string;
-  @ApiProperty({ example: 'webhook_endpoint' }) record_type!: 'webhook_endpoint';
+  @ApiProperty({ enum: ['webhook_endpoint'] }) record_type!: 'webhook_endpoint';
   @ApiProperty({ example: 'https://example.com/webhooks/onceline' }) url!: string;
   @ApiProperty({ enum: CUSTOMER_EVENT_TYPES, isArray: true, example: ['message.delivered', 'message.failed'] }) event_types!: string[];
-  @ApiProperty({ nullable: true, example: 'Production receiver' }) description!: string | null;
+  @ApiProperty({ type: 'string', nullable: true, example: 'Production receiver' }) description!: string | null;
   @ApiProperty({ example: true }) enabled!: boolean;
-  @ApiProperty({ nullable: true, example: null, description: 'Why the endpoint was disabled (410 Gone, too many consecutive failures)' }) disabled_reason!: string | null;
-  @ApiProperty({ example: 0 }) consecutive_failures!: number;
-  @ApiProperty({ example: '2026-11-03T10:15:00.000Z' }) created_at!: string;
-  @ApiProperty({ example: '2026-11-03T10:15:00.000Z' }) updated_at!: string;
+  @ApiProperty({ type: 'string', nullable: true, example: null, description: 'Why the endpoint was disabled (410 Gone, too many consecutive failures)' }) disabled_reason!: string | null;
+  @ApiProperty({ type: 'integer', example: 0 }) consecutive_failures!: number;
+  @ApiProperty(at('2026-11-03T10:15:00.000Z')) created_at!: string;
+  @ApiProperty(at('2026-11-03T10:15:00.000Z')) updated_at!: string;
 }
 
+@ApiSchema({ name: 'WebhookEndpointWithSecret' })
 export class EndpointWithSecretView extends EndpointView {
   @ApiProperty({ example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', description: 'Standard Webhooks signing secret; shown only here and at GET /:id/secret' })
   secret!: string;
 }
 
+@ApiSchema({ name: 'WebhookSecret' })
 export class SecretView {
   @ApiProperty({ example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }) secret!: string;
-  @ApiProperty({ nullable: true, example: '2026-11-04T10:15:00.000Z', description: 'Until then the previous secret also signs every delivery' })
+  @ApiProperty({ type: 'string', nullable: true, ...at('2026-11-04T10:15:00.000Z'), description: 'Until then the previous secret also signs every delivery' })
   previous_secret_expires_at!: string | null;
 }
 
+@ApiSchema({ name: 'DeliveryAttempt' })
 export class AttemptView {
-  @ApiProperty({ example: 1 }) attempt!: number;
-  @ApiProperty({ nullable: true, example: 500 }) status_code!: number | null;
-  @ApiProperty({ nullable: true, example: 'HTTP 500' }) error!: string | null;
-  @ApiProperty({ example: 42 }) duration_ms!: number;
-  @ApiProperty({ nullable: true, example: 'internal error' }) response_excerpt!: string | null;
-  @ApiProperty({ example: '2026-11-03T10:15:01.000Z' }) at!: string;
+  @ApiProperty({ type: 'integer', example: 1 }) attempt!: number;
+  @ApiProperty({ type: 'integer', nullable: true, example: 500, description: 'null when no HTTP answer came' }) status_code!: number | null;
+  @ApiProperty({ type: 'string', nullable: true, example: 'HTTP 500' }) error!: string | null;
+  @ApiProperty({ type: 'integer', example: 42 }) duration_ms!: number;
+  @ApiProperty({ type: 'string', nullable: true, example: 'internal error' }) response_excerpt!: string | null;
+  @ApiProperty(at('2026-11-03T10:15:01.000Z')) at!: string;
 }
 
+@ApiSchema({ name: 'WebhookDelivery' })
 export class DeliveryView {
   @ApiProperty({ example: 'dlv_01jd5x2m3n4p5q6r7s8t9v0w1x' }) id!: string;
-  @ApiProperty({ example: 'webhook_delivery' }) record_type!: 'webhook_delivery';
+  @ApiProperty({ enum: ['webhook_delivery'] }) record_type!: 'webhook_delivery';
   @ApiProperty({ example: 'evt_01jd5x2m3n4p5q6r7s8t9v0w1x' }) event_id!: string;
-  @ApiProperty({ example: 'message.delivered' }) event_type!: string;
+  @ApiProperty({ enum: CUSTOMER_EVENT_TYPES, example: 'message.delivered' }) event_type!: string;
   @ApiProperty({ example: 'we_01jd5x2m3n4p5q6r7s8t9v0w1x' }) endpoint_id!: string;
   @ApiProperty({ enum: DELIVERY_STATUSES, example: 'pending' }) status!: string;
   @ApiProperty({ type: [AttemptView] }) attempts!: AttemptView[];
-  @ApiProperty({ nullable: true, example: '2026-11-03T10:15:06.000Z' }) next_attempt_at!: string | null;
-  @ApiProperty({ nullable: true, example: 'HTTP 500' }) last_error!: string | null;
-  @ApiProperty({ example: '2026-11-03T10:15:00.000Z' }) created_at!: string;
-  @ApiProperty({ example: '2026-11-03T10:15:01.000Z' }) updated_at!: string;
+  @ApiProperty({ type: 'string', nullable: true, ...at('2026-11-03T10:15:06.000Z') }) next_attempt_at!: string | null;
+  @ApiProperty({ type: 'string', nullable: true, example: 'HTTP 500' }) last_error!: string | null;
+  @ApiProperty(at('2026-11-03T10:15:00.000Z')) created_at!: string;
+  @ApiProperty(at('2026-11-03T10:15:01.000Z')) updated_at!: string;
 }
 
+/**
+ * The resource an event is about, as the REST API returns it. Its schema (one of the payload
+ * schemas of the customer event types) is filled in where the API description is assembled
+ * (src/api-description.ts): this module does not know the other modules' resources.
+ */
+@ApiSchema({ name: 'EventData', description: 'The resource the event is about, as the REST API returns it' })
+export class EventData {}
+
+@ApiSchema({ name: 'Event' })
 export class EventView {
-  @ApiProperty({ example: 'evt_01jd5x2m3n4p5q6r7s8t9v0w1x' }) id!: string;
-  @ApiProperty({ example: 'event' }) record_type!: 'event';
+  @ApiProperty({ example: 'evt_01jd5x2m3n4p5q6r7s8t9v0w1x', description: 'Also the webhook-id header of every delivery attempt' }) id!: string;
+  @ApiProperty({ enum: ['event'] }) record_type!: 'event';
   @ApiProperty({ enum: CUSTOMER_EVENT_TYPES, example: 'message.delivered' }) type!: string;
-  @ApiProperty({ example: 1 }) event_version!: number;
-  @ApiProperty({ example: '2026-11-03T10:15:00.000Z' }) created_at!: string;
-  @ApiProperty({ type: 'object', additionalProperties: true, example: { id: 'msg_01jd5x2m3n4p5q6r7s8t9v0w1x', record_type: 'message', status: 'delivered' } }) data!: object;
+  @ApiProperty({ type: 'integer', example: 1 }) event_version!: number;
+  @ApiProperty(at('2026-11-03T10:15:00.000Z')) created_at!: string;
+  @ApiProperty({ type: () => EventData }) data!: object;
 }
 
+@ApiSchema({ name: 'EventWithDeliveries' })
 export class EventWithDeliveriesView extends EventView {
   @ApiProperty({ type: [DeliveryView] }) deliveries!: DeliveryView[];
 }
-
-class ListMeta {
-  @ApiProperty({ nullable: true, example: null, description: 'Pass as page[after] for the next page' }) next_cursor!: string | null;
-}
-
-export class EndpointResponse { @ApiProperty({ type: EndpointView }) data!: EndpointView; }
-export class EndpointWithSecretResponse { @ApiProperty({ type: EndpointWithSecretView }) data!: EndpointWithSecretView; }
-export class EndpointListResponse { @ApiProperty({ type: [EndpointView] }) data!: EndpointView[]; @ApiProperty({ type: ListMeta }) meta!: ListMeta; }
-export class SecretResponse { @ApiProperty({ type: SecretView }) data!: SecretView; }
-export class DeliveryListResponse { @ApiProperty({ type: [DeliveryView] }) data!: DeliveryView[]; @ApiProperty({ type: ListMeta }) meta!: ListMeta; }
-export class EventListResponse { @ApiProperty({ type: [EventView] }) data!: EventView[]; @ApiProperty({ type: ListMeta }) meta!: ListMeta; }
-export class EventResponse { @ApiProperty({ type: EventWithDeliveriesView }) data!: EventWithDeliveriesView; }

@@ -1,6 +1,9 @@
 import { BadRequestException, UnprocessableEntityException, ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
 import type { ApiError } from './problem.js';
 
+/** Request bodies above this size are refused with 413 before anything is parsed. */
+export const MAX_BODY_BYTES = 256 * 1024;
+
 /**
  * No request body of the API nests deeper than this (ours nest two levels). class-transformer
  * and class-validator recurse once per level, so a few KB of `[[[[…` would exhaust the stack.

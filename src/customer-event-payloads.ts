@@ -1,0 +1,31 @@
+import type { Type } from '@nestjs/common';
+import { CallView } from './modules/calls/call-view.js';
+import { EntitlementView } from './modules/entitlements/entitlement-view.js';
+import { MessageView } from './modules/messaging/message-view.js';
+import type { CustomerEventType } from './modules/webhooks/event-types.js';
+
+export interface CustomerEventPayload {
+  /** The resource in `data`, as the REST API returns it. */
+  data: Type;
+  /** When the event is sent, completing "Sent when …". */
+  when: string;
+}
+
+/**
+ * What a customer's endpoint receives for each event type: the webhooks section of the API
+ * description is generated from this. A type listed in CUSTOMER_EVENT_TYPES without an entry
+ * here does not compile (and src/__tests__/customer-event-payloads.spec.ts says which).
+ */
+export const CUSTOMER_EVENT_PAYLOADS = {
+  'message.received': { data: MessageView, when: 'an inbound SMS to one of your numbers has been recorded' },
+  'message.sent': { data: MessageView, when: 'the carrier accepted an outbound message' },
+  'message.delivered': { data: MessageView, when: 'the carrier reports an outbound message delivered (final)' },
+  'message.failed': { data: MessageView, when: 'an outbound message failed: refused by the carrier, undeliverable, or the carrier stayed unavailable (final)' },
+  'call.initiated': { data: CallView, when: 'a call to or from one of your numbers started ringing' },
+  'call.answered': { data: CallView, when: 'a call was answered' },
+  'call.completed': { data: CallView, when: 'an answered call ended; its minutes are billed' },
+  'call.missed': { data: CallView, when: 'a call ended before anyone answered' },
+  'call.voicemail': { data: CallView, when: 'a voicemail was recorded (voicemail_url)' },
+  'call.transcribed': { data: CallView, when: "an ended call's transcript is complete (transcript)" },
+  'entitlement.granted': { data: EntitlementView, when: 'a paid invoice granted a prepaid bundle (once per invoice and type, however often the billing provider told us)' },
+} satisfies Record<CustomerEventType, CustomerEventPayload>;

@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { DescribedApi, typedClient, type OpenApiDocument, type TypedClient } from '../support/described-api.js';
+import { VoicePipeline } from '../support/voice-pipeline.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+
+const OURS = '+15550400001';
+const CALLER = '+15557740001';
+const TARGET = '+15557740101';
+const at = (base: number, seconds: number) => new Date(base + seconds * 1000).toISOString();
+
+/** Calls through the generated client: voice settings, a call answered and ended, its views and webhooks, all held to the description. */
+describe('the typed client on calls, against the running app', () => {
+  let voice: VoicePipeline;
+  let receiver: WebhookReceiver;
+  let described: DescribedApi;
+  let api: TypedClient;
+
+  beforeAll(async () => {
+    receiver = await startWebhookReceiver();
+    voice = await VoicePipeline.start();
+    described = new DescribedApi((await (await fetch(`${voice.app.url}/docs-json`)).json()) as OpenApiDocument);
+    api = typedClient(voice.app.url, voice.customer.apiKey, described);
+  });
+  afterAll(async () => {
+    await voice?.stop();
+    await receiver?.close();
+  });
+
+  it('sets voice settings, rings, answers and ends a call, and shows it, its timeline and its webhooks as described', async () => {
+    const endpoint = await api.POST('/v2/webhook_endpoints', { body: { url: `${receiver.url}/calls`, event_types: ['call.initiated', 'call.answered', 'call.completed'] } });
+    expect(endpoint.response.status).toBe(201);
+    const number = (await api.POST('/v2/phone_numbers', { body: { phone_number: OURS, carrier: 'telnyx' } })).data!.data;
+    const set = await api.PATCH('/v2/phone_numbers/{id}', {
+      params: { path: { id: number.id } },
+      body: { voice: { ring_plan: { targets: [{ to: TARGET, timeout_secs: 15 }], fallback: { action: 'voicemail' } } } },
+    });
+    expect(set.data!.data.voice).toEqual({ ring_plan: { targets: [{ to: TARGET, timeout_secs: 15 }], fallback: { action: 'voicemail' } }, transcribe: false });
+    expect((await api.GET('/v2/phone_numbers/{id}', { params: { path: { id: number.id } } })).data!.data.voice?.ring_plan.targets).toHaveLength(1);
+    const refused = await api.PATCH('/v2/phone_numbers/{id}', { params: { path: { id: number.id } }, body: { voice: { ring_plan: { targets: [] } } } });
+    expect(refused.response.status).toBe(422);
+
+    const call = await voice.incoming(CALLER, OURS);
+    const callId = await voice.callId(call);
+    const dial = await voice.dial(callId);
+    const t0 = Date.now();
+    await voice.legEvent(call, dial, 'call.initiated', { state: 'bridging' });
+    await voice.legEvent(call, dial, 'call.answered', {}, { occurredAt: at(t0, 0) });
+    await voice.callUntil(callId, (c) => c.status === 'in_progress', 'the call in progress');
+    await voice.callerEvent(call, 'call.hangup', { hangup_cause: 'normal_clearing', hangup_source: 'caller', sip_hangup_cause: '200' }, { occurredAt: at(t0, 61) });
+    await voice.settled();
+
+    const shown = (await api.GET('/v2/calls/{id}', { params: { path: { id: callId } } })).data!.data;
+    expect(shown).toMatchObject({ status: 'completed', direction: 'inbound', duration_seconds: 61, billable_minutes: 2, ring_plan: { next: 1 } });
+    expect(shown.legs.map((l) => [l.target_index, l.to])).toEqual([[0, TARGET]]);
+    expect((await api.GET('/v2/calls', { params: { query: { status: 'completed' } } })).data!.data.map((c) => c.id)).toEqual([callId]);
+    const timeline = (await api.GET('/v2/calls/{id}/timeline', { params: { path: { id: callId } } })).data!.data;
+    expect(timeline.map((e) => e.outcome)).toContain('applied');
+    expect((await api.GET('/v2/calls/{id}', { params: { path: { id: 'call_00000000000000000000000000' } } })).response.status).toBe(404);
+
+    const deliveries = await receiver.waitForRequests(3);
+    expect(deliveries.map((d) => JSON.parse(d.body).type).sort()).toEqual(['call.answered', 'call.completed', 'call.initiated']);
+    for (const delivery of deliveries) expect(described.checkWebhook(delivery.headers, delivery.body)).toEqual([]);
+    const events = (await api.GET('/v2/events', { params: { query: { type: 'call.completed' } } })).data!.data;
+    expect(events.map((e) => (e.data as { id: string }).id)).toEqual([callId]);
+  });
+
+  it('places an outbound call: 202 with the call, replayed with its Idempotency-Key', async () => {
+    const place = () => api.POST('/v2/calls', { body: { from: OURS, to: '+15557740202' }, params: { header: { 'Idempotency-Key': 'typed-call-1' } } });
+    const placed = await place();
+    expect(placed.response.status).toBe(202);
+    expect(placed.data!.data).toMatchObject({ record_type: 'call', direction: 'outbound', from: OURS });
+    const again = await place();
+    expect(again.response.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.data!.data.id).toBe(placed.data!.data.id);
+    const invalid = await api.POST('/v2/calls', { body: { from: '+15550409999', to: '+15557740202' } });
+    expect(invalid.response.status).toBe(422);
+    await voice.settled();
+  });
+});

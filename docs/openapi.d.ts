@@ -37,6 +37,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get your account */
+        get: operations["AccountController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Link the account to its billing customer
+         * @description Paid invoices of that customer grant this account its prepaid bundles (POST /webhooks/billing/stripe).
+         */
+        patch: operations["AccountController_update"];
+        trace?: never;
+    };
     "/v2/phone_numbers": {
         parameters: {
             query?: never;
@@ -383,6 +404,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/entitlements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the prepaid bundles paid invoices granted, newest first */
+        get: operations["EntitlementsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/balances": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Granted, used, remaining and overage per bundle type
+         * @description Computed from the grants and the usage ledger on every read; usage since the first grant of a type draws it down.
+         */
+        get: operations["EntitlementsController_balancesOf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "message.received": {
@@ -585,6 +643,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "entitlement.granted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when a paid invoice granted a prepaid bundle (once per invoice and type, however often the billing provider told us)
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["entitlementGrantedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -666,6 +744,34 @@ export interface components {
         };
         ApiKeyResponse: {
             data: components["schemas"]["ApiKey"];
+        };
+        Account: {
+            /** @example acct_01jd5x2m3n4p5q6r7s8t9v0w1x */
+            id: string;
+            /** @enum {string} */
+            record_type: "account";
+            /** @example Acme Ltd */
+            name: string;
+            /**
+             * @description The billing provider's customer paying for this account
+             * @example cus_QxV4mN2bY7
+             */
+            billing_customer_id: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-03T10:15:00.000Z
+             */
+            created_at: string;
+        };
+        AccountResponse: {
+            data: components["schemas"]["Account"];
+        };
+        UpdateAccountDto: {
+            /**
+             * @description The billing provider's customer id (Stripe cus_…) whose paid invoices grant this account's bundles; null unlinks
+             * @example cus_QxV4mN2bY7
+             */
+            billing_customer_id?: string | null;
         };
         CreatePhoneNumberDto: {
             /**
@@ -1027,7 +1133,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed")[];
+            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[];
             /** @example Production receiver */
             description?: string;
         };
@@ -1044,7 +1150,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed")[];
+            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[];
             /** @example Production receiver */
             description: string | null;
             /** @example true */
@@ -1088,7 +1194,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed")[];
+            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[];
             /** @example Production receiver */
             description: string | null;
             /** @example true */
@@ -1128,7 +1234,7 @@ export interface components {
              *       "call.completed"
              *     ]
              */
-            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed")[] | null;
+            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[] | null;
             /** @example Staging receiver */
             description?: string | null;
         };
@@ -1176,7 +1282,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            event_type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed";
+            event_type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
             /** @example we_01jd5x2m3n4p5q6r7s8t9v0w1x */
             endpoint_id: string;
             /**
@@ -1209,7 +1315,7 @@ export interface components {
             meta: components["schemas"]["ListMeta"];
         };
         /** @description The resource the event is about, as the REST API returns it */
-        EventData: components["schemas"]["Message"] | components["schemas"]["Call"];
+        EventData: components["schemas"]["Message"] | components["schemas"]["Call"] | components["schemas"]["Entitlement"];
         Event: {
             /**
              * @description Also the webhook-id header of every delivery attempt
@@ -1222,7 +1328,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed";
+            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
             /** @example 1 */
             event_version: number;
             /**
@@ -1249,7 +1355,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed";
+            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
             /** @example 1 */
             event_version: number;
             /**
@@ -1439,6 +1545,79 @@ export interface components {
             data: components["schemas"]["Call"][];
             meta: components["schemas"]["ListMeta"];
         };
+        /** @description A prepaid bundle granted by a paid invoice */
+        Entitlement: {
+            /** @example ent_01jd5x2m3n4p5q6r7s8t9v0w1x */
+            id: string;
+            /** @enum {string} */
+            record_type: "entitlement";
+            /**
+             * @example sms_segments
+             * @enum {string}
+             */
+            type: "sms_segments" | "call_minutes";
+            /**
+             * @description Units granted: the plan quantity times the invoice line quantity
+             * @example 1000
+             */
+            quantity: number;
+            /**
+             * @description The billing provider's invoice that granted it
+             * @example in_1QxV4mN2bY7cD8eF
+             */
+            invoice_id: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-01T00:00:00.000Z
+             */
+            period_start: string;
+            /**
+             * Format: date-time
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            period_end: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-01T00:00:03.000Z
+             */
+            created_at: string;
+        };
+        EntitlementList: {
+            /** @description Newest first */
+            data: components["schemas"]["Entitlement"][];
+            meta: components["schemas"]["ListMeta"];
+        };
+        /** @description What is left of the prepaid bundles of one type */
+        Balance: {
+            /**
+             * @example sms_segments
+             * @enum {string}
+             */
+            type: "sms_segments" | "call_minutes";
+            /**
+             * @description Units of every bundle of this type granted so far
+             * @example 1000
+             */
+            granted: number;
+            /**
+             * @description Usage of this type recorded since its first bundle was granted
+             * @example 42
+             */
+            used: number;
+            /**
+             * @description granted - used, at least 0
+             * @example 958
+             */
+            remaining: number;
+            /**
+             * @description used - granted, at least 0: usage beyond the bundles (billed at the usage prices)
+             * @example 0
+             */
+            overage: number;
+        };
+        BalanceList: {
+            data: components["schemas"]["Balance"][];
+        };
         /** @description The body of a message.received delivery */
         MessageReceivedEvent: {
             /** @constant */
@@ -1549,6 +1728,17 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["Call"];
         };
+        /** @description The body of a entitlement.granted delivery */
+        EntitlementGrantedEvent: {
+            /** @constant */
+            type: "entitlement.granted";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["Entitlement"];
+        };
     };
     responses: never;
     parameters: never;
@@ -1640,6 +1830,157 @@ export interface operations {
             };
             /** @description No such resource in your account */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    AccountController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountResponse"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    AccountController_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateAccountDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountResponse"];
+                };
+            };
+            /** @description Malformed request: the body is not JSON, nests too deeply, or a header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Another account has this billing customer (code billing_customer_taken) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over 256 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation failed: each errors[] entry names the body field (source.pointer) or query parameter (source.parameter) */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3008,7 +3349,7 @@ export interface operations {
                 "page[size]"?: number;
                 /** @description meta.next_cursor of the previous page */
                 "page[after]"?: string;
-                type?: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed";
+                type?: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
             };
             header?: never;
             path?: never;
@@ -3486,6 +3827,122 @@ export interface operations {
             };
         };
     };
+    EntitlementsController_list: {
+        parameters: {
+            query?: {
+                "page[size]"?: number;
+                /** @description meta.next_cursor of the previous page */
+                "page[after]"?: string;
+                type?: "sms_segments" | "call_minutes";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntitlementList"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation failed: each errors[] entry names the body field (source.pointer) or query parameter (source.parameter) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    EntitlementsController_balancesOf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BalanceList"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     messageReceivedWebhook: {
         parameters: {
             query?: never;
@@ -3890,6 +4347,49 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["CallTranscribedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    entitlementGrantedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EntitlementGrantedEvent"];
             };
         };
         responses: {

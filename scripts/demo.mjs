@@ -1,6 +1,7 @@
 // `npm run demo` (against a running `npm start`): one account, a Telnyx, a Twilio and a Vonage number, a local
-// webhook receiver, SMS out and in through the carrier sandbox with chaos on, then a table of counts.
-// Then `onceline verify` over the whole database. Exits 1 when a count is not what exactly-once
+// webhook receiver, a prepaid SMS bundle granted by a signed Stripe invoice.paid (sent twice), SMS out
+// and in through the carrier sandbox with chaos on, calls through a ring plan, then a table of counts and
+// what is left of the bundle. Then `onceline verify` over the whole database. Exits 1 when a count is not what exactly-once
 // promises or verify finds an invariant broken. Settings: PORT, SANDBOX_PORT,
 // DEMO_MESSAGES (per batch, default 10), DEMO_INBOUND (default 10), DEMO_CALLS (default 5), DEMO_TIMEOUT_SECONDS (default 180).
 import { spawnSync } from 'node:child_process';
@@ -8,6 +9,7 @@ import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { ROOT } from './services.mjs';
 import { runCallsDemo } from './demo-calls.mjs';
+import { DEV_STRIPE_WEBHOOK_SECRET } from '../dist/telephony/dev-credentials.js';
 
 const env = process.env;
 const API = `http://127.0.0.1:${env.PORT || '3000'}`;
@@ -30,15 +32,18 @@ const INBOUND_CHAOS = 'duplicate=3,resign,delay_ms=100';
 /** Messages take turns over the carriers, in and out. */
 const CARRIERS = ['telnyx', 'twilio', 'vonage'];
 const carrierOf = (i) => CARRIERS[i % CARRIERS.length];
+/** The prepaid bundle the demo buys: one unit of this plan, granted by a paid invoice. */
+const BUNDLE = { lookupKey: 'demo_sms_bundle', type: 'sms_segments', quantity: 100 };
 
 const say = (line) => process.stderr.write(`[demo] ${line}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function call(base, method, path, { body, headers = {}, key } = {}) {
+async function call(base, method, path, { body, raw, headers = {}, key } = {}) {
+  const sent = raw ?? (body === undefined ? undefined : JSON.stringify(body));
   const res = await fetch(`${base}${path}`, {
     method,
-    headers: { ...(body !== undefined && { 'content-type': 'application/json' }), ...(key && { authorization: `Bearer ${key}` }), ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { ...(sent !== undefined && { 'content-type': 'application/json' }), ...(key && { authorization: `Bearer ${key}` }), ...headers },
+    body: sent,
     signal: AbortSignal.timeout(15000),
   });
   const text = await res.text();
@@ -130,10 +135,9 @@ async function main() {
     process.exit(1);
   }
 
-  const created = spawnSync(process.execPath, ['dist/cli.js', 'accounts:create', '--name', `demo ${new Date().toISOString()}`, '--json'], { cwd: ROOT, env, encoding: 'utf8' });
-  if (created.status !== 0) throw new Error(`accounts:create failed: ${created.stdout}${created.stderr}`);
-  const { account, api_key: key } = JSON.parse(created.stdout);
-  say(`account ${account.id}`);
+  const billingCustomer = `cus_demo_${Date.now().toString(36)}${randomInt(1000, 9999)}`;
+  const { account, api_key: key } = cli('accounts:create', '--name', `demo ${new Date().toISOString()}`, '--billing-customer', billingCustomer);
+  say(`account ${account.id} (billing customer ${billingCustomer})`);
   const api = (method, path, body) => call(API, method, path, { body, key });
 
   const numbers = Object.fromEntries(CARRIERS.map((carrier) => [carrier, randomNumber()]));
@@ -144,6 +148,7 @@ async function main() {
   const endpoint = await api('POST', '/v2/webhook_endpoints', { url: receiver.url, description: 'npm run demo' });
   receiver.state.verifier = await makeVerifier(endpoint.data.secret);
   say(`webhook receiver ${receiver.url} (endpoint ${endpoint.data.id}), verified with ${receiver.state.verifier.by}`);
+  const bundle = await buyBundle(billingCustomer);
 
   const previousChaos = (await call(SANDBOX, 'GET', '/sandbox/chaos')).chaos;
   const setChaos = (chaos) => call(SANDBOX, 'POST', '/sandbox/chaos', { body: { chaos } });
@@ -177,18 +182,20 @@ async function main() {
   }
 
   const N = outbound.length;
-  const expectedEvents = { 'message.sent': N, 'message.delivered': N, 'message.failed': 0, 'message.received': INBOUND };
+  const expectedEvents = { 'message.sent': N, 'message.delivered': N, 'message.failed': 0, 'message.received': INBOUND, 'entitlement.granted': 1 };
   const expectedTotal = Object.values(expectedEvents).reduce((a, b) => a + b, 0);
   const observe = async () => {
-    const [out, inbound, usage, sandbox] = await Promise.all([
+    const [out, inbound, usage, sandbox, balances] = await Promise.all([
       api('GET', '/v2/messages?direction=outbound&page[size]=250'),
       api('GET', '/v2/messages?direction=inbound&page[size]=250'),
       api('GET', '/v2/usage'),
       call(SANDBOX, 'GET', '/sandbox/stats'),
+      api('GET', '/v2/balances'),
     ]);
     const byType = {};
     for (const e of receiver.state.events.values()) byType[e.type] = (byType[e.type] ?? 0) + 1;
-    return { out: out.data, inbound: inbound.data, usage: usage.data, sandbox, byType };
+    const balance = balances.data.find((b) => b.type === BUNDLE.type) ?? { granted: 0, used: 0, remaining: 0 };
+    return { out: out.data, inbound: inbound.data, usage: usage.data, sandbox, byType, balance };
   };
   const complete = (o) =>
     o.out.filter((m) => m.status === 'delivered').length === N && o.inbound.length === INBOUND && o.sandbox.webhooks.pending === 0 &&
@@ -227,6 +234,8 @@ async function main() {
     ['  deliveries refused by the receiver (bad signature)', 0, receiver.state.invalid],
     ['usage billed: outbound / inbound segments', `${N} / ${INBOUND}`, `${usageOut} / ${usageIn}`],
     ['usage billed: amount', '', `${(o.usage.amount_micros / 1e6).toFixed(6)} ${o.usage.currency}`],
+    ['prepaid bundle: invoice.paid / re-sent, new event id', 'applied / already_applied', `${bundle.first} / ${bundle.resent}`],
+    ['  sms_segments granted / used / remaining', `${BUNDLE.quantity} / ${N + INBOUND} / ${Math.max(0, BUNDLE.quantity - N - INBOUND)}`, `${o.balance.granted} / ${o.balance.used} / ${o.balance.remaining}`],
     ['duplicates absorbed (webhooks that changed nothing)', '', w.deliveries - changed],
   ];
   const checks = [
@@ -240,6 +249,7 @@ async function main() {
     perMessage('message.delivered', outbound) && perMessage('message.sent', outbound),
     perMessage('message.received', o.inbound.map((m) => m.id)),
     usageOut === N && usageIn === INBOUND,
+    bundle.first === 'applied' && bundle.resent === 'already_applied',
   ];
   const voice = await runCallsDemo(
     { api, sandbox: (method, path, body) => call(SANDBOX, method, path, { body }), sandboxUrl: SANDBOX, say, until, randomNumber, number: numbers.telnyx, receiverEvents: () => receiver.state.events, sub, env },
@@ -265,6 +275,38 @@ async function main() {
 /** How many of `n` messages taking turns over CARRIERS go through `carrier`. */
 function countTurns(n, carrier) {
   return Array.from({ length: n }, (_, i) => carrierOf(i)).filter((c) => c === carrier).length;
+}
+
+/** An admin command's --json document (exits the demo when it fails). */
+function cli(...args) {
+  const run = spawnSync(process.execPath, ['dist/cli.js', ...args, '--json'], { cwd: ROOT, env, encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`${args[0]} failed: ${run.stdout}${run.stderr}`);
+  return JSON.parse(run.stdout);
+}
+
+/**
+ * A plan (lookup_key → 100 SMS segments), then the account's invoice for it paid: Stripe's
+ * invoice.paid, signed with STRIPE_WEBHOOK_SECRET (the development one by default) by the
+ * official package, posted twice, the second time under a new event id as a re-sent notification
+ * would be. The bundle is granted once; the SMS below draw it down.
+ */
+async function buyBundle(customer) {
+  cli('plans:upsert', '--lookup-key', BUNDLE.lookupKey, '--type', BUNDLE.type, '--quantity', String(BUNDLE.quantity));
+  const { default: Stripe } = await import('stripe');
+  const invoiceId = `in_demo_${Date.now().toString(36)}`;
+  const period = { start: Math.floor(Date.now() / 1000), end: Math.floor(Date.now() / 1000) + 30 * 86400 };
+  const post = async (eventId) => {
+    const payload = JSON.stringify({
+      id: eventId, object: 'event', type: 'invoice.paid',
+      data: { object: { id: invoiceId, object: 'invoice', customer, lines: { object: 'list', has_more: false, data: [{ object: 'line_item', quantity: 1, period, price: { object: 'price', lookup_key: BUNDLE.lookupKey } }] } } },
+    });
+    const signature = Stripe.webhooks.generateTestHeaderString({ payload, secret: env.STRIPE_WEBHOOK_SECRET || DEV_STRIPE_WEBHOOK_SECRET });
+    const res = await call(API, 'POST', '/webhooks/billing/stripe', { raw: payload, headers: { 'stripe-signature': signature } });
+    return res.outcome;
+  };
+  const bundle = { first: await post(`evt_demo_${randomInt(1e9)}a`), resent: await post(`evt_demo_${randomInt(1e9)}b`) };
+  say(`prepaid bundle: ${BUNDLE.quantity} ${BUNDLE.type} (invoice ${invoiceId}): ${bundle.first}, re-sent: ${bundle.resent}`);
+  return bundle;
 }
 
 /** The same promise checked where it runs: `onceline verify`, one read-only pass over the whole database. */

@@ -3,6 +3,7 @@ import { AccountsModule } from './modules/accounts/accounts.module.js';
 import { AppConfig } from './platform/config/app-config.js';
 import { ConfigModule } from './platform/config/config.module.js';
 import { DatabaseModule } from './platform/database/database.module.js';
+import { EntitlementsModule } from './modules/entitlements/entitlements.module.js';
 import { HealthModule } from './platform/health/health.module.js';
 import { IngestModule } from './modules/ingest/ingest.module.js';
 import { MessagingModule } from './modules/messaging/messaging.module.js';
@@ -22,7 +23,7 @@ export class AppModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, HealthModule, IngestModule, NumbersModule, BillingModule, MessagingModule, WebhooksModule, SequentialRingModule, CallsModule],
+      imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, HealthModule, IngestModule, NumbersModule, BillingModule, MessagingModule, WebhooksModule, SequentialRingModule, CallsModule, EntitlementsModule],
     };
   }
 }

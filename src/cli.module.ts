@@ -6,6 +6,8 @@ import { AppConfig } from './platform/config/app-config.js';
 import { ConfigModule } from './platform/config/config.module.js';
 import { DatabaseModule } from './platform/database/database.module.js';
 import { MigrateCommand } from './platform/database/commands/migrate.command.js';
+import { EntitlementsModule } from './modules/entitlements/entitlements.module.js';
+import { UpsertPlanCommand } from './modules/entitlements/commands/plans.commands.js';
 import { ListCarrierEventsCommand, ReplayCarrierEventsCommand } from './modules/ingest/commands/carrier-events.commands.js';
 import { IngestModule } from './modules/ingest/ingest.module.js';
 import { MessagingModule } from './modules/messaging/messaging.module.js';
@@ -26,8 +28,8 @@ export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CliModule,
-      imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule],
-      providers: [ProgramName, MigrateCommand, CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand],
+      imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule],
+      providers: [ProgramName, MigrateCommand, CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand],
     };
   }
 

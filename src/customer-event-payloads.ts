@@ -1,5 +1,6 @@
 import type { Type } from '@nestjs/common';
 import { CallView } from './modules/calls/call-view.js';
+import { EntitlementView } from './modules/entitlements/entitlement-view.js';
 import { MessageView } from './modules/messaging/message-view.js';
 import type { CustomerEventType } from './modules/webhooks/event-types.js';
 
@@ -26,4 +27,5 @@ export const CUSTOMER_EVENT_PAYLOADS = {
   'call.missed': { data: CallView, when: 'a call ended before anyone answered' },
   'call.voicemail': { data: CallView, when: 'a voicemail was recorded (voicemail_url)' },
   'call.transcribed': { data: CallView, when: "an ended call's transcript is complete (transcript)" },
+  'entitlement.granted': { data: EntitlementView, when: 'a paid invoice granted a prepaid bundle (once per invoice and type, however often the billing provider told us)' },
 } satisfies Record<CustomerEventType, CustomerEventPayload>;

@@ -15,6 +15,7 @@ export const IdPrefix = {
   UsageRecord: 'use',
   OutboxJob: 'job',
   WebhookDelivery: 'dlv',
+  Entitlement: 'ent',
 } as const;
 export type IdPrefix = (typeof IdPrefix)[keyof typeof IdPrefix];
 

@@ -12,3 +12,9 @@ export const DEV_VONAGE_API_KEY = 'sandbox-vonage-key';
 export const DEV_VONAGE_API_SECRET = 'sandbox-vonage-api-secret';
 /** The HS256 secret of the sandbox's signed webhooks: published, so it proves nothing beyond the sandbox. */
 export const DEV_VONAGE_SIGNATURE_SECRET = 'sandbox-vonage-signature-secret-0123456789';
+/**
+ * The development Stripe webhook signing secret (`npm run demo` signs invoice.paid with it).
+ * Published here, so it is trusted only while the whole deployment is this machine: see
+ * AppConfig.stripeWebhookSecret.
+ */
+export const DEV_STRIPE_WEBHOOK_SECRET = 'whsec_onceline_development_only';

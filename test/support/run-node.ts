@@ -47,3 +47,12 @@ export function runNode(args: string[], env: Record<string, string>, timeoutMs =
     });
   });
 }
+
+/** The WHOLE of a run's stdout as one JSON document (what every `--json` command prints), or a failure showing both streams. */
+export function oneJsonDocument(run: NodeRun): any {
+  try {
+    return JSON.parse(run.stdout);
+  } catch {
+    throw new Error(`stdout is not one JSON document:\n${run.stdout}\nstderr:\n${run.stderr}`);
+  }
+}

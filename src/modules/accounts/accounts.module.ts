@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
+import { AccountController } from './account.controller.js';
 import { AccountsService } from './accounts.service.js';
 import { ApiKeyGuard } from './api-key.guard.js';
 import { ApiKeysController } from './api-keys.controller.js';
 import { RateLimiter } from './rate-limiter.js';
 
 @Module({
-  controllers: [ApiKeysController],
+  controllers: [ApiKeysController, AccountController],
   providers: [AccountsService, RateLimiter, ApiKeyGuard],
   exports: [AccountsService, ApiKeyGuard, RateLimiter],
 })

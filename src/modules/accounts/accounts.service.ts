@@ -1,6 +1,7 @@
-import { Injectable, NotFoundException } from '@nestjs/common';
+import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { newId, IdPrefix } from '../../platform/ids.js';
+import { isUniqueViolation } from '../../platform/database/pg-errors.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { displayPrefix, generateApiKey, hashApiKey } from './api-key.js';
@@ -13,6 +14,24 @@ export interface Principal {
 
 const KEY_COLUMNS = `id, 'api_key' AS record_type, prefix, created_at, revoked_at`;
 
+export interface AccountView {
+  id: string;
+  record_type: 'account';
+  name: string;
+  billing_customer_id: string | null;
+  created_at: string;
+}
+
+const ACCOUNT_COLUMNS = `id, 'account' AS record_type, name, billing_customer_id, created_at`;
+
+/** A billing provider's customer id as accounts carry it (Stripe: cus_…). */
+export const BILLING_CUSTOMER_PATTERN = /^[A-Za-z0-9_-]{1,255}$/;
+
+/** UNIQUE(billing_customer_id) refused it: one customer pays for one account. */
+function billingCustomerTaken(customerId: string): ConflictException {
+  return new ConflictException({ code: 'billing_customer_taken', title: 'Billing customer already linked', detail: `billing customer ${customerId} belongs to another account` });
+}
+
 /** Accounts and their API keys. A key is shown once, at creation; only its hash is kept. */
 @Injectable()
 export class AccountsService {
@@ -21,13 +40,50 @@ export class AccountsService {
     private readonly dataSource: DataSource,
   ) {}
 
-  async createAccount(name: string): Promise<{ account: { id: string; name: string }; api_key: string; api_key_id: string }> {
-    return this.uow.run(async (tx) => {
-      const accountId = newId(IdPrefix.Account);
-      await exec(tx, `INSERT INTO accounts (id, name) VALUES ($1, $2)`, [accountId, name]);
-      const key = await this.insertKey(tx, accountId);
-      return { account: { id: accountId, name }, api_key: key.api_key, api_key_id: key.id };
-    });
+  async createAccount(
+    name: string,
+    billingCustomerId?: string,
+  ): Promise<{ account: { id: string; name: string; billing_customer_id?: string }; api_key: string; api_key_id: string }> {
+    const accountId = newId(IdPrefix.Account);
+    try {
+      return await this.uow.run(async (tx) => {
+        await exec(tx, `INSERT INTO accounts (id, name, billing_customer_id) VALUES ($1, $2, $3)`, [accountId, name, billingCustomerId ?? null]);
+        const key = await this.insertKey(tx, accountId);
+        const account = { id: accountId, name, ...(billingCustomerId !== undefined && { billing_customer_id: billingCustomerId }) };
+        return { account, api_key: key.api_key, api_key_id: key.id };
+      });
+    } catch (err) {
+      if (isUniqueViolation(err) && billingCustomerId !== undefined) throw billingCustomerTaken(billingCustomerId);
+      throw err;
+    }
+  }
+
+  async getAccount(accountId: string): Promise<AccountView> {
+    const [row] = await this.dataSource.query(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1`, [accountId]);
+    if (!row) throw new NotFoundException(`account ${accountId} not found`);
+    return row;
+  }
+
+  /** Links the account to its billing customer (null unlinks); the unique index decides between accounts. */
+  async setBillingCustomer(accountId: string, customerId: string | null): Promise<AccountView> {
+    try {
+      const { rows } = await exec<AccountView>(
+        this.dataSource.manager,
+        `UPDATE accounts SET billing_customer_id = $2 WHERE id = $1 RETURNING ${ACCOUNT_COLUMNS}`,
+        [accountId, customerId],
+      );
+      if (rows.length === 0) throw new NotFoundException(`account ${accountId} not found`);
+      return rows[0];
+    } catch (err) {
+      if (isUniqueViolation(err) && customerId !== null) throw billingCustomerTaken(customerId);
+      throw err;
+    }
+  }
+
+  /** The account a billing provider's customer pays for, if any. */
+  async accountIdForBillingCustomer(tx: Tx, customerId: string): Promise<string | undefined> {
+    const [row] = await tx.query(`SELECT id FROM accounts WHERE billing_customer_id = $1`, [customerId]);
+    return row?.id;
   }
 
   async createApiKey(accountId: string): Promise<{ api_key: string; id: string }> {

@@ -67,6 +67,17 @@ export class UsageLedger {
     };
   }
 
+  /** Quantity recorded per kind for the account from `since` on (what a prepaid bundle draws down). */
+  async totalsSince(accountId: string, since: Date): Promise<Record<UsageKind, number>> {
+    const rows: { kind: UsageKind; quantity: string }[] = await this.dataSource.query(
+      `SELECT kind, sum(quantity)::text AS quantity FROM usage_records WHERE account_id = $1 AND created_at >= $2 GROUP BY kind`,
+      [accountId, since],
+    );
+    const totals: Record<UsageKind, number> = { sms_outbound_segments: 0, sms_inbound_segments: 0, call_minutes: 0 };
+    for (const row of rows) totals[row.kind] = Number(row.quantity);
+    return totals;
+  }
+
   async list(accountId: string, page: PageRequest): Promise<UsageRecordView[]> {
     const rows = await this.dataSource.query(
       `SELECT id, 'usage_record' AS record_type, kind, resource_id, quantity, unit_price_micros, amount_micros,

@@ -13,6 +13,7 @@ export const CUSTOMER_EVENT_TYPES = [
   'call.missed',
   'call.voicemail',
   'call.transcribed',
+  'entitlement.granted',
 ] as const;
 
 export type CustomerEventType = (typeof CUSTOMER_EVENT_TYPES)[number];

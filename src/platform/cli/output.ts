@@ -9,8 +9,10 @@ export function printResult(options: OutputOptions, result: unknown, human: stri
 
 /** An error leaves the same way: one JSON document with errors[] under --json, a line on stderr otherwise. */
 export function printError(json: boolean, err: unknown): void {
-  const e = err as { message?: string; status?: number; getStatus?: () => number };
-  const detail = e?.message ?? String(err);
+  const e = err as { message?: string; status?: number; getStatus?: () => number; getResponse?: () => unknown };
+  // An HttpException from a service the API shares says what happened in its body's detail.
+  const response = typeof e?.getResponse === 'function' ? (e.getResponse() as { detail?: unknown }) : undefined;
+  const detail = typeof response?.detail === 'string' ? response.detail : (e?.message ?? String(err));
   if (json) {
     const status = typeof e?.getStatus === 'function' ? e.getStatus() : undefined;
     const code = status === 404 ? 'not_found' : 'command_failed';

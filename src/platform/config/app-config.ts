@@ -3,7 +3,7 @@ import { plainToInstance, Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 import { isLoopbackUrl } from '../net/loopback.js';
 import {
-  DEV_TELNYX_API_KEY, DEV_TELNYX_CONNECTION_ID, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN,
+  DEV_STRIPE_WEBHOOK_SECRET, DEV_TELNYX_API_KEY, DEV_TELNYX_CONNECTION_ID, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN,
   DEV_VONAGE_API_KEY, DEV_VONAGE_API_SECRET, DEV_VONAGE_SIGNATURE_SECRET,
 } from '../../telephony/dev-credentials.js';
 import { DEFAULT_SANDBOX_TELNYX_SEED, telnyxDevKeyPair } from '../../telephony/telnyx-dev-key.js';
@@ -75,6 +75,9 @@ export class AppConfig {
 
   @IsOptional() @IsString()
   VONAGE_API_SECRET = DEV_VONAGE_API_SECRET;
+  /** Stripe webhook signing secret (`Stripe-Signature`); see stripeWebhookSecret for the development value. */
+  @IsOptional() @Matches(/^whsec_[A-Za-z0-9+/=_-]+$/, { message: 'must be a Stripe webhook signing secret (whsec_...)' })
+  STRIPE_WEBHOOK_SECRET = DEV_STRIPE_WEBHOOK_SECRET;
 
   @Transform(toInt) @Min(1) @Max(86400) @IsInt()
   WEBHOOK_TOLERANCE_SECONDS = 300;
@@ -237,6 +240,23 @@ export class AppConfig {
    */
   get vonageSignatureSecret(): string | undefined {
     return trustedCredential(this.VONAGE_SIGNATURE_SECRET, DEV_VONAGE_SIGNATURE_SECRET, isLoopbackUrl(this.vonageApiUrl));
+  }
+
+  /**
+   * The secret Stripe webhooks are verified with: STRIPE_WEBHOOK_SECRET, except its published
+   * development value outside a development deployment (undefined: every Stripe webhook is refused
+   * until the real secret is set). We never call Stripe, so there is no Stripe API URL to tell the
+   * sandbox by: a deployment is a development one while everything it talks to and is reached at
+   * is this machine (PUBLIC_BASE_URL and every carrier API URL loopback). Anything pointed beyond
+   * it is a real deployment, where a secret published in this repository protects nothing.
+   */
+  get stripeWebhookSecret(): string | undefined {
+    return trustedCredential(this.STRIPE_WEBHOOK_SECRET, DEV_STRIPE_WEBHOOK_SECRET, this.isDevelopmentDeployment);
+  }
+
+  /** Reached at and talking to this machine only: the sandbox set-up of `npm start` and the tests. */
+  get isDevelopmentDeployment(): boolean {
+    return [this.publicBaseUrl, this.telnyxApiUrl, this.twilioApiUrl, this.vonageApiUrl].every(isLoopbackUrl);
   }
 
   get webhookRetryScheduleSeconds(): number[] {

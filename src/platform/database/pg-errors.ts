@@ -15,6 +15,11 @@ export function isSerializationConflict(err: unknown): boolean {
   return ['40001', '40P01'].includes(sqlState(err));
 }
 
+/** A unique index refused the row (SQLSTATE 23505): another row holds that key. */
+export function isUniqueViolation(err: unknown): boolean {
+  return sqlState(err) === '23505';
+}
+
 /** Postgres refused a value (SQLSTATE class 22: a \u0000 in JSON text, a lone surrogate). */
 export function isDataError(err: unknown): boolean {
   return sqlState(err).startsWith('22');

@@ -22,6 +22,7 @@ const INVARIANTS = [
   'calls.end_announced_once',
   'calls.minutes_billed_once',
   'calls.one_dial_per_try',
+  'entitlements.granted_once',
   'ingest.events_processed_by_deadline',
   'messaging.inbound_billed_once',
   'messaging.one_event_per_transition',
@@ -139,7 +140,7 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
     expect(report.invariants.map((i) => i.name)).toEqual(INVARIANTS);
     for (const invariant of report.invariants) expect(invariant).toEqual(expect.objectContaining({ ok: true, count: 0, examples: [] }));
     expect(human.code).toBe(0);
-    expect(human.stdout).toMatch(/all 12 invariants hold/);
+    expect(human.stdout).toMatch(new RegExp(`all ${INVARIANTS.length} invariants hold`));
   }, SLOW);
 
   it('messaging.receipt_implies_terminal: a processed delivered receipt beside a message still sent (the stuck message of issue 10)', async () => {
@@ -221,6 +222,32 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
     }
   }, SLOW);
 
+  it('entitlements.granted_once: an entitlement no delivery applied nor announced, and one announced twice', async () => {
+    const entitlement = (id: string) =>
+      sql(
+        `INSERT INTO entitlements (id, account_id, invoice_id, type, quantity, period_start, period_end, fingerprint, provider, provider_event_id)
+         VALUES ($1, $2, $1, 'sms_segments', 10, now(), now(), 'f', 'stripe', 'evt_planted')`,
+        [id, flow.accountId],
+      );
+    await sql(`INSERT INTO billing_events (provider, provider_event_id, event_type, payload) VALUES ('stripe', 'evt_planted', 'invoice.paid', '{}')`);
+    await entitlement('ent_planted_silent');
+    await entitlement('ent_planted_twice');
+    await sql(`INSERT INTO entitlement_outcomes (provider, provider_event_id, entitlement_id, outcome) VALUES ('stripe', 'evt_planted', 'ent_planted_twice', 'applied')`);
+    await sql(
+      `INSERT INTO outbound_events (id, account_id, type, event_version, payload)
+       VALUES ('evt_planted_1', $1, 'entitlement.granted', 1, '{"id":"ent_planted_twice"}'), ('evt_planted_2', $1, 'entitlement.granted', 1, '{"id":"ent_planted_twice"}')`,
+      [flow.accountId],
+    );
+    try {
+      await expectOnlyBroken('entitlements.granted_once', 2, ['ent_planted_silent', 'ent_planted_twice']);
+    } finally {
+      await sql(`DELETE FROM outbound_events WHERE id LIKE 'evt_planted_%'`);
+      await sql(`DELETE FROM entitlement_outcomes WHERE provider_event_id = 'evt_planted'`);
+      await sql(`DELETE FROM entitlements WHERE id LIKE 'ent_planted_%'`);
+      await sql(`DELETE FROM billing_events WHERE provider_event_id = 'evt_planted'`);
+    }
+  }, SLOW);
+
   it('ingest.events_processed_by_deadline: an event unprocessed past the deadline with no job; not one still retrying, nor a young one, nor one waiting for a handler', async () => {
     const insertEvent = (id: string, ageSeconds: number, error: string | null, unhandled = false) =>
       sql(
@@ -286,7 +313,7 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
       const [, human] = await Promise.all([expectOnlyBroken('webhooks.parked_only_on_disabled_endpoints', 1, [flow.delivery]), verify()]);
       expect(human.code).toBe(1);
       expect(human.stdout).toMatch(new RegExp(`BROKEN\\s+webhooks\\.parked_only_on_disabled_endpoints\\s+1\\s+e\\.g\\. ${flow.delivery}`));
-      expect(human.stdout).toMatch(/1 of 12 invariants broken/);
+      expect(human.stdout).toMatch(new RegExp(`1 of ${INVARIANTS.length} invariants broken`));
     } finally {
       await sql(`DELETE FROM webhook_deliveries WHERE id = 'dlv_planted_ok'`);
       await sql(`DELETE FROM webhook_endpoints WHERE id = 'we_planted_off'`);

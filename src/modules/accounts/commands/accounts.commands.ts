@@ -1,7 +1,7 @@
 import { Command, Option } from 'nest-commander';
 import { JsonCommand } from '../../../platform/cli/json-command.js';
 import { printResult, requireOption, type OutputOptions } from '../../../platform/cli/output.js';
-import { AccountsService } from '../accounts.service.js';
+import { AccountsService, BILLING_CUSTOMER_PATTERN } from '../accounts.service.js';
 
 @Command({ name: 'accounts:create', description: 'Create an account and its first API key (shown once)' })
 export class CreateAccountCommand extends JsonCommand {
@@ -9,14 +9,20 @@ export class CreateAccountCommand extends JsonCommand {
     super();
   }
 
-  async run(_: string[], options: OutputOptions & { name: string }): Promise<void> {
-    const created = await this.accounts.createAccount(requireOption(options, 'name'));
+  async run(_: string[], options: OutputOptions & { name: string; billingCustomer?: string }): Promise<void> {
+    const created = await this.accounts.createAccount(requireOption(options, 'name'), options.billingCustomer);
     printResult(options, { account: created.account, api_key: created.api_key, api_key_id: created.api_key_id },
       `account ${created.account.id}\napi key (shown once): ${created.api_key}`);
   }
 
   @Option({ flags: '--name <name>', description: 'account name' })
   parseName(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--billing-customer <id>', description: "billing provider's customer id (Stripe cus_...) whose paid invoices grant bundles" })
+  parseBillingCustomer(value: string): string {
+    if (!BILLING_CUSTOMER_PATTERN.test(value)) throw new Error('--billing-customer must be 1 to 255 of A-Z a-z 0-9 _ -');
     return value;
   }
 }

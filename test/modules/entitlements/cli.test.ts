@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { TEST_REDIS_URL } from '../../support/env.js';
+import { oneJsonDocument as oneDocument, runNode } from '../../support/run-node.js';
+
+// Each command boots a Node process; on a busy 2-core machine a test of several takes a while.
+const SLOW = 180_000;
+
+describe('admin CLI: plans and billing customers', () => {
+  let db: TestDatabase;
+  const cli = (...args: string[]) => runNode(['dist/cli.js', ...args, '--json'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('plans:upsert prints the plan; again with another quantity changes it; another type is refused (a plan keeps its type)', async () => {
+    const created = await cli('plans:upsert', '--lookup-key', 'sms_1000', '--type', 'sms_segments', '--quantity', '1000');
+    expect(created.code).toBe(0);
+    expect(oneDocument(created)).toEqual({ lookup_key: 'sms_1000', type: 'sms_segments', quantity: 1000, created_at: expect.any(String), updated_at: expect.any(String) });
+
+    const changed = await cli('plans:upsert', '--lookup-key', 'sms_1000', '--type', 'sms_segments', '--quantity', '1200');
+    expect(oneDocument(changed)).toMatchObject({ lookup_key: 'sms_1000', quantity: 1200 });
+
+    const retyped = await cli('plans:upsert', '--lookup-key', 'sms_1000', '--type', 'call_minutes', '--quantity', '5');
+    expect(retyped.code).not.toBe(0);
+    expect(oneDocument(retyped).errors[0].detail).toMatch(/plan sms_1000 grants sms_segments; a plan's type never changes/);
+    const badType = await cli('plans:upsert', '--lookup-key', 'x', '--type', 'mms', '--quantity', '5');
+    expect(oneDocument(badType).errors[0].detail).toMatch(/--type must be one of sms_segments, call_minutes/);
+    expect((await db.pool.query(`SELECT type, quantity::int FROM plans`)).rows).toEqual([{ type: 'sms_segments', quantity: 1200 }]);
+  }, SLOW);
+
+  it('accounts:create --billing-customer links the account; a customer already linked is refused', async () => {
+    const created = await cli('accounts:create', '--name', 'Paying', '--billing-customer', 'cus_cli_1');
+    expect(created.code).toBe(0);
+    expect(oneDocument(created).account).toEqual({ id: expect.stringMatching(/^acct_/), name: 'Paying', billing_customer_id: 'cus_cli_1' });
+    const twice = await cli('accounts:create', '--name', 'Copycat', '--billing-customer', 'cus_cli_1');
+    expect(twice.code).not.toBe(0);
+    expect(oneDocument(twice).errors[0].detail).toMatch(/billing customer cus_cli_1 belongs to another account/);
+    expect(await db.count(`SELECT count(*) FROM accounts`)).toBe(1);
+  }, SLOW);
+});

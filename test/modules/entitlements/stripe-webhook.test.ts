@@ -1,0 +1,238 @@
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { AccountsService } from '../../../src/modules/accounts/accounts.service.js';
+import { Plans } from '../../../src/modules/entitlements/plans.js';
+import { ApiClient } from '../../support/api-client.js';
+import { pausePoint } from '../../support/pause.js';
+import { deliverStripe, invoicePaid, PERIOD_END, PERIOD_START, stripeEvent, stripeEventId, stripeHeaders, TEST_STRIPE_SECRET, type InvoicePaidSpec } from '../../support/stripe-signing.js';
+import { waitFor } from '../../support/wait.js';
+import { withTestApp } from '../../support/with-test-app.js';
+
+const unique = (prefix: string) => `${prefix}_${randomBytes(6).toString('hex')}`;
+
+/** POST /webhooks/billing/stripe: invoice.paid grants each bundle once, with the four outcomes. */
+describe('Stripe invoice.paid → entitlements', () => {
+  const t = withTestApp({ env: { STRIPE_WEBHOOK_SECRET: TEST_STRIPE_SECRET } });
+  let customer: ApiClient;
+  let customerId: string;
+  const deliver = (body: string, headers?: Record<string, string>, signal?: AbortSignal) => deliverStripe(t.app.url, body, headers, signal);
+  const count = (sql: string, params: unknown[] = []) => t.db.count(sql, params);
+  const grantsOf = (invoiceId: string) => count(`SELECT count(*) FROM entitlements WHERE invoice_id = $1`, [invoiceId]);
+  const announced = (invoiceId: string) => count(`SELECT count(*) FROM outbound_events WHERE type = 'entitlement.granted' AND payload->>'invoice_id' = $1`, [invoiceId]);
+  const outcomes = async (invoiceId: string) =>
+    (await t.db.pool.query(`SELECT outcome, type, entitlement_id, provider_event_id, note FROM entitlement_outcomes WHERE invoice_id = $1 ORDER BY id`, [invoiceId])).rows;
+  const billingEvents = () => count(`SELECT count(*) FROM billing_events`);
+  const paid = (invoiceId: string, lines: InvoicePaidSpec['lines'], eventId?: string) => invoicePaid({ invoiceId, customer: customerId, lines, eventId });
+
+  beforeAll(async () => {
+    customerId = unique('cus');
+    const created = await t.app.app.get(AccountsService).createAccount('Bundles Ltd', customerId);
+    customer = new ApiClient(t.app.url, created.account.id, created.api_key);
+    const plans = t.app.app.get(Plans);
+    await plans.upsert('sms_1000', 'sms_segments', 1000);
+    await plans.upsert('minutes_100', 'call_minutes', 100);
+  });
+
+  it('a paid invoice grants one bundle per type (plan quantity × line quantity), entitlement.granted once each, listed and in the balance', async () => {
+    const invoiceId = unique('in');
+    const first = await deliver(paid(invoiceId, [{ lookupKey: 'sms_1000', quantity: 3 }, { lookupKey: 'minutes_100', quantity: 2 }]));
+
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({
+      outcome: 'applied',
+      ignored_lines: [],
+      entitlements: [
+        { id: expect.stringMatching(/^ent_/), record_type: 'entitlement', type: 'call_minutes', quantity: 200, invoice_id: invoiceId, period_start: new Date(PERIOD_START * 1000).toISOString(), period_end: new Date(PERIOD_END * 1000).toISOString(), created_at: expect.any(String) },
+        expect.objectContaining({ type: 'sms_segments', quantity: 3000, invoice_id: invoiceId }),
+      ],
+    });
+    expect(await grantsOf(invoiceId)).toBe(2);
+    expect(await announced(invoiceId)).toBe(2);
+    expect((await outcomes(invoiceId)).map((o) => o.outcome)).toEqual(['applied', 'applied']);
+
+    const listed = await customer.get('/v2/entitlements');
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.filter((e: { invoice_id: string }) => e.invoice_id === invoiceId)).toEqual(expect.arrayContaining(first.body.entitlements));
+    const smsOnly = await customer.get('/v2/entitlements?type=sms_segments');
+    expect(smsOnly.body.data.every((e: { type: string }) => e.type === 'sms_segments')).toBe(true);
+    const balances = await customer.get('/v2/balances');
+    expect(balances.body.data).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ type: 'call_minutes', granted: expect.any(Number), used: 0, overage: 0 }),
+        expect.objectContaining({ type: 'sms_segments', granted: expect.any(Number), used: 0, overage: 0 }),
+      ]),
+    );
+  });
+
+  it('the same event redelivered, and the same invoice re-sent under a new event id: already_applied with the stored result, no second grant', async () => {
+    const invoiceId = unique('in');
+    const eventId = stripeEventId();
+    const first = await deliver(paid(invoiceId, [{ lookupKey: 'sms_1000' }], eventId));
+    expect(first.body.outcome).toBe('applied');
+
+    const redelivered = await deliver(paid(invoiceId, [{ lookupKey: 'sms_1000' }], eventId));
+    const resent = await deliver(paid(invoiceId, [{ lookupKey: 'sms_1000' }]));
+    for (const replay of [redelivered, resent]) {
+      expect(replay.status).toBe(200);
+      expect(replay.body).toEqual({ outcome: 'already_applied', entitlements: first.body.entitlements, ignored_lines: [] });
+    }
+    expect(await grantsOf(invoiceId)).toBe(1);
+    expect(await announced(invoiceId)).toBe(1);
+    expect((await outcomes(invoiceId)).map((o) => o.outcome)).toEqual(['applied', 'already_applied', 'already_applied']);
+    // Each notification is on record once, whatever its copies.
+    expect(await count(`SELECT count(*) FROM billing_events WHERE payload->'data'->'object'->>'id' = $1`, [invoiceId])).toBe(2);
+  });
+
+  it('a timeout after commit, then the retry: already_applied with what the first delivery committed', async () => {
+    const invoiceId = unique('in');
+    const body = paid(invoiceId, [{ lookupKey: 'minutes_100', quantity: 5 }]);
+    const pause = await pausePoint(t.db.url, { table: 'entitlements', on: 'INSERT', when: `NEW.invoice_id = '${invoiceId}'` });
+    await pause.hold();
+    const gaveUp = new AbortController();
+    const first = deliver(body, undefined, gaveUp.signal).then(
+      () => 'answered',
+      () => 'gave up',
+    );
+    await pause.waitUntilPaused();
+    gaveUp.abort(); // the provider stops waiting while the grant is still in flight
+    expect(await first).toBe('gave up');
+    await pause.release();
+    await waitFor(() => count(`SELECT count(*) FROM entitlement_outcomes WHERE invoice_id = $1 AND outcome = 'applied'`, [invoiceId]), (n) => n === 1, { what: 'the first grant to commit' });
+    await pause.remove();
+
+    // Stripe retries the same event (same id, freshly signed).
+    const retry = await deliver(body);
+    expect(retry.status).toBe(200);
+    expect(retry.body.outcome).toBe('already_applied');
+    const stored = await customer.get('/v2/entitlements?type=call_minutes');
+    expect(retry.body.entitlements).toEqual(stored.body.data.filter((e: { invoice_id: string }) => e.invoice_id === invoiceId));
+    expect(retry.body.entitlements).toEqual([expect.objectContaining({ type: 'call_minutes', quantity: 500 })]);
+    expect(await grantsOf(invoiceId)).toBe(1);
+    expect(await announced(invoiceId)).toBe(1);
+  });
+
+  it('a changed quantity or period under the same key: 409 conflicting_payload, recorded, nothing changed (not even a new type in the same invoice)', async () => {
+    const invoiceId = unique('in');
+    const first = await deliver(paid(invoiceId, [{ lookupKey: 'sms_1000', quantity: 1 }]));
+    expect(first.body.outcome).toBe('applied');
+    const balanceBefore = (await customer.get('/v2/balances')).body;
+
+    const changedEvent = stripeEventId();
+    const changed = await deliver(paid(invoiceId, [{ lookupKey: 'sms_1000', quantity: 2 }, { lookupKey: 'minutes_100' }], changedEvent));
+    expect(changed.status).toBe(409);
+    expect(changed.body).toMatchObject({
+      outcome: 'conflicting_payload',
+      conflicts: [
+        {
+          type: 'sms_segments',
+          entitlement_id: first.body.entitlements[0].id,
+          stored: { quantity: 1000, period_start: first.body.entitlements[0].period_start, period_end: first.body.entitlements[0].period_end },
+          offered: { quantity: 2000 },
+        },
+      ],
+      errors: [expect.objectContaining({ code: 'conflicting_payload' })],
+    });
+    const otherPeriod = await deliver(paid(invoiceId, [{ lookupKey: 'sms_1000', quantity: 1, periodEnd: PERIOD_END + 86400 }]));
+    expect(otherPeriod.status).toBe(409);
+
+    expect(await grantsOf(invoiceId)).toBe(1); // the call_minutes line of the conflicting delivery granted nothing
+    expect(await count(`SELECT count(*) FROM entitlements WHERE invoice_id = $1 AND quantity = 1000`, [invoiceId])).toBe(1);
+    expect(await announced(invoiceId)).toBe(1);
+    expect((await customer.get('/v2/balances')).body).toEqual(balanceBefore);
+    const recorded = await outcomes(invoiceId);
+    expect(recorded.map((o) => o.outcome)).toEqual(['applied', 'conflicting_payload', 'conflicting_payload']);
+    expect(recorded[1]).toMatchObject({ type: 'sms_segments', entitlement_id: first.body.entitlements[0].id, provider_event_id: changedEvent });
+  });
+
+  it('an unknown customer: 200 ignored, a note recorded, nothing granted', async () => {
+    const invoiceId = unique('in');
+    const stranger = unique('cus');
+    const reply = await deliver(invoicePaid({ invoiceId, customer: stranger, lines: [{ lookupKey: 'sms_1000' }] }));
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ outcome: 'ignored', reason: expect.stringContaining(stranger) });
+    expect(await grantsOf(invoiceId)).toBe(0);
+    expect(await outcomes(invoiceId)).toEqual([expect.objectContaining({ outcome: 'ignored', note: `no account has billing customer ${stranger}` })]);
+  });
+
+  it('an unknown lookup_key grants nothing and is noted; beside a known one, the known line is applied', async () => {
+    const onlyUnknown = unique('in');
+    const ignored = await deliver(paid(onlyUnknown, [{ lookupKey: 'no_such_plan' }]));
+    expect(ignored.status).toBe(200);
+    expect(ignored.body).toMatchObject({ outcome: 'ignored', ignored_lines: [{ lookup_key: 'no_such_plan', reason: 'no plan has this lookup_key' }] });
+    expect(await grantsOf(onlyUnknown)).toBe(0);
+    expect(await outcomes(onlyUnknown)).toEqual([expect.objectContaining({ outcome: 'ignored', note: 'lookup_key no_such_plan: no plan has this lookup_key' })]);
+
+    const mixed = unique('in');
+    const applied = await deliver(paid(mixed, [{ lookupKey: 'no_such_plan' }, { lookupKey: 'sms_1000' }, { lookupKey: 'sms_1000', quantity: 2 }]));
+    expect(applied.body).toMatchObject({ outcome: 'applied', entitlements: [{ type: 'sms_segments', quantity: 3000 }], ignored_lines: [{ lookup_key: 'no_such_plan' }] });
+  });
+
+  it('other Stripe events are recorded once and answered 200 ignored', async () => {
+    const before = await billingEvents();
+    const body = stripeEvent('customer.created', { id: unique('cus'), object: 'customer' });
+    for (let i = 0; i < 2; i++) {
+      const reply = await deliver(body);
+      expect(reply.status).toBe(200);
+      expect(reply.body).toEqual({ outcome: 'ignored', reason: 'customer.created grants nothing' });
+    }
+    expect(await billingEvents()).toBe(before + 1);
+  });
+
+  describe('refusals write nothing', () => {
+    const body = () => paid(unique('in'), [{ lookupKey: 'sms_1000' }]);
+    const now = () => Math.floor(Date.now() / 1000);
+
+    it('a bad signature, a missing one, a stale or future timestamp, a body changed after signing: 401', async () => {
+      const before = await billingEvents();
+      const cases: [string, (payload: string) => Record<string, string>][] = [
+        ['another secret', (p) => stripeHeaders(p, { secret: 'whsec_someone_else' })],
+        ['no Stripe-Signature', () => ({ 'content-type': 'application/json' })],
+        ['a timestamp past the 300 s tolerance', (p) => stripeHeaders(p, { timestamp: now() - 301 })],
+        ['a timestamp beyond it in the future', (p) => stripeHeaders(p, { timestamp: now() + 310 })],
+        ['a body changed after signing', (p) => stripeHeaders(p.replace('"quantity":1', '"quantity":9'))],
+      ];
+      for (const [what, headersFor] of cases) {
+        const payload = body();
+        const reply = await deliver(payload, headersFor(payload));
+        expect({ what, status: reply.status, code: reply.body.errors?.[0]?.code }).toEqual({ what, status: 401, code: 'invalid_signature' });
+      }
+      expect(await billingEvents()).toBe(before);
+    });
+
+    it('a signed body that is not a Stripe event, or an invoice.paid without its invoice: 400', async () => {
+      const before = await billingEvents();
+      const invoice = JSON.parse(body());
+      const malformed = [
+        JSON.stringify({ ...invoice, id: undefined }),
+        JSON.stringify({ ...invoice, data: { object: { ...invoice.data.object, lines: undefined } } }),
+        JSON.stringify({ ...invoice, data: { object: { ...invoice.data.object, customer: 42 } } }),
+        JSON.stringify({ ...invoice, data: { object: { ...invoice.data.object, lines: { data: [{ price: { lookup_key: 'sms_1000' }, quantity: 1.5, period: { start: 1, end: 2 } }] } } } }),
+        '[1,2,3]',
+      ];
+      for (const payload of malformed) {
+        const reply = await deliver(payload, stripeHeaders(payload));
+        expect(reply.status).toBe(400);
+        expect(reply.body.errors[0].code).toEqual(expect.any(String));
+      }
+      const notJson = 'not json at all';
+      expect((await deliver(notJson, stripeHeaders(notJson))).status).toBe(400);
+      expect(await billingEvents()).toBe(before);
+    });
+  });
+
+  it('PATCH /v2/account links the billing customer: one account per customer (409), a bad id is 422', async () => {
+    const other = await ApiClient.forNewAccount(t.app, 'Other');
+    const taken = await other.request('PATCH', '/v2/account', { billing_customer_id: customerId });
+    expect(taken.status).toBe(409);
+    expect(taken.body.errors[0].code).toBe('billing_customer_taken');
+    expect((await other.request('PATCH', '/v2/account', { billing_customer_id: 'has space' })).status).toBe(422);
+    const own = unique('cus');
+    const linked = await other.request('PATCH', '/v2/account', { billing_customer_id: own });
+    expect(linked.status).toBe(200);
+    expect(linked.body.data).toMatchObject({ id: other.accountId, billing_customer_id: own });
+    const invoiceId = unique('in');
+    expect((await deliver(invoicePaid({ invoiceId, customer: own, lines: [{ lookupKey: 'sms_1000' }] }))).body.outcome).toBe('applied');
+    expect((await other.get('/v2/entitlements')).body.data).toEqual([expect.objectContaining({ invoice_id: invoiceId })]);
+    expect((await other.request('PATCH', '/v2/account', { billing_customer_id: null })).body.data.billing_customer_id).toBeNull();
+  });
+});

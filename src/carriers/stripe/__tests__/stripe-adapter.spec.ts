@@ -73,7 +73,7 @@ describe('StripeAdapter', () => {
   it('the development secret verifies only in a development deployment (everything on loopback); a real secret anywhere', () => {
     const signedWithDev = webhook(paid, { secret: DEV_STRIPE_WEBHOOK_SECRET });
     expect(adapter({}).accept(signedWithDev, NOW_MS).providerEventId).toBe('evt_1');
-    const deployed: Record<string, string>[] = [{ PUBLIC_BASE_URL: 'https://api.example.com' }, { TELNYX_API_URL: 'https://api.telnyx.com/v2' }, { TWILIO_API_URL: 'https://api.twilio.com', STRIPE_WEBHOOK_SECRET: DEV_STRIPE_WEBHOOK_SECRET }];
+    const deployed: Record<string, string>[] = [{ PUBLIC_BASE_URL: 'https://api.example.com' }, { TELNYX_API_URL: 'https://api.telnyx.com/v2' }, { VONAGE_API_URL: 'https://api.nexmo.com' }, { TWILIO_API_URL: 'https://api.twilio.com', STRIPE_WEBHOOK_SECRET: DEV_STRIPE_WEBHOOK_SECRET }];
     for (const env of deployed) {
       const err = refusal(() => adapter(env).accept(signedWithDev, NOW_MS));
       expect(err).toBeInstanceOf(SignatureRejected);

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
@@ -12,7 +12,7 @@ import { DeliveryScheduler, type AttemptRef } from './delivery-scheduler.js';
 import { EndpointHealth } from './endpoint-health.js';
 import { honourRetryAfter, scheduledDelayMs } from './retry-policy.js';
 import { webhookHeaders } from './signing.js';
-import { postWebhook, type PostResult } from './webhook-http.js';
+import { EndpointAgents, postWebhook, type PostResult } from './webhook-http.js';
 
 /** Characters of the customer's response kept on the attempt (up to 64 KiB is read). */
 export const EXCERPT_CHARS = 2048;
@@ -54,8 +54,9 @@ function isSuccess(result: PostResult): boolean {
 /** One HTTP attempt of one delivery; its outcome and the next attempt are recorded in one transaction. */
 @Injectable()
 @HandlesJob(JobName.WebhookDeliveryAttempt)
-export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliveryAttempt> {
+export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliveryAttempt>, OnApplicationShutdown {
   private readonly policy: AddressPolicy;
+  private readonly agents = new EndpointAgents();
 
   constructor(
     private readonly dataSource: DataSource,
@@ -65,6 +66,11 @@ export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliver
     private readonly health: EndpointHealth,
   ) {
     this.policy = new AddressPolicy(config.WEBHOOK_ALLOWED_CIDRS);
+  }
+
+  /** After the workers stopped (beforeApplicationShutdown), so no attempt in flight loses its socket. */
+  onApplicationShutdown(): void {
+    this.agents.destroy();
   }
 
   /**
@@ -129,7 +135,7 @@ export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliver
     try {
       const address = await this.policy.vet(url.hostname);
       const headers = webhookHeaders(row.secrets, row.event_id, timestamp, body);
-      return await postWebhook({ url, address, headers, body, timeoutMs: this.config.WEBHOOK_TIMEOUT_MS });
+      return await postWebhook({ url, address, headers, body, timeoutMs: this.config.WEBHOOK_TIMEOUT_MS }, this.agents.for(url, address));
     } catch (err) {
       if (!(err instanceof AddressRefused)) throw err;
       return { body: '', error: err.message, durationMs: Math.round(performance.now() - started) };

@@ -3,13 +3,11 @@
 // then pgbench of the same SQL (event insert ON CONFLICT DO NOTHING + outbox row + NOTIFY) at 32
 // clients on the same machine. Prints req/s, p50/p99, tps and their ratio.
 //   npm run bench:ingest            (BENCH_SECONDS=30 BENCH_CONNECTIONS=32 by default)
-import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findPostgresBin } from '../../scripts/services.mjs';
-import { fmt, freePort, freshDatabase, machine, percentile, PG_BASE, REDIS_URL, startRole, telnyxHeaders, telnyxKeyPair } from '../lib.mjs';
+import { fmt, freePort, freshDatabase, machine, percentile, PG_BASE, pgbench, REDIS_URL, startRole, telnyxHeaders, telnyxKeyPair } from '../lib.mjs';
 import { encodePost, rawClosedLoop } from '../raw-http-load.mjs';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
@@ -55,9 +53,7 @@ function deliveries(n) {
   return out;
 }
 
-function pgbench(dbName) {
-  const bin = findPostgresBin();
-  if (!bin) throw new Error('pgbench not found (PostgreSQL binaries)');
+function ingestPgbench(dbName) {
   const dir = mkdtempSync(join(tmpdir(), 'onceline-pgbench-'));
   const payload = receipt('pgbench', 1);
   const normalized = JSON.stringify({ carrier: 'telnyx', kind: 'message.status', carrierEventId: 'x', occurredAt: new Date().toISOString(), carrierMessageId: 'm', status: 'delivered', carrierStatus: 'delivered' });
@@ -73,12 +69,8 @@ function pgbench(dbName) {
     '',
   ].join('\n'));
   const url = new URL(PG_BASE);
-  const args = ['-n', '-f', script, '-c', String(CONNECTIONS), '-j', '2', '-T', String(SECONDS), '-h', url.hostname, '-p', url.port || '5432', '-U', decodeURIComponent(url.username || 'postgres'), dbName];
-  const run = spawnSync(join(bin, 'pgbench'), args, { encoding: 'utf8' });
-  const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(run.stdout)?.[1];
-  if (!tps) throw new Error(`pgbench failed: ${run.stderr || run.stdout}`);
-  const latency = /latency average = ([\d.]+) ms/.exec(run.stdout)?.[1];
-  return { tps: Number(tps), latencyMs: Number(latency), command: `pgbench ${args.join(' ')}` };
+  url.pathname = `/${dbName}`;
+  return pgbench({ dbUrl: url.toString(), script, clients: CONNECTIONS, seconds: SECONDS });
 }
 
 /** How many deliveries each ingest transaction held (the app's own histogram). */
@@ -117,7 +109,7 @@ async function main() {
     const batches = await batchSizes(`http://127.0.0.1:${port}/metrics`);
     await api.stop();
     process.stderr.write(`pgbench: ${CONNECTIONS} clients for ${SECONDS} s...\n`);
-    const bench = pgbench(db.name);
+    const bench = ingestPgbench(db.name);
     const rps = result.latencies.length / elapsed;
     const report = {
       machine: machine(),

@@ -241,9 +241,10 @@ async function countingPhase() {
   await resetStatements(superUrl);
   const run = newRun();
   await offer(split.base, run, COUNT_RATE, COUNT_SECONDS);
-  for (const until = Date.now() + 120_000; Date.now() < until; await sleep(100)) {
+  let processedAll = false;
+  for (const until = Date.now() + 120_000; !processedAll && Date.now() < until; await sleep(100)) {
     const pending = await outboxPending();
-    if (pending.processing === 0 && pending.unrelayed_deliveries === 0) break;
+    processedAll = pending.processing === 0 && pending.unrelayed_deliveries === 0;
   }
   const processed = await statements();
   const workerAtProcessed = values.statements ? await statementList(superUrl, USERS.worker) : undefined;
@@ -260,7 +261,7 @@ async function countingPhase() {
   ] : [];
   await split.stop();
   return {
-    events: run.offered - run.rejected, attempts, drained, lists,
+    events: run.offered - run.rejected, attempts, drained: drained && processedAll, processedAll, lists,
     ingest: delivered.api, relay: delivered.relay, processing: processed.worker, delivery: minus(delivered.worker, processed.worker),
   };
 }
@@ -294,7 +295,7 @@ function report({ run, drained, statementsSeen, jobStages, maximum, rss }, count
   }
   if (counted) {
     const { events, attempts, ingest, relay, processing, delivery } = counted;
-    console.log(`\nStatements per inbound SMS, counting phase (api, relay, worker as separate processes, each its own database user; ${events} SMS at ${COUNT_RATE}/s, deliveries held in the paused queue until processing finished; ${attempts} delivery attempts${counted.drained ? '' : ', NOT all delivered'}). Each figure counts BEGIN/COMMIT/ROLLBACK/SAVEPOINT as statements; in brackets, how many of them those are.\n`);
+    console.log(`\nStatements per inbound SMS, counting phase (api, relay, worker as separate processes, each its own database user; ${events} SMS at ${COUNT_RATE}/s, deliveries held in the paused queue until processing finished${counted.processedAll ? '' : ' (NOT all processed within 120 s: the split is off)'}; ${attempts} delivery attempts${counted.drained ? '' : ', NOT all delivered'}). Each figure counts BEGIN/COMMIT/ROLLBACK/SAVEPOINT as statements; in brackets, how many of them those are.\n`);
     console.log('| stage | statements per inbound SMS (of which transaction control) | goal |\n|---|---|---|');
     console.log(`| ingest (api) | ${per(ingest, events)} | |`);
     console.log(`| relay (both jobs) | ${per(relay, events)} | |`);

@@ -8,13 +8,12 @@
 // `--find-max` steps the rate up on the same started system and reports the highest rate whose
 // p99 stays under 1 s. Loopback only, bounded in time; the cluster and every child are removed.
 // Usage: npm run bench:e2e [-- --rate 500 --seconds 60 --workers 1 --find-max --statements --timed-only]
-import { randomUUID } from 'node:crypto';
-import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import pg from 'pg';
-import { createAccountWithNumber, fmt, freePort, freshDatabase, machine, peakRssBytes, percentile, pgbench, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair } from './lib.mjs';
+import { newRun, startInboundLoad } from './e2e-load.mjs';
+import { createAccountWithNumber, fmt, freePort, freshDatabase, machine, peakRssBytes, percentile, pgbench, REDIS_URL, request, startRole, telnyxKeyPair } from './lib.mjs';
 import { prepareStatementCounting, resetStatements, startPrivatePostgres, statementList, statementsBetween, statementsByUser } from './private-pg.mjs';
 
 const { values } = parseArgs({
@@ -53,68 +52,10 @@ for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => void clea
 const say = (line) => process.stderr.write(`e2e: ${line}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// ---- the customer endpoint: latency per run, duplicates by webhook-id -------------------------
-const sentAt = new Map(); // carrier message id → { t0, run }
-const seenIds = new Set();
-const newRun = () => ({ latencies: [], received: 0, deliveries: 0, duplicates: 0 });
-const receiver = http.createServer((req, res) => {
-  let body = '';
-  req.on('data', (c) => (body += c));
-  req.on('end', () => {
-    const sent = sentAt.get(JSON.parse(body).data.carrier_message_id);
-    if (sent) {
-      sent.run.deliveries++;
-      if (seenIds.has(req.headers['webhook-id'])) sent.run.duplicates++;
-      else {
-        seenIds.add(req.headers['webhook-id']);
-        sent.run.received++;
-        sent.run.latencies.push(performance.now() - sent.t0);
-      }
-    }
-    res.writeHead(204).end();
-  });
-});
-await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
-cleanups.push(() => new Promise((r) => receiver.close(r)));
-
 const { privateKey, publicKeyBase64 } = telnyxKeyPair();
-
-function inbound(base, carrierMessageId, i) {
-  return JSON.stringify({
-    data: { event_type: 'message.received', id: randomUUID(), occurred_at: new Date().toISOString(), record_type: 'event',
-      payload: { id: carrierMessageId, record_type: 'message', direction: 'inbound', type: 'SMS', from: { phone_number: '+13125550001' },
-        to: [{ phone_number: TO_NUMBER, status: 'webhook_delivered' }], text: `bench ${i}`, parts: 1, errors: [] } },
-    meta: { attempt: 1, delivered_to: `${base}/webhooks/telnyx` },
-  });
-}
-
-/** Offers `rate`/s signed inbound SMS webhooks for `seconds`; the run collects what arrives. */
-async function offer(base, run, rate, seconds) {
-  run.offered = Math.round(rate * seconds);
-  run.rejected = 0;
-  const interval = 1000 / rate;
-  run.start = performance.now();
-  const inflight = [];
-  for (let i = 0; i < run.offered; i++) {
-    const wait = run.start + i * interval - performance.now();
-    if (wait > 1) await sleep(wait);
-    const carrierMessageId = randomUUID();
-    const body = inbound(base, carrierMessageId, i);
-    const headers = telnyxHeaders(privateKey, body);
-    sentAt.set(carrierMessageId, { t0: performance.now(), run });
-    inflight.push(request(`${base}/webhooks/telnyx`, { method: 'POST', headers, body }).then((r) => r.status !== 200 && run.rejected++, () => run.rejected++));
-  }
-  run.sendSeconds = (performance.now() - run.start) / 1000;
-  await Promise.all(inflight);
-}
-
-/** Waits until every accepted webhook's customer event arrived, at most `timeoutMs`; true if all did. */
-async function drain(run, timeoutMs) {
-  const until = Date.now() + timeoutMs;
-  while (run.received < run.offered - run.rejected && Date.now() < until) await sleep(100);
-  run.drainSeconds = (performance.now() - run.start) / 1000;
-  return run.received === run.offered - run.rejected;
-}
+const load = await startInboundLoad(privateKey, TO_NUMBER);
+cleanups.push(load.close);
+const { offer, drain } = load;
 
 // ---- the system -----------------------------------------------------------------------------
 // One database user per process role: pg_stat_statements keys its counters by user.
@@ -210,7 +151,7 @@ async function timedPhase() {
   say(`starting all + ${EXTRA_WORKERS} worker on a private cluster (port ${cluster.port})`);
   const main = await startSystem(['all', ...Array(EXTRA_WORKERS).fill('worker')]);
   const { auth } = await createAccountWithNumber(main.base, { ...main.env, DATABASE_URL: superUrl }, { phoneNumber: TO_NUMBER, carrier: 'telnyx' });
-  const endpoint = await request(`${main.base}/v2/webhook_endpoints`, { method: 'POST', headers: auth, body: JSON.stringify({ url: `http://127.0.0.1:${receiver.address().port}/hook`, event_types: ['message.received'] }) });
+  const endpoint = await request(`${main.base}/v2/webhook_endpoints`, { method: 'POST', headers: auth, body: JSON.stringify({ url: load.hookUrl, event_types: ['message.received'] }) });
   if (endpoint.status !== 201) throw new Error(`endpoint: ${endpoint.status} ${endpoint.body}`);
   await resetStatements(superUrl);
   // bench/ingest/run.mjs (BENCH_BESIDE_RATE) starts its own load when it reads this line.

@@ -6,6 +6,7 @@ import { VonageAdapter } from '../../carriers/vonage/vonage-adapter.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
 import { CarrierEventHandlers } from './carrier-event-handlers.js';
 import { CarrierEventProcessor } from './carrier-event-processor.js';
+import { OneStatementRuns } from './one-statement-runs.js';
 import { CarrierEventWriter } from './carrier-event-writer.js';
 import { CarrierEventsService } from './carrier-events.service.js';
 import { IngestController } from './ingest.controller.js';
@@ -21,7 +22,7 @@ import { ProcessCarrierEventHandler } from './process-carrier-event.handler.js';
 @Module({
   imports: [DiscoveryModule, OutboxModule],
   controllers: [IngestController],
-  providers: [TelnyxAdapter, TwilioAdapter, VonageAdapter, IngestService, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, CarrierEventsService, ProcessCarrierEventHandler, IngestInvariants],
+  providers: [TelnyxAdapter, TwilioAdapter, VonageAdapter, IngestService, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, OneStatementRuns, CarrierEventsService, ProcessCarrierEventHandler, IngestInvariants],
   exports: [CarrierEventHandlers, CarrierEventsService],
 })
 export class IngestModule {}

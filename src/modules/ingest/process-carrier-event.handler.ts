@@ -3,16 +3,20 @@ import type { Tx } from '../../platform/database/tx.js';
 import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
 import { HandlesJob, type JobContext, type JobHandler, type RunOutcome } from '../../platform/outbox/job-handler.js';
 import { CarrierEventProcessor } from './carrier-event-processor.js';
+import { OneStatementRuns } from './one-statement-runs.js';
 
 /** Worker side of ingest: the event's processing commits with the job's completion. */
 @Injectable()
 @HandlesJob(JobName.ProcessCarrierEvent)
 export class ProcessCarrierEventHandler implements JobHandler<JobName.ProcessCarrierEvent> {
-  constructor(private readonly processor: CarrierEventProcessor) {}
+  constructor(
+    private readonly processor: CarrierEventProcessor,
+    private readonly oneStatement: OneStatementRuns,
+  ) {}
 
-  /** Inbound SMS, receipts and ignored events: the job in one statement (see the processor). */
+  /** Inbound SMS, receipts and ignored events: the job in one statement (OneStatementRuns). */
   runInOneStatement(jobId: string): Promise<RunOutcome | undefined> {
-    return this.processor.runInOneStatement(jobId);
+    return this.oneStatement.run(jobId);
   }
 
   async handle(data: JobPayloads[JobName.ProcessCarrierEvent], { tx }: JobContext): Promise<void> {

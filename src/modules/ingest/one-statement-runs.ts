@@ -1,0 +1,73 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { CteStatement } from '../../platform/database/cte-statement.js';
+import type { RunOutcome } from '../../platform/outbox/job-handler.js';
+import { claimJobSql, pendingJobSql } from '../../platform/outbox/job-sql.js';
+import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import type { NormalizedEvent } from '../../carriers/normalized-event.js';
+import { CarrierEventHandlers, type HandledKind, type OneStatementCarrierEventHandler } from './carrier-event-handlers.js';
+import { isTransient } from './carrier-event-processor.js';
+import { buildOneStatement } from './one-statement-build.js';
+
+/** An event no module acts on: consumed with the reason. */
+const ignoreEvent: OneStatementCarrierEventHandler<HandledKind> = (event, { stmt, consume }) =>
+  void consume({ note: stmt.param(`ignored: carrier event type ${(event as unknown as { carrierEventType: string }).carrierEventType}`, 'text') });
+
+/**
+ * The process-carrier-event job in one statement, for an event whose handler is a one-statement
+ * one (inbound SMS, receipts) or that is ignored: one read of the event (no lock: a stored event
+ * never changes), then the job's claim, the event's consumption and the handler's writes in one
+ * autocommit statement: no BEGIN, no COMMIT, no separate claim.
+ */
+@Injectable()
+export class OneStatementRuns {
+  constructor(
+    private readonly handlers: CarrierEventHandlers,
+    private readonly outbox: OutboxService,
+    private readonly dataSource: DataSource,
+  ) {}
+
+  /**
+   * Undefined (nothing written) sends the job down the general path: a processed or missing
+   * event, a call event (arrival order and row locks need a transaction), an event not ready (a
+   * receipt before its message), or a statement that failed for a reason of its own (the general
+   * path runs the handler again under a savepoint and records the failure).
+   */
+  async run(jobId: string): Promise<RunOutcome | undefined> {
+    const [row] = await this.dataSource.query(
+      `WITH job AS (${pendingJobSql('$1')})
+       SELECT e.id, e.normalized FROM job JOIN carrier_events e ON e.id = job.data->>'carrierEventId' WHERE e.processed_at IS NULL`,
+      [jobId],
+    );
+    if (!row) return undefined;
+    const event = row.normalized as NormalizedEvent;
+    const handler = event.kind === 'ignored' ? ignoreEvent : this.handlers.getOneStatement(event.kind);
+    if (!handler) return undefined;
+    const stmt = new CteStatement();
+    const [job, id] = [stmt.param(jobId, 'text'), stmt.param(row.id, 'text')];
+    const consumption = buildOneStatement(stmt, handler, event, (given) => {
+      // The job runner's claim, held back unless the handler is ready: a twin run waits on the
+      // job row, then claims nothing and so writes nothing.
+      stmt.with('job_claimed', claimJobSql(job, given.ready ?? 'true'));
+      // processed_at IS NULL: one run consumes the event (a replay may have); only the claimant.
+      return stmt.with(
+        'cev_consumed',
+        `UPDATE carrier_events SET processed_at = now(), error = NULL, note = ${given.note ?? 'NULL'}, attempts = attempts + 1, unhandled_since = NULL
+          WHERE id = ${id} AND processed_at IS NULL AND EXISTS (SELECT FROM job_claimed) RETURNING id AS consumed_event_id`,
+      );
+    });
+    let result: { ready: boolean; claimed: boolean; jobs: number };
+    try {
+      [result] = await this.dataSource.query(
+        stmt.text(`SELECT (${consumption.ready ?? 'true'}) AS ready, EXISTS (SELECT FROM job_claimed) AS claimed, (${stmt.newJobsCount()})::int AS jobs`),
+        stmt.params,
+      );
+    } catch (err) {
+      if (isTransient(err)) throw err;
+      return undefined;
+    }
+    if (!result.ready) return undefined;
+    this.outbox.jobsWritten(result.jobs);
+    return result.claimed ? 'completed' : 'skipped';
+  }
+}

@@ -155,7 +155,8 @@ export class TwilioVoiceCalls {
   /** The call is over: its log line, and the status callback (a webhook series, under the call's chaos). */
   private finish(call: LiveCall, status: string): void {
     const endedAt = new Date();
-    const seconds = call.answeredAt ? Math.round((endedAt.getTime() - call.answeredAt.getTime()) / 1000) : 0;
+    // In call time, like the behaviours' times (real time is call time × the time scale).
+    const seconds = call.answeredAt ? Math.round((endedAt.getTime() - call.answeredAt.getTime()) / this.settings.timeScale() / 1000) : 0;
     this.ended.push({ call_sid: call.callSid, status: status as CallLogLine['status'], start_time: call.startedAt.toISOString(), end_time: endedAt.toISOString(), duration_secs: seconds });
     const url = `${this.settings.publicBaseUrl}/webhooks/twilio/voice/status`;
     void this.engine.runSeries(call.chaos, [this.signed(`twilio voice status ${status}`, url, this.fields(call, { CallStatus: status, CallDuration: String(seconds) }))]);

@@ -178,6 +178,21 @@ describe('Twilio Voice: TwiML answered in the request', () => {
     expect(await legCount(callId)).toBe(1);
   });
 
+  it('a captured incoming request re-split into other fields under the same signature (another dedupe key) is refused: no second call, no second decision', async () => {
+    const { sid, callId } = await ringingCall();
+    const genuine = { CallSid: sid, AccountSid: 'AC00000000000000000000000000000000', From: CALLER, To: RINGING, CallStatus: 'ringing', Direction: 'inbound' };
+    const { getExpectedTwilioSignature } = await import('twilio/lib/webhooks/webhooks.js');
+    const token = voice.app.config.twilioWebhookAuthToken!;
+    const signature = getExpectedTwilioSignature(token, `${base}/webhooks/twilio/voice`, genuine);
+    const { Direction: _dropped, ...rest } = genuine;
+    const resplit = { ...rest, CallStatus: 'ringingDirectioninbound' };
+    expect(getExpectedTwilioSignature(token, `${base}/webhooks/twilio/voice`, resplit)).toBe(signature);
+    const reply = await twilio.post('/webhooks/twilio/voice', resplit, signature);
+    expect(reply.status).toBe(400);
+    expect(await voice.db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id LIKE $1`, [`${sid}:%`])).toBe(1);
+    expect(await legCount(callId)).toBe(1);
+  });
+
   it('the in-request dedupe: a copy of a /dial callback arriving while the first is held after its INSERT waits, then gets the first one\'s TwiML', async () => {
     const { sid, callId } = await ringingCall();
     const dialSid = newCallSid();

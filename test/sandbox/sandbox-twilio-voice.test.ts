@@ -51,7 +51,7 @@ describe('sandbox Twilio Voice following our TwiML under chaos', () => {
   const inbound = async (from: string, to: string) => {
     const res = await fetch(`${sandbox.url}/sandbox/calls/inbound`, { method: 'POST', body: JSON.stringify({ from, to, carrier: 'twilio' }) });
     expect(res.status).toBe(202);
-    return (await res.json()).data.call_sid as string;
+    return ((await res.json()) as { data: { call_sid: string } }).data.call_sid;
   };
 
   it(`${CALLS} calls through busy → answer, and one to voicemail: one decision per step, identical TwiML for every copy, billed once`, async () => {

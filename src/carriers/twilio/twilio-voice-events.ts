@@ -34,7 +34,9 @@ export function readVoiceCallback(fields: FormFields, channel: VoiceChannel, url
   const callback = readCallback(fields, 'voice');
   const event = normalizeTwilio(callback, `${callback.sid}:${callback.status}`, 'voice') as CallEvent;
   if (channel === 'voice') return { event: { ...event, kind: 'call.initiated', progress: 'initiated' }, carrierEventType: `voice.incoming.${callback.status}` };
-  return { event, carrierEventType: `voice.status.${callback.status}` };
+  // A status callback never starts a call (only the incoming request does): `initiated` is progress.
+  const kind = event.kind === 'call.initiated' ? 'call.status' : event.kind;
+  return { event: { ...event, kind }, carrierEventType: `voice.status.${callback.status}` };
 }
 
 function dialResult(fields: FormFields, query: URLSearchParams): VoiceCallback {

@@ -12,6 +12,8 @@ const VOICEMAIL_TO = '+15557810003';
 const RINGING = '+15557810100';
 const WITH_VOICEMAIL = '+15557810101';
 const CALLS_OFF = '+15557810102';
+const FORWARDS = '+15557810103';
+const FORWARD_TO = '+15557810004';
 const CALLER = '+13125550199';
 
 /**
@@ -37,6 +39,7 @@ describe('Twilio Voice: TwiML answered in the request', () => {
     await number(RINGING, { ring_plan: { targets, fallback: { action: 'hangup' } } });
     await number(WITH_VOICEMAIL, { ring_plan: { targets: [{ to: VOICEMAIL_TO, timeout_secs: 10 }], fallback: { action: 'voicemail' } } });
     await number(CALLS_OFF, null);
+    await number(FORWARDS, { ring_plan: { targets: [{ to: T0, timeout_secs: 15 }], fallback: { action: 'forward', to: FORWARD_TO } } });
   });
 
   afterAll(async () => {
@@ -159,6 +162,16 @@ describe('Twilio Voice: TwiML answered in the request', () => {
     expect((await twilio.status(sid, 'completed', 12)).body).toBe(twiml.empty());
     expect(await voice.call(callId)).toMatchObject({ status: 'completed', voicemail_url: 'https://api.twilio.com/rec/RE1', billable_minutes: 1 });
     expect(await voice.events('call.voicemail', callId)).toBe(1);
+  });
+
+  it('forward fallback: a last <Dial> to the forward number, then <Hangup/> when it too ends', async () => {
+    const sid = newCallSid();
+    await twilio.incoming(sid, CALLER, FORWARDS);
+    const { rows } = await voice.db.pool.query<{ id: string }>(`SELECT id FROM calls WHERE carrier_call_id = $1`, [sid]);
+    const callId = rows[0].id;
+    expect((await twilio.dialResult(sid, callId, 0, { status: 'no-answer' })).body).toBe(twiml.dial(base, callId, 1, FORWARD_TO, 20));
+    expect((await twilio.dialResult(sid, callId, 1, { status: 'no-answer' })).body).toBe(twiml.hangup());
+    expect((await voice.call(callId)).legs.map((l: { to: string }) => l.to)).toEqual([T0, FORWARD_TO]);
   });
 
   it('a bad signature is 401 and stores nothing; the official validateRequest agrees with what we accept', async () => {

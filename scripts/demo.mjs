@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { ROOT } from './services.mjs';
-import { runCallsDemo } from './demo-calls.mjs';
+import { runCallsDemo, runTwilioCallsDemo } from './demo-calls.mjs';
 import { DEV_STRIPE_WEBHOOK_SECRET } from '../dist/telephony/dev-credentials.js';
 
 const env = process.env;
@@ -257,8 +257,15 @@ async function main() {
   );
   rows.push(...voice.rows);
   checks.push(voice.ok);
+  const twilioVoice = await runTwilioCallsDemo(
+    { api, sandbox: (method, path, body) => call(SANDBOX, method, path, { body }), sandboxUrl: SANDBOX, say, until, randomNumber, number: numbers.twilio, receiverEvents: () => receiver.state.events, sub, env },
+    CALLS,
+    voice.since,
+  );
+  rows.push(...twilioVoice.rows);
+  checks.push(twilioVoice.ok);
   await receiver.close();
-  printTable(rows, [...BATCHES.map((b) => `batch ${b.name}: ${b.chaos}`), `inbound: ${INBOUND_CHAOS}`, voice.chaos]);
+  printTable(rows, [...BATCHES.map((b) => `batch ${b.name}: ${b.chaos}`), `inbound: ${INBOUND_CHAOS}`, voice.chaos, twilioVoice.chaos]);
   const verified = verifyInvariants();
   const bad = rows.filter(([, expected, counted]) => expected !== '' && String(expected) !== String(counted));
   if (bad.length || checks.some((ok) => !ok)) {

@@ -9,8 +9,11 @@ export interface InboundWebhook {
   headers: Record<string, string | string[] | undefined>;
   /** Path plus query string as requested, e.g. `/webhooks/twilio/voice?x=1`. */
   url: string;
-  /** Which of the carrier's webhook URLs was called, for carriers with several (Twilio). */
-  channel?: 'messaging' | 'voice';
+  /**
+   * Which of the carrier's webhook URLs was called, for carriers with several (Twilio: messaging,
+   * and for voice the incoming call, a dial's result, status callbacks, a voicemail recording).
+   */
+  channel?: 'messaging' | 'voice' | 'voice.dial' | 'voice.status' | 'voice.recording';
 }
 
 /** A verified webhook, normalized: what ingest stores. */

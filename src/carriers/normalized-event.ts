@@ -81,6 +81,8 @@ export interface CallEvent extends CallEventBase {
   hangupCause?: string;
   /** On hangups: why, in our words. */
   endReason?: CallEndReason;
+  /** On the end of a leg we dialed: it had answered first (a dial's result that reports the talk that took place). */
+  answered?: boolean;
 }
 
 /** A recording we started (voicemail) is stored at the carrier. */

@@ -4,6 +4,7 @@ import type { SandboxConfig } from './sandbox-config.js';
 import type { Chaos } from './chaos.js';
 import type { SandboxEngine } from './sandbox-engine.js';
 import type { TelnyxCallControl } from './telnyx/telnyx-call-control.js';
+import type { TwilioVoiceCalls } from './twilio/twilio-voice-call.js';
 
 /** What a carrier route of the sandbox needs. */
 export interface SandboxContext {
@@ -13,6 +14,8 @@ export interface SandboxContext {
   telnyxPrivateKey: KeyObject;
   /** The emulated Telnyx Call Control (legs, behaviours, call log). */
   calls: TelnyxCallControl;
+  /** The emulated Twilio Voice (inbound calls that follow the app's TwiML). */
+  twilioCalls: TwilioVoiceCalls;
 }
 
 export interface SandboxRequest {

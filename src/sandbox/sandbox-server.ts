@@ -17,6 +17,7 @@ import { TelnyxCallControl } from './telnyx/telnyx-call-control.js';
 import { isSandboxCallPath, sandboxCallsRoute } from './telnyx/sandbox-call-routes.js';
 import { twilioInbound, twilioMessageSid } from './twilio/twilio-sandbox.js';
 import { twilioSendRoute } from './twilio/twilio-send-route.js';
+import { TwilioVoiceCalls } from './twilio/twilio-voice-call.js';
 import { vonageInbound } from './vonage/vonage-sandbox.js';
 import { vonageSendRoute } from './vonage/vonage-send-route.js';
 
@@ -35,7 +36,8 @@ const TWILIO_MESSAGES = /^\/twilio\/2010-04-01\/Accounts\/([^/]+)\/Messages\.jso
 /**
  * The carrier sandbox (`node dist/main.js sandbox`): emulates Telnyx POST /v2/messages and
  * Twilio's Messages.json and Vonage's POST /v1/messages, then calls PUBLIC_BASE_URL back with signed webhooks, under chaos.
- * Telnyx Call Control (POST /v2/calls, /v2/calls/{id}/actions/...) is emulated too (telnyx/).
+ * Telnyx Call Control (POST /v2/calls, /v2/calls/{id}/actions/...) is emulated too (telnyx/), and
+ * Twilio Voice calls that follow the app's TwiML (twilio/twilio-voice-call.ts).
  * Control: GET /sandbox/stats, POST /sandbox/stats/reset, GET|POST /sandbox/chaos,
  * POST /sandbox/inbound {from,to,text,carrier?}, /sandbox/calls/... (sandbox-call-routes), GET /sandbox/health.
  */
@@ -61,7 +63,10 @@ export async function startSandbox(config: SandboxConfig, log: (line: string) =>
     connectionId: config.inboundConnectionId,
     webhookUrl: `${publicBaseUrl}/webhooks/telnyx`,
   });
-  const ctx: SandboxContext = { engine, config, telnyxPrivateKey, calls };
+  const twilioCalls = new TwilioVoiceCalls(engine, calls.behaviours, {
+    publicBaseUrl, accountSid: config.TWILIO_ACCOUNT_SID, authToken: config.TWILIO_AUTH_TOKEN, timeScale: () => calls.timeScale,
+  });
+  const ctx: SandboxContext = { engine, config, telnyxPrivateKey, calls, twilioCalls };
 
   const server = http.createServer((req, res) => {
     handle(ctx, req, res).catch((err) => {

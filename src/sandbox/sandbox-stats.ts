@@ -39,6 +39,22 @@ export interface SandboxStats {
   };
   /** Telnyx Call Control emulation (its webhooks are counted in `webhooks` too). */
   calls: CallStats;
+  /** Twilio Voice emulation (its status callbacks are counted in `webhooks` too). */
+  twilio_voice: TwilioVoiceStats;
+}
+
+/** Counters of the emulated Twilio Voice (GET /sandbox/stats → `twilio_voice`). */
+export interface TwilioVoiceStats {
+  /** Inbound calls started (POST /sandbox/calls/inbound with "carrier":"twilio"). */
+  calls: number;
+  /** Requests for TwiML (voice URL, dial and record actions), copies and retries included. */
+  requests: number;
+  /** A TwiML request whose copies were answered differently: must stay 0. */
+  mismatched_replies: number;
+  /** Requests answered with no TwiML we could follow (or not 200). */
+  bad_replies: number;
+  /** Verbs followed, by name (Dial, Record, Hangup, Reject, Response). */
+  verbs: Record<string, number>;
 }
 
 /** Counters of the emulated Telnyx Call Control (GET /sandbox/stats → `calls`). */
@@ -123,5 +139,6 @@ export function emptyStats(): SandboxStats {
       answered: { accepted: 0, duplicate: 0 }, statuses: {}, failed: 0, pending: 0,
     },
     calls: emptyCallStats(),
+    twilio_voice: { calls: 0, requests: 0, mismatched_replies: 0, bad_replies: 0, verbs: {} },
   };
 }

@@ -35,7 +35,10 @@ function telnyxWebhook(body: string, headers: Record<string, string>): InboundWe
   return { rawBody: Buffer.from(body), body: JSON.parse(body), headers, url: '/webhooks/telnyx' };
 }
 
-function twilioWebhook(channel: 'messaging' | 'voice', fields: Record<string, string>, headers: Record<string, string>, path = `/webhooks/twilio/${channel}`): InboundWebhook {
+type TwilioChannel = 'messaging' | 'voice' | 'voice.status' | 'voice.dial' | 'voice.recording';
+const twilioPath = (channel: TwilioChannel) => `/webhooks/twilio/${channel.replace('.', '/')}`;
+
+function twilioWebhook(channel: TwilioChannel, fields: Record<string, string>, headers: Record<string, string>, path = twilioPath(channel)): InboundWebhook {
   return { rawBody: Buffer.from(formBody(fields)), body: fields, headers, url: path, channel };
 }
 
@@ -267,8 +270,8 @@ describe('Telnyx adapter normalization', () => {
 
 describe('Twilio adapter normalization', () => {
   const adapter = twilioAdapter();
-  const accept = (channel: 'messaging' | 'voice', fields: Record<string, string>, token?: string) =>
-    adapter.accept(twilioWebhook(channel, fields, twilioHeaders(AUTH_TOKEN, `${BASE}/webhooks/twilio/${channel}`, fields, token)));
+  const accept = (channel: TwilioChannel, fields: Record<string, string>, token?: string, query = '') =>
+    adapter.accept(twilioWebhook(channel, fields, twilioHeaders(AUTH_TOKEN, `${BASE}${twilioPath(channel)}${query}`, fields, token), `${twilioPath(channel)}${query}`));
 
   it('inbound SMS', async () => {
     const { event, carrierEventType } = await accept('messaging', parseForm(carrierFixture('twilio/inbound-sms.form')));
@@ -302,7 +305,8 @@ describe('Twilio adapter normalization', () => {
 
   it.each([
     ['queued', 'call.status', 'initiated'],
-    ['initiated', 'call.initiated', 'initiated'],
+    // only the incoming-call request starts a call; a status callback saying `initiated` is progress
+    ['initiated', 'call.status', 'initiated'],
     ['ringing', 'call.status', 'ringing'],
     ['in-progress', 'call.answered', 'answered'],
     ['completed', 'call.hangup', 'ended'],
@@ -312,14 +316,14 @@ describe('Twilio adapter normalization', () => {
     ['canceled', 'call.hangup', 'ended'],
     ['transferring', 'call.status', 'unknown'],
   ])('Twilio CallStatus %s → %s / %s', async (word, kind, progress) => {
-    const { event } = await accept('voice', { CallSid: 'CA1', CallStatus: word, Direction: 'outbound-api', CallDuration: '61' });
+    const { event } = await accept('voice.status', { CallSid: 'CA1', CallStatus: word, Direction: 'outbound-api', CallDuration: '61' });
     expect(event).toMatchObject({ kind, progress, carrierStatus: word, direction: 'outbound' });
   });
 
   it('ringing, initiated and queued never end a call (no hangup kind, no ended progress)', async () => {
     for (const word of ['ringing', 'initiated', 'queued']) {
       for (const direction of ['inbound', 'outbound-dial']) {
-        const { event } = await accept('voice', { CallSid: 'CA2', CallStatus: word, Direction: direction });
+        const { event } = await accept('voice.status', { CallSid: 'CA2', CallStatus: word, Direction: direction });
         expect(event.kind).not.toBe('call.hangup');
         expect(event).not.toMatchObject({ progress: 'ended' });
         expect(event).not.toHaveProperty('hangupCause');
@@ -328,8 +332,30 @@ describe('Twilio adapter normalization', () => {
   });
 
   it('reads duration and the ending word', async () => {
-    expect((await accept('voice', { CallSid: 'CA3', CallStatus: 'completed', Direction: 'inbound', CallDuration: '61' })).event).toMatchObject({ durationSeconds: 61, direction: 'inbound' });
-    expect((await accept('voice', { CallSid: 'CA3', CallStatus: 'busy', Direction: 'inbound' })).event).toMatchObject({ hangupCause: 'busy' });
+    expect((await accept('voice.status', { CallSid: 'CA3', CallStatus: 'completed', Direction: 'inbound', CallDuration: '61' })).event).toMatchObject({ durationSeconds: 61, direction: 'inbound' });
+    expect((await accept('voice.status', { CallSid: 'CA3', CallStatus: 'busy', Direction: 'inbound' })).event).toMatchObject({ hangupCause: 'busy' });
+  });
+
+  it('the incoming call request is the call\'s start, keyed <CallSid>:<CallStatus>', async () => {
+    const { event, carrierEventType } = await accept('voice', { CallSid: 'CA4', CallStatus: 'ringing', Direction: 'inbound', From: '+13125550001', To: '+14155550100' });
+    expect(carrierEventType).toBe('voice.incoming.ringing');
+    expect(event).toMatchObject({ kind: 'call.initiated', carrierEventId: 'CA4:ringing', callSessionId: 'CA4', carrierCallId: 'CA4', direction: 'inbound', to: '+14155550100' });
+  });
+
+  it('a dial\'s result: our call and target from the signed query, keyed by CallSid + target + DialCallSid; answered only when it talked', async () => {
+    const query = '?call=call_x&target=1';
+    const noAnswer = await accept('voice.dial', { CallSid: 'CA5', DialCallStatus: 'no-answer', DialCallSid: 'CA6' }, undefined, query);
+    expect(noAnswer.event).toMatchObject({ kind: 'call.hangup', carrierEventId: 'CA5:dial:1:CA6', callSessionId: 'CA5', carrierCallId: 'CA6', ourLeg: { callId: 'call_x', target: 1, attempt: 1 }, endReason: 'no_answer', answered: false, hangupCause: 'no-answer' });
+    expect((await accept('voice.dial', { CallSid: 'CA5', DialCallStatus: 'busy', DialCallSid: 'CA7' }, undefined, query)).event).toMatchObject({ endReason: 'declined' });
+    const talked = await accept('voice.dial', { CallSid: 'CA5', DialCallStatus: 'completed', DialCallSid: 'CA8', DialCallDuration: '42' }, undefined, query);
+    expect(talked.event).toMatchObject({ answered: true, durationSeconds: 42, endReason: 'completed' });
+    await expect(accept('voice.dial', { CallSid: 'CA5', DialCallStatus: 'busy' }, undefined, '?call=call_x&target=-1')).rejects.toThrow(MalformedWebhook);
+    await expect(accept('voice.dial', { CallSid: 'CA5', DialCallStatus: 'busy' }, undefined, '?target=0')).rejects.toThrow(MalformedWebhook);
+  });
+
+  it('the voicemail recording, keyed by its RecordingSid', async () => {
+    const { event } = await accept('voice.recording', { CallSid: 'CA9', RecordingSid: 'RE1', RecordingUrl: 'https://api.twilio.com/rec/RE1' }, undefined, '?call=call_x');
+    expect(event).toMatchObject({ kind: 'call.recording.saved', carrierEventId: 'CA9:recording:RE1', callSessionId: 'CA9', recordingUrl: 'https://api.twilio.com/rec/RE1' });
   });
 
   it('a signed callback without its Sid or status is malformed; an unsigned one is refused first', async () => {

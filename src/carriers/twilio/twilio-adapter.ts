@@ -3,6 +3,7 @@ import { AppConfig } from '../../platform/config/app-config.js';
 import { header, MalformedWebhook, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../carrier-adapter.js';
 import { isObject } from '../shape.js';
 import { normalizeTwilio, readCallback } from './twilio-events.js';
+import { readVoiceCallback } from './twilio-voice-events.js';
 import { twilioSignatureMatches, type FormFields } from './twilio-signature.js';
 
 const SIGNATURE_REFUSED = 'X-Twilio-Signature missing or wrong';
@@ -25,17 +26,22 @@ export class TwilioAdapter implements CarrierAdapter {
     if (!signature || !twilioSignatureMatches(token, url, fields ?? {}, signature)) throw new SignatureRejected(SIGNATURE_REFUSED);
     if (!fields) throw new MalformedWebhook('body must be form fields (application/x-www-form-urlencoded)');
     const channel = webhook.channel ?? 'messaging';
-    const callback = readCallback(fields, channel);
+    // Signed fields (and the signed query) only: I-Twilio-Idempotency-Token is not signed, so a replay could carry a fresh one.
+    const { event, carrierEventType } = channel === 'messaging' ? messagingCallback(fields) : readVoiceCallback(fields, channel, webhook.url);
     return {
-      // Signed fields only: I-Twilio-Idempotency-Token is not signed, so a replay could carry a fresh one.
-      event: normalizeTwilio(callback, `${callback.sid}:${callback.status}`, channel),
-      carrierEventType: `${channel}.${callback.status}`,
+      event,
+      carrierEventType,
       payloadJson: JSON.stringify(fields),
       // The HMAC of URL + every field: the same signed content is the same delivery, however its
       // fields are re-split (name+value concatenation is ambiguous) or whatever headers came with it.
       signatureNonce: signature,
     };
   }
+}
+
+function messagingCallback(fields: FormFields) {
+  const callback = readCallback(fields, 'messaging');
+  return { event: normalizeTwilio(callback, `${callback.sid}:${callback.status}`, 'messaging'), carrierEventType: `messaging.${callback.status}` };
 }
 
 /**

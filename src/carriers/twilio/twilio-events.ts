@@ -43,7 +43,7 @@ export interface TwilioCallback {
   fields: FormFields;
 }
 
-function field(fields: FormFields, ...names: string[]): string | undefined {
+export function field(fields: FormFields, ...names: string[]): string | undefined {
   for (const name of names) {
     const value = fields[name];
     const first = Array.isArray(value) ? value[0] : value;
@@ -52,7 +52,7 @@ function field(fields: FormFields, ...names: string[]): string | undefined {
   return undefined;
 }
 
-function required(fields: FormFields, ...names: string[]): string {
+export function required(fields: FormFields, ...names: string[]): string {
   const value = field(fields, ...names);
   if (value === undefined) throw new MalformedWebhook(`form field ${names.join(' or ')} is required`);
   return value;
@@ -65,7 +65,7 @@ export function readCallback(fields: FormFields, channel: 'messaging' | 'voice')
 }
 
 /** Twilio sends no event time on most callbacks: the voice `Timestamp` when present, else arrival. */
-function occurredAt(fields: FormFields): string {
+export function occurredAt(fields: FormFields): string {
   const stamp = Date.parse(field(fields, 'Timestamp') ?? '');
   return new Date(Number.isNaN(stamp) ? Date.now() : stamp).toISOString();
 }
@@ -106,7 +106,7 @@ export function normalizeTwilio(callback: TwilioCallback, carrierEventId: string
 }
 
 /** `inbound`, or `outbound-api` / `outbound-dial` (our own side calling out). */
-function callDirection(value: string | undefined): CallEvent['direction'] {
+export function callDirection(value: string | undefined): CallEvent['direction'] {
   if (value === 'inbound') return 'inbound';
   if (value?.startsWith('outbound')) return 'outbound';
   if (value === undefined) return 'unknown';

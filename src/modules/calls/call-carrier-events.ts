@@ -33,7 +33,8 @@ export class CallCarrierEvents {
 
   @HandlesCarrierEvent('call.initiated')
   async initiated(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    onlyCallControl(event);
+    const elsewhere = answeredElsewhere(event);
+    if (elsewhere) return elsewhere;
     if (event.ourLeg) {
       const found = await this.locate(tx, event);
       if (!found?.leg) return NOT_OURS;
@@ -96,7 +97,8 @@ export class CallCarrierEvents {
 
   @HandlesCarrierEvent('call.answered')
   async answered(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    onlyCallControl(event);
+    const elsewhere = answeredElsewhere(event);
+    if (elsewhere) return elsewhere;
     const found = await this.locate(tx, event);
     if (!found) return NOT_OURS;
     const { call, leg } = found;
@@ -128,7 +130,8 @@ export class CallCarrierEvents {
 
   @HandlesCarrierEvent('call.bridged')
   async bridged(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    onlyCallControl(event);
+    const elsewhere = answeredElsewhere(event);
+    if (elsewhere) return elsewhere;
     const found = await this.locate(tx, event);
     if (!found) return NOT_OURS;
     const bridged = await this.transitions.markBridged(tx, found.call.id, event.occurredAt);
@@ -137,7 +140,8 @@ export class CallCarrierEvents {
 
   @HandlesCarrierEvent('call.hangup')
   async hangup(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    onlyCallControl(event);
+    const elsewhere = answeredElsewhere(event);
+    if (elsewhere) return elsewhere;
     const found = await this.locate(tx, event);
     if (!found) return NOT_OURS;
     const { call, leg } = found;
@@ -160,7 +164,8 @@ export class CallCarrierEvents {
   /** Progress reports (ringing, early media) never end a call. */
   @HandlesCarrierEvent('call.status')
   async progress(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    onlyCallControl(event);
+    const elsewhere = answeredElsewhere(event);
+    if (elsewhere) return elsewhere;
     const found = await this.locate(tx, event);
     if (!found) return NOT_OURS;
     return this.record(tx, found, event, context, 'ignored', `progress report (${event.carrierStatus}) ends nothing`);
@@ -168,7 +173,8 @@ export class CallCarrierEvents {
 
   @HandlesCarrierEvent('call.recording.saved')
   async recordingSaved(event: CallRecordingSaved, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    onlyCallControl(event);
+    const elsewhere = answeredElsewhere(event);
+    if (elsewhere) return elsewhere;
     const found = await this.locate(tx, event);
     if (!found) return NOT_OURS;
     const saved = await this.transitions.saveVoicemail(tx, found.call.id, event.recordingUrl);
@@ -178,7 +184,8 @@ export class CallCarrierEvents {
 
   @HandlesCarrierEvent('call.transcription')
   async transcription(event: CallTranscription, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    onlyCallControl(event);
+    const elsewhere = answeredElsewhere(event);
+    if (elsewhere) return elsewhere;
     const found = await this.locate(tx, event);
     if (!found) return NOT_OURS;
     if (!event.final) return this.record(tx, found, event, context, 'ignored', 'interim fragment');
@@ -219,7 +226,14 @@ export class CallCarrierEvents {
   }
 }
 
-/** Twilio Voice answers with TwiML in the request itself; its call flow is not built yet, so its events wait unconsumed. */
-function onlyCallControl(event: AnyCallEvent): void {
+/**
+ * Call control (Telnyx) only. Twilio Voice is decided in the request that asks (CallReplies), so
+ * its events are processed when stored and never reach these handlers; one stored before that
+ * flow existed can no longer be answered (Twilio got no TwiML then), so it changes nothing.
+ * Vonage has no voice here: such an event waits unconsumed.
+ */
+function answeredElsewhere(event: AnyCallEvent): string | undefined {
+  if (event.carrier === 'twilio') return 'Twilio Voice is decided in the request that asks; a stored callback changes nothing';
   if (event.carrier !== 'telnyx') throw new NotHandledYetError(`${event.carrier} call flows are not built yet`);
+  return undefined;
 }

@@ -40,11 +40,22 @@ export class CallFlow {
    */
   async advanceAfterLeg(tx: Tx, call: CallRow, leg: LegRow, end: LegEnd): Promise<FlowOutcome> {
     if (!call.ring_plan) return 'ignored';
-    const decision = afterLegEnded(call.ring_plan, { target: leg.target_index, attempt: leg.attempt }, end);
+    const decision = await this.claimNextStep(tx, call, leg, end);
     if (!decision) return 'superseded';
-    if (!(await this.transitions.claimRingTurn(tx, call.id, call.ring_plan, decision.plan))) return 'superseded';
     await this.applyRingStep(tx, { ...call, ring_plan: decision.plan }, decision);
     return 'applied';
+  }
+
+  /**
+   * The plan's next step after `leg` stopped ringing, claimed by the cursor's compare-and-set;
+   * undefined when it is not that leg's turn, or the turn was taken (an answer, the caller
+   * leaving, a repeated report). Whoever gets a decision carries it out, by commands or in a reply.
+   */
+  async claimNextStep(tx: Tx, call: CallRow, leg: LegRow, end: LegEnd): Promise<RingDecision | undefined> {
+    if (!call.ring_plan) return undefined;
+    const decision = afterLegEnded(call.ring_plan, { target: leg.target_index, attempt: leg.attempt }, end);
+    if (!decision) return undefined;
+    return (await this.transitions.claimRingTurn(tx, call.id, call.ring_plan, decision.plan)) ? decision : undefined;
   }
 
   /** Carries out the step a plan decision names: dial a target, or run the fallback. */
@@ -81,8 +92,8 @@ export class CallFlow {
    * hangs up every leg still up (and the caller, when a leg ended it), and queues the transcript.
    * Returns false when the call had ended already: a second hangup ends and bills nothing.
    */
-  async endCall(tx: Tx, call: CallRow, at: string, cause: string | undefined, endedBy: 'caller' | LegRow): Promise<boolean> {
-    const ended = await this.transitions.end(tx, call.id, at, cause);
+  async endCall(tx: Tx, call: CallRow, at: string, cause: string | undefined, endedBy: 'caller' | LegRow, reportedSeconds?: number): Promise<boolean> {
+    const ended = await this.transitions.end(tx, call.id, at, cause, reportedSeconds);
     if (!ended) return false;
     await this.announce(tx, ended, ended.status === 'completed' ? 'call.completed' : 'call.missed');
     const hangups = (await this.transitions.liveLegs(tx, call.id)).filter((leg) => endedBy === 'caller' || leg.id !== endedBy.id).filter(known).map((leg) => this.commands.hangupLeg(leg));

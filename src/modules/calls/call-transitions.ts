@@ -214,18 +214,25 @@ export class CallTransitions {
    * with its duration from the answer's to the hangup's carrier time, and bills ceil(duration/60)
    * minutes (at least 1 once answered) in this same transaction. A second hangup finds ended_at
    * set: nothing ends, nothing is billed.
+   *
+   * `reportedSeconds`: the carrier's own duration of the call (Twilio CallDuration), which then is
+   * the duration; a call the carrier reports talk time for was answered (that long before its
+   * end), even if the report of which target answered has not reached us yet.
    */
-  async end(tx: Tx, callId: string, at: string, cause: string | undefined): Promise<CallRow | undefined> {
+  async end(tx: Tx, callId: string, at: string, cause: string | undefined, reportedSeconds?: number): Promise<CallRow | undefined> {
+    const answered = `(answered_at IS NOT NULL OR coalesce($4::int, 0) > 0)`;
+    const seconds = `coalesce($4::int, CASE WHEN answered_at IS NULL THEN 0 ELSE ${SECONDS_ANSWERED} END)`;
     const { rows } = await exec<CallRow>(
       tx,
       `UPDATE calls SET
-              status = CASE status WHEN 'ringing' THEN 'missed' WHEN 'in_progress' THEN 'completed' ELSE status END,
+              status = CASE WHEN status = 'in_progress' OR (status = 'ringing' AND ${answered}) THEN 'completed' WHEN status = 'ringing' THEN 'missed' ELSE status END,
               ended_at = $2, hangup_cause = $3, updated_at = now(),
-              duration_seconds = CASE WHEN answered_at IS NULL THEN 0 ELSE ${SECONDS_ANSWERED} END,
-              billable_minutes = CASE WHEN answered_at IS NULL THEN 0 ELSE greatest(1, ceil(${SECONDS_ANSWERED} / 60.0))::int END
+              answered_at = coalesce(answered_at, CASE WHEN $4::int > 0 THEN $2::timestamptz - make_interval(secs => $4::int) END),
+              duration_seconds = CASE WHEN ${answered} THEN ${seconds} ELSE 0 END,
+              billable_minutes = CASE WHEN ${answered} THEN greatest(1, ceil(${seconds} / 60.0))::int ELSE 0 END
         WHERE id = $1 AND ended_at IS NULL
        RETURNING ${CALL_COLUMNS}`,
-      [callId, at, cause ?? null],
+      [callId, at, cause ?? null, reportedSeconds ?? null],
     );
     const ended = rows[0];
     if (ended && ended.billable_minutes && ended.billable_minutes > 0) {

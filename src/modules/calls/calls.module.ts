@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TelnyxCallControl } from '../../carriers/telnyx/telnyx-call-control.js';
+import { TwilioTwiml } from '../../carriers/twilio/twilio-twiml.js';
 import { IdempotencyModule } from '../../platform/idempotency/idempotency.module.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
 import { AccountsModule } from '../accounts/accounts.module.js';
@@ -12,6 +13,7 @@ import { CallCarrierEvents } from './call-carrier-events.js';
 import { CallCommands } from './call-commands.js';
 import { CallCommandsHandler } from './call-commands.handler.js';
 import { CallFlow } from './call-flow.js';
+import { CallReplies } from './call-replies.js';
 import { CallJoinTimeoutHandler, CallTranscriptHandler } from './call-timers.handlers.js';
 import { CallTimeline } from './call-timeline.js';
 import { CallTransitions } from './call-transitions.js';
@@ -20,18 +22,20 @@ import { CallsInvariants } from './calls-invariants.js';
 import { CallsAudit } from './calls-audit.js';
 import { CallsQuery } from './calls.query.js';
 import { CallsService } from './calls.service.js';
+import { VoiceWebhooksController } from './voice-webhooks.controller.js';
 
 /**
  * Calls: call rows and legs, the hangup guard and the minutes it bills, the ring cursor's
  * compare-and-set (the plan's policy is SequentialRing's), call-control commands through the
- * outbox, voicemail, transcripts, the timeline, `POST /v2/calls`.
+ * outbox (or, for Twilio Voice, TwiML answered in the request), voicemail, transcripts, the
+ * timeline, `POST /v2/calls`.
  */
 @Module({
   imports: [AccountsModule, BillingModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, SequentialRingModule, WebhooksModule],
-  controllers: [CallsController],
+  controllers: [CallsController, VoiceWebhooksController],
   providers: [
     CallCarrierEvents, CallCommands, CallCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
-    TelnyxCallControl, CallsInvariants, CallsAudit,
+    CallReplies, TelnyxCallControl, TwilioTwiml, CallsInvariants, CallsAudit,
   ],
   exports: [CallsQuery, CallsAudit],
 })

@@ -7,13 +7,16 @@ import { TwilioAdapter } from '../../carriers/twilio/twilio-adapter.js';
 import { VonageAdapter } from '../../carriers/vonage/vonage-adapter.js';
 import { IngestService } from './ingest.service.js';
 
-type RawRequest = FastifyRequest & { rawBody?: Buffer };
+export type RawRequest = FastifyRequest & { rawBody?: Buffer };
 
-function inbound(req: RawRequest, channel?: InboundWebhook['channel']): InboundWebhook {
+export function inbound(req: RawRequest, channel?: InboundWebhook['channel']): InboundWebhook {
   return { rawBody: req.rawBody ?? Buffer.alloc(0), body: req.body, headers: req.headers, url: req.url, channel };
 }
 
-/** Carrier webhooks: no API key, the signature is the authentication (docs/contract.md, "Carrier webhooks"). */
+/**
+ * Carrier webhooks: no API key, the signature is the authentication (docs/contract.md, "Carrier
+ * webhooks"). Twilio Voice, answered in the request, is Calls' (VoiceWebhooksController).
+ */
 @ApiExcludeController()
 @Controller('webhooks')
 export class IngestController {
@@ -34,12 +37,6 @@ export class IngestController {
   @HttpCode(200)
   async twilioMessaging(@Req() req: RawRequest) {
     return { status: await this.ingest.ingest(this.twilio, inbound(req, 'messaging')) };
-  }
-
-  @Post('twilio/voice')
-  @HttpCode(200)
-  async twilioVoice(@Req() req: RawRequest) {
-    return { status: await this.ingest.ingest(this.twilio, inbound(req, 'voice')) };
   }
 
   @Post('vonage/messages')

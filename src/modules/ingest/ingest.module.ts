@@ -4,6 +4,7 @@ import { TelnyxAdapter } from '../../carriers/telnyx/telnyx-adapter.js';
 import { TwilioAdapter } from '../../carriers/twilio/twilio-adapter.js';
 import { VonageAdapter } from '../../carriers/vonage/vonage-adapter.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
+import { AnsweredCarrierEvents } from './answered-carrier-events.js';
 import { CarrierEventHandlers } from './carrier-event-handlers.js';
 import { CarrierEventProcessor } from './carrier-event-processor.js';
 import { OneStatementRuns } from './one-statement-runs.js';
@@ -22,7 +23,7 @@ import { ProcessCarrierEventHandler } from './process-carrier-event.handler.js';
 @Module({
   imports: [DiscoveryModule, OutboxModule],
   controllers: [IngestController],
-  providers: [TelnyxAdapter, TwilioAdapter, VonageAdapter, IngestService, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, OneStatementRuns, CarrierEventsService, ProcessCarrierEventHandler, IngestInvariants],
-  exports: [CarrierEventHandlers, CarrierEventsService],
+  providers: [TelnyxAdapter, TwilioAdapter, VonageAdapter, IngestService, AnsweredCarrierEvents, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, OneStatementRuns, CarrierEventsService, ProcessCarrierEventHandler, IngestInvariants],
+  exports: [CarrierEventHandlers, CarrierEventsService, IngestService, TwilioAdapter],
 })
 export class IngestModule {}

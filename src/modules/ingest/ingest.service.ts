@@ -1,9 +1,11 @@
 import { BadRequestException, Injectable, Logger, ServiceUnavailableException, UnauthorizedException } from '@nestjs/common';
 import { MalformedWebhook, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../../carriers/carrier-adapter.js';
-import { isDataError } from '../../platform/database/pg-errors.js';
+import { isDataError, isUniqueViolation } from '../../platform/database/pg-errors.js';
+import { AnsweredCarrierEvents, type AnsweredEvent, type EventResponder } from './answered-carrier-events.js';
 import { CarrierEventWriter, type IngestStatus } from './carrier-event-writer.js';
 
 export type { IngestStatus } from './carrier-event-writer.js';
+export type { AnsweredEvent, EventAnswer, EventResponder } from './answered-carrier-events.js';
 
 /** The caller's mistake when Postgres refuses a value of a signed body (SQLSTATE class 22). */
 const UNSTORABLE_BODY = 'the body holds text that cannot be stored: a NUL character (\\u0000) or an unpaired UTF-16 surrogate';
@@ -18,10 +20,31 @@ const UNSTORABLE_BODY = 'the body holds text that cannot be stored: a NUL charac
 export class IngestService {
   private readonly logger = new Logger(IngestService.name);
 
-  constructor(private readonly writer: CarrierEventWriter) {}
+  constructor(
+    private readonly writer: CarrierEventWriter,
+    private readonly answered: AnsweredCarrierEvents,
+  ) {}
 
   async ingest(adapter: CarrierAdapter, webhook: InboundWebhook): Promise<IngestStatus> {
     return this.store(await this.accept(adapter, webhook));
+  }
+
+  /**
+   * For a carrier that needs its answer in this response (Twilio Voice): verify and normalize as
+   * ingest always does, then store the event and let `respond` (the owning module) decide, in one
+   * transaction; a repeated delivery gets the stored answer. Same refusals as `ingest`.
+   */
+  async answer(adapter: CarrierAdapter, webhook: InboundWebhook, respond: EventResponder): Promise<AnsweredEvent> {
+    const accepted = await this.accept(adapter, webhook);
+    try {
+      return await this.answered.store(accepted, respond);
+    } catch (err) {
+      if (isDataError(err)) throw new BadRequestException({ code: 'invalid_event', title: 'Not a valid carrier event', detail: UNSTORABLE_BODY });
+      // The only other unique index is the signature nonce: this signature came with other fields before.
+      if (isUniqueViolation(err)) throw new BadRequestException({ code: 'invalid_event', title: 'Not a valid carrier event', detail: 'this signature was already used by a different delivery' });
+      this.logger.warn(`${accepted.event.carrier} event ${accepted.event.carrierEventId} not answered (503): ${(err as Error).message}`);
+      throw new ServiceUnavailableException({ code: 'service_unavailable', title: 'Event not stored, retry later' });
+    }
   }
 
   private async store(accepted: AcceptedWebhook): Promise<IngestStatus> {

@@ -56,6 +56,6 @@ export function callLogLine(leg: EndedLeg): CallLogLine {
 }
 
 /** Newline-delimited JSON, one line per call, ending with a newline (empty when there is none). */
-export function formatCallLog(lines: CallLogLine[]): string {
+export function formatCallLog(lines: readonly object[]): string {
   return lines.map((line) => `${JSON.stringify(line)}\n`).join('');
 }

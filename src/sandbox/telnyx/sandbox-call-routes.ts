@@ -11,6 +11,7 @@ import { TIME_LIMIT_MS } from './telnyx-call-control.js';
 /**
  * The sandbox's own control of emulated calls (not Telnyx's API):
  *   POST /sandbox/calls/inbound {from,to,caller_hangup_after_ms?,talk_ms?,transcript?}
+ *   POST /sandbox/calls/inbound {from,to,"carrier":"twilio"}   a Twilio Voice call following our TwiML
  *   POST /sandbox/calls/{call_control_id}/hangup       the far end of that leg hangs up
  *   GET  /sandbox/calls[?session=ID], GET /sandbox/calls/{call_control_id}
  *   GET|POST|DELETE /sandbox/calls/behaviours          how dialed numbers react, the time scale
@@ -61,6 +62,14 @@ async function inboundRoute(ctx: SandboxContext, { res, body, chaos }: SandboxRe
   const { from, to } = json;
   if (typeof from !== 'string' || !E164_PATTERN.test(from)) return problem(res, 400, 'from must be an E.164 number');
   if (typeof to !== 'string' || !E164_PATTERN.test(to)) return problem(res, 400, 'to must be an E.164 number');
+  if (json.carrier !== undefined && json.carrier !== 'telnyx' && json.carrier !== 'twilio') return problem(res, 400, 'carrier must be "telnyx" or "twilio"');
+  if (json.carrier === 'twilio') {
+    const call = ctx.twilioCalls.inbound(from, to, chaos);
+    // early_receipt: answer once the call is over (its status callback sent), handy for tests.
+    if (chaos.earlyReceipt) await call.done;
+    else await call.firstReply;
+    return sendJson(res, 202, { data: { call_sid: call.callSid, from, to, carrier: 'twilio' } });
+  }
   let request;
   try {
     request = {
@@ -130,7 +139,8 @@ async function logRoute(ctx: SandboxContext, { res }: SandboxRequest, query: URL
   const sinceText = query.get('since');
   const since = sinceText === null ? undefined : new Date(sinceText);
   if (since && Number.isNaN(since.getTime())) return problem(res, 400, 'since must be an ISO 8601 time');
-  const text = formatCallLog(ctx.calls.log(since));
+  const lines = [...ctx.calls.log(since), ...ctx.twilioCalls.log(since)].sort((a, b) => a.end_time.localeCompare(b.end_time));
+  const text = formatCallLog(lines);
   res.writeHead(200, { 'content-type': 'application/x-ndjson', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }

@@ -168,7 +168,7 @@ describe('calls: direction and ownership, outbound calls, transcripts, voice set
     });
   });
 
-  it('Twilio voice callbacks wait unconsumed for their call flow instead of being dropped', async () => {
+  it('a Twilio voice callback is answered with TwiML in the request, never left waiting (test/modules/calls/twilio-voice.test.ts has the flow)', async () => {
     const { twilioSignature } = await import('../../../src/carriers/twilio/twilio-signature.js');
     const fields = { CallSid: `CA${randomUUID().replace(/-/g, '')}`, CallStatus: 'ringing', From: '+15557790001', To: OURS, Direction: 'inbound', AccountSid: 'AC00000000000000000000000000000000' };
     const url = `${voice.app.config.publicBaseUrl}/webhooks/twilio/voice`;
@@ -178,6 +178,8 @@ describe('calls: direction and ownership, outbound calls, transcripts, voice set
       body: new URLSearchParams(fields).toString(),
     });
     expect(res.status).toBe(200);
-    await waitFor(() => voice.db.count(`SELECT count(*) FROM carrier_events WHERE carrier = 'twilio' AND unhandled_since IS NOT NULL AND processed_at IS NULL`), (n) => n === 1, { what: 'the Twilio call event kept unconsumed' });
+    expect(res.headers.get('content-type')).toMatch(/^text\/xml/);
+    expect(await res.text()).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?><Response><Dial /);
+    expect(await voice.db.count(`SELECT count(*) FROM carrier_events WHERE carrier = 'twilio' AND carrier_event_id = $1 AND processed_at IS NOT NULL`, [`${fields.CallSid}:ringing`])).toBe(1);
   });
 });

@@ -164,8 +164,8 @@ describe('carrier events with no handler for their kind', () => {
   it('CLI: list --unhandled and replay --all-unhandled print one JSON document each; events stored before their handler shipped are run by it', async () => {
     // Two events waiting in this app: an inbound SMS and a call event, their handlers removed
     // here; the CLI process has Messaging's and Calls' (a call.* event stored before Calls shipped
-    // is replayed the same way). Twilio voice callbacks, which still have no flow, keep waiting:
-    // test/modules/calls/calls-api.test.ts.
+    // is replayed the same way). Twilio voice callbacks never wait: they are decided in the
+    // request (test/modules/calls/twilio-voice.test.ts).
     undo.push(handlers.override('message.received', undefined));
     undo.push(handlers.override('call.initiated', undefined));
     const sms = await deliver(app, db, 'message.received.json');

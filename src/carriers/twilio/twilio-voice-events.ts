@@ -1,0 +1,97 @@
+import type { CallEndReason, CallEvent, CallRecordingSaved, NormalizedEvent } from '../normalized-event.js';
+import { MalformedWebhook } from '../carrier-adapter.js';
+import { field, normalizeTwilio, occurredAt, readCallback, required } from './twilio-events.js';
+import type { FormFields } from './twilio-signature.js';
+
+export type VoiceChannel = 'voice' | 'voice.dial' | 'voice.status' | 'voice.recording';
+
+/** A voice callback in our words, with its dedupe key (signed fields and the signed query only). */
+export interface VoiceCallback {
+  event: NormalizedEvent;
+  carrierEventType: string;
+}
+
+/** DialCallStatus → why the leg we dialed ended; `completed` (and `answered`) mean it was answered and talked. */
+const DIAL_END_REASONS: Record<string, CallEndReason> = {
+  completed: 'completed',
+  answered: 'completed',
+  busy: 'declined',
+  'no-answer': 'no_answer',
+  failed: 'failed',
+  // The caller left while the target rang: the call's own status callback ends it.
+  canceled: 'completed',
+};
+
+/**
+ * The voice webhooks: the incoming call (the call's start, whatever CallStatus says), a dial's
+ * result (`/dial?call=&target=`: which leg of ours it was is in the query we signed into the
+ * action URL), status callbacks, and a voicemail recording (`/recording?call=`).
+ */
+export function readVoiceCallback(fields: FormFields, channel: VoiceChannel, url: string): VoiceCallback {
+  const query = new URL(url, 'http://query.invalid').searchParams;
+  if (channel === 'voice.dial') return dialResult(fields, query);
+  if (channel === 'voice.recording') return recording(fields);
+  const callback = readCallback(fields, 'voice');
+  const event = normalizeTwilio(callback, `${callback.sid}:${callback.status}`, 'voice') as CallEvent;
+  if (channel === 'voice') return { event: { ...event, kind: 'call.initiated', progress: 'initiated' }, carrierEventType: `voice.incoming.${callback.status}` };
+  // A status callback never starts a call (only the incoming request does): `initiated` is progress.
+  const kind = event.kind === 'call.initiated' ? 'call.status' : event.kind;
+  return { event: { ...event, kind }, carrierEventType: `voice.status.${callback.status}` };
+}
+
+function dialResult(fields: FormFields, query: URLSearchParams): VoiceCallback {
+  const callSid = required(fields, 'CallSid');
+  const status = required(fields, 'DialCallStatus');
+  const leg = { callId: queryValue(query, 'call'), target: targetIndex(query), attempt: 1 };
+  const dialSid = field(fields, 'DialCallSid');
+  const duration = Number(field(fields, 'DialCallDuration') ?? '0');
+  const answered = status === 'completed' || status === 'answered';
+  const event: CallEvent = {
+    carrier: 'twilio',
+    // CallSid + target + DialCallSid: each step of the chain is its own event, a repeat of one step a duplicate.
+    carrierEventId: `${callSid}:dial:${leg.target}:${dialSid ?? 'none'}`,
+    occurredAt: occurredAt(fields),
+    kind: 'call.hangup',
+    carrierCallId: dialSid ?? callSid,
+    callSessionId: callSid,
+    ourLeg: leg,
+    direction: 'outbound',
+    to: field(fields, 'To'),
+    from: field(fields, 'From'),
+    progress: 'ended',
+    carrierStatus: status,
+    answered,
+    ...(Number.isInteger(duration) && duration >= 0 && { durationSeconds: duration }),
+    ...(!answered && { hangupCause: status }),
+    endReason: DIAL_END_REASONS[status] ?? 'failed',
+  };
+  return { event, carrierEventType: `voice.dial.${status}` };
+}
+
+/** The voicemail's recording: the caller's leg recorded it, so the call is found by its CallSid. */
+function recording(fields: FormFields): VoiceCallback {
+  const callSid = required(fields, 'CallSid');
+  const recordingSid = required(fields, 'RecordingSid');
+  const event: CallRecordingSaved = {
+    carrier: 'twilio',
+    carrierEventId: `${callSid}:recording:${recordingSid}`,
+    occurredAt: occurredAt(fields),
+    kind: 'call.recording.saved',
+    carrierCallId: callSid,
+    callSessionId: callSid,
+    recordingUrl: required(fields, 'RecordingUrl'),
+  };
+  return { event, carrierEventType: 'voice.recording' };
+}
+
+function queryValue(query: URLSearchParams, name: string): string {
+  const value = query.get(name);
+  if (!value) throw new MalformedWebhook(`query parameter ${name} is required`);
+  return value;
+}
+
+function targetIndex(query: URLSearchParams): number {
+  const target = Number(queryValue(query, 'target'));
+  if (!Number.isInteger(target) || target < 0 || target > 100) throw new MalformedWebhook('query parameter target must be a target index');
+  return target;
+}

@@ -1,0 +1,162 @@
+import { Injectable } from '@nestjs/common';
+import type { CallReply } from '../../carriers/call-reply.js';
+import type { CallEvent, CallRecordingSaved, NormalizedEvent } from '../../carriers/normalized-event.js';
+import type { Tx } from '../../platform/database/tx.js';
+import type { CarrierEventContext } from '../ingest/carrier-event-handlers.js';
+import { PhoneNumbers } from '../numbers/phone-numbers.service.js';
+import { startPlan, type RingDecision } from '../sequential-ring/ring-plan.js';
+import { CallFlow, type FlowOutcome } from './call-flow.js';
+import { CallTimeline } from './call-timeline.js';
+import { CallTransitions } from './call-transitions.js';
+import type { CallRow, LegRow } from './call-view.js';
+
+export interface DecidedReply {
+  reply: CallReply;
+  /** Why the event changed nothing, kept on the carrier event. */
+  note?: string;
+}
+
+const HANGUP: CallReply = { kind: 'hangup' };
+const NOTHING: CallReply = { kind: 'nothing' };
+
+/**
+ * Calls on a carrier that asks us what to do next and follows the answer to that request
+ * (Twilio Voice): the same plan (startPlan, afterLegEnded), the same guarded statements (create,
+ * the cursor's claimRingTurn, answerByLeg, end) and the same timeline as the call-control flow,
+ * but each decision is returned as the reply instead of queued as commands. Ingest runs this in
+ * the transaction that stores the event, so the decision and its stored reply commit together.
+ * Every method locks the call first; the guards, not that lock, are what make a step count once.
+ */
+@Injectable()
+export class CallReplies {
+  constructor(
+    private readonly transitions: CallTransitions,
+    private readonly flow: CallFlow,
+    private readonly timeline: CallTimeline,
+    private readonly numbers: PhoneNumbers,
+  ) {}
+
+  async decide(event: NormalizedEvent, tx: Tx, context: CarrierEventContext): Promise<DecidedReply> {
+    switch (event.kind) {
+      case 'call.initiated':
+        return this.incoming(event, tx, context);
+      case 'call.hangup':
+        return event.ourLeg ? this.dialEnded(event, tx, context) : this.reported(event, tx, context);
+      case 'call.answered':
+      case 'call.bridged':
+      case 'call.status':
+        return this.reported(event, tx, context);
+      case 'call.recording.saved':
+        return this.recordingSaved(event, tx, context);
+      default:
+        return { reply: NOTHING, note: `${event.kind} is not a call step` };
+    }
+  }
+
+  /** A call to one of our numbers: the call row and its first dial, or a refusal (a missed row when calls are off). */
+  private async incoming(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<DecidedReply> {
+    const to = event.to ?? '';
+    const route = await this.numbers.findVoiceRoute(tx, to);
+    if (!route) return { reply: { kind: 'reject' }, note: `no account owns ${to || 'the called number'}: rejected, no call recorded` };
+    const base = { accountId: route.accountId, direction: 'inbound' as const, from: event.from ?? 'anonymous', to, carrier: event.carrier, carrierCallId: event.callSessionId, callerControlId: event.carrierCallId };
+    if (!route.voice) {
+      // Calls are off for this number: still a row (the carrier's log will list this call), missed.
+      const call = await this.transitions.create(tx, { ...base, transcribe: false, status: 'missed', endedAt: event.occurredAt, hangupCause: 'no_voice_settings' });
+      if (!call) return this.duplicateStart(tx, event, context);
+      await this.flow.announce(tx, call, 'call.missed');
+      await this.record(tx, call, undefined, event, context, 'applied', 'no voice settings: missed, rejected');
+      return { reply: { kind: 'reject' } };
+    }
+    const decision = startPlan(route.voice);
+    const call = await this.transitions.create(tx, { ...base, transcribe: route.voice.transcribe, status: 'ringing', ringPlan: decision.plan });
+    if (!call) return this.duplicateStart(tx, event, context);
+    await this.flow.announce(tx, call, 'call.initiated');
+    const reply = await this.carryOut(tx, call, decision, event.occurredAt);
+    await this.record(tx, call, undefined, event, context, 'applied');
+    return { reply };
+  }
+
+  /** The call exists under another delivery of its start: this one decides nothing. */
+  private async duplicateStart(tx: Tx, event: CallEvent, context: CarrierEventContext): Promise<DecidedReply> {
+    const call = await this.transitions.lockBySession(tx, event.carrier, event.callSessionId);
+    if (call) await this.record(tx, call, undefined, event, context, 'duplicate');
+    return { reply: HANGUP, note: 'the call was started by another request' };
+  }
+
+  /**
+   * A dial we answered with ended (its result names our call and target): after an answer the
+   * talk is over; otherwise the cursor's compare-and-set from this target decides the next step.
+   */
+  private async dialEnded(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<DecidedReply> {
+    const found = await this.transitions.lockByLeg(tx, event.carrier, event.ourLeg!);
+    if (!found?.leg || found.call.carrier_call_id !== event.callSessionId) return { reply: HANGUP, note: 'not a dial of a call of ours' };
+    const { call, leg } = found;
+    await this.transitions.stampLegControlId(tx, leg.id, event.carrierCallId);
+    if (event.answered) return this.talkEnded(tx, call, leg, event, context);
+    const legEnded = await this.transitions.endLeg(tx, leg.id, event.occurredAt, event.hangupCause ?? 'unspecified');
+    const decision = legEnded ? await this.flow.claimNextStep(tx, call, leg, event.endReason ?? 'failed') : undefined;
+    if (!decision) {
+      const note = "not this dial's turn: the plan had moved on or the call is over";
+      await this.record(tx, call, leg, event, context, 'superseded', note);
+      return { reply: HANGUP, note };
+    }
+    const reply = await this.carryOut(tx, { ...call, ring_plan: decision.plan }, decision, event.occurredAt);
+    await this.record(tx, call, leg, event, context, 'applied');
+    return { reply };
+  }
+
+  /** The target answered and the bridged talk is over: the answer race's guard records the winner, and the call hangs up. */
+  private async talkEnded(tx: Tx, call: CallRow, leg: LegRow, event: CallEvent, context: CarrierEventContext): Promise<DecidedReply> {
+    const answeredAt = new Date(Date.parse(event.occurredAt) - (event.durationSeconds ?? 0) * 1000).toISOString();
+    await this.transitions.legAnswered(tx, leg.id, answeredAt);
+    const won = await this.transitions.answerByLeg(tx, call.id, leg.id, answeredAt);
+    if (won) await this.flow.announce(tx, won, 'call.answered');
+    await this.transitions.endLeg(tx, leg.id, event.occurredAt, 'completed');
+    const note = won ? undefined : 'the call had another winner or was over';
+    await this.record(tx, call, leg, event, context, won ? 'applied' : 'superseded', note);
+    return { reply: HANGUP, note };
+  }
+
+  /** Status callbacks: only a final status ends the call, through the hangup guard, with the carrier's duration. */
+  private async reported(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<DecidedReply> {
+    const call = await this.transitions.lockBySession(tx, event.carrier, event.callSessionId);
+    if (!call) return { reply: NOTHING, note: 'no call recorded for this call: nothing to end' };
+    if (event.kind !== 'call.hangup') {
+      const note = `progress report (${event.carrierStatus}) ends nothing`;
+      await this.record(tx, call, undefined, event, context, 'ignored', note);
+      return { reply: NOTHING, note };
+    }
+    const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, 'caller', event.durationSeconds);
+    await this.record(tx, call, undefined, event, context, ended ? 'applied' : 'duplicate');
+    return { reply: NOTHING, note: ended ? undefined : 'the call had ended already' };
+  }
+
+  private async recordingSaved(event: CallRecordingSaved, tx: Tx, context: CarrierEventContext): Promise<DecidedReply> {
+    const call = await this.transitions.lockBySession(tx, event.carrier, event.callSessionId);
+    if (!call) return { reply: HANGUP, note: 'no call recorded for this recording' };
+    const saved = await this.transitions.saveVoicemail(tx, call.id, event.recordingUrl);
+    if (saved) await this.flow.announce(tx, saved, 'call.voicemail');
+    await this.record(tx, call, undefined, event, context, saved ? 'applied' : 'duplicate');
+    return { reply: HANGUP };
+  }
+
+  /** A step the plan decided, as the reply: dial a target (its leg recorded), or the fallback. */
+  private async carryOut(tx: Tx, call: CallRow, { step }: RingDecision, at: string): Promise<CallReply> {
+    if (step.kind === 'dial') {
+      await this.transitions.addLeg(tx, call.id, { ...step.leg, to: step.to });
+      return { kind: 'dial', to: step.to, timeoutSecs: step.timeoutSecs, leg: { callId: call.id, ...step.leg } };
+    }
+    if (step.kind === 'voicemail') {
+      // Recording answers the caller: the call is answered from here (status = 'ringing' guards it).
+      const answered = await this.transitions.answerOwnLeg(tx, call.id, at);
+      if (answered) await this.flow.announce(tx, answered, 'call.answered');
+      return { kind: 'voicemail', callId: call.id };
+    }
+    // No target answered: the caller is hung up; the status callback ends the call as missed.
+    return HANGUP;
+  }
+
+  private async record(tx: Tx, call: CallRow, leg: LegRow | undefined, event: NormalizedEvent & { kind: string }, context: CarrierEventContext, outcome: FlowOutcome, note?: string): Promise<void> {
+    await this.timeline.record(tx, { callId: call.id, carrierEventId: context.carrierEventId, eventType: event.kind, leg: leg?.id ?? 'caller', outcome, note, occurredAt: event.occurredAt, receivedAt: context.receivedAt });
+  }
+}

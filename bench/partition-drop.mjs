@@ -12,6 +12,7 @@
 //  the table's size on disk after.
 //  3. Lookup by job_id (the runner's `WHERE job_id = $1`) on outbox_jobs-shaped tables: one
 //     table vs BENCH_PARTITIONS daily partitions, the unique job_id index then per partition.
+//  4. The oldest day of those: batched DELETE vs DETACH + DROP of its partition.
 //
 // By default on a private PostgreSQL cluster (initdb in a temp dir, a free port on 127.0.0.1),
 // so the WAL figures are this benchmark's alone; BENCH_PG_BASE=postgres://...@127.0.0.1:5432/postgres
@@ -161,6 +162,20 @@ try {
   const partedLookupUs = await lookups('jobs_parted');
   const plan = (await q(`EXPLAIN (COSTS OFF) SELECT data FROM jobs_parted WHERE job_id = 'job-1' AND completed_at IS NULL`)).rows.length;
 
+  // 4. The oldest day of outbox_jobs' shape: batched DELETE vs DETACH + DROP of its partition.
+  const oldest = `jobs_parted_${PARTITIONS - 1}`;
+  const dayRows = Number((await q(`SELECT count(*) AS n FROM ${oldest}`)).rows[0].n);
+  const jobsDel = await measure(async () => {
+    let n;
+    do {
+      ({ rowCount: n } = await q(`DELETE FROM jobs_plain WHERE id IN (SELECT id FROM jobs_plain WHERE created_at < $1 LIMIT ${BATCH})`, [day(PARTITIONS - 1)]));
+    } while (n > 0);
+  });
+  const jobsDrop = await measure(async () => {
+    await q(`ALTER TABLE jobs_parted DETACH PARTITION ${oldest} CONCURRENTLY`);
+    await q(`DROP TABLE ${oldest}`);
+  });
+
   const mb = (b) => fmt(b / 2 ** 20);
   const lines = [
     `partition-drop: ${ROWS} old rows of carrier_events' shape (a ${PAYLOAD.length}-byte Telnyx body as payload and normalized), ${Math.ceil(ROWS / 10)} current; ${privateDir ? 'private PostgreSQL cluster' : base.replace(/\/\/[^@]*@/, '//')}, ${(await q('SHOW server_version')).rows[0].server_version}; ${machine()}`,
@@ -168,6 +183,7 @@ try {
     `  then VACUUM:                 ${fmt(vac.ms, 0)} ms, WAL ${mb(vac.walBytes)} MiB; table ${mb(plainAfterVacuum)} MiB on disk (space reusable, not returned)`,
     `  DETACH CONCURRENTLY + DROP:  ${fmt(drop.ms, 0)} ms, WAL ${fmt(drop.walBytes / 1024)} KiB; table ${mb(partedBefore)} -> ${mb(partedAfterDrop)} MiB on disk`,
     `  lookup by job_id (${perPartition * PARTITIONS} rows of outbox_jobs' shape, ${LOOKUPS} lookups): one table ${fmt(plainLookupUs, 0)} us, ${PARTITIONS} daily partitions ${fmt(partedLookupUs, 0)} us (${plan}-line plan: every partition's index probed)`,
+    `  one day of outbox_jobs' shape (${dayRows} rows): DELETE in batches of ${BATCH} ${fmt(jobsDel.ms, 0)} ms, WAL ${mb(jobsDel.walBytes)} MiB; DETACH CONCURRENTLY + DROP ${fmt(jobsDrop.ms, 0)} ms, WAL ${fmt(jobsDrop.walBytes / 1024)} KiB`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 } finally {

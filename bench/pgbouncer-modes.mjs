@@ -6,7 +6,7 @@
 // shares it as clients of a busy pool do) in front of a scratch database on BENCH_PG_BASE
 // (default 127.0.0.1:5432). Each row counts what a client saw:
 //  1. LISTEN onceline_outbox through it (as OutboxRelay.listen does) while NOTIFYs are sent, vs
-//     the same LISTEN on a direct connection.
+//     the same LISTEN on a direct connection; then pg_notify (RelayWakeup) sent through it.
 //  2. The migrator's session advisory lock: held by one client, then tried by a second.
 //  3. Named prepared statements (pg's `name:`) from two clients, vs the unnamed ones pg and
 //     TypeORM send for every parameterised query (what Onceline uses), and SET LOCAL.
@@ -109,6 +109,11 @@ try {
   await pooled.query('SELECT 1');
   await settle();
   lines.push(`  LISTEN ${OUTBOX_CHANNEL}, ${NOTIFIES} NOTIFYs: direct listener got ${seen.direct}, listener through pgbouncer got ${seen.pooled}, a pooled client that never listened got ${seen.other}`);
+  // The sending side (RelayWakeup's after-commit pg_notify) through the pooler.
+  const sentBefore = seen.direct;
+  for (let i = 0; i < NOTIFIES; i++) await other.query(`SELECT pg_notify($1, '')`, [OUTBOX_CHANNEL]);
+  await settle();
+  lines.push(`  pg_notify sent through pgbouncer ${NOTIFIES} times: the direct listener got ${seen.direct - sentBefore}`);
 
   // 2. Session advisory lock (the migrator's pg_advisory_lock) held by one pooled client, tried by another.
   const a = await connect(bouncerUrl);

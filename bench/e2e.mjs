@@ -1,105 +1,274 @@
 // bench/e2e.mjs — carrier webhook in → customer webhook out. Signed Telnyx inbound SMS webhooks
 // at a fixed rate into the real app (`node dist/main.js all` plus extra workers), a local
-// customer endpoint receiving `message.received`; reports throughput, end-to-end p50/p99 and the
-// app's peak RSS. Loopback only, bounded in time.
-// Usage: npm run bench:e2e [-- --rate 500 --seconds 60 --workers 1]
-import { randomUUID } from 'node:crypto';
-import http from 'node:http';
+// customer endpoint receiving `message.received`; reports throughput, end-to-end p50/p99, the
+// app's peak RSS and duplicates. On a PostgreSQL cluster of its own (bench/private-pg.mjs) it also
+// counts the statements one inbound SMS costs (pg_stat_statements, one database user per role, in
+// a short counting phase with the roles in separate processes) and runs pgbench of the least SQL
+// the same work needs (bench/e2e-least-sql.pgbench), printing the pipeline's rate over pgbench's.
+// `--find-max` steps the rate up on the same started system and reports the highest rate whose
+// p99 stays under 1 s. Loopback only, bounded in time; the cluster and every child are removed.
+// Usage: npm run bench:e2e [-- --rate 500 --seconds 60 --workers 1 --find-max --statements --timed-only]
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createAccountWithNumber, fmt, freePort, freshDatabase, machine, peakRssBytes, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair } from './lib.mjs';
+import { Queue } from 'bullmq';
+import pg from 'pg';
+import { newRun, startInboundLoad } from './e2e-load.mjs';
+import { createAccountWithNumber, fmt, freePort, freshDatabase, machine, peakRssBytes, percentile, pgbench, REDIS_URL, request, startRole, telnyxKeyPair } from './lib.mjs';
+import { prepareStatementCounting, resetStatements, startPrivatePostgres, statementList, statementsBetween, statementsByUser } from './private-pg.mjs';
 
-const { values } = parseArgs({ options: { rate: { type: 'string', default: '500' }, seconds: { type: 'string', default: '60' }, workers: { type: 'string', default: '1' } } });
+const { values } = parseArgs({
+  options: {
+    rate: { type: 'string', default: '500' },
+    seconds: { type: 'string', default: '60' },
+    workers: { type: 'string', default: '1' },
+    // The counting phase: its rate (default --rate) and length.
+    'count-rate': { type: 'string' },
+    'count-seconds': { type: 'string', default: '5' },
+    'pgbench-seconds': { type: 'string', default: '15' },
+    'pgbench-clients': { type: 'string', default: '16' },
+    'find-max': { type: 'boolean', default: false },
+    'step-seconds': { type: 'string', default: '15' },
+    'max-minutes': { type: 'string', default: '4' },
+    // Print each role's most frequent statements from the counting phase.
+    statements: { type: 'boolean', default: false },
+    'timed-only': { type: 'boolean', default: false },
+  },
+});
 const RATE = Number(values.rate);
 const SECONDS = Number(values.seconds);
 const EXTRA_WORKERS = Number(values.workers);
+const COUNT_RATE = Number(values['count-rate'] ?? values.rate);
+const COUNT_SECONDS = Number(values['count-seconds']);
+const P99_GOAL_MS = 1000;
+const TO_NUMBER = '+15550100000';
 
-const sentAt = new Map();
-const latencies = [];
-const seenEvents = new Set();
-let deliveries = 0;
-const receiver = http.createServer((req, res) => {
-  let body = '';
-  req.on('data', (c) => (body += c));
-  req.on('end', () => {
-    deliveries++;
-    const id = req.headers['webhook-id'];
-    if (!seenEvents.has(id)) {
-      seenEvents.add(id);
-      const event = JSON.parse(body);
-      const t0 = sentAt.get(event.data.carrier_message_id);
-      if (t0 !== undefined) latencies.push(performance.now() - t0);
-    }
-    res.writeHead(204).end();
-  });
-});
-await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
+// Everything started is stopped in reverse order, also on SIGINT/SIGTERM and on failure.
+const cleanups = [];
+let cleaning;
+const cleanup = () => (cleaning ??= (async () => {
+  while (cleanups.length > 0) await Promise.resolve().then(cleanups.pop()).catch((err) => process.stderr.write(`cleanup: ${err.message}\n`));
+})());
+for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => void cleanup().finally(() => process.exit(130)));
+const say = (line) => process.stderr.write(`e2e: ${line}\n`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const { privateKey, publicKeyBase64 } = telnyxKeyPair();
-const db = await freshDatabase('onceline_bench_e2e');
-const port = await freePort();
-const base = `http://127.0.0.1:${port}`;
-const env = {
-  DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: `benche2e${port}`, PORT: String(port), LOG_LEVEL: 'warn',
-  TELNYX_PUBLIC_KEY: publicKeyBase64,
-  WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', API_RATE_LIMIT_PER_MINUTE: '100000000',
-};
-const app = await startRole('all', env, { readyUrl: `${base}/health/ready` });
-const workers = await Promise.all(Array.from({ length: EXTRA_WORKERS }, () => startRole('worker', env)));
-const peakRss = () => [app, ...workers].map((p) => peakRssBytes(p.child.pid) || 0);
+const load = await startInboundLoad(privateKey, TO_NUMBER);
+cleanups.push(load.close);
+const { offer, drain } = load;
 
-try {
-  const { auth } = await createAccountWithNumber(base, env, { phoneNumber: '+15550100000', carrier: 'telnyx' });
-  const endpoint = await request(`${base}/v2/webhook_endpoints`, { method: 'POST', headers: auth, body: JSON.stringify({ url: `http://127.0.0.1:${receiver.address().port}/hook`, event_types: ['message.received'] }) });
-  if (endpoint.status !== 201) throw new Error(`endpoint: ${endpoint.status} ${endpoint.body}`);
+// ---- the system -----------------------------------------------------------------------------
+// One database user per process role: pg_stat_statements keys its counters by user.
+const USERS = { all: 'onceline_all', api: 'onceline_api', relay: 'onceline_relay', worker: 'onceline_worker' };
+let cluster, db, superUrl, sql;
 
-  const total = RATE * SECONDS;
-  const interval = 1000 / RATE;
-  const start = performance.now();
-  const inflight = [];
-  let rejected = 0;
-  for (let i = 0; i < total; i++) {
-    const wait = start + i * interval - performance.now();
-    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-    const carrierMessageId = randomUUID();
-    const body = JSON.stringify({
-      data: { event_type: 'message.received', id: randomUUID(), occurred_at: new Date().toISOString(), record_type: 'event',
-        payload: { id: carrierMessageId, record_type: 'message', direction: 'inbound', type: 'SMS', from: { phone_number: '+13125550001' },
-          to: [{ phone_number: '+15550100000', status: 'webhook_delivered' }], text: `bench ${i}`, parts: 1, errors: [] } },
-      meta: { attempt: 1, delivered_to: `${base}/webhooks/telnyx` },
-    });
-    const headers = telnyxHeaders(privateKey, body);
-    sentAt.set(carrierMessageId, performance.now());
-    inflight.push(request(`${base}/webhooks/telnyx`, { method: 'POST', headers, body }).then((r) => r.status !== 200 && rejected++, () => rejected++));
+/** The private cluster, the migrated database (as the superuser) and the role users. */
+async function setUp() {
+  cluster = await startPrivatePostgres();
+  cleanups.push(cluster.stop);
+  db = await freshDatabase('onceline_bench_e2e', cluster.baseUrl);
+  superUrl = db.url;
+  await prepareStatementCounting(superUrl, Object.values(USERS));
+  sql = new pg.Pool({ connectionString: superUrl, max: 2 });
+  cleanups.push(() => sql.end());
+}
+
+/** Starts `roles` (e.g. ['all', 'worker']) on a fresh queue prefix, each as its role's database user. */
+async function startSystem(roles) {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const env = {
+    REDIS_URL, QUEUE_PREFIX: `benche2e${port}`, PORT: String(port), LOG_LEVEL: 'warn', TELNYX_PUBLIC_KEY: publicKeyBase64,
+    WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', API_RATE_LIMIT_PER_MINUTE: '100000000',
+  };
+  const procs = [];
+  const stop = () => Promise.all(procs.map((p) => p.stop()));
+  cleanups.push(stop);
+  for (const role of roles) {
+    const roleEnv = { ...env, DATABASE_URL: cluster.urlFor(db.name, USERS[role]) };
+    const ready = role === 'all' || role === 'api' ? { readyUrl: `${base}/health/ready` } : { readyLine: new RegExp(`onceline ${role} started`) };
+    procs.push(Object.assign(await startRole(role, roleEnv, ready), { role }));
   }
-  const sendSeconds = (performance.now() - start) / 1000;
-  await Promise.all(inflight);
-  const until = Date.now() + 180_000;
-  while (seenEvents.size < total - rejected && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
-  const drainSeconds = (performance.now() - start) / 1000;
-  const rss = peakRss();
-  console.log(`\n## End to end: carrier webhook → customer webhook (${new Date().toISOString()})\nmachine: ${machine()}\ncommand: npm run bench:e2e -- --rate ${RATE} --seconds ${SECONDS} --workers ${EXTRA_WORKERS}\n`);
-  console.log('| measure | value |\n|---|---|');
-  console.log(`| inbound webhooks offered | ${total} at ${RATE}/s (sent in ${fmt(sendSeconds)} s), ${rejected} not answered 200 |`);
-  console.log(`| customer events received (distinct webhook-id) | ${seenEvents.size} (${deliveries} deliveries) |`);
-  console.log(`| throughput, first send → last event | ${fmt(seenEvents.size / drainSeconds)} events/s |`);
-  console.log(`| carrier webhook → customer webhook p50 / p99 | ${fmt(percentile(latencies, 50))} ms / ${fmt(percentile(latencies, 99))} ms |`);
-  console.log(`| peak RSS (all role + ${EXTRA_WORKERS} worker) | ${rss.map((b) => `${fmt(b / 2 ** 20, 0)} MiB`).join(' + ')} |`);
-  // Where the time goes: each job kind's wait for the relay and its run, from the outbox rows.
-  const pool = new (await import('pg')).default.Pool({ connectionString: db.url, max: 1 });
-  const stages = (await pool.query(`
+  return { base, env, procs, stop, peakRss: () => procs.map((p) => ({ role: p.role, bytes: peakRssBytes(p.child.pid) || 0 })) };
+}
+
+/** App statements since the last reset, per role, from pg_stat_statements (the bench's own, as postgres, excluded). */
+async function statements() {
+  const byUser = await statementsByUser(superUrl);
+  return Object.fromEntries(Object.entries(USERS).map(([role, user]) => [role, byUser[user] ?? { calls: 0, tx: 0 }]));
+}
+const sum = (counts) => Object.values(counts).reduce((a, c) => ({ calls: a.calls + c.calls, tx: a.tx + c.tx }), { calls: 0, tx: 0 });
+const minus = (a, b) => ({ calls: a.calls - b.calls, tx: a.tx - b.tx });
+const per = (c, n) => `${fmt(c.calls / n, 2)} (${fmt(c.tx / n, 2)})`;
+
+async function outboxPending() {
+  return (await sql.query(`
+    SELECT count(*) FILTER (WHERE name = 'process-carrier-event' AND completed_at IS NULL AND failed_at IS NULL)::int AS processing,
+           count(*) FILTER (WHERE name = 'webhook-delivery-attempt' AND relayed_at IS NULL)::int AS unrelayed_deliveries
+      FROM outbox_jobs`)).rows[0];
+}
+const attemptsSoFar = async () => Number((await sql.query('SELECT count(*) FROM webhook_delivery_attempts')).rows[0].count);
+
+/** One row per job kind: due → in Redis and in Redis → done, from the outbox rows. */
+async function stages() {
+  return (await sql.query(`
     SELECT name, count(*)::int AS jobs,
            percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM relayed_at - run_at) * 1000) AS relay_p50,
            percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM relayed_at - run_at) * 1000) AS relay_p99,
            percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - relayed_at) * 1000) AS run_p50,
            percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - relayed_at) * 1000) AS run_p99
       FROM outbox_jobs GROUP BY name ORDER BY name`)).rows;
-  await pool.end();
+}
+
+/** Steps the rate up (×1.5 from 100/s, then halving the gap) until p99 > 1 s, within the time budget. */
+async function findMax(system) {
+  const stepSeconds = Number(values['step-seconds']);
+  const budgetEnd = Date.now() + Number(values['max-minutes']) * 60_000;
+  const steps = [];
+  let good = 0;
+  let bad = Infinity;
+  let rate = 100;
+  while (Date.now() + (stepSeconds + 10) * 1000 < budgetEnd) {
+    const run = newRun();
+    say(`find-max: ${rate}/s for ${stepSeconds} s`);
+    await offer(system.base, run, rate, stepSeconds);
+    const drained = await drain(run, 10_000);
+    const p99 = percentile(run.latencies, 99);
+    const ok = drained && run.rejected === 0 && p99 <= P99_GOAL_MS;
+    steps.push({ rate, ok, p99, throughput: run.received / run.drainSeconds });
+    if (ok) good = Math.max(good, rate);
+    else bad = Math.min(bad, rate);
+    // A failed step leaves a backlog: let it drain before the next step measures anything.
+    if (!drained) await drain(run, Math.max(0, Math.min(60_000, budgetEnd - Date.now())));
+    rate = bad === Infinity ? Math.round(rate * 1.5) : Math.round((good + bad) / 2);
+    if (bad !== Infinity && bad - good <= Math.max(10, good * 0.1)) break;
+  }
+  return { max: good, steps, stepSeconds };
+}
+
+/** The timed run on `all` + extra workers; with --find-max, the steps after it on the same system. */
+async function timedPhase() {
+  say(`starting all + ${EXTRA_WORKERS} worker on a private cluster (port ${cluster.port})`);
+  const main = await startSystem(['all', ...Array(EXTRA_WORKERS).fill('worker')]);
+  const { auth } = await createAccountWithNumber(main.base, { ...main.env, DATABASE_URL: superUrl }, { phoneNumber: TO_NUMBER, carrier: 'telnyx' });
+  const endpoint = await request(`${main.base}/v2/webhook_endpoints`, { method: 'POST', headers: auth, body: JSON.stringify({ url: load.hookUrl, event_types: ['message.received'] }) });
+  if (endpoint.status !== 201) throw new Error(`endpoint: ${endpoint.status} ${endpoint.body}`);
+  await resetStatements(superUrl);
+  // bench/ingest/run.mjs (BENCH_BESIDE_RATE) starts its own load when it reads this line.
+  say(`timed run: ${RATE}/s for ${SECONDS} s`);
+  const run = newRun();
+  await offer(main.base, run, RATE, SECONDS);
+  const drained = await drain(run, 180_000);
+  const statementsSeen = sum(await statements());
+  const jobStages = await stages();
+  const maximum = values['find-max'] ? await findMax(main) : undefined;
+  const rss = main.peakRss();
+  await main.stop();
+  return { run, drained, statementsSeen, jobStages, maximum, rss };
+}
+
+/**
+ * api, relay and worker in separate processes (one database user each); the webhooks queue is
+ * paused until every SMS is processed and its delivery job relayed, so the worker's statements
+ * up to then are processing and the rest are delivery attempts.
+ */
+async function countingPhase() {
+  say(`counting phase: api, relay, worker apart; ${COUNT_RATE}/s for ${COUNT_SECONDS} s`);
+  const split = await startSystem(['api', 'relay', 'worker']);
+  const redis = new URL(REDIS_URL);
+  const webhooksQueue = new Queue('webhooks', { connection: { host: redis.hostname, port: Number(redis.port || 6379) }, prefix: split.env.QUEUE_PREFIX });
+  cleanups.push(() => webhooksQueue.close());
+  await webhooksQueue.pause();
+  await resetStatements(superUrl);
+  const run = newRun();
+  await offer(split.base, run, COUNT_RATE, COUNT_SECONDS);
+  let processedAll = false;
+  for (const until = Date.now() + 120_000; !processedAll && Date.now() < until; await sleep(100)) {
+    const pending = await outboxPending();
+    processedAll = pending.processing === 0 && pending.unrelayed_deliveries === 0;
+  }
+  const processed = await statements();
+  const workerAtProcessed = values.statements ? await statementList(superUrl, USERS.worker) : undefined;
+  const attemptsBefore = await attemptsSoFar();
+  await webhooksQueue.resume();
+  const drained = await drain(run, 120_000);
+  const delivered = await statements();
+  const attempts = (await attemptsSoFar()) - attemptsBefore;
+  const lists = values.statements ? [
+    ['ingest (api)', statementsBetween(await statementList(superUrl, USERS.api))],
+    ['relay', statementsBetween(await statementList(superUrl, USERS.relay))],
+    ['processing (worker, before the webhooks queue was resumed)', statementsBetween(workerAtProcessed)],
+    ['delivery attempts (worker, after)', statementsBetween(await statementList(superUrl, USERS.worker), workerAtProcessed)],
+  ] : [];
+  await split.stop();
+  return {
+    events: run.offered - run.rejected, attempts, drained: drained && processedAll, processedAll, lists,
+    ingest: delivered.api, relay: delivered.relay, processing: processed.worker, delivery: minus(delivered.worker, processed.worker),
+  };
+}
+
+/** pgbench of the least SQL, same cluster, the app's schema and the account the app run made. */
+function referencePhase() {
+  const seconds = Number(values['pgbench-seconds']);
+  say(`pgbench: ${values['pgbench-clients']} clients for ${seconds} s`);
+  const result = pgbench({
+    dbUrl: superUrl, bin: cluster.bin, clients: Number(values['pgbench-clients']), seconds,
+    script: fileURLToPath(new URL('./e2e-least-sql.pgbench', import.meta.url)),
+  });
+  return { ...result, seconds };
+}
+
+function report({ run, drained, statementsSeen, jobStages, maximum, rss }, counted, reference) {
+  const throughput = run.received / run.drainSeconds;
+  const mib = (b) => `${fmt(b / 2 ** 20, 0)} MiB`;
+  console.log(`\n## End to end: carrier webhook → customer webhook (${new Date().toISOString()})\nmachine: ${machine()}\ncommand: node bench/e2e.mjs ${process.argv.slice(2).join(' ')}`);
+  console.log(`database: private PostgreSQL cluster (pg_stat_statements), settings copied from the shared server: ${Object.entries(cluster.settings).map(([k, v]) => `${k}=${v}`).join(', ')}\n`);
+  console.log('| measure | value | goal |\n|---|---|---|');
+  console.log(`| inbound webhooks offered | ${run.offered} at ${RATE}/s (sent in ${fmt(run.sendSeconds)} s), ${run.rejected} not answered 200 | |`);
+  console.log(`| customer events received (distinct webhook-id) | ${run.received} of ${run.offered - run.rejected}${drained ? '' : ' (NOT all within 180 s)'} | all |`);
+  console.log(`| throughput, first send → last event | ${fmt(throughput)} events/s = ${fmt((100 * throughput) / RATE, 0)}% of offered | ≥ 98% |`);
+  console.log(`| carrier webhook → customer webhook p50 / p99 | ${fmt(percentile(run.latencies, 50))} ms / ${fmt(percentile(run.latencies, 99))} ms | p99 ≤ 1,000 ms |`);
+  console.log(`| peak RSS | ${rss.map((r) => `${r.role} ${mib(r.bytes)}`).join(', ')} | ≤ 300 MB each |`);
+  console.log(`| duplicate deliveries (same webhook-id again) | ${run.duplicates} | 0 |`);
+  console.log(`| statements per inbound SMS in this run, its delivery included (of which BEGIN/COMMIT/ROLLBACK/SAVEPOINT) | ${per(statementsSeen, run.received)} | |`);
+  if (maximum) {
+    console.log(`| maximum sustainable rate (p99 ≤ 1 s, all delivered), ${maximum.stepSeconds} s steps | ${maximum.max}/s; steps: ${maximum.steps.map((s) => `${s.rate}/s ${s.ok ? 'ok' : 'no'} (p99 ${fmt(s.p99, 0)} ms)`).join(', ')} | ≥ 500/s |`);
+  }
+  if (counted) {
+    const { events, attempts, ingest, relay, processing, delivery } = counted;
+    console.log(`\nStatements per inbound SMS, counting phase (api, relay, worker as separate processes, each its own database user; ${events} SMS at ${COUNT_RATE}/s, deliveries held in the paused queue until processing finished${counted.processedAll ? '' : ' (NOT all processed within 120 s: the split is off)'}; ${attempts} delivery attempts${counted.drained ? '' : ', NOT all delivered'}). Each figure counts BEGIN/COMMIT/ROLLBACK/SAVEPOINT as statements; in brackets, how many of them those are.\n`);
+    console.log('| stage | statements per inbound SMS (of which transaction control) | goal |\n|---|---|---|');
+    console.log(`| ingest (api) | ${per(ingest, events)} | |`);
+    console.log(`| relay (both jobs) | ${per(relay, events)} | |`);
+    console.log(`| processing (process-carrier-event) | ${per(processing, events)} | |`);
+    console.log(`| inbound SMS: ingest + relay + processing | ${per(sum({ ingest, relay, processing }), events)} | ≤ 4 |`);
+    console.log(`| delivery attempt (webhook-delivery-attempt), per attempt | ${per(delivery, attempts)} | ≤ 3 |`);
+    console.log(`| total per inbound SMS | ${per(sum({ ingest, relay, processing, delivery }), events)} | |`);
+  }
+  if (reference) {
+    const pgEvents = reference.tps;
+    console.log(`\npgbench of the least SQL (bench/e2e-least-sql.pgbench: 5 one-statement transactions per SMS, ${values['pgbench-clients']} clients, ${reference.seconds} s, same cluster): ${fmt(pgEvents, 0)} events/s (${fmt(pgEvents * 5, 0)} transactions/s, average ${fmt(reference.latencyMs, 2)} ms per script run)`);
+    console.log(`pipeline ÷ pgbench: timed run ${fmt(throughput / pgEvents, 2)} (${fmt(throughput, 0)} ÷ ${fmt(pgEvents, 0)} events/s)${maximum ? `, maximum rate ${fmt(maximum.max / pgEvents, 2)}` : ''}; 500/s would be ${fmt(500 / pgEvents, 2)}`);
+  }
   console.log('\n| job | jobs | due → in Redis p50 / p99 ms | in Redis → done p50 / p99 ms |\n|---|---|---|---|');
-  for (const s of stages) console.log(`| ${s.name} | ${s.jobs} | ${fmt(s.relay_p50)} / ${fmt(s.relay_p99)} | ${fmt(s.run_p50)} / ${fmt(s.run_p99)} |`);
-  if (process.env.BENCH_SHOW_LOG) console.log(JSON.stringify(app.logged()));
-  if (seenEvents.size !== total - rejected) process.exitCode = 1;
+  for (const s of jobStages) console.log(`| ${s.name} | ${s.jobs} | ${fmt(s.relay_p50)} / ${fmt(s.relay_p99)} | ${fmt(s.run_p50)} / ${fmt(s.run_p99)} |`);
+  for (const [stage, rows] of counted?.lists ?? []) {
+    console.log(`\n${stage}, counting phase, every statement:\n| calls | statement |\n|---|---|`);
+    for (const r of rows) console.log(`| ${r.calls} | \`${r.query.replaceAll('|', '\\|')}\` |`);
+  }
+}
+
+try {
+  await setUp();
+  const timed = await timedPhase();
+  // --timed-only: the load alone (bench/ingest/run.mjs runs it beside its own measurement).
+  const counted = values['timed-only'] ? undefined : await countingPhase();
+  const reference = values['timed-only'] ? undefined : referencePhase();
+  report(timed, counted, reference);
+  if (!timed.drained || counted?.drained === false || timed.run.duplicates > 0) process.exitCode = 1;
+} catch (err) {
+  process.stderr.write(`${err.stack ?? err}\n`);
+  process.exitCode = 1;
 } finally {
-  await Promise.all([app, ...workers].map((p) => p.stop()));
-  receiver.close();
-  await db.drop();
+  await cleanup();
 }

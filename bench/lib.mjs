@@ -1,14 +1,16 @@
 // Shared helpers for the benchmarks: a fresh migrated database, the app as child processes, a
 // keep-alive HTTP client, percentiles, peak RSS, an account with a number, Telnyx webhook
 // signing. Loopback only; every loop is bounded in time.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { findPostgresBin } from '../scripts/services.mjs';
 import { migrate } from '../dist/platform/database/migrator.js';
 
 /** The package root: children run `dist/...` from here, whatever the caller's cwd. */
@@ -18,12 +20,12 @@ export const PG_BASE = process.env.BENCH_PG_BASE ?? process.env.BENCH_DATABASE_U
 export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** Creates (migrate() creates the database) and migrates `<prefix>_<8 hex>`; drop() removes it. */
-export async function freshDatabase(prefix) {
+export async function freshDatabase(prefix, base = PG_BASE) {
   const name = `${prefix}_${randomBytes(4).toString('hex')}`;
-  const url = new URL(PG_BASE);
+  const url = new URL(base);
   url.pathname = `/${name}`;
   const drop = async () => {
-    const c = new pg.Client({ connectionString: PG_BASE });
+    const c = new pg.Client({ connectionString: base });
     await c.connect();
     await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await c.end();
@@ -35,6 +37,25 @@ export async function freshDatabase(prefix) {
     throw err;
   }
   return { name, url: url.toString(), drop };
+}
+
+/**
+ * `pgbench -n -f script` against `dbUrl` (loopback); `defines` become `-D name=value`. Resolves
+ * { tps, latencyMs, command }: tps counts runs of the whole script (pgbench's "transactions").
+ */
+export function pgbench({ dbUrl, script, clients, seconds, defines = {}, bin = findPostgresBin() }) {
+  if (!bin) throw new Error('pgbench not found (PostgreSQL binaries)');
+  const url = new URL(dbUrl);
+  const args = [
+    '-n', '-f', script, '-c', String(clients), '-j', '2', '-T', String(seconds),
+    ...Object.entries(defines).flatMap(([k, v]) => ['-D', `${k}=${v}`]),
+    '-h', url.hostname, '-p', url.port || '5432', '-U', decodeURIComponent(url.username || 'postgres'), url.pathname.slice(1),
+  ];
+  const run = spawnSync(join(bin, 'pgbench'), args, { encoding: 'utf8' });
+  const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(run.stdout)?.[1];
+  if (!tps) throw new Error(`pgbench failed: ${run.stderr || run.stdout}`);
+  const latency = /latency average = ([\d.]+) ms/.exec(run.stdout)?.[1];
+  return { tps: Number(tps), latencyMs: Number(latency), command: `pgbench ${args.join(' ')}` };
 }
 
 export function freePort() {

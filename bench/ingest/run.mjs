@@ -3,20 +3,23 @@
 // then pgbench of the same SQL (event insert ON CONFLICT DO NOTHING + outbox row + NOTIFY) at 32
 // clients on the same machine. Prints req/s, p50/p99, tps and their ratio.
 //   npm run bench:ingest            (BENCH_SECONDS=30 BENCH_CONNECTIONS=32 by default)
-import { spawnSync } from 'node:child_process';
+// BENCH_BESIDE_RATE=500: the same measurement while bench/e2e.mjs offers that many inbound SMS/s to
+// the whole pipeline (`all` + a worker) on the same machine; the ingest database and pgbench then
+// go on e2e's PostgreSQL cluster, and both the ingest loop and pgbench run while its load runs.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findPostgresBin } from '../../scripts/services.mjs';
-import { fmt, freePort, freshDatabase, machine, percentile, PG_BASE, REDIS_URL, startRole, telnyxHeaders, telnyxKeyPair } from '../lib.mjs';
+import { fmt, freePort, freshDatabase, machine, percentile, PG_BASE, pgbench, REDIS_URL, startRole, telnyxHeaders, telnyxKeyPair } from '../lib.mjs';
 import { encodePost, rawClosedLoop } from '../raw-http-load.mjs';
+import { startE2eBeside } from './e2e-beside.mjs';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DUPLICATE_SHARE = 0.1;
 // Signing costs the client CPU the server needs: sign everything before the clock starts.
 const POOL = Number(process.env.BENCH_POOL ?? 200_000);
+const BESIDE_RATE = Number(process.env.BENCH_BESIDE_RATE ?? 0);
 
 const { privateKey, publicKeyBase64 } = telnyxKeyPair();
 
@@ -55,9 +58,7 @@ function deliveries(n) {
   return out;
 }
 
-function pgbench(dbName) {
-  const bin = findPostgresBin();
-  if (!bin) throw new Error('pgbench not found (PostgreSQL binaries)');
+function ingestPgbench(dbUrl) {
   const dir = mkdtempSync(join(tmpdir(), 'onceline-pgbench-'));
   const payload = receipt('pgbench', 1);
   const normalized = JSON.stringify({ carrier: 'telnyx', kind: 'message.status', carrierEventId: 'x', occurredAt: new Date().toISOString(), carrierMessageId: 'm', status: 'delivered', carrierStatus: 'delivered' });
@@ -72,13 +73,7 @@ function pgbench(dbName) {
     'END;',
     '',
   ].join('\n'));
-  const url = new URL(PG_BASE);
-  const args = ['-n', '-f', script, '-c', String(CONNECTIONS), '-j', '2', '-T', String(SECONDS), '-h', url.hostname, '-p', url.port || '5432', '-U', decodeURIComponent(url.username || 'postgres'), dbName];
-  const run = spawnSync(join(bin, 'pgbench'), args, { encoding: 'utf8' });
-  const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(run.stdout)?.[1];
-  if (!tps) throw new Error(`pgbench failed: ${run.stderr || run.stdout}`);
-  const latency = /latency average = ([\d.]+) ms/.exec(run.stdout)?.[1];
-  return { tps: Number(tps), latencyMs: Number(latency), command: `pgbench ${args.join(' ')}` };
+  return pgbench({ dbUrl, script, clients: CONNECTIONS, seconds: SECONDS });
 }
 
 /** How many deliveries each ingest transaction held (the app's own histogram). */
@@ -92,52 +87,67 @@ async function batchSizes(metricsUrl) {
 async function main() {
   process.stderr.write(`signing ${POOL} deliveries...\n`);
   const pool = deliveries(POOL);
-  const db = await freshDatabase('onceline_bench_ingest');
-  const port = await freePort();
-  const api = await startRole('api', { DATABASE_URL: db.url, REDIS_URL, PORT: String(port), TELNYX_PUBLIC_KEY: publicKeyBase64, LOG_LEVEL: 'warn' }, { readyUrl: `http://127.0.0.1:${port}/health/live` });
+  // Beside: e2e's load runs through the ingest loop, the api's stop and pgbench, with a margin.
+  const beside = BESIDE_RATE > 0 ? await startE2eBeside(BESIDE_RATE, 2 * SECONDS + 20) : undefined;
+  let db;
+  let api;
+  try {
+    db = await freshDatabase('onceline_bench_ingest', beside?.pgBase ?? PG_BASE);
+    const port = await freePort();
+    api = await startRole('api', { DATABASE_URL: db.url, REDIS_URL, PORT: String(port), TELNYX_PUBLIC_KEY: publicKeyBase64, LOG_LEVEL: 'warn' }, { readyUrl: `http://127.0.0.1:${port}/health/live` });
+    if (beside) {
+      process.stderr.write(`waiting for bench/e2e.mjs's load (${BESIDE_RATE}/s)...\n`);
+      await beside.timedRun;
+    }
+    await measure(pool, port, db, api, beside);
+  } finally {
+    await api?.stop();
+    await db?.drop().catch(() => undefined);
+    await beside?.stop();
+  }
+}
+
+async function measure(pool, port, db, api, beside) {
   const url = `http://127.0.0.1:${port}/webhooks/telnyx`;
   const requests = pool.map((d) => encodePost(url, d.headers, d.body));
   let next = 0;
   const statuses = {};
-  try {
-    process.stderr.write(`ingest: ${CONNECTIONS} connections for ${SECONDS} s...\n`);
-    const started = performance.now();
-    const result = await rawClosedLoop({
-      url,
-      connections: CONNECTIONS,
-      seconds: SECONDS,
-      next: () => requests[next++ % requests.length],
-      onResponse: (status, body) => {
-        const key = status === 200 ? JSON.parse(body).status : String(status);
-        statuses[key] = (statuses[key] ?? 0) + 1;
-        return status === 200;
-      },
-    });
-    const elapsed = (performance.now() - started) / 1000;
-    const batches = await batchSizes(`http://127.0.0.1:${port}/metrics`);
-    await api.stop();
-    process.stderr.write(`pgbench: ${CONNECTIONS} clients for ${SECONDS} s...\n`);
-    const bench = pgbench(db.name);
-    const rps = result.latencies.length / elapsed;
-    const report = {
-      machine: machine(),
-      // The app's defaults unless overridden in the environment (see README, Configuration).
-      settings: Object.fromEntries(['INGEST_BATCH_MAX', 'INGEST_BATCH_CONCURRENCY', 'INGEST_VERIFY_THREADS'].map((k) => [k, process.env[k] ?? 'default'])),
-      load: `${CONNECTIONS} keep-alive connections, closed loop, raw sockets (bench/raw-http-load.mjs), ${SECONDS} s`,
-      ingest: {
-        requests: result.latencies.length, errors: result.errors, wrapped_pool: next > pool.length, statuses,
-        req_per_s: Math.round(rps), p50_ms: Number(fmt(percentile(result.latencies, 50), 2)), p99_ms: Number(fmt(percentile(result.latencies, 99), 2)),
-      },
-      batches,
-      pgbench: { tps: Math.round(bench.tps), latency_avg_ms: bench.latencyMs, command: bench.command },
-      ratio: Number(fmt(rps / bench.tps, 2)),
-    };
-    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-    process.stdout.write(`ingest ${fmt(rps, 0)} req/s (p50 ${fmt(percentile(result.latencies, 50), 2)} ms, p99 ${fmt(percentile(result.latencies, 99), 2)} ms), pgbench ${fmt(bench.tps, 0)} tps, ratio ${fmt(rps / bench.tps, 2)}\n`);
-  } finally {
-    await api.stop();
-    await db.drop();
-  }
+  process.stderr.write(`ingest: ${CONNECTIONS} connections for ${SECONDS} s...\n`);
+  const started = performance.now();
+  const result = await rawClosedLoop({
+    url,
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    next: () => requests[next++ % requests.length],
+    onResponse: (status, body) => {
+      const key = status === 200 ? JSON.parse(body).status : String(status);
+      statuses[key] = (statuses[key] ?? 0) + 1;
+      return status === 200;
+    },
+  });
+  const elapsed = (performance.now() - started) / 1000;
+  const batches = await batchSizes(`http://127.0.0.1:${port}/metrics`);
+  await api.stop();
+  process.stderr.write(`pgbench: ${CONNECTIONS} clients for ${SECONDS} s...\n`);
+  const bench = ingestPgbench(db.url);
+  const rps = result.latencies.length / elapsed;
+  const report = {
+    machine: machine(),
+    // The app's defaults unless overridden in the environment (see README, Configuration).
+    settings: Object.fromEntries(['INGEST_BATCH_MAX', 'INGEST_BATCH_CONCURRENCY', 'INGEST_VERIFY_THREADS'].map((k) => [k, process.env[k] ?? 'default'])),
+    load: `${CONNECTIONS} keep-alive connections, closed loop, raw sockets (bench/raw-http-load.mjs), ${SECONDS} s`,
+    beside: beside ? `bench/e2e.mjs --rate ${BESIDE_RATE} --timed-only running through the ingest loop and pgbench, same PostgreSQL cluster` : 'nothing',
+    ingest: {
+      requests: result.latencies.length, errors: result.errors, wrapped_pool: next > pool.length, statuses,
+      req_per_s: Math.round(rps), p50_ms: Number(fmt(percentile(result.latencies, 50), 2)), p99_ms: Number(fmt(percentile(result.latencies, 99), 2)),
+    },
+    batches,
+    pgbench: { tps: Math.round(bench.tps), latency_avg_ms: bench.latencyMs, command: bench.command },
+    ratio: Number(fmt(rps / bench.tps, 2)),
+  };
+  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`ingest ${fmt(rps, 0)} req/s (p50 ${fmt(percentile(result.latencies, 50), 2)} ms, p99 ${fmt(percentile(result.latencies, 99), 2)} ms), pgbench ${fmt(bench.tps, 0)} tps, ratio ${fmt(rps / bench.tps, 2)}${beside ? `, beside ${BESIDE_RATE} inbound SMS/s` : ''}\n`);
+  if (beside) process.stdout.write(`\nThe load beside it:\n${await beside.report()}\n`);
 }
 
 main().catch((err) => {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { newId, IdPrefix } from '../../platform/ids.js';
+import { IdPrefix } from '../../platform/ids.js';
+import { CteStatement } from '../../platform/database/cte-statement.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { assertInTransaction, exec, type Tx } from '../../platform/database/tx.js';
 import type { PageRequest } from '../../platform/http/pagination.js';
@@ -37,15 +38,28 @@ export class UsageLedger {
   async record(tx: Tx, usage: { accountId: string; kind: UsageKind; resourceId: string; quantity: number }): Promise<boolean> {
     assertInTransaction(tx);
     if (!Number.isSafeInteger(usage.quantity) || usage.quantity < 0) throw new Error(`usage quantity must be a whole number, got ${usage.quantity}`);
-    const unit = this.unitPriceMicros(usage.kind);
-    const { affected } = await exec(
-      tx,
+    const stmt = new CteStatement();
+    stmt.with('use_fact', `SELECT ${stmt.param(usage.accountId)}::text AS account_id, ${stmt.param(usage.resourceId)}::text AS resource_id, ${stmt.param(usage.quantity)}::bigint AS quantity`);
+    const recorded = this.recordFromCte(stmt, 'use_fact', usage.kind, { accountId: 'account_id', resourceId: 'resource_id', quantity: 'quantity' });
+    const { rows } = await exec<{ recorded: boolean }>(tx, stmt.text(`SELECT EXISTS (SELECT FROM ${recorded}) AS recorded`), stmt.params);
+    return rows[0].recorded;
+  }
+
+  /**
+   * record as a fragment of a statement: one usage row of `kind` per row of CTE `source`, with
+   * account, resource and quantity (a whole number ≥ 0, checked by the table) as SQL over its
+   * columns. Returns the CTE of the rows recorded.
+   */
+  recordFromCte(stmt: CteStatement, source: string, kind: UsageKind, columns: { accountId: string; resourceId: string; quantity: string }): string {
+    const unit = stmt.param(this.unitPriceMicros(kind), 'bigint');
+    // ON CONFLICT (kind, resource_id): the second guard; a resource is billed once per kind.
+    return stmt.with(
+      'use_recorded',
       `INSERT INTO usage_records (id, account_id, kind, resource_id, quantity, unit_price_micros, amount_micros)
-       VALUES ($1, $2, $3, $4, $5, $6, $5::bigint * $6::bigint)
-       ON CONFLICT (kind, resource_id) DO NOTHING`,
-      [newId(IdPrefix.UsageRecord), usage.accountId, usage.kind, usage.resourceId, usage.quantity, unit],
+       SELECT onceline_id('${IdPrefix.UsageRecord}'), ${columns.accountId}, ${stmt.param(kind, 'text')}, ${columns.resourceId}, ${columns.quantity}, ${unit}, ${columns.quantity}::bigint * ${unit}
+         FROM ${source}
+       ON CONFLICT (kind, resource_id) DO NOTHING RETURNING id`,
     );
-    return affected === 1;
   }
 
   async summary(accountId: string, from?: Date, to?: Date): Promise<UsageSummary> {

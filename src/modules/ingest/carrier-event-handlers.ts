@@ -1,6 +1,7 @@
 import { Injectable, Logger, SetMetadata, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import type { Tx } from '../../platform/database/tx.js';
+import type { CteStatement } from '../../platform/database/cte-statement.js';
 import { HANDLED_KINDS, type NormalizedEvent, type NormalizedEventKind } from '../../carriers/normalized-event.js';
 import { findDecoratedMethods, UniqueRegistry } from '../../platform/registry.js';
 
@@ -52,12 +53,44 @@ export class RetryLaterError extends Error {}
 export class NotHandledYetError extends Error {}
 
 export const CARRIER_EVENT_HANDLER_METADATA = 'onceline:carrier-event-handler';
+export const ONE_STATEMENT_HANDLER_METADATA = 'onceline:carrier-event-handler:one-statement';
+
+/** How a one-statement handler's event is consumed: SQL over the CTEs it added before. */
+export interface EventConsumption {
+  /** SQL boolean: the event can be applied now. When false nothing is written and the event is retried later. */
+  ready?: string;
+  /** Why it is not ready (kept on the event while it waits). */
+  notReadyReason?: string;
+  /** SQL text: the note kept on the event (why it changed nothing), NULL for none. */
+  note?: string;
+}
+
+export interface OneStatementRun {
+  stmt: CteStatement;
+  /**
+   * Adds the consumption of the event (and, in a job's one-statement run, the job's claim),
+   * gated on `ready`; returns the CTE that has a row only when this run consumed it. Every write
+   * the handler adds after it selects FROM that CTE, so nothing is written by a twin run, a
+   * replayed event or an event not ready. Call it once, after the CTEs `ready` and `note` read.
+   */
+  consume(consumption?: EventConsumption): string;
+}
+
+/**
+ * A handler whose whole work is SQL fragments of one statement (see CteStatement): the job's
+ * claim, the event's consumption and every side effect then commit in one round trip, without
+ * BEGIN and COMMIT. The processor also runs it inside a transaction (replays, the general path).
+ */
+export type OneStatementCarrierEventHandler<K extends HandledKind> = (event: EventOfKind<K>, run: OneStatementRun) => void;
 
 /**
  * Marks a method as the one handler of a kind of carrier event. The method has the shape of
  * CarrierEventHandler; the owning module's service declares it, as job handlers declare jobs.
  */
 export const HandlesCarrierEvent = (kind: HandledKind) => SetMetadata(CARRIER_EVENT_HANDLER_METADATA, kind);
+
+/** As HandlesCarrierEvent, for a method of the shape OneStatementCarrierEventHandler. */
+export const HandlesCarrierEventInOneStatement = (kind: HandledKind) => SetMetadata(ONE_STATEMENT_HANDLER_METADATA, kind);
 
 /**
  * Which method handles which kind of carrier event, found at boot from @HandlesCarrierEvent.
@@ -69,6 +102,7 @@ export const HandlesCarrierEvent = (kind: HandledKind) => SetMetadata(CARRIER_EV
 export class CarrierEventHandlers implements OnModuleInit {
   private readonly logger = new Logger(CarrierEventHandlers.name);
   private readonly handlers = new UniqueRegistry<HandledKind, CarrierEventHandler<HandledKind>>('carrier event handler for');
+  private readonly oneStatementHandlers = new UniqueRegistry<HandledKind, OneStatementCarrierEventHandler<HandledKind>>('carrier event handler for');
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -82,16 +116,33 @@ export class CarrierEventHandlers implements OnModuleInit {
       const method = (found.instance as Record<string, CarrierEventHandler<HandledKind>>)[found.method];
       this.handlers.register(found.value, method.bind(found.instance));
     }
-    const waiting = HANDLED_KINDS.filter((kind) => !this.handlers.has(kind));
+    for (const found of findDecoratedMethods<HandledKind>(this.discovery, this.scanner, this.reflector, ONE_STATEMENT_HANDLER_METADATA)) {
+      if (!(HANDLED_KINDS as readonly string[]).includes(found.value)) throw new Error(`${found.name} handles unknown carrier event kind "${found.value}"`);
+      // One handler per kind, whichever its shape.
+      if (this.handlers.has(found.value)) throw new Error(`carrier event handler for "${found.value}" is registered twice`);
+      const method = (found.instance as Record<string, OneStatementCarrierEventHandler<HandledKind>>)[found.method];
+      this.oneStatementHandlers.register(found.value, method.bind(found.instance));
+    }
+    const waiting = HANDLED_KINDS.filter((kind) => !this.handlers.has(kind) && !this.oneStatementHandlers.has(kind));
     if (waiting.length > 0) this.logger.log(`no handler yet for ${waiting.join(', ')}: such events are kept unprocessed`);
   }
 
   /** Tests: puts a handler (or none) in place of the registered one; returns the undo. */
   override<K extends HandledKind>(kind: K, handler: CarrierEventHandler<K> | undefined): () => void {
-    return this.handlers.replace(kind, handler as unknown as CarrierEventHandler<HandledKind> | undefined);
+    const undoOneStatement = this.oneStatementHandlers.replace(kind, undefined);
+    const undo = this.handlers.replace(kind, handler as unknown as CarrierEventHandler<HandledKind> | undefined);
+    return () => {
+      undo();
+      undoOneStatement();
+    };
   }
 
   get(kind: NormalizedEventKind): CarrierEventHandler<HandledKind> | undefined {
     return kind === 'ignored' ? undefined : this.handlers.get(kind);
+  }
+
+  /** The kind's handler when it is a one-statement one (then get() has none). */
+  getOneStatement(kind: NormalizedEventKind): OneStatementCarrierEventHandler<HandledKind> | undefined {
+    return kind === 'ignored' ? undefined : this.oneStatementHandlers.get(kind);
   }
 }

@@ -4,7 +4,19 @@ import { exec, type Tx } from '../../platform/database/tx.js';
 import { isDatabaseUnavailable, isSerializationConflict, storedMessage } from '../../platform/database/pg-errors.js';
 import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { CarrierEventHandlers, NotHandledYetError, RetryLaterError } from './carrier-event-handlers.js';
+import { DataSource } from 'typeorm';
+import { CteStatement } from '../../platform/database/cte-statement.js';
+import type { RunOutcome } from '../../platform/outbox/job-handler.js';
+import { claimJobSql, pendingJobSql } from '../../platform/outbox/job-sql.js';
+import {
+  CarrierEventHandlers,
+  NotHandledYetError,
+  RetryLaterError,
+  type CarrierEventHandler,
+  type EventConsumption,
+  type HandledKind,
+  type OneStatementCarrierEventHandler,
+} from './carrier-event-handlers.js';
 import type { NormalizedEvent } from '../../carriers/normalized-event.js';
 
 /** `unhandled`: no module handles the event's kind yet; it stays unconsumed, waiting for a replay. */
@@ -18,6 +30,10 @@ export interface ProcessResult {
 
 /** First wait of an event whose call has an earlier event in flight: about one handler's run. */
 const ORDER_WAIT_BASE_MS = 25;
+
+/** An event no module acts on: consumed with the reason, in the job's one statement. */
+const ignoreEvent: OneStatementCarrierEventHandler<HandledKind> = (event, { stmt, consume }) =>
+  void consume({ note: stmt.param(`ignored: carrier event type ${(event as unknown as { carrierEventType: string }).carrierEventType}`, 'text') });
 
 /** Errors the whole job should be retried for (by BullMQ): the database, not the event, failed. */
 function isTransient(err: unknown): boolean {
@@ -34,7 +50,106 @@ export class CarrierEventProcessor {
     private readonly handlers: CarrierEventHandlers,
     private readonly outbox: OutboxService,
     private readonly config: AppConfig,
+    private readonly dataSource: DataSource,
   ) {}
+
+  /**
+   * The process-carrier-event job in one statement, for an event whose handler is a
+   * one-statement one (inbound SMS, receipts) or that is ignored: one read of the event, then
+   * the job's claim, the event's consumption and the handler's writes in one autocommit
+   * statement. Undefined (nothing written) sends the job down the general path: a processed or
+   * missing event, a call event (arrival order and row locks need a transaction), an event not
+   * ready (a receipt before its message), or a statement that failed for a reason of its own
+   * (the general path runs it again under a savepoint and records the failure).
+   */
+  async runInOneStatement(jobId: string): Promise<RunOutcome | undefined> {
+    const [row] = await this.dataSource.query(
+      `WITH job AS (${pendingJobSql('$1')})
+       SELECT e.id, e.normalized FROM job JOIN carrier_events e ON e.id = job.data->>'carrierEventId' WHERE e.processed_at IS NULL`,
+      [jobId],
+    );
+    if (!row) return undefined;
+    const event = row.normalized as NormalizedEvent;
+    const handler = event.kind === 'ignored' ? ignoreEvent : this.handlers.getOneStatement(event.kind);
+    if (!handler) return undefined;
+    const stmt = new CteStatement();
+    const job = stmt.param(jobId);
+    const id = stmt.param(row.id);
+    const consumption = this.build(stmt, handler, event, (ready) => {
+      stmt.with('job_claimed', claimJobSql(job, ready));
+      return `EXISTS (SELECT FROM job_claimed)`;
+    }, id);
+    let result: { ready: boolean; claimed: boolean; jobs: number };
+    try {
+      [result] = await this.dataSource.query(
+        stmt.text(`SELECT (${consumption.ready ?? 'true'}) AS ready, EXISTS (SELECT FROM job_claimed) AS claimed, (${stmt.newJobsCount()})::int AS jobs`),
+        stmt.params,
+      );
+    } catch (err) {
+      if (isTransient(err)) throw err;
+      return undefined;
+    }
+    if (!result.ready) return undefined;
+    this.outbox.jobsWritten(result.jobs);
+    return result.claimed ? 'completed' : 'skipped';
+  }
+
+  /**
+   * Lets a one-statement handler add its CTEs, with `consume` marking the event processed
+   * (guarded on processed_at IS NULL, and on `gate(ready)`, which may add CTEs of its own).
+   */
+  private build(
+    stmt: CteStatement,
+    handler: OneStatementCarrierEventHandler<HandledKind>,
+    event: NormalizedEvent,
+    gate: (ready: string) => string,
+    id: string,
+  ): EventConsumption {
+    let consumption: EventConsumption | undefined;
+    handler(event as never, {
+      stmt,
+      consume: (given = {}) => {
+        if (consumption) throw new Error('a one-statement handler consumes its event once');
+        consumption = given;
+        const allowed = gate(given.ready ?? 'true');
+        // processed_at IS NULL: only one run consumes the event; `allowed`: and only when ready
+        // (and, in a job's run, when this run claimed the job).
+        return stmt.with(
+          'cev_consumed',
+          `UPDATE carrier_events SET processed_at = now(), error = NULL, note = ${given.note ?? 'NULL'}, attempts = attempts + 1, unhandled_since = NULL
+            WHERE id = ${id} AND processed_at IS NULL AND ${allowed} RETURNING id AS consumed_event_id`,
+        );
+      },
+    });
+    if (!consumption) throw new Error(`the one-statement handler of ${event.kind} did not consume its event`);
+    return consumption;
+  }
+
+  /**
+   * A one-statement handler in the general path's transaction, which holds the event's row lock
+   * and marks it processed itself: the consumption is a gate with a row when ready.
+   */
+  private async runOneStatementHandlerIn(tx: Tx, handler: OneStatementCarrierEventHandler<HandledKind>, event: NormalizedEvent): Promise<string | void> {
+    const stmt = new CteStatement();
+    let consumption: EventConsumption | undefined;
+    handler(event as never, {
+      stmt,
+      consume: (given = {}) => {
+        consumption = given;
+        return stmt.with('cev_consumed', `SELECT 1 AS consumed_event_id WHERE ${given.ready ?? 'true'}`);
+      },
+    });
+    if (!consumption) throw new Error(`the one-statement handler of ${event.kind} did not consume its event`);
+    const c: EventConsumption = consumption;
+    const { rows } = await exec<{ ready: boolean; note: string | null; jobs: number }>(
+      tx,
+      stmt.text(`SELECT (${c.ready ?? 'true'}) AS ready, (${c.note ?? 'NULL'})::text AS note, (${stmt.newJobsCount()})::int AS jobs`),
+      stmt.params,
+    );
+    if (!rows[0].ready) throw new RetryLaterError(c.notReadyReason ?? 'not ready');
+    this.outbox.jobsWritten(rows[0].jobs, tx);
+    return rows[0].note ?? undefined;
+  }
 
   async process(tx: Tx, id: string, { replay = false } = {}): Promise<ProcessResult> {
     // FOR UPDATE: a job run and a replay of one event take turns; the second sees processed_at.
@@ -53,7 +168,10 @@ export class CarrierEventProcessor {
       await this.markProcessed(tx, id, `ignored: carrier event type ${event.carrierEventType}`);
       return { id, outcome: 'ignored' };
     }
-    const handler = this.handlers.get(event.kind);
+    const oneStatement = this.handlers.getOneStatement(event.kind);
+    const handler: CarrierEventHandler<HandledKind> | undefined = oneStatement
+      ? (ev, handlerTx) => this.runOneStatementHandlerIn(handlerTx, oneStatement, ev as NormalizedEvent)
+      : this.handlers.get(event.kind);
     if (!handler) {
       await this.markUnhandled(tx, id, event.kind);
       return { id, outcome: 'unhandled' };

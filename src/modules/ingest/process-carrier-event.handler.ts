@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '../../platform/database/tx.js';
 import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
-import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
+import { HandlesJob, type JobContext, type JobHandler, type RunOutcome } from '../../platform/outbox/job-handler.js';
 import { CarrierEventProcessor } from './carrier-event-processor.js';
 
 /** Worker side of ingest: the event's processing commits with the job's completion. */
@@ -9,6 +9,11 @@ import { CarrierEventProcessor } from './carrier-event-processor.js';
 @HandlesJob(JobName.ProcessCarrierEvent)
 export class ProcessCarrierEventHandler implements JobHandler<JobName.ProcessCarrierEvent> {
   constructor(private readonly processor: CarrierEventProcessor) {}
+
+  /** Inbound SMS, receipts and ignored events: the job in one statement (see the processor). */
+  runInOneStatement(jobId: string): Promise<RunOutcome | undefined> {
+    return this.processor.runInOneStatement(jobId);
+  }
 
   async handle(data: JobPayloads[JobName.ProcessCarrierEvent], { tx }: JobContext): Promise<void> {
     await this.processor.process(tx!, data.carrierEventId);

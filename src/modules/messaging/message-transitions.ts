@@ -2,12 +2,36 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { UsageLedger } from '../billing/usage-ledger.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
+import type { CteStatement } from '../../platform/database/cte-statement.js';
+import type { OneStatementRun } from '../ingest/carrier-event-handlers.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
-import { MESSAGE_COLUMNS, TERMINAL_STATUSES, toView, UNSENT_STATUSES, WAITING_STATUSES, type MessageStatus, type MessageView } from './message-view.js';
+import { MESSAGE_COLUMNS, MESSAGE_VIEW_JSON, TERMINAL_STATUSES, toView, UNSENT_STATUSES, WAITING_STATUSES, type MessageStatus, type MessageView } from './message-view.js';
 
 type Row = MessageView & { account_id: string };
+
+/** A final delivery receipt, in our words. */
+export interface Receipt {
+  carrier: CarrierName;
+  carrierMessageId: string;
+  status: 'sent' | 'delivered' | 'failed';
+  /** The carrier's own word, kept in the note of a receipt that changed nothing. */
+  carrierStatus: string;
+  errorCode?: string;
+  errorDetail?: string;
+}
+
+export interface Inbound {
+  id: string;
+  carrier: CarrierName;
+  carrierMessageId: string;
+  from: string;
+  to: string;
+  text: string;
+  segments: number;
+  encoding: string;
+}
 
 /** The lease `locked` found, and the claim when the UPDATE took it (all NULL when it did not). */
 type ClaimRow = { holder: string | null; held_until: Date | null } & (
@@ -125,62 +149,65 @@ export class MessageTransitions {
   }
 
   /**
-   * A delivery receipt for a message we sent. Returns 'applied', 'unchanged' (duplicate,
-   * contradiction after a terminal status, or nothing to do) or 'unknown_message' (not stamped
-   * with this carrier id yet: the caller retries later). The verdict comes from the one statement
-   * that locks and moves the message: a stamp markSent has not committed yet is "unknown" (retry),
-   * never explained away as a duplicate by a later read in a newer snapshot.
+   * A delivery receipt for a message we sent, as fragments of the event's one statement. The
+   * event is ready only once a message carries this carrier id (a receipt that outran the
+   * dispatcher's commit is retried, never explained away as a duplicate by a later read); it
+   * changes nothing (the note says so) for a duplicate, a contradiction after a terminal status,
+   * or a 'sent' receipt (markSent stamps the carrier id and 'sent' together).
    */
-  async applyReceipt(
-    tx: Tx,
-    receipt: { carrier: string; carrierMessageId: string; status: 'sent' | 'delivered' | 'failed'; errorCode?: string; errorDetail?: string },
-  ): Promise<'applied' | 'unchanged' | 'unknown_message'> {
-    // `found` locks the message this carrier id names (a twin receipt waits, then sees what this
-    // one left); the UPDATE moves only an outbound one that is not terminal and not already at
-    // the receipt's status: the first terminal word wins, and a 'sent' receipt never moves
-    // anything (markSent stamps the carrier id and 'sent' together).
-    // One row per message found; its columns are NULL when the UPDATE left it alone.
-    const { rows } = await exec<Omit<Row, 'id'> & { id: string | null }>(
-      tx,
-      `WITH found AS (
-         SELECT id AS found_id, status AS previous, direction = 'outbound' AS outbound FROM messages
-          WHERE carrier = $1 AND carrier_message_id = $2 FOR UPDATE
-       ), moved AS (
-         UPDATE messages m SET status = $3, error_code = coalesce($4, error_code), error_detail = coalesce($5, error_detail), updated_at = now()
-           FROM found
-          WHERE m.id = found.found_id AND found.outbound AND found.previous <> ALL($6::text[]) AND found.previous <> $3
-         RETURNING ${MESSAGE_COLUMNS}
-       )
-       SELECT moved.* FROM found LEFT JOIN moved ON moved.id = found.found_id`,
-      [receipt.carrier, receipt.carrierMessageId, receipt.status, receipt.errorCode ?? null, receipt.errorDetail ?? null, TERMINAL_STATUSES],
+  applyReceiptCtes(stmt: CteStatement, consume: OneStatementRun['consume'], receipt: Receipt): void {
+    // `rcpt_found` locks the message this carrier id names: a twin receipt waits, then sees what
+    // this one left.
+    stmt.with(
+      'rcpt_found',
+      `SELECT id AS found_id, status AS previous, direction = 'outbound' AS outbound FROM messages
+        WHERE carrier = ${stmt.param(receipt.carrier, 'text')} AND carrier_message_id = ${stmt.param(receipt.carrierMessageId, 'text')} FOR UPDATE`,
     );
-    if (rows.length === 0) return 'unknown_message';
-    if (rows[0].id === null) return 'unchanged';
-    const message = rows[0] as Row;
-    await this.recordHistory(tx, message.id, receipt.status);
-    await this.emit(tx, message, `message.${receipt.status}`);
-    return 'applied';
+    const status = stmt.param(receipt.status, 'text');
+    // The guard: only an outbound message that is not terminal and not already at the
+    // receipt's status moves; the first terminal word wins.
+    const moves = `outbound AND previous <> ALL(${stmt.param(TERMINAL_STATUSES, 'text[]')}) AND previous <> ${status}`;
+    const applied = consume({
+      ready: 'EXISTS (SELECT FROM rcpt_found)',
+      notReadyReason: `no message carries ${receipt.carrier} id ${receipt.carrierMessageId} yet`,
+      note: `CASE WHEN NOT EXISTS (SELECT FROM rcpt_found WHERE ${moves}) THEN ${stmt.param(`duplicate or superseded receipt (${receipt.carrierStatus})`, 'text')} END`,
+    });
+    const moved = stmt.with(
+      'rcpt_moved',
+      `UPDATE messages m SET status = ${status}, error_code = coalesce(${stmt.param(receipt.errorCode ?? null, 'text')}, error_code),
+              error_detail = coalesce(${stmt.param(receipt.errorDetail ?? null, 'text')}, error_detail), updated_at = now()
+         FROM rcpt_found, ${applied}
+        WHERE m.id = rcpt_found.found_id AND ${moves}
+       RETURNING ${MESSAGE_COLUMNS}`,
+    );
+    this.sideEffectsCtes(stmt, moved, receipt.status, `message.${receipt.status}`);
   }
 
-  /** Records an inbound message once per carrier message id; billed and announced only then. */
-  async receiveInbound(
-    tx: Tx,
-    inbound: { id: string; accountId: string; carrier: string; carrierMessageId: string; from: string; to: string; text: string; segments: number; encoding: string },
-  ): Promise<boolean> {
+  /**
+   * An inbound message, as fragments of the event's one statement: recorded once per carrier
+   * message id when a number of ours (CTE `owner`) receives it, then billed and announced.
+   */
+  receiveInboundCtes(stmt: CteStatement, consume: OneStatementRun['consume'], owner: string, inbound: Inbound): void {
+    const applied = consume({ note: `CASE WHEN NOT EXISTS (SELECT FROM ${owner}) THEN ${stmt.param(`no account owns ${inbound.to}`, 'text')} END` });
+    const p = (value: unknown, cast = 'text') => stmt.param(value, cast);
     // ON CONFLICT (carrier, carrier_message_id): a replayed or re-signed delivery inserts nothing.
-    const { rows } = await exec<Row>(
-      tx,
+    const received = stmt.with(
+      'msg_received',
       `INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, carrier_message_id)
-       VALUES ($1, $2, 'inbound', $3, $4, $5, 'received', $6, $7, $8, $9)
+       SELECT ${p(inbound.id)}, ${owner}.account_id, 'inbound', ${p(inbound.from)}, ${p(inbound.to)}, ${p(inbound.text)}, 'received', ${p(inbound.segments, 'int')},
+              ${p(inbound.encoding)}, ${p(inbound.carrier)}, ${p(inbound.carrierMessageId)}
+         FROM ${owner}, ${applied}
        ON CONFLICT (carrier, carrier_message_id) DO NOTHING
        RETURNING ${MESSAGE_COLUMNS}`,
-      [inbound.id, inbound.accountId, inbound.from, inbound.to, inbound.text, inbound.segments, inbound.encoding, inbound.carrier, inbound.carrierMessageId],
     );
-    if (rows.length === 0) return false;
-    await this.recordHistory(tx, inbound.id, 'received');
-    await this.usage.record(tx, { accountId: inbound.accountId, kind: 'sms_inbound_segments', resourceId: inbound.id, quantity: inbound.segments });
-    await this.emit(tx, rows[0], 'message.received');
-    return true;
+    this.usage.recordFromCte(stmt, received, 'sms_inbound_segments', { accountId: 'account_id', resourceId: 'id', quantity: 'segments' });
+    this.sideEffectsCtes(stmt, received, 'received', 'message.received');
+  }
+
+  /** The history row and the customer event of a move, for the rows of CTE `changed` (MESSAGE_COLUMNS). */
+  private sideEffectsCtes(stmt: CteStatement, changed: string, status: MessageStatus, type: CustomerEventType): void {
+    stmt.with('msg_history', `INSERT INTO message_status_history (message_id, status) SELECT id, ${stmt.param(status, 'text')} FROM ${changed}`);
+    this.events.emitFromCte(stmt, changed, type, MESSAGE_VIEW_JSON);
   }
 
   async recordHistory(tx: Tx, messageId: string, status: MessageStatus): Promise<void> {

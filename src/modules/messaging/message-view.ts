@@ -1,6 +1,7 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import type { Encoding } from '../../telephony/segments.js';
+import { isoTimestampSql } from '../../platform/database/cte-statement.js';
 
 export const MESSAGE_STATUSES = ['queued', 'scheduled', 'sending', 'sent', 'delivered', 'failed', 'received'] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
@@ -47,6 +48,15 @@ export class MessageWithHistory extends MessageView {
 /** The SELECT / RETURNING list that yields a MessageView (plus account_id, stripped by toView). */
 export const MESSAGE_COLUMNS = `id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
   segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at, created_at, updated_at, account_id`;
+
+/**
+ * toView in SQL, over a row of MESSAGE_COLUMNS (a RETURNING of them): the payload of a customer
+ * event written by the same statement as the change. A spec holds the two to one shape.
+ */
+export const MESSAGE_VIEW_JSON = `jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
+  'text', text, 'status', status, 'segments', segments, 'encoding', encoding, 'carrier', carrier,
+  'carrier_message_id', carrier_message_id, 'error_code', error_code, 'error_detail', error_detail,
+  'send_at', ${isoTimestampSql('send_at')}, 'created_at', ${isoTimestampSql('created_at')}, 'updated_at', ${isoTimestampSql('updated_at')})`;
 
 /** Dates as ISO strings and no internal columns: what a customer sees, stable across replays. */
 export function toView(row: MessageView & { account_id?: string }): MessageView {

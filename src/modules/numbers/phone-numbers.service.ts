@@ -6,6 +6,7 @@ import type { PageRequest } from '../../platform/http/pagination.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import type { VoiceSettings } from '../sequential-ring/ring-plan.js';
 import type { PhoneNumberView } from './phone-number.dto.js';
+import type { CteStatement } from '../../platform/database/cte-statement.js';
 
 const COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, voice, created_at`;
 
@@ -74,6 +75,11 @@ export class PhoneNumbers {
   }
 
   /** Who receives messages to this number (inbound routing), if anyone. */
+  /** findOwner as a CTE of a statement (account_id, carrier; no row when nobody owns the number). */
+  ownerCte(stmt: CteStatement, name: string, phoneNumber: string): string {
+    return stmt.with(name, `SELECT account_id, carrier FROM phone_numbers WHERE phone_number = ${stmt.param(phoneNumber, 'text')}`);
+  }
+
   async findOwner(tx: Tx, phoneNumber: string): Promise<{ accountId: string; carrier: CarrierName } | undefined> {
     const [row] = await tx.query(`SELECT account_id, carrier FROM phone_numbers WHERE phone_number = $1`, [phoneNumber]);
     return row ? { accountId: row.account_id, carrier: row.carrier } : undefined;

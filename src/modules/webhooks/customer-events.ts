@@ -1,30 +1,54 @@
 import { Injectable } from '@nestjs/common';
-import { IdPrefix, newId } from '../../platform/ids.js';
+import { IdPrefix } from '../../platform/ids.js';
+import { CteStatement } from '../../platform/database/cte-statement.js';
 import { assertInTransaction, exec, type Tx } from '../../platform/database/tx.js';
+import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
 import { CUSTOMER_EVENT_VERSION, isCustomerEventType, type CustomerEventType } from './event-types.js';
 
 /**
  * The one way other modules tell customers something happened. Call it inside the transaction
- * of the state change the event describes, and only when the guarded UPDATE changed a row: the
- * event, its deliveries and their jobs then commit or roll back with that change, and a replayed
- * handler (whose guard changes nothing) emits nothing.
+ * (or the statement) of the state change the event describes, and only when the guarded UPDATE
+ * changed a row: the event, its deliveries and their jobs then commit or roll back with that
+ * change, and a replayed handler (whose guard changes nothing) emits nothing.
  */
 @Injectable()
 export class CustomerEvents {
-  constructor(private readonly deliveries: DeliveryScheduler) {}
+  constructor(
+    private readonly deliveries: DeliveryScheduler,
+    private readonly outbox: OutboxService,
+  ) {}
 
-  /** Returns the event id (`evt_…`), which is also the `webhook-id` of every delivery attempt. */
+  /**
+   * Returns the event id (`evt_…`), which is also the `webhook-id` of every delivery attempt.
+   * One statement: the event, a delivery per subscribed endpoint and their first jobs.
+   */
   async emit(tx: Tx, accountId: string, type: CustomerEventType, data: object): Promise<string> {
     assertInTransaction(tx);
+    const stmt = new CteStatement();
+    stmt.with('evt_source', `SELECT ${stmt.param(accountId)}::text AS account_id, ${stmt.param(JSON.stringify(data))}::jsonb AS payload`);
+    const event = this.emitFromCte(stmt, 'evt_source', type, 'payload');
+    const { rows } = await exec<{ id: string; jobs: number }>(tx, stmt.text(`SELECT (SELECT id FROM ${event}) AS id, (${stmt.newJobsCount()})::int AS jobs`), stmt.params);
+    this.outbox.jobsWritten(rows[0].jobs, tx);
+    return rows[0].id;
+  }
+
+  /**
+   * emit as a fragment of a statement: an event of `type` for each row of CTE `source` (which
+   * has `account_id`), its payload the SQL expression `payload` over source's columns. Put it
+   * after the guard's CTE, reading from it, so it emits only for rows the guard changed. The
+   * statement's runner calls OutboxService.jobsWritten with stmt.newJobsCount(). Returns the
+   * CTE of the events (id, account_id).
+   */
+  emitFromCte(stmt: CteStatement, source: string, type: CustomerEventType, payload: string): string {
     if (!isCustomerEventType(type)) throw new Error(`unknown customer event type ${JSON.stringify(type)}`);
-    const id = newId(IdPrefix.Event);
-    await exec(
-      tx,
-      `INSERT INTO outbound_events (id, account_id, type, event_version, payload) VALUES ($1, $2, $3, $4, $5)`,
-      [id, accountId, type, CUSTOMER_EVENT_VERSION, JSON.stringify(data)],
+    const events = stmt.with(
+      'evt_emitted',
+      `INSERT INTO outbound_events (id, account_id, type, event_version, payload)
+       SELECT onceline_id('${IdPrefix.Event}'), account_id, ${stmt.param(type, 'text')}, ${stmt.param(CUSTOMER_EVENT_VERSION, 'int')}, ${payload} FROM ${source}
+       RETURNING id, account_id`,
     );
-    await this.deliveries.createForEvent(tx, id, accountId, type);
-    return id;
+    this.deliveries.createForEventsCte(stmt, events, type);
+    return events;
   }
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
-import { newId, IdPrefix } from '../../platform/ids.js';
+import { IdPrefix } from '../../platform/ids.js';
+import { CteStatement } from '../../platform/database/cte-statement.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
@@ -16,6 +17,9 @@ export interface AttemptRef {
 export function attemptJobId(ref: AttemptRef): string {
   return `dlv-${ref.id}-${ref.round}-${ref.attempt}`;
 }
+
+/** attemptJobId in SQL, over columns id, round and attempt (a spec holds the two to one format). */
+export const ATTEMPT_JOB_ID_SQL = `'dlv-' || id || '-' || round || '-' || attempt`;
 
 /**
  * Every change of a delivery's schedule, written in the caller's transaction next to the outbox
@@ -50,34 +54,49 @@ export class DeliveryScheduler {
    * job when the endpoint is enabled, parked at once when it is disabled. Returns how many.
    */
   async createForEvent(tx: Tx, eventId: string, accountId: string, type: string): Promise<number> {
+    const stmt = new CteStatement();
+    stmt.with('dlv_event', `SELECT ${stmt.param(eventId)}::text AS id, ${stmt.param(accountId)}::text AS account_id`);
+    const created = this.createForEventsCte(stmt, 'dlv_event', type);
+    const [row] = (await exec<{ created: number; jobs: number }>(tx, stmt.text(`SELECT (SELECT count(*) FROM ${created})::int AS created, (${stmt.newJobsCount()})::int AS jobs`), stmt.params)).rows;
+    this.outbox.jobsWritten(row.jobs, tx);
+    return row.created;
+  }
+
+  /**
+   * createForEvent as a fragment: the deliveries (and first-attempt jobs) of every event in CTE
+   * `events` (columns id, account_id), all of type `type`. Returns the CTE of the deliveries made.
+   */
+  createForEventsCte(stmt: CteStatement, events: string, type: string): string {
+    const typeParam = stmt.param(type, 'text');
     // FOR SHARE: an enable, disable or delete of these endpoints in flight is waited for and its
-    // outcome read, and none can commit before this transaction, so `enabled` stays true until
-    // the deliveries commit; a park or resume after us sees them. (enabled is read, not filtered
-    // on: a WHERE on it would skip a row being enabled without waiting for it.)
-    const { rows: endpoints } = await exec<{ id: string; enabled: boolean }>(
-      tx,
-      `SELECT id, enabled FROM webhook_endpoints
-        WHERE account_id = $1 AND deleted_at IS NULL AND (event_types IS NULL OR $2 = ANY (event_types))
-        ORDER BY id FOR SHARE`,
-      [accountId, type],
+    // outcome read, and none can commit before this statement's transaction, so `enabled` stays
+    // true until the deliveries commit; a park or resume after us sees them. (enabled is read, not
+    // filtered on: a WHERE on it would skip a row being enabled without waiting for it.)
+    stmt.with(
+      'dlv_endpoints',
+      `SELECT w.id AS endpoint_id, w.enabled, e.id AS event_id, e.account_id
+         FROM ${events} e JOIN webhook_endpoints w ON w.account_id = e.account_id
+        WHERE w.deleted_at IS NULL AND (w.event_types IS NULL OR ${typeParam} = ANY (w.event_types))
+        ORDER BY w.id FOR SHARE OF w`,
     );
-    if (endpoints.length === 0) return 0;
-    const ids = endpoints.map(() => newId(IdPrefix.WebhookDelivery));
     // ON CONFLICT: one delivery per (event, endpoint), whoever else inserts it.
-    const { rows } = await exec<{ id: string; status: string }>(
-      tx,
+    const created = stmt.with(
+      'dlv_created',
       `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, account_id, status, parked_at, next_attempt_at)
-       SELECT d.id, $1, d.endpoint_id, $2,
-              CASE WHEN d.enabled THEN 'pending' ELSE 'parked' END,
-              CASE WHEN d.enabled THEN NULL ELSE now() END,
-              CASE WHEN d.enabled THEN now() ELSE NULL END
-         FROM unnest($3::text[], $4::text[], $5::boolean[]) AS d(id, endpoint_id, enabled)
+       SELECT onceline_id('${IdPrefix.WebhookDelivery}'), event_id, endpoint_id, account_id,
+              CASE WHEN enabled THEN 'pending' ELSE 'parked' END,
+              CASE WHEN enabled THEN NULL ELSE now() END,
+              CASE WHEN enabled THEN now() ELSE NULL END
+         FROM dlv_endpoints
        ON CONFLICT (event_id, endpoint_id) DO NOTHING
        RETURNING id, status`,
-      [eventId, accountId, ids, endpoints.map((e) => e.id), endpoints.map((e) => e.enabled)],
     );
-    await this.enqueueAttempts(tx, rows.filter((row) => row.status === 'pending').map((row) => ({ id: row.id, round: 1, attempt: 1 })));
-    return rows.length;
+    stmt.with('dlv_first_attempts', `SELECT id, 1 AS round, 1 AS attempt FROM ${created} WHERE status = 'pending'`);
+    this.outbox.jobsFromCte(stmt, 'dlv_jobs', 'dlv_first_attempts', JobName.WebhookDeliveryAttempt, {
+      id: ATTEMPT_JOB_ID_SQL,
+      data: `jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt)`,
+    });
+    return created;
   }
 
   /**

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
+import type { CteStatement } from '../../platform/database/cte-statement.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
 
 /** Consecutive failures per endpoint; disabling parks what the endpoint is owed. */
@@ -14,6 +15,15 @@ export class EndpointHealth {
   async recordSuccess(tx: Tx, endpointId: string): Promise<void> {
     // WHERE consecutive_failures > 0: the common case writes nothing.
     await exec(tx, `UPDATE webhook_endpoints SET consecutive_failures = 0 WHERE id = $1 AND consecutive_failures > 0`, [endpointId]);
+  }
+
+  /** recordSuccess as a CTE of a statement, for the endpoint of a delivery that CTE `recorded` moved. */
+  recordSuccessCte(stmt: CteStatement, endpointId: string, recorded: string): void {
+    // WHERE consecutive_failures > 0: the common case writes nothing.
+    stmt.with(
+      'we_healthy',
+      `UPDATE webhook_endpoints SET consecutive_failures = 0 WHERE id = ${stmt.param(endpointId, 'text')} AND consecutive_failures > 0 AND EXISTS (SELECT FROM ${recorded})`,
+    );
   }
 
   /**

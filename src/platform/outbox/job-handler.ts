@@ -12,8 +12,17 @@ export interface JobContext {
   tx?: Tx;
 }
 
+export type RunOutcome = 'completed' | 'skipped';
+
 export interface JobHandler<N extends JobName> {
   handle(data: JobPayloads[N], context: JobContext): Promise<void>;
+  /**
+   * Optional fast path, tried first: the whole job (reads aside) as ONE autocommit statement that
+   * also gives the job its outcome (the fragments of job-sql.ts), so the common case costs no
+   * BEGIN, no COMMIT and no separate claim. Returns the outcome, or undefined when this run needs
+   * the general path (`handle` in its transaction); it must then have written nothing.
+   */
+  runInOneStatement?(jobId: string, context: JobContext): Promise<RunOutcome | undefined>;
   /**
    * Optional: the job failed for good (a permanent error, or its attempts ran out). Runs in the
    * transaction that records the failure on the outbox row, so the owning module's record of it

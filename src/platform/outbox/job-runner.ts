@@ -4,10 +4,10 @@ import { storedMessage } from '../database/pg-errors.js';
 import { exec } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { JOB_SPECS, JobName } from './job-catalogue.js';
-import { PermanentJobError } from './job-handler.js';
+import { PermanentJobError, type RunOutcome } from './job-handler.js';
 import { JobRegistry } from './job-registry.js';
+import { claimJobSql, completeJobSql, pendingJobSql } from './job-sql.js';
 
-export type RunOutcome = 'completed' | 'skipped';
 
 /**
  * Runs one job by its outbox row. The payload is read from Postgres, never trusted from Redis,
@@ -23,17 +23,15 @@ export class JobRunner {
 
   async run(name: JobName, jobId: string, attempt: number): Promise<RunOutcome> {
     const handler = this.registry.get(name);
+    // The fast path, where the handler has one: the whole job in one statement, or nothing
+    // written and the general path below.
+    const fast = await handler.runInOneStatement?.(jobId, { jobId, attempt });
+    if (fast) return fast;
     if (JOB_SPECS[name].mode === 'transactional') {
       return this.uow.run(async (tx) => {
         // Claims the job: only one run can move completed_at off NULL, and a twin run blocks on
         // this row lock until the first commits, then finds nothing to claim.
-        const { rows } = await exec<{ data: never }>(
-          tx,
-          `UPDATE outbox_jobs SET completed_at = now(), attempts = attempts + 1
-            WHERE job_id = $1 AND completed_at IS NULL AND failed_at IS NULL
-            RETURNING data`,
-          [jobId],
-        );
+        const { rows } = await exec<{ data: never }>(tx, claimJobSql('$1'), [jobId]);
         if (rows.length === 0) return 'skipped';
         await handler.handle(rows[0].data, { jobId, attempt, tx });
         return 'completed';
@@ -41,17 +39,10 @@ export class JobRunner {
     }
     // External handlers are at least once and guard their own writes: this read only spares a job
     // that already has an outcome; a twin run that passes it too is stopped by the handler's guards.
-    const [row] = await this.dataSource.query(
-      `SELECT data FROM outbox_jobs WHERE job_id = $1 AND completed_at IS NULL AND failed_at IS NULL`,
-      [jobId],
-    );
+    const [row] = await this.dataSource.query(pendingJobSql('$1'), [jobId]);
     if (!row) return 'skipped';
     await handler.handle(row.data, { jobId, attempt });
-    // Decides nothing: a completion after a recorded failure (a stall taken for a death) keeps both stamps, as happened.
-    await this.dataSource.query(
-      `UPDATE outbox_jobs SET completed_at = now(), attempts = attempts + 1 WHERE job_id = $1 AND completed_at IS NULL`,
-      [jobId],
-    );
+    await this.dataSource.query(completeJobSql('$1'), [jobId]);
     return 'completed';
   }
 

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { assertInTransaction, exec, type Tx } from '../database/tx.js';
 import { afterCommit } from '../database/unit-of-work.js';
+import type { CteStatement } from '../database/cte-statement.js';
 import { RelayWakeup } from './relay-wakeup.js';
 import { JOB_ID_PATTERN, JobName, queueOf, type JobPayloads } from './job-catalogue.js';
 
@@ -87,6 +88,34 @@ export class OutboxService {
   /** After a statement built with jobPerRowCte committed new jobs: wakes the relays. */
   jobsCommitted(): void {
     this.wakeup.hint();
+  }
+
+  /**
+   * The outbox's part of a statement assembled from fragments: a job `name` for each row of CTE
+   * `source`, with job id and payload (jsonb) as SQL expressions over its columns. Ids already in
+   * the outbox are one job, as in enqueueMany. Counted by stmt.newJobsCount(); call
+   * jobsWritten() once the statement has run.
+   */
+  jobsFromCte<N extends JobName>(stmt: CteStatement, cteName: string, source: string, name: N, job: { id: string; data: string; runAt?: string }): string {
+    // queue and name come from the catalogue's enums (lowercase words and dashes): safe literals.
+    const cte = stmt.with(
+      cteName,
+      `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
+       SELECT ${job.id}, '${queueOf(name)}', '${name}', ${job.data}, ${job.runAt ?? 'now()'} FROM ${source}
+       ON CONFLICT (job_id) DO NOTHING RETURNING 1`,
+    );
+    stmt.jobCtes.push(cte);
+    return cte;
+  }
+
+  /**
+   * A statement with jobsFromCte fragments inserted `count` jobs: wakes the relays once it has
+   * committed (at once for an autocommit statement, after the commit when it ran in `tx`).
+   */
+  jobsWritten(count: number, tx?: Tx): void {
+    if (count <= 0) return;
+    if (tx) afterCommit(tx, () => this.wakeup.hint());
+    else this.wakeup.hint();
   }
 
   /** Jobs committed but not yet handed to Redis, and the age of the oldest due one. */

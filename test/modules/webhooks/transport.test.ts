@@ -9,7 +9,7 @@ import { AddressPolicy } from '../../../src/modules/webhooks/address-policy.js';
 import { CustomerEvents } from '../../../src/modules/webhooks/customer-events.js';
 import { EXCERPT_CHARS } from '../../../src/modules/webhooks/delivery-attempt.handler.js';
 import { attemptJobId } from '../../../src/modules/webhooks/delivery-scheduler.js';
-import { MAX_RESPONSE_BYTES, postWebhook } from '../../../src/modules/webhooks/webhook-http.js';
+import { EndpointAgents, MAX_RESPONSE_BYTES, postWebhook } from '../../../src/modules/webhooks/webhook-http.js';
 import { ApiClient } from '../../support/api-client.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
@@ -253,6 +253,33 @@ describe('delivery transport: timeout, large bodies, redirects, IPv6 loopback', 
       expect(finishedSending).toBe(false);
       expect(bytesSent).toBeLessThan(MIB);
     } finally {
+      await server.close();
+    }
+  });
+
+  it('attempts to one endpoint share a kept connection per vetted address; a kept one the server dropped is retried once on a new one', async () => {
+    const sockets = new Set<unknown>();
+    const server = await startRawServer('127.0.0.1', (req, res, index) => {
+      const reused = sockets.has(req.socket);
+      sockets.add(req.socket);
+      // the fourth request (on the kept connection) finds it closed under it, before any answer
+      if (index === 3 && reused) return void req.socket.destroy();
+      res.writeHead(200).end('ok');
+    });
+    const agents = new EndpointAgents();
+    try {
+      const url = new URL(`${server.url}/kept`);
+      const address = { address: '127.0.0.1', family: 4 as const };
+      const post = () => postWebhook({ url, address, headers: {}, body: '{}', timeoutMs: 10_000 }, agents.for(url, address));
+      for (let i = 0; i < 3; i++) expect(await post()).toMatchObject({ statusCode: 200, error: undefined });
+      expect(sockets.size).toBe(1);
+      expect(await post()).toMatchObject({ statusCode: 200, error: undefined });
+      expect(server.requests).toHaveLength(5);
+      expect(sockets.size).toBe(2);
+      // another vetted address is another agent: a socket never crosses addresses
+      expect(agents.for(url, { address: '127.0.0.2', family: 4 })).not.toBe(agents.for(url, address));
+    } finally {
+      agents.destroy();
       await server.close();
     }
   });

@@ -1,0 +1,78 @@
+// The load of bench/e2e.mjs: signed Telnyx inbound SMS webhooks offered at a fixed rate, and the
+// customer endpoint (127.0.0.1) that receives their `message.received` events. A run collects the
+// carrier webhook → customer webhook latency of its own SMS and counts duplicates by webhook-id.
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { request, telnyxHeaders } from './lib.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export const newRun = () => ({ latencies: [], received: 0, deliveries: 0, duplicates: 0 });
+
+function inbound(base, toNumber, carrierMessageId, i) {
+  return JSON.stringify({
+    data: { event_type: 'message.received', id: randomUUID(), occurred_at: new Date().toISOString(), record_type: 'event',
+      payload: { id: carrierMessageId, record_type: 'message', direction: 'inbound', type: 'SMS', from: { phone_number: '+13125550001' },
+        to: [{ phone_number: toNumber, status: 'webhook_delivered' }], text: `bench ${i}`, parts: 1, errors: [] } },
+    meta: { attempt: 1, delivered_to: `${base}/webhooks/telnyx` },
+  });
+}
+
+/** Starts the customer endpoint; resolves { hookUrl, offer, drain, close } for SMS signed with `privateKey` to `toNumber`. */
+export async function startInboundLoad(privateKey, toNumber) {
+  const sentAt = new Map(); // carrier message id → { t0, run }
+  const seenIds = new Set();
+  const receiver = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const sent = sentAt.get(JSON.parse(body).data.carrier_message_id);
+      if (sent) {
+        sent.run.deliveries++;
+        if (seenIds.has(req.headers['webhook-id'])) sent.run.duplicates++;
+        else {
+          seenIds.add(req.headers['webhook-id']);
+          sent.run.received++;
+          sent.run.latencies.push(performance.now() - sent.t0);
+        }
+      }
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
+
+  /** Offers `rate`/s signed inbound SMS webhooks to `base` for `seconds`; the run collects what arrives. */
+  async function offer(base, run, rate, seconds) {
+    run.offered = Math.round(rate * seconds);
+    run.rejected = 0;
+    const interval = 1000 / rate;
+    run.start = performance.now();
+    const inflight = [];
+    for (let i = 0; i < run.offered; i++) {
+      const wait = run.start + i * interval - performance.now();
+      if (wait > 1) await sleep(wait);
+      const carrierMessageId = randomUUID();
+      const body = inbound(base, toNumber, carrierMessageId, i);
+      const headers = telnyxHeaders(privateKey, body);
+      sentAt.set(carrierMessageId, { t0: performance.now(), run });
+      inflight.push(request(`${base}/webhooks/telnyx`, { method: 'POST', headers, body }).then((r) => r.status !== 200 && run.rejected++, () => run.rejected++));
+    }
+    run.sendSeconds = (performance.now() - run.start) / 1000;
+    await Promise.all(inflight);
+  }
+
+  /** Waits until every accepted webhook's customer event arrived, at most `timeoutMs`; true if all did. */
+  async function drain(run, timeoutMs) {
+    const until = Date.now() + timeoutMs;
+    while (run.received < run.offered - run.rejected && Date.now() < until) await sleep(100);
+    run.drainSeconds = (performance.now() - run.start) / 1000;
+    return run.received === run.offered - run.rejected;
+  }
+
+  return {
+    hookUrl: `http://127.0.0.1:${receiver.address().port}/hook`,
+    offer,
+    drain,
+    close: () => new Promise((r) => receiver.close(r)),
+  };
+}

@@ -14,16 +14,15 @@
 //     table vs BENCH_PARTITIONS daily partitions, the unique job_id index then per partition.
 //  4. The oldest day of those: batched DELETE vs DETACH + DROP of its partition.
 //
-// By default on a private PostgreSQL cluster (initdb in a temp dir, a free port on 127.0.0.1),
-// so the WAL figures are this benchmark's alone; BENCH_PG_BASE=postgres://...@127.0.0.1:5432/postgres
-// runs it on a scratch database there instead (WAL then includes whatever else writes meanwhile).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// By default on a private PostgreSQL cluster (bench/private-pg.mjs: initdb in a temp dir, a free
+// port on 127.0.0.1, the shared server's speed settings), so the WAL figures are this benchmark's
+// alone; BENCH_PRIVATE_PG=0 runs it on a scratch database of BENCH_PG_BASE (127.0.0.1:5432)
+// instead, whose WAL then includes whatever else writes meanwhile.
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { migrate } from '../dist/platform/database/migrator.js';
-import { startPostgresCluster, stopPostgresCluster } from '../scripts/services.mjs';
-import { fmt, freePort, machine } from './lib.mjs';
+import { fmt, machine } from './lib.mjs';
+import { startPrivatePostgres } from './private-pg.mjs';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
 const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? 8);
@@ -38,16 +37,13 @@ const deadline = setTimeout(() => {
 }, MAX_SECONDS * 1000);
 deadline.unref();
 
-let base = process.env.BENCH_PG_BASE;
-let privateDir;
-if (base) {
-  if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(new URL(base).hostname)) throw new Error('BENCH_PG_BASE must point at this machine (loopback only)');
-} else {
-  privateDir = mkdtempSync(join(tmpdir(), 'onceline-bench-pg-'));
-  const port = await freePort();
-  await startPostgresCluster(join(privateDir, 'data'), port, join(privateDir, 'pg.log'));
-  base = `postgres://postgres@127.0.0.1:${port}/postgres`;
-}
+// BENCH_PRIVATE_PG=0 runs on BENCH_PG_BASE (default 127.0.0.1:5432) itself.
+const onShared = process.env.BENCH_PRIVATE_PG === '0';
+const sharedBase = process.env.BENCH_PG_BASE ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(new URL(sharedBase).hostname)) throw new Error('BENCH_PG_BASE must point at this machine (loopback only)');
+// Its speed settings copied from the shared server, so figures compare with the other benchmarks.
+const privatePg = onShared ? undefined : await startPrivatePostgres();
+const base = privatePg?.baseUrl ?? sharedBase;
 
 const cleanups = [];
 try {
@@ -178,7 +174,7 @@ try {
 
   const mb = (b) => fmt(b / 2 ** 20);
   const lines = [
-    `partition-drop: ${ROWS} old rows of carrier_events' shape (a ${PAYLOAD.length}-byte Telnyx body as payload and normalized), ${Math.ceil(ROWS / 10)} current; ${privateDir ? 'private PostgreSQL cluster' : base.replace(/\/\/[^@]*@/, '//')}, ${(await q('SHOW server_version')).rows[0].server_version}; ${machine()}`,
+    `partition-drop: ${ROWS} old rows of carrier_events' shape (a ${PAYLOAD.length}-byte Telnyx body as payload and normalized), ${Math.ceil(ROWS / 10)} current; ${privatePg ? 'private PostgreSQL cluster (settings of the shared one)' : base.replace(/\/\/[^@]*@/, '//')}, ${(await q('SHOW server_version')).rows[0].server_version}; ${machine()}`,
     `  DELETE in batches of ${BATCH}: ${fmt(del.ms, 0)} ms, WAL ${mb(del.walBytes)} MiB; table ${mb(plainBefore)} -> ${mb(plainAfterDelete)} MiB on disk`,
     `  then VACUUM:                 ${fmt(vac.ms, 0)} ms, WAL ${mb(vac.walBytes)} MiB; table ${mb(plainAfterVacuum)} MiB on disk (space reusable, not returned)`,
     `  DETACH CONCURRENTLY + DROP:  ${fmt(drop.ms, 0)} ms, WAL ${fmt(drop.walBytes / 1024)} KiB; table ${mb(partedBefore)} -> ${mb(partedAfterDrop)} MiB on disk`,
@@ -188,8 +184,5 @@ try {
   process.stdout.write(`${lines.join('\n')}\n`);
 } finally {
   for (const cleanup of cleanups) await cleanup().catch(() => undefined);
-  if (privateDir) {
-    stopPostgresCluster(join(privateDir, 'data'), 'immediate');
-    rmSync(privateDir, { recursive: true, force: true });
-  }
+  privatePg?.stop();
 }

@@ -6,21 +6,31 @@ import { RoleProcess, waitHttpOk } from './processes.js';
 import { runNode } from './run-node.js';
 
 /**
- * The built program as real processes on one database and one Redis: an api, a relay and
+ * The built program as real processes on one database and one Redis: apis, relays and
  * workers, each of which a test may SIGKILL and restart; a customer owning `numbers`.
  */
 export interface ClusterOptions {
   numbers?: string[];
   workers?: number;
-  /** The port the api will listen on, when something must know it first (a sandbox calling back). */
+  /** How many api processes (1 by default), each on its own port; the first on `port`. */
+  apis?: number;
+  /** How many relay processes (1 by default). */
+  relays?: number;
+  /** The port the first api will listen on, when something must know it first (a sandbox calling back). */
   port?: number;
 }
 
 export interface Cluster {
+  /** The first of `apis` (the one `url` and `customer` talk to). */
   api: RoleProcess;
+  apis: RoleProcess[];
+  /** The first of `relays`. */
   relay: RoleProcess;
+  relays: RoleProcess[];
   workers: RoleProcess[];
   url: string;
+  /** One base URL per api process, in the order of `apis`. */
+  urls: string[];
   customer: ApiClient;
   telnyx: TelnyxSigner;
   /** What every process of the cluster (and its CLI) runs with. */
@@ -47,16 +57,19 @@ export async function startCluster(databaseUrl: string, redisUrl: string, extraE
   };
   const migrated = await runNode(['dist/cli.js', 'migrate', '--json'], env);
   expect(migrated.code).toBe(0);
-  const api = new RoleProcess('api', env).start();
-  const relay = new RoleProcess('relay', env).start();
+  const ports = [port];
+  while (ports.length < (options.apis ?? 1)) ports.push(await freePort());
+  const apis = ports.map((p) => new RoleProcess('api', { ...env, PORT: String(p) }).start());
+  const relays = Array.from({ length: options.relays ?? 1 }, () => new RoleProcess('relay', env).start());
   const workers = Array.from({ length: options.workers ?? 2 }, () => new RoleProcess('worker', env).start());
   const stopAll = async () => {
-    await Promise.all([api, relay, ...workers].map((p) => p.kill('SIGTERM')));
+    await Promise.all([...apis, ...relays, ...workers].map((p) => p.stop()));
   };
-  const url = `http://127.0.0.1:${port}`;
+  const urls = ports.map((p) => `http://127.0.0.1:${p}`);
+  const url = urls[0];
   let customer: ApiClient;
   try {
-    await waitHttpOk(`${url}/health/live`);
+    for (const u of urls) await waitHttpOk(`${u}/health/live`);
     const created = await runNode(['dist/cli.js', 'accounts:create', '--name', 'chaos', '--json'], env);
     const { account, api_key } = JSON.parse(created.stdout);
     customer = new ApiClient(url, account.id, api_key);
@@ -69,10 +82,13 @@ export async function startCluster(databaseUrl: string, redisUrl: string, extraE
     throw err;
   }
   return {
-    api,
-    relay,
+    api: apis[0],
+    apis,
+    relay: relays[0],
+    relays,
     workers,
     url,
+    urls,
     customer,
     telnyx,
     env,

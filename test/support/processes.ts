@@ -38,6 +38,26 @@ export class RoleProcess {
     return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
   }
 
+  /** The operating system's id of the current child (undefined before the first start). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /**
+   * Teardown: SIGTERM (a graceful shutdown), then SIGKILL if it has not exited within
+   * `graceMs`, so a shutdown that hangs cannot leave the process running after the test.
+   */
+  async stop(graceMs = 10_000): Promise<void> {
+    const child = this.child;
+    if (!child || !this.running) return;
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    try {
+      await this.kill('SIGTERM');
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Ends the process at once (default SIGKILL: no cleanup, no graceful shutdown). */
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     const child = this.child;

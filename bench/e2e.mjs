@@ -207,15 +207,23 @@ async function countingPhase() {
   };
 }
 
-/** pgbench of the least SQL, same cluster, the app's schema and the account the app run made. */
+/**
+ * pgbench of the least SQL, same cluster, the app's schema and the account the app run made:
+ * in pgbench's simple mode (each statement parsed and planned every time, as an unnamed statement
+ * is) and in prepared mode (parsed and planned once per connection, as the app's hot path runs
+ * with DATABASE_PREPARED_STATEMENTS, the default). The ratio is taken against prepared.
+ */
 function referencePhase() {
   const seconds = Number(values['pgbench-seconds']);
-  say(`pgbench: ${values['pgbench-clients']} clients for ${seconds} s`);
-  const result = pgbench({
-    dbUrl: superUrl, bin: cluster.bin, clients: Number(values['pgbench-clients']), seconds,
-    script: fileURLToPath(new URL('./e2e-least-sql.pgbench', import.meta.url)),
-  });
-  return { ...result, seconds };
+  const run = (mode) => {
+    say(`pgbench (${mode}): ${values['pgbench-clients']} clients for ${seconds} s`);
+    return pgbench({
+      dbUrl: superUrl, bin: cluster.bin, clients: Number(values['pgbench-clients']), seconds, mode,
+      script: fileURLToPath(new URL('./e2e-least-sql.pgbench', import.meta.url)),
+    });
+  };
+  const simple = run('simple');
+  return { ...run('prepared'), simple, seconds };
 }
 
 function report({ run, drained, statementsSeen, jobStages, maximum, rss }, counted, reference) {
@@ -247,7 +255,7 @@ function report({ run, drained, statementsSeen, jobStages, maximum, rss }, count
   }
   if (reference) {
     const pgEvents = reference.tps;
-    console.log(`\npgbench of the least SQL (bench/e2e-least-sql.pgbench: 5 one-statement transactions per SMS, ${values['pgbench-clients']} clients, ${reference.seconds} s, same cluster): ${fmt(pgEvents, 0)} events/s (${fmt(pgEvents * 5, 0)} transactions/s, average ${fmt(reference.latencyMs, 2)} ms per script run)`);
+    console.log(`\npgbench of the least SQL (bench/e2e-least-sql.pgbench: 5 one-statement transactions per SMS, ${values['pgbench-clients']} clients, ${reference.seconds} s each, same cluster): prepared mode ${fmt(pgEvents, 0)} events/s (${fmt(pgEvents * 5, 0)} transactions/s, average ${fmt(reference.latencyMs, 2)} ms per script run); simple mode ${fmt(reference.simple.tps, 0)} events/s`);
     console.log(`pipeline ÷ pgbench: timed run ${fmt(throughput / pgEvents, 2)} (${fmt(throughput, 0)} ÷ ${fmt(pgEvents, 0)} events/s)${maximum ? `, maximum rate ${fmt(maximum.max / pgEvents, 2)}` : ''}; 500/s would be ${fmt(500 / pgEvents, 2)}`);
   }
   console.log('\n| job | jobs | due → in Redis p50 / p99 ms | in Redis → done p50 / p99 ms |\n|---|---|---|---|');

@@ -43,11 +43,11 @@ export async function freshDatabase(prefix, base = PG_BASE) {
  * `pgbench -n -f script` against `dbUrl` (loopback); `defines` become `-D name=value`. Resolves
  * { tps, latencyMs, command }: tps counts runs of the whole script (pgbench's "transactions").
  */
-export function pgbench({ dbUrl, script, clients, seconds, defines = {}, bin = findPostgresBin() }) {
+export function pgbench({ dbUrl, script, clients, seconds, defines = {}, mode = 'simple', bin = findPostgresBin() }) {
   if (!bin) throw new Error('pgbench not found (PostgreSQL binaries)');
   const url = new URL(dbUrl);
   const args = [
-    '-n', '-f', script, '-c', String(clients), '-j', '2', '-T', String(seconds),
+    '-n', '-M', mode, '-f', script, '-c', String(clients), '-j', '2', '-T', String(seconds),
     ...Object.entries(defines).flatMap(([k, v]) => ['-D', `${k}=${v}`]),
     '-h', url.hostname, '-p', url.port || '5432', '-U', decodeURIComponent(url.username || 'postgres'), url.pathname.slice(1),
   ];

@@ -73,7 +73,8 @@ function ingestPgbench(dbUrl) {
     'END;',
     '',
   ].join('\n'));
-  return pgbench({ dbUrl, script, clients: CONNECTIONS, seconds: SECONDS });
+  // prepared: ingest's statement is a named prepared statement (DATABASE_PREPARED_STATEMENTS), so like for like.
+  return pgbench({ dbUrl, script, clients: CONNECTIONS, seconds: SECONDS, mode: 'prepared' });
 }
 
 /** How many deliveries each ingest transaction held (the app's own histogram). */

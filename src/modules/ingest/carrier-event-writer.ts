@@ -1,11 +1,10 @@
 import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import type { AcceptedWebhook } from '../../carriers/carrier-adapter.js';
 import { newId, IdPrefix } from '../../platform/ids.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { GroupCommitter, type BatchOutcome } from '../../platform/database/group-commit.js';
 import { isDataError, isSerializationConflict } from '../../platform/database/pg-errors.js';
-import { exec } from '../../platform/database/tx.js';
+import { Statements } from '../../platform/database/statements.js';
 import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { IngestMetrics } from './ingest-metrics.js';
@@ -26,7 +25,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
   private readonly batches: GroupCommitter<AcceptedWebhook, IngestStatus>;
 
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly statements: Statements,
     private readonly outbox: OutboxService,
     private readonly metrics: IngestMetrics,
     config: AppConfig,
@@ -95,8 +94,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
     // each row that was new. No conflict target on purpose: (carrier, carrier_event_id) and the
     // partial (carrier, signature_nonce) index both mean "seen this delivery", so either makes it
     // a duplicate with no row and no job, also for two copies inside this one statement.
-    const { rows } = await exec<{ id: string }>(
-      this.dataSource.manager,
+    const rows = await this.statements.query<{ id: string }>(
       `WITH inserted AS (
          INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce)
          SELECT id, carrier, carrier_event_id, event_type, kind, payload::jsonb, normalized::jsonb, signature_nonce

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { CteStatement } from '../../platform/database/cte-statement.js';
+import { Statements } from '../../platform/database/statements.js';
 import type { RunOutcome } from '../../platform/outbox/job-handler.js';
 import { claimJobSql, pendingJobSql } from '../../platform/outbox/job-sql.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
@@ -24,7 +24,7 @@ export class OneStatementRuns {
   constructor(
     private readonly handlers: CarrierEventHandlers,
     private readonly outbox: OutboxService,
-    private readonly dataSource: DataSource,
+    private readonly statements: Statements,
   ) {}
 
   /**
@@ -34,7 +34,7 @@ export class OneStatementRuns {
    * path runs the handler again under a savepoint and records the failure).
    */
   async run(jobId: string): Promise<RunOutcome | undefined> {
-    const [row] = await this.dataSource.query(
+    const [row] = await this.statements.query<{ id: string; normalized: NormalizedEvent }>(
       `WITH job AS (${pendingJobSql('$1')})
        SELECT e.id, e.normalized FROM job JOIN carrier_events e ON e.id = job.data->>'carrierEventId' WHERE e.processed_at IS NULL`,
       [jobId],
@@ -58,7 +58,7 @@ export class OneStatementRuns {
     });
     let result: { ready: boolean; claimed: boolean; jobs: number };
     try {
-      [result] = await this.dataSource.query(
+      [result] = await this.statements.query<{ ready: boolean; claimed: boolean; jobs: number }>(
         stmt.text(`SELECT (${consumption.ready ?? 'true'}) AS ready, EXISTS (SELECT FROM job_claimed) AS claimed, (${stmt.newJobsCount()})::int AS jobs`),
         stmt.params,
       );

@@ -4,6 +4,7 @@ import { AppConfig } from '../../platform/config/app-config.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
+import { Statements } from '../../platform/database/statements.js';
 import { completeJobSql, pendingJobSql } from '../../platform/outbox/job-sql.js';
 import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
 import { HandlesJob, type JobHandler, type RunOutcome } from '../../platform/outbox/job-handler.js';
@@ -64,6 +65,7 @@ export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliver
     private readonly config: AppConfig,
     private readonly scheduler: DeliveryScheduler,
     private readonly health: EndpointHealth,
+    private readonly statements: Statements,
   ) {
     this.policy = new AddressPolicy(config.WEBHOOK_ALLOWED_CIDRS);
   }
@@ -80,7 +82,7 @@ export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliver
    * before the endpoint was called.
    */
   async runInOneStatement(jobId: string): Promise<RunOutcome | undefined> {
-    const [row] = await this.dataSource.query(
+    const [row] = await this.statements.query<DeliveryRow & { job_round: number; job_attempt: number }>(
       `WITH job AS (${pendingJobSql('$1')})
        SELECT (job.data->>'round')::int AS job_round, (job.data->>'attempt')::int AS job_attempt, ${DELIVERY_COLUMNS}
          FROM job JOIN webhook_deliveries d ON d.id = job.data->>'deliveryId' ${DELIVERY_JOINS}`,
@@ -92,14 +94,14 @@ export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliver
     const { result, at } = await this.callFor(row);
     if (!isSuccess(result)) {
       await this.uow.run((tx) => this.record(tx, row, ref, result, at));
-      await this.dataSource.query(completeJobSql('$1'), [jobId]);
+      await this.statements.query(completeJobSql('$1'), [jobId]);
       return 'completed';
     }
     const stmt = new CteStatement();
     const recorded = this.recordCtes(stmt, ref, result, at, 'delivered', null);
     this.health.recordSuccessCte(stmt, row.endpoint_id, recorded);
     stmt.with('job_done', completeJobSql(stmt.param(jobId)));
-    await this.dataSource.query(stmt.text('SELECT 1'), stmt.params);
+    await this.statements.query(stmt.text('SELECT 1'), stmt.params);
     return 'completed';
   }
 

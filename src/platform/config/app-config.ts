@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 import { isLoopbackUrl } from '../net/loopback.js';
 import {
   DEV_STRIPE_WEBHOOK_SECRET, DEV_TELNYX_API_KEY, DEV_TELNYX_CONNECTION_ID, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN,
@@ -9,6 +9,8 @@ import {
 import { DEFAULT_SANDBOX_TELNYX_SEED, telnyxDevKeyPair } from '../../telephony/telnyx-dev-key.js';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
+/** 'true' / 'false'; anything else is left as it is, for IsBoolean to refuse by name. */
+const toBoolean = ({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value === '' ? undefined : value);
 const URL_RE = /^[a-z][a-z0-9+.-]*:\/\/.+/i;
 const SCHEDULE_RE = /^\d+(,\d+)*$/;
 /** How long our carrier client waits for a send's answer (a dispatch lease must outlast it). */
@@ -112,6 +114,13 @@ export class AppConfig {
   /** Requests per minute allowed for one API key. */
   @Transform(toInt) @Min(1) @IsInt()
   API_RATE_LIMIT_PER_MINUTE = 600;
+
+  /**
+   * Hot-path statements as named prepared statements (src/platform/database/statements.ts); false
+   * behind a pooler that cannot keep them, such as PgBouncer in transaction mode before 1.21.
+   */
+  @Transform(toBoolean) @IsBoolean()
+  DATABASE_PREPARED_STATEMENTS = true;
 
   /** Relay: rows claimed per transaction. */
   @Transform(toInt) @Min(1) @Max(10000) @IsInt()

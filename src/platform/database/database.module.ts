@@ -2,6 +2,7 @@ import { Global, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import { UnitOfWork } from './unit-of-work.js';
+import { Statements } from './statements.js';
 
 /** The one TypeORM connection pool every module shares. Schema comes from migrations only. */
 @Global()
@@ -23,8 +24,9 @@ import { UnitOfWork } from './unit-of-work.js';
       },
     },
     UnitOfWork,
+    Statements,
   ],
-  exports: [DataSource, UnitOfWork],
+  exports: [DataSource, UnitOfWork, Statements],
 })
 export class DatabaseModule implements OnApplicationShutdown {
   constructor(private readonly dataSource: DataSource) {}

@@ -79,7 +79,7 @@ async function startSystem(roles) {
   const base = `http://127.0.0.1:${port}`;
   const env = {
     REDIS_URL, QUEUE_PREFIX: `benche2e${port}`, PORT: String(port), LOG_LEVEL: 'warn', TELNYX_PUBLIC_KEY: publicKeyBase64,
-    WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', API_RATE_LIMIT_PER_MINUTE: '100000000',
+    WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', API_RATE_LIMIT_PER_MINUTE: '100000000', ...(process.env.BENCH_APP_ENV ? JSON.parse(process.env.BENCH_APP_ENV) : {}),
   };
   const procs = [];
   const stop = () => Promise.all(procs.map((p) => p.stop()));

@@ -68,7 +68,9 @@ export class CallReplies {
       return { reply: { kind: 'reject' } };
     }
     const decision = startPlan(route.voice);
-    const call = await this.transitions.create(tx, { ...base, transcribe: route.voice.transcribe, status: 'ringing', ringPlan: decision.plan });
+    // transcribe: false: answered calls are not transcribed on this carrier yet (no transcription
+    // in the TwiML flow), so the call says so rather than announcing an empty transcript.
+    const call = await this.transitions.create(tx, { ...base, transcribe: false, status: 'ringing', ringPlan: decision.plan });
     if (!call) return this.duplicateStart(tx, event, context);
     await this.flow.announce(tx, call, 'call.initiated');
     const reply = await this.carryOut(tx, call, decision, event.occurredAt);

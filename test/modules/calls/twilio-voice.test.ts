@@ -14,6 +14,7 @@ const WITH_VOICEMAIL = '+15557810101';
 const CALLS_OFF = '+15557810102';
 const FORWARDS = '+15557810103';
 const FORWARD_TO = '+15557810004';
+const TRANSCRIBED = '+15557810104';
 const CALLER = '+13125550199';
 
 /**
@@ -40,6 +41,7 @@ describe('Twilio Voice: TwiML answered in the request', () => {
     await number(WITH_VOICEMAIL, { ring_plan: { targets: [{ to: VOICEMAIL_TO, timeout_secs: 10 }], fallback: { action: 'voicemail' } } });
     await number(CALLS_OFF, null);
     await number(FORWARDS, { ring_plan: { targets: [{ to: T0, timeout_secs: 15 }], fallback: { action: 'forward', to: FORWARD_TO } } });
+    await number(TRANSCRIBED, { ring_plan: { targets: [{ to: T0, timeout_secs: 15 }] }, transcribe: true });
   });
 
   afterAll(async () => {
@@ -120,6 +122,17 @@ describe('Twilio Voice: TwiML answered in the request', () => {
     expect(call).toMatchObject({ status: 'completed', duration_seconds: 75, billable_minutes: 2 });
     expect(await voice.usageRows(callId)).toBe(1);
     expect(await voice.events('call.completed', callId)).toBe(1);
+  });
+
+  it('a number set to transcribe: its Twilio calls say transcribe false and queue no transcript (no transcription on this carrier yet)', async () => {
+    const sid = newCallSid();
+    await twilio.incoming(sid, CALLER, TRANSCRIBED);
+    const { rows } = await voice.db.pool.query<{ id: string }>(`SELECT id FROM calls WHERE carrier = 'twilio' AND carrier_call_id = $1`, [sid]);
+    const callId = rows[0].id;
+    expect((await twilio.dialResult(sid, callId, 0, { status: 'completed', duration: 30 })).body).toBe(twiml.hangup());
+    expect((await twilio.status(sid, 'completed', 32)).body).toBe(twiml.empty());
+    expect(await voice.call(callId)).toMatchObject({ status: 'completed', transcribe: false });
+    expect(await voice.db.count(`SELECT count(*) FROM outbox_jobs WHERE name = 'call-transcript' AND data->>'callId' = $1`, [callId])).toBe(0);
   });
 
   it('a completed status before the dial result still bills from CallDuration (the report of who answered is late)', async () => {

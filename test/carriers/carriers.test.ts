@@ -336,10 +336,12 @@ describe('Twilio adapter normalization', () => {
     expect((await accept('voice.status', { CallSid: 'CA3', CallStatus: 'busy', Direction: 'inbound' })).event).toMatchObject({ hangupCause: 'busy' });
   });
 
-  it('the incoming call request is the call\'s start, keyed <CallSid>:<CallStatus>', async () => {
+  it('the incoming call request is the call\'s start, keyed <CallSid>:incoming:<CallStatus> (a status callback saying ringing is another event)', async () => {
     const { event, carrierEventType } = await accept('voice', { CallSid: 'CA4', CallStatus: 'ringing', Direction: 'inbound', From: '+13125550001', To: '+14155550100' });
     expect(carrierEventType).toBe('voice.incoming.ringing');
-    expect(event).toMatchObject({ kind: 'call.initiated', carrierEventId: 'CA4:ringing', callSessionId: 'CA4', carrierCallId: 'CA4', direction: 'inbound', to: '+14155550100' });
+    expect(event).toMatchObject({ kind: 'call.initiated', carrierEventId: 'CA4:incoming:ringing', callSessionId: 'CA4', carrierCallId: 'CA4', direction: 'inbound', to: '+14155550100' });
+    const status = await accept('voice.status', { CallSid: 'CA4', CallStatus: 'ringing', Direction: 'inbound' });
+    expect(status.event.carrierEventId).toBe('CA4:ringing');
   });
 
   it('a dial\'s result: our call and target from the signed query, keyed by CallSid + target + DialCallSid; answered only when it talked', async () => {

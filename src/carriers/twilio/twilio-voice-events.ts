@@ -32,8 +32,13 @@ export function readVoiceCallback(fields: FormFields, channel: VoiceChannel, url
   if (channel === 'voice.dial') return dialResult(fields, query);
   if (channel === 'voice.recording') return recording(fields);
   const callback = readCallback(fields, 'voice');
+  if (channel === 'voice') {
+    // Its own key: a status callback saying `ringing` (`<Sid>:ringing`) that came first must not
+    // make the incoming request a duplicate, answered with the status callback's <Response/>.
+    const incoming = normalizeTwilio(callback, `${callback.sid}:incoming:${callback.status}`, 'voice') as CallEvent;
+    return { event: { ...incoming, kind: 'call.initiated', progress: 'initiated' }, carrierEventType: `voice.incoming.${callback.status}` };
+  }
   const event = normalizeTwilio(callback, `${callback.sid}:${callback.status}`, 'voice') as CallEvent;
-  if (channel === 'voice') return { event: { ...event, kind: 'call.initiated', progress: 'initiated' }, carrierEventType: `voice.incoming.${callback.status}` };
   // A status callback never starts a call (only the incoming request does): `initiated` is progress.
   const kind = event.kind === 'call.initiated' ? 'call.status' : event.kind;
   return { event: { ...event, kind }, carrierEventType: `voice.status.${callback.status}` };

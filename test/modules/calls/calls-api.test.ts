@@ -180,6 +180,6 @@ describe('calls: direction and ownership, outbound calls, transcripts, voice set
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/xml/);
     expect(await res.text()).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?><Response><Dial /);
-    expect(await voice.db.count(`SELECT count(*) FROM carrier_events WHERE carrier = 'twilio' AND carrier_event_id = $1 AND processed_at IS NOT NULL`, [`${fields.CallSid}:ringing`])).toBe(1);
+    expect(await voice.db.count(`SELECT count(*) FROM carrier_events WHERE carrier = 'twilio' AND carrier_event_id = $1 AND processed_at IS NOT NULL`, [`${fields.CallSid}:incoming:ringing`])).toBe(1);
   });
 });

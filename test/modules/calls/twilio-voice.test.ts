@@ -68,7 +68,7 @@ describe('Twilio Voice: TwiML answered in the request', () => {
     expect(call).toMatchObject({ status: 'ringing', carrier: 'twilio', carrier_call_id: sid, from: CALLER, to: RINGING });
     expect(call.legs).toEqual([expect.objectContaining({ target_index: 0, to: T0, status: 'dialing' })]);
     // nothing waits in the outbox for it: the event was processed in the request
-    expect(await voice.db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = $1 AND processed_at IS NOT NULL AND reply = $2`, [`${sid}:ringing`, first.body])).toBe(1);
+    expect(await voice.db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = $1 AND processed_at IS NOT NULL AND reply = $2`, [`${sid}:incoming:ringing`, first.body])).toBe(1);
   });
 
   it('a repeated incoming request answers the same TwiML and records one call', async () => {

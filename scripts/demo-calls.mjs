@@ -18,16 +18,7 @@ export const TWILIO_CALL_CHAOS = 'duplicate=3,resign,delay_ms=100';
  */
 export async function runCallsDemo(ctx, calls) {
   const { api, sandbox, say, until, randomNumber, number } = ctx;
-  const [declines, ringsOut, answers] = [randomNumber(), randomNumber(), randomNumber()];
-  const numberId = (await api('GET', '/v2/phone_numbers')).data.find((n) => n.phone_number === number).id;
-  await api('PATCH', `/v2/phone_numbers/${numberId}`, {
-    voice: { ring_plan: { targets: [{ to: declines }, { to: ringsOut, timeout_secs: 20 }, { to: answers }], fallback: { action: 'hangup' } } },
-  });
-  const previous = await sandbox('GET', '/sandbox/calls/behaviours');
-  // 0.02: a 20 s ring lasts 400 ms; the answering target picks up after 40 ms and talks 1.8 s.
-  await sandbox('POST', '/sandbox/calls/behaviours', { time_scale: 0.02, [declines]: { decline: true }, [ringsOut]: { no_answer: true }, [answers]: { answer_after_ms: 2000, talk_ms: 90_000 } });
-  const previousChaos = (await sandbox('GET', '/sandbox/chaos')).chaos;
-  const before = await sandbox('GET', '/sandbox/stats');
+  const { declines, ringsOut, answers, previous, previousChaos, before } = await threeTargetPlan(ctx);
   const since = new Date().toISOString();
   say(`${calls} inbound calls to ${number}: ${declines} declines, ${ringsOut} rings out, ${answers} answers; chaos ${CALL_CHAOS}`);
   try {
@@ -74,15 +65,7 @@ export async function runCallsDemo(ctx, calls) {
  */
 export async function runTwilioCallsDemo(ctx, calls, auditSince) {
   const { api, sandbox, say, until, randomNumber, number } = ctx;
-  const [declines, ringsOut, answers] = [randomNumber(), randomNumber(), randomNumber()];
-  const numberId = (await api('GET', '/v2/phone_numbers')).data.find((n) => n.phone_number === number).id;
-  await api('PATCH', `/v2/phone_numbers/${numberId}`, {
-    voice: { ring_plan: { targets: [{ to: declines }, { to: ringsOut, timeout_secs: 20 }, { to: answers }], fallback: { action: 'hangup' } } },
-  });
-  const previous = await sandbox('GET', '/sandbox/calls/behaviours');
-  await sandbox('POST', '/sandbox/calls/behaviours', { time_scale: 0.02, [declines]: { decline: true }, [ringsOut]: { no_answer: true }, [answers]: { answer_after_ms: 2000, talk_ms: 90_000 } });
-  const previousChaos = (await sandbox('GET', '/sandbox/chaos')).chaos;
-  const before = await sandbox('GET', '/sandbox/stats');
+  const { declines, ringsOut, answers, previous, previousChaos, before } = await threeTargetPlan(ctx);
   say(`${calls} Twilio Voice calls to ${number} (TwiML in the request): ${declines} declines, ${ringsOut} rings out, ${answers} answers; chaos ${TWILIO_CALL_CHAOS}`);
   try {
     await sandbox('POST', '/sandbox/chaos', { chaos: TWILIO_CALL_CHAOS });
@@ -134,4 +117,23 @@ async function auditAgainstSandbox(ctx, since) {
   } catch {
     return { ok: false, findings: `audit failed: ${run.stderr.slice(0, 200)}` };
   }
+}
+
+/**
+ * The number's plan (a target that declines, one that rings out, one that answers) and the
+ * sandbox's behaviours for them; returns the three targets and the sandbox settings and stats to
+ * restore and compare against.
+ */
+async function threeTargetPlan({ api, sandbox, randomNumber, number }) {
+  const [declines, ringsOut, answers] = [randomNumber(), randomNumber(), randomNumber()];
+  const numberId = (await api('GET', '/v2/phone_numbers')).data.find((n) => n.phone_number === number).id;
+  await api('PATCH', `/v2/phone_numbers/${numberId}`, {
+    voice: { ring_plan: { targets: [{ to: declines }, { to: ringsOut, timeout_secs: 20 }, { to: answers }], fallback: { action: 'hangup' } } },
+  });
+  const previous = await sandbox('GET', '/sandbox/calls/behaviours');
+  // 0.02: a 20 s ring lasts 400 ms; the answering target picks up after 40 ms and talks 1.8 s.
+  await sandbox('POST', '/sandbox/calls/behaviours', { time_scale: 0.02, [declines]: { decline: true }, [ringsOut]: { no_answer: true }, [answers]: { answer_after_ms: 2000, talk_ms: 90_000 } });
+  const previousChaos = (await sandbox('GET', '/sandbox/chaos')).chaos;
+  const before = await sandbox('GET', '/sandbox/stats');
+  return { declines, ringsOut, answers, previous, previousChaos, before };
 }

@@ -115,6 +115,18 @@ describe('jobs that run as one statement, raced against a twin run', () => {
     expect(await handler.runInOneStatement(jobId)).toBeUndefined();
   }, 30000);
 
+  it('with DATABASE_PREPARED_STATEMENTS=false (a pooler that cannot keep them) the same one-statement job runs unnamed', async () => {
+    const unnamed = await startTestApp({ databaseUrl: db.url, http: false, env: { DATABASE_PREPARED_STATEMENTS: 'false' } });
+    try {
+      expect(unnamed.config.DATABASE_PREPARED_STATEMENTS).toBe(false);
+      const { eventId, carrierMessageId } = await ingestInbound('sent unnamed');
+      expect(await unnamed.app.get(ProcessCarrierEventHandler).runInOneStatement(eventId)).toBe('completed');
+      expect(await db.count(`SELECT count(*) FROM messages WHERE carrier_message_id = $1`, [carrierMessageId])).toBe(1);
+    } finally {
+      await unnamed.close();
+    }
+  });
+
   it('what the statements build in SQL matches what the code builds: ids, message views, attempt job ids', async () => {
     const [{ id }] = (await db.pool.query(`SELECT onceline_id('msg') AS id`)).rows;
     expect(id).toMatch(/^msg_[0-9a-hjkmnp-tv-z]{26}$/);

@@ -10,6 +10,7 @@ const BAD: Array<[Record<string, string>, string[]]> = [
   [{ DATABASE_URL: 'mysql://x' }, ['DATABASE_URL']],
   [{ WEBHOOK_RETRY_SCHEDULE: 'a,b' }, ['WEBHOOK_RETRY_SCHEDULE']],
   [{ REDIS_URL: 'http://127.0.0.1:6379', OUTBOX_BATCH_SIZE: '0' }, ['REDIS_URL', 'OUTBOX_BATCH_SIZE']],
+  [{ DATABASE_PREPARED_STATEMENTS: 'yes' }, ['DATABASE_PREPARED_STATEMENTS']],
 ];
 
 describe('invalid configuration stops start-up with one clear message', () => {

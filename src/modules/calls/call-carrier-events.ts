@@ -3,11 +3,11 @@ import type { CallEvent, CallRecordingSaved, CallTranscription } from '../../car
 import type { Tx } from '../../platform/database/tx.js';
 import { HandlesCarrierEvent, NotHandledYetError, RetryLaterError, type CarrierEventContext } from '../ingest/carrier-event-handlers.js';
 import { PhoneNumbers } from '../numbers/phone-numbers.service.js';
-import { startPlan } from '../sequential-ring/ring-plan.js';
 import { CallCommands } from './call-commands.js';
 import { CallFlow, type FlowOutcome } from './call-flow.js';
 import { CallTimeline } from './call-timeline.js';
 import { CallTransitions, type LockedCall } from './call-transitions.js';
+import { IncomingCalls } from './incoming-calls.js';
 
 type AnyCallEvent = CallEvent | CallRecordingSaved | CallTranscription;
 
@@ -29,6 +29,7 @@ export class CallCarrierEvents {
     private readonly commands: CallCommands,
     private readonly timeline: CallTimeline,
     private readonly numbers: PhoneNumbers,
+    private readonly incomingCalls: IncomingCalls,
   ) {}
 
   @HandlesCarrierEvent('call.initiated')
@@ -50,28 +51,23 @@ export class CallCarrierEvents {
 
   /** A call to one of our numbers: a ringing call and its first dial, a missed call, or a hangup. */
   private async incoming(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    const to = event.to ?? '';
-    const route = await this.numbers.findVoiceRoute(tx, to);
-    if (!route) {
-      await this.commands.queue(tx, null, `${context.carrierEventId}-refuse`, [this.commands.hangupCaller(event.carrierCallId, context.carrierEventId)]);
-      return `no account owns ${to || 'the called number'}: caller hung up, no call recorded`;
+    const started = await this.incomingCalls.start(tx, event, { canTranscribe: true });
+    switch (started.kind) {
+      case 'not_ours':
+        await this.commands.queue(tx, null, `${context.carrierEventId}-refuse`, [this.commands.hangupCaller(event.carrierCallId, context.carrierEventId)]);
+        return `no account owns ${started.to || 'the called number'}: caller hung up, no call recorded`;
+      case 'duplicate':
+        return this.duplicateStart(tx, event, context);
+      case 'missed': {
+        const { call } = started;
+        await this.commands.queue(tx, call.id, `${call.id}-refuse`, [this.commands.hangupCaller(event.carrierCallId, call.id)]);
+        await this.record(tx, { call }, event, context, 'applied', 'no voice settings: missed, caller hung up');
+        return;
+      }
+      case 'ringing':
+        await this.flow.applyRingStep(tx, started.call, started.decision);
+        await this.record(tx, { call: started.call }, event, context, 'applied');
     }
-    const base = { accountId: route.accountId, direction: 'inbound' as const, from: event.from ?? 'anonymous', to, carrier: event.carrier, carrierCallId: event.callSessionId, callerControlId: event.carrierCallId };
-    if (!route.voice) {
-      // Calls are off for this number: still a row (the carrier's log will list this call), missed.
-      const call = await this.transitions.create(tx, { ...base, transcribe: false, status: 'missed', endedAt: event.occurredAt, hangupCause: 'no_voice_settings' });
-      if (!call) return this.duplicateStart(tx, event, context);
-      await this.flow.announce(tx, call, 'call.missed');
-      await this.commands.queue(tx, call.id, `${call.id}-refuse`, [this.commands.hangupCaller(event.carrierCallId, call.id)]);
-      await this.record(tx, { call }, event, context, 'applied', 'no voice settings: missed, caller hung up');
-      return;
-    }
-    const decision = startPlan(route.voice);
-    const call = await this.transitions.create(tx, { ...base, transcribe: route.voice.transcribe, status: 'ringing', ringPlan: decision.plan });
-    if (!call) return this.duplicateStart(tx, event, context);
-    await this.flow.announce(tx, call, 'call.initiated');
-    await this.flow.applyRingStep(tx, call, decision);
-    await this.record(tx, { call }, event, context, 'applied');
   }
 
   /** `outgoing` without our state: the customer's own endpoint calling out, an outbound call with no plan. */

@@ -3,11 +3,11 @@ import type { CallReply } from '../../carriers/call-reply.js';
 import type { CallEvent, CallRecordingSaved, NormalizedEvent } from '../../carriers/normalized-event.js';
 import type { Tx } from '../../platform/database/tx.js';
 import type { CarrierEventContext } from '../ingest/carrier-event-handlers.js';
-import { PhoneNumbers } from '../numbers/phone-numbers.service.js';
-import { startPlan, type RingDecision } from '../sequential-ring/ring-plan.js';
+import type { RingDecision } from '../sequential-ring/ring-plan.js';
 import { CallFlow, type FlowOutcome } from './call-flow.js';
 import { CallTimeline } from './call-timeline.js';
 import { CallTransitions } from './call-transitions.js';
+import { IncomingCalls } from './incoming-calls.js';
 import type { CallRow, LegRow } from './call-view.js';
 
 export interface DecidedReply {
@@ -33,7 +33,7 @@ export class CallReplies {
     private readonly transitions: CallTransitions,
     private readonly flow: CallFlow,
     private readonly timeline: CallTimeline,
-    private readonly numbers: PhoneNumbers,
+    private readonly incomingCalls: IncomingCalls,
   ) {}
 
   async decide(event: NormalizedEvent, tx: Tx, context: CarrierEventContext): Promise<DecidedReply> {
@@ -55,27 +55,23 @@ export class CallReplies {
 
   /** A call to one of our numbers: the call row and its first dial, or a refusal (a missed row when calls are off). */
   private async incoming(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<DecidedReply> {
-    const to = event.to ?? '';
-    const route = await this.numbers.findVoiceRoute(tx, to);
-    if (!route) return { reply: { kind: 'reject' }, note: `no account owns ${to || 'the called number'}: rejected, no call recorded` };
-    const base = { accountId: route.accountId, direction: 'inbound' as const, from: event.from ?? 'anonymous', to, carrier: event.carrier, carrierCallId: event.callSessionId, callerControlId: event.carrierCallId };
-    if (!route.voice) {
-      // Calls are off for this number: still a row (the carrier's log will list this call), missed.
-      const call = await this.transitions.create(tx, { ...base, transcribe: false, status: 'missed', endedAt: event.occurredAt, hangupCause: 'no_voice_settings' });
-      if (!call) return this.duplicateStart(tx, event, context);
-      await this.flow.announce(tx, call, 'call.missed');
-      await this.record(tx, call, undefined, event, context, 'applied', 'no voice settings: missed, rejected');
-      return { reply: { kind: 'reject' } };
+    // canTranscribe false: answered calls are not transcribed on this carrier yet (no
+    // transcription in the TwiML flow), so the call says so rather than announcing an empty transcript.
+    const started = await this.incomingCalls.start(tx, event, { canTranscribe: false });
+    switch (started.kind) {
+      case 'not_ours':
+        return { reply: { kind: 'reject' }, note: `no account owns ${started.to || 'the called number'}: rejected, no call recorded` };
+      case 'duplicate':
+        return this.duplicateStart(tx, event, context);
+      case 'missed':
+        await this.record(tx, started.call, undefined, event, context, 'applied', 'no voice settings: missed, rejected');
+        return { reply: { kind: 'reject' } };
+      case 'ringing': {
+        const reply = await this.carryOut(tx, started.call, started.decision, event.occurredAt);
+        await this.record(tx, started.call, undefined, event, context, 'applied');
+        return { reply };
+      }
     }
-    const decision = startPlan(route.voice);
-    // transcribe: false: answered calls are not transcribed on this carrier yet (no transcription
-    // in the TwiML flow), so the call says so rather than announcing an empty transcript.
-    const call = await this.transitions.create(tx, { ...base, transcribe: false, status: 'ringing', ringPlan: decision.plan });
-    if (!call) return this.duplicateStart(tx, event, context);
-    await this.flow.announce(tx, call, 'call.initiated');
-    const reply = await this.carryOut(tx, call, decision, event.occurredAt);
-    await this.record(tx, call, undefined, event, context, 'applied');
-    return { reply };
   }
 
   /** The call exists under another delivery of its start: this one decides nothing. */

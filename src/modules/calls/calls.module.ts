@@ -13,6 +13,7 @@ import { CallCarrierEvents } from './call-carrier-events.js';
 import { CallCommands } from './call-commands.js';
 import { CallCommandsHandler } from './call-commands.handler.js';
 import { CallFlow } from './call-flow.js';
+import { IncomingCalls } from './incoming-calls.js';
 import { CallReplies } from './call-replies.js';
 import { CallJoinTimeoutHandler, CallTranscriptHandler } from './call-timers.handlers.js';
 import { CallTimeline } from './call-timeline.js';
@@ -35,7 +36,7 @@ import { VoiceWebhooksController } from './voice-webhooks.controller.js';
   controllers: [CallsController, VoiceWebhooksController],
   providers: [
     CallCarrierEvents, CallCommands, CallCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
-    CallReplies, TelnyxCallControl, TwilioTwiml, CallsInvariants, CallsAudit,
+    CallReplies, IncomingCalls, TelnyxCallControl, TwilioTwiml, CallsInvariants, CallsAudit,
   ],
   exports: [CallsQuery, CallsAudit],
 })

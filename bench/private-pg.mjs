@@ -114,14 +114,14 @@ export async function statementsByUser(superUrl) {
 /** Every statement of one user since the last reset: Map queryid → { calls, query (first 110 characters) }. */
 export async function statementList(superUrl, user) {
   return withClient(superUrl, async (c) => new Map((await c.query(
-    `SELECT s.queryid::text AS id, s.calls::bigint AS calls, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110) AS query
+    `SELECT s.queryid::text AS id, s.calls::bigint AS calls, s.total_exec_time::float8 AS ms, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110) AS query
        FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid
       WHERE r.rolname = $1 AND s.dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-    [user])).rows.map((r) => [r.id, { calls: Number(r.calls), query: r.query }])));
+    [user])).rows.map((r) => [r.id, { calls: Number(r.calls), ms: r.ms, query: r.query }])));
 }
 
 /** `later` minus `earlier` (two statementList snapshots), most called first, statements with calls left. */
 export function statementsBetween(later, earlier = new Map()) {
-  return [...later].map(([id, s]) => ({ ...s, calls: s.calls - (earlier.get(id)?.calls ?? 0) }))
+  return [...later].map(([id, s]) => ({ ...s, calls: s.calls - (earlier.get(id)?.calls ?? 0), ms: s.ms - (earlier.get(id)?.ms ?? 0) }))
     .filter((s) => s.calls > 0).sort((a, b) => b.calls - a.calls);
 }

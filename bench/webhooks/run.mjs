@@ -52,7 +52,7 @@ const roleEnv = { DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: prefix, LOG_LEV
 const config = loadConfig(roleEnv);
 const dataSource = await new DataSource({ type: 'postgres', url: db.url, entities: [], extra: { max: 32 } }).initialize();
 const uow = new UnitOfWork(dataSource);
-const outbox = new OutboxService(dataSource, new RelayWakeup(dataSource));
+const outbox = new OutboxService(dataSource, new RelayWakeup(dataSource), config);
 const events = new CustomerEvents(new DeliveryScheduler(outbox, config), outbox);
 const roles = [];
 

@@ -59,6 +59,13 @@ export function telnyxEvent(eventType: string, payload: Record<string, unknown>,
   });
 }
 
+/** A Telnyx `message.received` (the shared sample) of a new inbound SMS to `toNumber`: its body and carrier message id. */
+export function telnyxInboundSms(toNumber: string, text: string): { body: string; carrierMessageId: string } {
+  const carrierMessageId = randomUUID();
+  const payload = { ...JSON.parse(carrierFixture('telnyx/message.received.json')).data.payload, id: carrierMessageId, to: [{ phone_number: toNumber }], text };
+  return { body: telnyxEvent('message.received', payload), carrierMessageId };
+}
+
 /** A fixture with its event id and meta.attempt replaced: the same event delivered again. */
 export function telnyxFixture(name: string, options: TelnyxEventOptions = {}): string {
   const body = JSON.parse(carrierFixture(`telnyx/${name}`));

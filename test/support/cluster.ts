@@ -51,6 +51,9 @@ export async function startCluster(databaseUrl: string, redisUrl: string, extraE
     OUTBOX_POLL_MS: '50',
     OUTBOX_REDRIVE_AFTER_SECONDS: '2',
     WORKER_LOCK_DURATION_MS: '3000',
+    // A first webhook attempt left by a killed worker is relayed this soon (it must outlast one
+    // attempt, WEBHOOK_TIMEOUT_MS: 15 s by default, which a loaded CI machine needs).
+    WORKER_AFTER_COMMIT_GRACE_SECONDS: '16',
     CARRIER_EVENT_RETRY_BASE_MS: '200',
     WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
     ...extraEnv,

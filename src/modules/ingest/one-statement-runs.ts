@@ -4,6 +4,7 @@ import { Statements } from '../../platform/database/statements.js';
 import type { RunOutcome } from '../../platform/outbox/job-handler.js';
 import { claimJobSql, pendingJobSql } from '../../platform/outbox/job-sql.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import { AfterCommitJobs, type AfterCommitJob } from '../../platform/outbox/after-commit-jobs.js';
 import type { NormalizedEvent } from '../../carriers/normalized-event.js';
 import { CarrierEventHandlers, type HandledKind, type OneStatementCarrierEventHandler } from './carrier-event-handlers.js';
 import { isTransient } from './carrier-event-processor.js';
@@ -25,6 +26,7 @@ export class OneStatementRuns {
     private readonly handlers: CarrierEventHandlers,
     private readonly outbox: OutboxService,
     private readonly statements: Statements,
+    private readonly afterCommit: AfterCommitJobs,
   ) {}
 
   /**
@@ -44,7 +46,27 @@ export class OneStatementRuns {
     const handler = event.kind === 'ignored' ? ignoreEvent : this.handlers.getOneStatement(event.kind);
     if (!handler) return undefined;
     const stmt = new CteStatement();
-    const [job, id] = [stmt.param(jobId, 'text'), stmt.param(row.id, 'text')];
+    // A place for the jobs this statement creates that may run here once it returns (a new
+    // event's first webhook attempts); without one they are written due now, for the relay.
+    const slot = this.afterCommit.reserve();
+    stmt.runsJobsAfterCommit = slot !== undefined;
+    let result: Awaited<ReturnType<OneStatementRuns['runStatement']>>;
+    try {
+      result = await this.runStatement(stmt, handler, event, jobId, row.id);
+    } catch (err) {
+      slot?.release();
+      throw err;
+    }
+    // The statement has committed: its after-commit jobs run now, not awaited by this job.
+    if (result?.ready && result.afterCommit.length > 0) slot?.run(result.afterCommit);
+    else slot?.release();
+    if (!result?.ready) return undefined;
+    this.outbox.jobsWritten(result.jobs);
+    return result.claimed ? 'completed' : 'skipped';
+  }
+
+  private async runStatement(stmt: CteStatement, handler: OneStatementCarrierEventHandler<HandledKind>, event: NormalizedEvent, jobId: string, eventId: string) {
+    const [job, id] = [stmt.param(jobId, 'text'), stmt.param(eventId, 'text')];
     const consumption = buildOneStatement(stmt, handler, event, (given) => {
       // The job runner's claim, held back unless the handler is ready: a twin run waits on the
       // job row, then claims nothing and so writes nothing.
@@ -56,18 +78,18 @@ export class OneStatementRuns {
           WHERE id = ${id} AND processed_at IS NULL AND EXISTS (SELECT FROM job_claimed) RETURNING id AS consumed_event_id`,
       );
     });
-    let result: { ready: boolean; claimed: boolean; jobs: number };
     try {
-      [result] = await this.statements.query<{ ready: boolean; claimed: boolean; jobs: number }>(
-        stmt.text(`SELECT (${consumption.ready ?? 'true'}) AS ready, EXISTS (SELECT FROM job_claimed) AS claimed, (${stmt.newJobsCount()})::int AS jobs`),
+      const [result] = await this.statements.query<{ ready: boolean; claimed: boolean; jobs: number; afterCommit: AfterCommitJob[] }>(
+        stmt.text(
+          `SELECT (${consumption.ready ?? 'true'}) AS ready, EXISTS (SELECT FROM job_claimed) AS claimed,
+                  (${stmt.newJobsCount()})::int AS jobs, ${stmt.afterCommitJobs()} AS "afterCommit"`,
+        ),
         stmt.params,
       );
+      return result;
     } catch (err) {
       if (isTransient(err)) throw err;
       return undefined;
     }
-    if (!result.ready) return undefined;
-    this.outbox.jobsWritten(result.jobs);
-    return result.claimed ? 'completed' : 'skipped';
   }
 }

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync, ValidateBy } from 'class-validator';
 import { isLoopbackUrl } from '../net/loopback.js';
 import {
   DEV_STRIPE_WEBHOOK_SECRET, DEV_TELNYX_API_KEY, DEV_TELNYX_CONNECTION_ID, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN,
@@ -148,6 +148,29 @@ export class AppConfig {
   /** Worker concurrency per queue. */
   @Transform(toInt) @Min(1) @Max(1000) @IsInt()
   WORKER_CONCURRENCY = 20;
+
+  /**
+   * Jobs a worker may run at once right after the statement that created them (a new event's
+   * first webhook attempts: see AfterCommitJobs), beside WORKER_CONCURRENCY; 0 sends every job
+   * through the relay and Redis.
+   */
+  @Transform(toInt) @Min(0) @Max(1000) @IsInt()
+  WORKER_AFTER_COMMIT_JOBS = 32;
+
+  /**
+   * How long the outbox row of a job run after commit waits before the relay hands it to Redis
+   * anyway (the worker died, or could not run it). Must outlast one run, so no twin run starts
+   * while the first is still calling out.
+   */
+  @Transform(toInt) @Min(1) @Max(3600) @IsInt()
+  @ValidateBy({
+    name: 'outlastsWebhookTimeout',
+    validator: {
+      validate: (value, args) => typeof value === 'number' && value * 1000 > (args?.object as AppConfig).WEBHOOK_TIMEOUT_MS,
+      defaultMessage: () => 'must be longer than WEBHOOK_TIMEOUT_MS',
+    },
+  })
+  WORKER_AFTER_COMMIT_GRACE_SECONDS = 60;
 
   /**
    * Dispatch: how long a run's claim on a message lasts. No other run calls the carrier for that

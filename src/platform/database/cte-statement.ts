@@ -14,6 +14,14 @@ export class CteStatement {
   readonly params: unknown[] = [];
   /** CTEs that insert outbox jobs, each returning one row per new job (see OutboxService). */
   readonly jobCtes: string[] = [];
+  /**
+   * Set by the caller before the fragments are added: this process will run the statement's new
+   * jobs whose spec allows it right after the statement returns (AfterCommitJobs). Only for an
+   * autocommit statement, which has committed when it returns.
+   */
+  runsJobsAfterCommit = false;
+  /** CTEs that insert jobs this process runs after commit, each returning job_id and name per new job. */
+  readonly afterCommitJobCtes: string[] = [];
 
   /** A placeholder for `value`, with an optional cast (`text[]`, `int`, …). */
   param(value: unknown, cast?: string): string {
@@ -37,6 +45,13 @@ export class CteStatement {
   /** SQL counting the outbox jobs this statement inserted (0 when none of its CTEs can). */
   newJobsCount(): string {
     return this.jobCtes.length === 0 ? '0' : this.jobCtes.map((name) => `(SELECT count(*) FROM ${name})`).join(' + ');
+  }
+
+  /** SQL of the jsonb array of new jobs this process runs after commit, [{"name","jobId"}] (empty when none). */
+  afterCommitJobs(): string {
+    if (this.afterCommitJobCtes.length === 0) return `'[]'::jsonb`;
+    const rows = this.afterCommitJobCtes.map((cte) => `SELECT name, job_id FROM ${cte}`).join(' UNION ALL ');
+    return `(SELECT coalesce(jsonb_agg(jsonb_build_object('name', name, 'jobId', job_id)), '[]'::jsonb) FROM (${rows}) AS after_commit)`;
   }
 
   /** The statement: every CTE, then the final SELECT. */

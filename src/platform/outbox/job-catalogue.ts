@@ -57,6 +57,12 @@ export interface JobSpec {
   attempts: number;
   /** Base of the exponential backoff between attempts. */
   backoffMs: number;
+  /**
+   * May be run by the worker whose autocommit statement created it, right after that statement
+   * returned, instead of going through the relay and Redis (AfterCommitJobs); its row then waits
+   * WORKER_AFTER_COMMIT_GRACE_SECONDS before the relay hands it to Redis anyway.
+   */
+  runsAfterCommit?: boolean;
 }
 
 export const JOB_SPECS: { [K in JobName]: JobSpec } = {
@@ -64,7 +70,8 @@ export const JOB_SPECS: { [K in JobName]: JobSpec } = {
   // Carrier 408/429/5xx and transport errors retry with backoff (~4 min in all); then the message fails.
   [JobName.DispatchMessage]: { queue: QueueName.Messaging, mode: 'external', attempts: 8, backoffMs: 1000 },
   // BullMQ retries only infrastructure errors here; the customer's retry schedule is one outbox job per attempt.
-  [JobName.WebhookDeliveryAttempt]: { queue: QueueName.Webhooks, mode: 'external', attempts: 5, backoffMs: 1000 },
+  // The first attempt of an event's deliveries runs in the worker that created them (one hop less).
+  [JobName.WebhookDeliveryAttempt]: { queue: QueueName.Webhooks, mode: 'external', attempts: 5, backoffMs: 1000, runsAfterCommit: true },
   [JobName.WebhookParkedExpiry]: { queue: QueueName.Webhooks, mode: 'transactional', attempts: 5, backoffMs: 1000 },
   // BullMQ retries only infrastructure errors (database gone mid-run); an out-of-order event's
   // retries are new outbox jobs with run_at, bounded by CARRIER_EVENT_RETRY_DEADLINE_SECONDS.

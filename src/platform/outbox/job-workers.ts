@@ -2,6 +2,7 @@ import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/comm
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppConfig } from '../config/app-config.js';
+import { AfterCommitJobs } from './after-commit-jobs.js';
 import { JobName, QueueName } from './job-catalogue.js';
 import { JobRunner } from './job-runner.js';
 import { OutboxMetrics } from './outbox-metrics.js';
@@ -23,10 +24,12 @@ export class JobWorkers implements BeforeApplicationShutdown {
     private readonly runner: JobRunner,
     private readonly config: AppConfig,
     private readonly metrics: OutboxMetrics,
+    private readonly afterCommit: AfterCommitJobs,
   ) {}
 
   start(queues: QueueName[] = Object.values(QueueName)): void {
     if (this.workers.length > 0) return;
+    this.afterCommit.start();
     for (const queue of queues) {
       const connection = redisConnection(this.config.REDIS_URL, 'worker');
       this.connections.push(connection);
@@ -47,6 +50,8 @@ export class JobWorkers implements BeforeApplicationShutdown {
   async beforeApplicationShutdown(): Promise<void> {
     await Promise.all(this.workers.map((w) => w.close()));
     this.workers = [];
+    // Jobs the last runs started after their commits finish too (their rows are relayed otherwise).
+    await this.afterCommit.drain();
     await Promise.all(this.unseenRecordings);
     for (const connection of this.connections) connection.disconnect();
     this.connections = [];

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { AfterCommitJobs } from './after-commit-jobs.js';
 import { Housekeeping } from './housekeeping.js';
 import { JobRegistry } from './job-registry.js';
 import { JobRunner } from './job-runner.js';
@@ -15,7 +16,7 @@ import { RelayWakeup } from './relay-wakeup.js';
 /** The transactional outbox: enqueue in a transaction, relay to BullMQ, run, recover. */
 @Module({
   imports: [DiscoveryModule],
-  providers: [Housekeeping, RelayWakeup, OutboxService, OutboxRelay, OutboxMetrics, Queues, JobRegistry, JobRunner, JobWorkers, ProbeHandler, OutboxInvariants],
-  exports: [Housekeeping, OutboxService, OutboxRelay, JobWorkers, Queues],
+  providers: [Housekeeping, RelayWakeup, OutboxService, OutboxRelay, OutboxMetrics, Queues, JobRegistry, JobRunner, JobWorkers, AfterCommitJobs, ProbeHandler, OutboxInvariants],
+  exports: [Housekeeping, OutboxService, OutboxRelay, JobWorkers, AfterCommitJobs, Queues],
 })
 export class OutboxModule {}

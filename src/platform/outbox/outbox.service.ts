@@ -4,7 +4,8 @@ import { assertInTransaction, exec, type Tx } from '../database/tx.js';
 import { afterCommit } from '../database/unit-of-work.js';
 import type { CteStatement } from '../database/cte-statement.js';
 import { RelayWakeup } from './relay-wakeup.js';
-import { JOB_ID_PATTERN, JobName, queueOf, type JobPayloads } from './job-catalogue.js';
+import { AppConfig } from '../config/app-config.js';
+import { JOB_ID_PATTERN, JOB_SPECS, JobName, queueOf, type JobPayloads } from './job-catalogue.js';
 
 const SQL_IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 const PAYLOAD_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -28,6 +29,7 @@ export class OutboxService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly wakeup: RelayWakeup,
+    private readonly config: AppConfig,
   ) {}
 
   /**
@@ -97,14 +99,18 @@ export class OutboxService {
    * jobsWritten() once the statement has run.
    */
   jobsFromCte<N extends JobName>(stmt: CteStatement, cteName: string, source: string, name: N, job: { id: string; data: string; runAt?: string }): string {
+    // A job due now that this process runs right after the statement (stmt.runsJobsAfterCommit):
+    // its row waits out the grace before the relay takes it, the backstop if that run never ends.
+    const afterCommit = stmt.runsJobsAfterCommit && JOB_SPECS[name].runsAfterCommit === true && job.runAt === undefined;
+    const runAt = afterCommit ? `now() + make_interval(secs => ${stmt.param(this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS, 'int')})` : (job.runAt ?? 'now()');
     // queue and name come from the catalogue's enums (lowercase words and dashes): safe literals.
     const cte = stmt.with(
       cteName,
       `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       SELECT ${job.id}, '${queueOf(name)}', '${name}', ${job.data}, ${job.runAt ?? 'now()'} FROM ${source}
-       ON CONFLICT (job_id) DO NOTHING RETURNING 1`,
+       SELECT ${job.id}, '${queueOf(name)}', '${name}', ${job.data}, ${runAt} FROM ${source}
+       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name`,
     );
-    stmt.jobCtes.push(cte);
+    (afterCommit ? stmt.afterCommitJobCtes : stmt.jobCtes).push(cte);
     return cte;
   }
 

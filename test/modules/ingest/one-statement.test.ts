@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomUUID } from 'node:crypto';
 import { ProcessCarrierEventHandler } from '../../../src/modules/ingest/process-carrier-event.handler.js';
 import { MESSAGE_COLUMNS, MESSAGE_VIEW_JSON, toView } from '../../../src/modules/messaging/message-view.js';
 import { DeliveryAttemptHandler } from '../../../src/modules/webhooks/delivery-attempt.handler.js';
 import { ATTEMPT_JOB_ID_SQL, attemptJobId } from '../../../src/modules/webhooks/delivery-scheduler.js';
 import { ApiClient } from '../../support/api-client.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
-import { carrierFixture, telnyxEvent, telnyxSigner } from '../../support/carrier-signing.js';
+import { telnyxInboundSms, telnyxSigner } from '../../support/carrier-signing.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { pausePoint } from '../../support/pause.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
@@ -46,9 +45,7 @@ describe('jobs that run as one statement, raced against a twin run', () => {
 
   /** An inbound SMS ingested; returns the id of its stored event, which is also its job's id. */
   async function ingestInbound(text: string): Promise<{ eventId: string; carrierMessageId: string }> {
-    const carrierMessageId = randomUUID();
-    const payload = { ...JSON.parse(carrierFixture('telnyx/message.received.json')).data.payload, id: carrierMessageId, to: [{ phone_number: OUR_NUMBER }], text };
-    const body = telnyxEvent('message.received', payload);
+    const { body, carrierMessageId } = telnyxInboundSms(OUR_NUMBER, text);
     const res = await fetch(`${app.url}/webhooks/telnyx`, { method: 'POST', headers: signer.headers(body), body });
     expect(res.status).toBe(200);
     const { rows } = await db.pool.query(`SELECT id FROM carrier_events WHERE carrier_event_id = $1`, [JSON.parse(body).data.id]);

@@ -9,9 +9,9 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export const newRun = () => ({ latencies: [], received: 0, deliveries: 0, duplicates: 0 });
 
-function inbound(base, toNumber, carrierMessageId, i) {
+function inbound(base, toNumber, carrierMessageId, i, occurredAt) {
   return JSON.stringify({
-    data: { event_type: 'message.received', id: randomUUID(), occurred_at: new Date().toISOString(), record_type: 'event',
+    data: { event_type: 'message.received', id: randomUUID(), occurred_at: occurredAt.toISOString(), record_type: 'event',
       payload: { id: carrierMessageId, record_type: 'message', direction: 'inbound', type: 'SMS', from: { phone_number: '+13125550001' },
         to: [{ phone_number: toNumber, status: 'webhook_delivered' }], text: `bench ${i}`, parts: 1, errors: [] } },
     meta: { attempt: 1, delivered_to: `${base}/webhooks/telnyx` },
@@ -46,14 +46,24 @@ export async function startInboundLoad(privateKey, toNumber) {
     run.offered = Math.round(rate * seconds);
     run.rejected = 0;
     const interval = 1000 / rate;
+    // Built and signed before the clock starts, stamped with their planned send time: the carrier
+    // signs on its own machines, so its CPU is not taken from the system under test here.
+    const lead = 2000 + run.offered * 0.1;
+    const firstAt = Date.now() + lead;
+    const webhooks = Array.from({ length: run.offered }, (_, i) => {
+      const at = firstAt + i * interval;
+      const carrierMessageId = randomUUID();
+      const body = inbound(base, toNumber, carrierMessageId, i, new Date(at));
+      return { carrierMessageId, body, headers: telnyxHeaders(privateKey, body, Math.floor(at / 1000)) };
+    });
+    await sleep(Math.max(0, firstAt - Date.now()));
     run.start = performance.now();
     const inflight = [];
     for (let i = 0; i < run.offered; i++) {
       const wait = run.start + i * interval - performance.now();
       if (wait > 1) await sleep(wait);
-      const carrierMessageId = randomUUID();
-      const body = inbound(base, toNumber, carrierMessageId, i);
-      const headers = telnyxHeaders(privateKey, body);
+      const { carrierMessageId, body, headers } = webhooks[i];
+      webhooks[i] = undefined;
       sentAt.set(carrierMessageId, { t0: performance.now(), run });
       inflight.push(request(`${base}/webhooks/telnyx`, { method: 'POST', headers, body }).then((r) => r.status !== 200 && run.rejected++, () => run.rejected++));
     }

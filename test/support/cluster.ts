@@ -54,6 +54,8 @@ export async function startCluster(databaseUrl: string, redisUrl: string, extraE
     // A first webhook attempt left by a killed worker is relayed this soon (it must outlast one
     // attempt, WEBHOOK_TIMEOUT_MS: 15 s by default, which a loaded CI machine needs).
     WORKER_AFTER_COMMIT_GRACE_SECONDS: '16',
+    // Bounds what a killed worker can leave half-done (the multi-process test counts on it).
+    WORKER_AFTER_COMMIT_JOBS: '32',
     CARRIER_EVENT_RETRY_BASE_MS: '200',
     WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
     ...extraEnv,

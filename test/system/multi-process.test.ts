@@ -197,7 +197,7 @@ describe('several processes of each role: two apis, two relays, two workers on o
     // worker once the dead one's lock expired (or, for a first attempt the dead worker ran right
     // after its commit, once the row's grace was over and the relay took it). At most as many ids
     // as the dead worker had attempts in flight (WORKER_CONCURRENCY from Redis, 20, plus
-    // WORKER_AFTER_COMMIT_JOBS run after commit, 32), each at most twice. Any other repeat is a double delivery.
+    // WORKER_AFTER_COMMIT_JOBS run after commit, 32 in test/support/cluster.ts), each at most twice. Any other repeat is a double delivery.
     const recordedAt = new Map(
       (await db.pool.query<{ event_id: string; at: Date }>(`SELECT d.event_id, a.at FROM webhook_delivery_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id`)).rows.map((r) => [r.event_id, r.at.getTime()]),
     );

@@ -155,7 +155,7 @@ export class AppConfig {
    * through the relay and Redis.
    */
   @Transform(toInt) @Min(0) @Max(1000) @IsInt()
-  WORKER_AFTER_COMMIT_JOBS = 32;
+  WORKER_AFTER_COMMIT_JOBS = 128;
 
   /**
    * How long the outbox row of a job run after commit waits before the relay hands it to Redis

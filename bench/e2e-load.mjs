@@ -7,7 +7,7 @@ import { request, telnyxHeaders } from './lib.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-export const newRun = () => ({ latencies: [], received: 0, deliveries: 0, duplicates: 0 });
+export const newRun = () => ({ latencies: [], sendOffsets: [], received: 0, deliveries: 0, duplicates: 0 });
 
 function inbound(base, toNumber, carrierMessageId, i, occurredAt) {
   return JSON.stringify({
@@ -34,6 +34,7 @@ export async function startInboundLoad(privateKey, toNumber) {
           seenIds.add(req.headers['webhook-id']);
           sent.run.received++;
           sent.run.latencies.push(performance.now() - sent.t0);
+          sent.run.sendOffsets.push(sent.t0 - sent.run.start);
         }
       }
       res.writeHead(204).end();

@@ -1,5 +1,4 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import { queueOf, type JobName } from './job-catalogue.js';
 import { JobRunner } from './job-runner.js';
@@ -42,7 +41,6 @@ export class AfterCommitJobs {
 
   constructor(
     private readonly runner: JobRunner,
-    private readonly dataSource: DataSource,
     private readonly config: AppConfig,
     private readonly metrics: OutboxMetrics,
   ) {}
@@ -91,21 +89,12 @@ export class AfterCommitJobs {
       this.metrics.jobOutcomes.inc({ queue, name, outcome });
     } catch (err) {
       try {
+        // Recorded on the row, which the same statement makes due now: the relay takes it at once.
         const outcome = await this.runner.recordFailure(name, jobId, err, this.runner.isPermanent(err));
         this.metrics.jobOutcomes.inc({ queue, name, outcome });
-        await this.handToRelay(jobId);
       } catch (e) {
         this.logger.warn(`job ${jobId} failed after commit (${(err as Error).message}) and could not be recorded: ${(e as Error).message}; the relay takes it after the grace period`);
       }
     }
-  }
-
-  /** A run that threw: the row is due now, so the relay publishes it and Redis retries it. */
-  private async handToRelay(jobId: string): Promise<void> {
-    // Only a row still waiting for the relay with no outcome: a final failure, or a row some relay already took, stays as it is.
-    await this.dataSource.query(
-      `UPDATE outbox_jobs SET run_at = now() WHERE job_id = $1 AND relayed_at IS NULL AND completed_at IS NULL AND failed_at IS NULL`,
-      [jobId],
-    );
   }
 }

@@ -58,10 +58,13 @@ export class JobRunner {
     const attemptsAllowed = final === 'when-spent' ? JOB_SPECS[name].attempts : null;
     return this.uow.run(async (tx) => {
       // Only a job with no outcome yet; whether this failure is final is decided here, from the row it changed.
+      // A row no relay has taken yet (a run after commit, AfterCommitJobs) becomes due now, so
+      // the relay hands it to Redis for the retry instead of waiting out its grace.
       const { rows } = await exec<{ data: never; final: boolean }>(
         tx,
         `UPDATE outbox_jobs
             SET attempts = attempts + 1, last_error = $2,
+                run_at = CASE WHEN relayed_at IS NULL THEN now() ELSE run_at END,
                 failed_at = CASE WHEN $3 OR attempts + 1 >= $4::int THEN now() ELSE failed_at END
           WHERE job_id = $1 AND completed_at IS NULL AND failed_at IS NULL
           RETURNING data, failed_at IS NOT NULL AS final`,

@@ -3,10 +3,12 @@ import { DataSource } from 'typeorm';
 import { CustomerEvents } from '../../../src/modules/webhooks/customer-events.js';
 import { CteStatement } from '../../../src/platform/database/cte-statement.js';
 import { AfterCommitJobs, type AfterCommitSlot } from '../../../src/platform/outbox/after-commit-jobs.js';
+import { OutboxRelay } from '../../../src/platform/outbox/outbox-relay.js';
 import { ApiClient } from '../../support/api-client.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { telnyxInboundSms, telnyxSigner } from '../../support/carrier-signing.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { pausePoint } from '../../support/pause.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -88,6 +90,38 @@ describe('first webhook attempts run by the worker right after the commit that c
     expect(job!.attempts).toBe(1);
     expect(await deliveryStatus(eventId)).toBe('delivered');
     expect(receiver.requestsFor(eventId)).toHaveLength(1);
+  }, 30000);
+
+  it('the grace runs out while the run is completing the row: the relay skips the locked row, and finds it relayed once it commits', async () => {
+    // Held inside the run's completion, with the row locked, until the row is due for the relay.
+    const completing = await pausePoint(db.url, {
+      table: 'outbox_jobs',
+      on: 'UPDATE',
+      when: `NEW.name = 'webhook-delivery-attempt' AND OLD.completed_at IS NULL AND NEW.completed_at IS NOT NULL`,
+    });
+    const relay = app.app.get(OutboxRelay);
+    try {
+      await completing.hold();
+      const eventId = await inboundSms('grace runs out');
+      await completing.waitUntilPaused();
+      await waitFor(
+        () => db.pool.query<{ due: boolean }>(`SELECT j.run_at < now() AS due FROM outbox_jobs j JOIN webhook_deliveries d ON j.job_id = 'dlv-' || d.id || '-1-1' WHERE d.event_id = $1`, [eventId]).then((r) => r.rows[0]?.due),
+        (due) => due === true,
+        { what: 'the grace to run out', timeoutMs: GRACE_SECONDS * 1000 + 5000 },
+      );
+      // Due now, but locked by the completion: FOR UPDATE SKIP LOCKED passes over it.
+      await relay.relayBatch();
+      expect((await firstAttemptJob(eventId))!.relayed_at).toBeNull();
+      await completing.release();
+      const job = await waitFor(() => firstAttemptJob(eventId), (j) => Boolean(j?.completed_at), { what: 'the run to complete the row' });
+      // The completion stamped it relayed, so no relay batch takes it now.
+      await relay.relayBatch();
+      expect((await firstAttemptJob(eventId))!.redrive_at).toBeNull();
+      expect(job!.relayed_at).not.toBeNull();
+      expect(receiver.requestsFor(eventId)).toHaveLength(1);
+    } finally {
+      await completing.remove();
+    }
   }, 30000);
 
   it('the worker died after the commit, before the run: the relay takes the row once the grace is over, and the customer gets one request', async () => {

@@ -150,12 +150,16 @@ export class AppConfig {
   WORKER_CONCURRENCY = 20;
 
   /**
-   * Jobs a worker may run at once right after the statement that created them (a new event's
-   * first webhook attempts: see AfterCommitJobs), beside WORKER_CONCURRENCY; 0 sends every job
-   * through the relay and Redis.
+   * Jobs a worker process may run at once right after the statement that created them (a new
+   * event's processing in the `all` process that stored it, a new event's first webhook attempts:
+   * see AfterCommitJobs), beside WORKER_CONCURRENCY; beyond it, new jobs go through the relay and
+   * Redis to any worker; 0 sends every job that way. A place is a small object (and, for a first
+   * webhook attempt, its prefetched delivery) held until the run ends; the path through the relay
+   * and Redis costs more CPU per job, so a bound that sends jobs there while this process still
+   * keeps up slows everything (docs/benchmarks-method.md, "How many jobs run after commit").
    */
   @Transform(toInt) @Min(0) @Max(1000) @IsInt()
-  WORKER_AFTER_COMMIT_JOBS = 128;
+  WORKER_AFTER_COMMIT_JOBS = 512;
 
   /**
    * How long the outbox row of a job run after commit waits before the relay hands it to Redis

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
-import { queueOf, type JobName } from './job-catalogue.js';
+import { JOB_SPECS, queueOf, type JobName, type QueueName } from './job-catalogue.js';
 import { JobRunner } from './job-runner.js';
 import { OutboxMetrics } from './outbox-metrics.js';
 
@@ -8,6 +8,8 @@ import { OutboxMetrics } from './outbox-metrics.js';
 export interface AfterCommitJob {
   name: JobName;
   jobId: string;
+  /** What the creator already holds about the job's subject (JobContext.prefetched). */
+  prefetched?: unknown;
 }
 
 /** A reserved place for the jobs of one statement; exactly one of run() or release() is called. */
@@ -27,17 +29,20 @@ export interface AfterCommitSlot {
  * worker died) is taken by the relay when the grace is over. A run that threw is recorded and
  * handed to the relay at once, to be retried from Redis.
  *
- * A place is reserved before the statement is built, so a worker that already runs
- * WORKER_AFTER_COMMIT_JOBS statements' jobs writes the next ones due now, for the relay. Runs
- * are not awaited by the job that created them: a slow customer endpoint holds a place here,
- * never a processing slot.
+ * Places are reserved before the statement is built, so a process that already runs
+ * WORKER_AFTER_COMMIT_JOBS such jobs writes the next ones due now, for the relay: when this
+ * process falls behind, its runs pile up, its places fill, and new jobs go through Redis to any
+ * worker. Runs are not awaited by the statement's caller: a slow customer endpoint holds a place
+ * here, never a processing slot, and a carrier's answer never waits on processing.
  */
 @Injectable()
 export class AfterCommitJobs {
   private readonly logger = new Logger(AfterCommitJobs.name);
-  private accepting = false;
+  /** The queues this process works (JobWorkers.start); empty: every job goes through the relay. */
+  private queues = new Set<QueueName>();
+  /** Places held: by statements not yet returned, and by their jobs until these have run. */
   private reserved = 0;
-  private readonly running = new Set<Promise<void>>();
+  private idleWaiters: (() => void)[] = [];
 
   constructor(
     private readonly runner: JobRunner,
@@ -45,15 +50,24 @@ export class AfterCommitJobs {
     private readonly metrics: OutboxMetrics,
   ) {}
 
-  /** The worker role turns this on; elsewhere every job goes through the relay. */
-  start(): void {
-    this.accepting = true;
+  /** The worker role turns this on for the queues it works; elsewhere every job goes through the relay. */
+  start(queues: readonly QueueName[]): void {
+    this.queues = new Set(queues);
   }
 
-  /** A place for one statement's jobs, or undefined when all are taken (or this is no worker). */
-  reserve(): AfterCommitSlot | undefined {
-    if (!this.accepting || this.reserved >= this.config.WORKER_AFTER_COMMIT_JOBS) return undefined;
-    this.reserved++;
+  /**
+   * Places for the jobs named `name` that one statement will create, `places` being as many as it
+   * can create (an ingest batch: one per delivery in it; a processing run: one). Undefined when
+   * fewer are free, or this process does not work that job's queue, or the job may not run after
+   * commit. The places are held until the jobs have run; run() gives back at once those the
+   * statement did not use. A statement that fans out (an event for several endpoints) runs all its
+   * jobs on its places, so the bound is on statements' expected jobs, not exact.
+   */
+  reserve(name: JobName, places = 1): AfterCommitSlot | undefined {
+    if (!JOB_SPECS[name].runsAfterCommit || !this.queues.has(queueOf(name))) return undefined;
+    if (places < 1 || this.reserved + places > this.config.WORKER_AFTER_COMMIT_JOBS) return undefined;
+    this.reserved += places;
+    let held = places;
     let settled = false;
     const settle = () => {
       if (settled) throw new Error('an after-commit slot is settled once');
@@ -62,30 +76,38 @@ export class AfterCommitJobs {
     return {
       run: (jobs) => {
         settle();
-        const done = Promise.all(jobs.map(({ name, jobId }) => this.runOne(name, jobId))).then(() => undefined);
-        this.running.add(done);
-        void done.finally(() => {
-          this.running.delete(done);
-          this.reserved--;
-        });
+        // Places the statement did not use come back now, the rest once its jobs have run.
+        const used = Math.min(held, jobs.length);
+        this.giveBack(held - used);
+        held = used;
+        // runOne records its own failures; the places come back however the runs ended.
+        void Promise.allSettled(jobs.map((job) => this.runOne(job))).then(() => this.giveBack(held));
       },
       release: () => {
         settle();
-        this.reserved--;
+        this.giveBack(held);
       },
     };
   }
 
-  /** Stops taking places and waits for the runs under way (called once the workers stopped). */
+  /**
+   * Stops taking places, then waits until every place is given back: statements that hold one
+   * have returned and their jobs have run (called once the workers stopped).
+   */
   async drain(): Promise<void> {
-    this.accepting = false;
-    while (this.running.size > 0) await Promise.all(this.running);
+    this.queues = new Set();
+    if (this.reserved > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
-  private async runOne(name: JobName, jobId: string): Promise<void> {
+  private giveBack(places: number): void {
+    this.reserved -= places;
+    if (this.reserved === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+  }
+
+  private async runOne({ name, jobId, prefetched }: AfterCommitJob): Promise<void> {
     const queue = queueOf(name);
     try {
-      const outcome = await this.runner.run(name, jobId, 1);
+      const outcome = await this.runner.run(name, jobId, 1, prefetched);
       this.metrics.jobOutcomes.inc({ queue, name, outcome });
     } catch (err) {
       try {

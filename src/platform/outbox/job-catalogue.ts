@@ -58,9 +58,9 @@ export interface JobSpec {
   /** Base of the exponential backoff between attempts. */
   backoffMs: number;
   /**
-   * May be run by the worker whose autocommit statement created it, right after that statement
-   * returned, instead of going through the relay and Redis (AfterCommitJobs); its row then waits
-   * WORKER_AFTER_COMMIT_GRACE_SECONDS before the relay hands it to Redis anyway.
+   * May be run by the worker process whose autocommit statement created it, right after that
+   * statement returned, instead of going through the relay and Redis (AfterCommitJobs); its row
+   * then waits WORKER_AFTER_COMMIT_GRACE_SECONDS before the relay hands it to Redis anyway.
    */
   runsAfterCommit?: boolean;
 }
@@ -75,7 +75,8 @@ export const JOB_SPECS: { [K in JobName]: JobSpec } = {
   [JobName.WebhookParkedExpiry]: { queue: QueueName.Webhooks, mode: 'transactional', attempts: 5, backoffMs: 1000 },
   // BullMQ retries only infrastructure errors (database gone mid-run); an out-of-order event's
   // retries are new outbox jobs with run_at, bounded by CARRIER_EVENT_RETRY_DEADLINE_SECONDS.
-  [JobName.ProcessCarrierEvent]: { queue: QueueName.CarrierEvents, mode: 'transactional', attempts: 10, backoffMs: 1000 },
+  // A new event's processing runs in the process that stored it, when that one is also a worker (`all`).
+  [JobName.ProcessCarrierEvent]: { queue: QueueName.CarrierEvents, mode: 'transactional', attempts: 10, backoffMs: 1000, runsAfterCommit: true },
   // Carrier 5xx and transport errors repeat the same commands with the same command ids (~1 min in all).
   [JobName.CallCommands]: { queue: QueueName.Calls, mode: 'external', attempts: 8, backoffMs: 250 },
   [JobName.CallJoinTimeout]: { queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },

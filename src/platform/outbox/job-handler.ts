@@ -10,6 +10,12 @@ export interface JobContext {
   attempt: number;
   /** Present for transactional jobs: the transaction that also marks the job completed. */
   tx?: Tx;
+  /**
+   * For runInOneStatement, in a run right after the commit that created the job (AfterCommitJobs):
+   * what its creator already held about the job's subject (a new carrier event), so the fast path
+   * need not read it back. A hint, never a guard: the statement's own guards decide.
+   */
+  prefetched?: unknown;
 }
 
 export type RunOutcome = 'completed' | 'skipped';

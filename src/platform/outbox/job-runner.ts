@@ -21,11 +21,12 @@ export class JobRunner {
     private readonly dataSource: DataSource,
   ) {}
 
-  async run(name: JobName, jobId: string, attempt: number): Promise<RunOutcome> {
+  /** `prefetched`: see JobContext.prefetched (a run right after the commit that created the job). */
+  async run(name: JobName, jobId: string, attempt: number, prefetched?: unknown): Promise<RunOutcome> {
     const handler = this.registry.get(name);
     // The fast path, where the handler has one: the whole job in one statement, or nothing
     // written and the general path below.
-    const fast = await handler.runInOneStatement?.(jobId, { jobId, attempt });
+    const fast = await handler.runInOneStatement?.(jobId, { jobId, attempt, prefetched });
     if (fast) return fast;
     if (JOB_SPECS[name].mode === 'transactional') {
       return this.uow.run(async (tx) => {

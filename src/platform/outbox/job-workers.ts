@@ -1,12 +1,11 @@
 import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { AppConfig } from '../config/app-config.js';
 import { AfterCommitJobs } from './after-commit-jobs.js';
 import { JobName, QueueName } from './job-catalogue.js';
 import { JobRunner } from './job-runner.js';
 import { OutboxMetrics } from './outbox-metrics.js';
-import { redisConnection } from '../redis/redis-connection.js';
+import { redisConnection, type ClosableRedis } from '../redis/redis-connection.js';
 
 /** The worker role: one BullMQ Worker per queue, each job run through JobRunner. */
 @Injectable()
@@ -14,7 +13,7 @@ export class JobWorkers implements BeforeApplicationShutdown {
   private readonly logger = new Logger(JobWorkers.name);
   private workers: Worker[] = [];
   /** BullMQ does not close a connection it was handed, so these are closed after the workers. */
-  private connections: Redis[] = [];
+  private connections: ClosableRedis[] = [];
   /** Errors our processor threw after recording the failure: BullMQ's 'failed' event for them is already in Postgres. */
   private readonly recordedFailures = new WeakSet<Error>();
   /** Recordings of failures our processor never saw, awaited at shutdown. */
@@ -29,7 +28,7 @@ export class JobWorkers implements BeforeApplicationShutdown {
 
   start(queues: QueueName[] = Object.values(QueueName)): void {
     if (this.workers.length > 0) return;
-    this.afterCommit.start();
+    this.afterCommit.start(queues);
     for (const queue of queues) {
       const connection = redisConnection(this.config.REDIS_URL, 'worker');
       this.connections.push(connection);
@@ -46,9 +45,15 @@ export class JobWorkers implements BeforeApplicationShutdown {
     }
   }
 
-  /** Graceful stop: no new jobs are taken, in-flight ones finish. */
+  /**
+   * Graceful stop: no new jobs are taken, in-flight ones finish. A connection that is not
+   * connected, or loses Redis meanwhile, is closed rather than waited for: a job's outcome is in
+   * Postgres when our processor returns, and what Redis did not hear of is redriven to a no-op.
+   */
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all(this.workers.map((w) => w.close()));
+    const closing = this.workers.map((w) => w.close());
+    for (const connection of this.connections) connection.closeWhenDisconnected();
+    await Promise.all(closing);
     this.workers = [];
     // Jobs the last runs started after their commits finish too (their rows are relayed otherwise).
     await this.afterCommit.drain();

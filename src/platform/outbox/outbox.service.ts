@@ -7,9 +7,6 @@ import { RelayWakeup } from './relay-wakeup.js';
 import { AppConfig } from '../config/app-config.js';
 import { JOB_ID_PATTERN, JOB_SPECS, JobName, queueOf, type JobPayloads } from './job-catalogue.js';
 
-const SQL_IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
-const PAYLOAD_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
 export interface EnqueueRequest<N extends JobName> {
   name: N;
   data: JobPayloads[N];
@@ -70,38 +67,15 @@ export class OutboxService {
   }
 
   /**
-   * For a hot path that writes its rows and their jobs in ONE statement (atomic on its own, one
-   * round trip instead of BEGIN, two inserts and COMMIT): the text of a data-modifying CTE that
-   * enqueues job `name` for each row of the statement's own CTE `source`, the row's `idColumn`
-   * (text) being both the job id and the payload's only field `payloadKey`. Rows already in the
-   * outbox are skipped, as by enqueue. Call jobsCommitted() once the statement has returned.
-   */
-  jobPerRowCte<N extends JobName>(source: string, idColumn: string, name: N, payloadKey: keyof JobPayloads[N] & string): string {
-    for (const word of [source, idColumn]) {
-      if (!SQL_IDENTIFIER.test(word)) throw new Error(`not a plain SQL identifier: ${JSON.stringify(word)}`);
-    }
-    if (!PAYLOAD_KEY.test(payloadKey)) throw new Error(`not a plain payload key: ${JSON.stringify(payloadKey)}`);
-    // queue and name come from the catalogue's enums (lowercase words and dashes): safe literals.
-    return `INSERT INTO outbox_jobs (job_id, queue, name, data)
-            SELECT ${idColumn}, '${queueOf(name)}', '${name}', jsonb_build_object('${payloadKey}', ${idColumn}) FROM ${source}
-            ON CONFLICT (job_id) DO NOTHING`;
-  }
-
-  /** After a statement built with jobPerRowCte committed new jobs: wakes the relays. */
-  jobsCommitted(): void {
-    this.wakeup.hint();
-  }
-
-  /**
    * The outbox's part of a statement assembled from fragments: a job `name` for each row of CTE
    * `source`, with job id and payload (jsonb) as SQL expressions over its columns. Ids already in
    * the outbox are one job, as in enqueueMany. Counted by stmt.newJobsCount(); call
    * jobsWritten() once the statement has run.
    */
   jobsFromCte<N extends JobName>(stmt: CteStatement, cteName: string, source: string, name: N, job: { id: string; data: string; runAt?: string }): string {
-    // A job due now that this process runs right after the statement (stmt.runsJobsAfterCommit):
+    // A job due now that this process runs right after the statement (stmt.jobRunAfterCommit):
     // its row waits out the grace before the relay takes it, the backstop if that run never ends.
-    const afterCommit = stmt.runsJobsAfterCommit && JOB_SPECS[name].runsAfterCommit === true && job.runAt === undefined;
+    const afterCommit = stmt.jobRunAfterCommit === name && JOB_SPECS[name].runsAfterCommit === true && job.runAt === undefined;
     const runAt = afterCommit ? `now() + make_interval(secs => ${stmt.param(this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS, 'int')})` : (job.runAt ?? 'now()');
     // queue and name come from the catalogue's enums (lowercase words and dashes): safe literals.
     const cte = stmt.with(

@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { CustomerEvents } from '../../../src/modules/webhooks/customer-events.js';
 import { CteStatement } from '../../../src/platform/database/cte-statement.js';
 import { AfterCommitJobs, type AfterCommitSlot } from '../../../src/platform/outbox/after-commit-jobs.js';
+import { JobName } from '../../../src/platform/outbox/job-catalogue.js';
 import { OutboxRelay } from '../../../src/platform/outbox/outbox-relay.js';
 import { ApiClient } from '../../support/api-client.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
@@ -92,6 +93,23 @@ describe('first webhook attempts run by the worker right after the commit that c
     expect(receiver.requestsFor(eventId)).toHaveLength(1);
   }, 30000);
 
+  it('an inbound SMS stored by a process that works the carrier-events queue: its processing ran here after the ingest commit, never through Redis', async () => {
+    const { body, carrierMessageId } = telnyxInboundSms(OUR_NUMBER, 'processed after commit');
+    expect((await fetch(`${app.url}/webhooks/telnyx`, { method: 'POST', headers: signer.headers(body), body })).status).toBe(200);
+    const job = await waitFor(
+      () => db.pool.query<JobRow>(`SELECT j.* FROM outbox_jobs j JOIN carrier_events e ON j.job_id = e.id WHERE e.normalized->>'carrierMessageId' = $1`, [carrierMessageId]).then((r) => r.rows[0]),
+      (j) => Boolean(j?.completed_at),
+      { what: 'the processing job completed' },
+    );
+    // Written by ingest's batch statement with the grace ahead; claimed by the run after commit,
+    // which stamped it relayed; no relay marked it (redrive_at), so it never went through Redis.
+    expect(job!.run_at.getTime() - job!.created_at.getTime()).toBeGreaterThanOrEqual(GRACE_SECONDS * 1000 - 50);
+    expect(job!.relayed_at).not.toBeNull();
+    expect(job!.redrive_at).toBeNull();
+    expect(job!.attempts).toBe(1);
+    expect(await db.count(`SELECT count(*) FROM messages WHERE carrier_message_id = $1`, [carrierMessageId])).toBe(1);
+  }, 30000);
+
   it('the grace runs out while the run is completing the row: the relay skips the locked row, and finds it relayed once it commits', async () => {
     // Held inside the run's completion, with the row locked, until the row is due for the relay.
     const completing = await pausePoint(db.url, {
@@ -128,7 +146,7 @@ describe('first webhook attempts run by the worker right after the commit that c
     // The statement a worker's one-statement run makes, with its after-commit jobs, committed,
     // and then no run: exactly what a worker killed between the two leaves behind.
     const stmt = new CteStatement();
-    stmt.runsJobsAfterCommit = true;
+    stmt.jobRunAfterCommit = JobName.WebhookDeliveryAttempt;
     stmt.with('evt_source', `SELECT ${stmt.param(customer.accountId)}::text AS account_id, ${stmt.param(JSON.stringify({ id: 'msg_orphan' }))}::jsonb AS payload`);
     const event = app.app.get(CustomerEvents).emitFromCte(stmt, 'evt_source', 'message.delivered', 'payload');
     const [row] = await app.app.get(DataSource).query(stmt.text(`SELECT (SELECT id FROM ${event}) AS id, ${stmt.afterCommitJobs()} AS "afterCommit"`), stmt.params);
@@ -148,7 +166,7 @@ describe('first webhook attempts run by the worker right after the commit that c
   it('every place taken: the next first attempt is written due now and goes through the relay', async () => {
     const afterCommit = app.app.get(AfterCommitJobs);
     const taken: AfterCommitSlot[] = [];
-    for (let slot = afterCommit.reserve(); slot; slot = afterCommit.reserve()) taken.push(slot);
+    for (let slot = afterCommit.reserve(JobName.WebhookDeliveryAttempt); slot; slot = afterCommit.reserve(JobName.WebhookDeliveryAttempt)) taken.push(slot);
     expect(taken).toHaveLength(app.config.WORKER_AFTER_COMMIT_JOBS);
     try {
       const eventId = await inboundSms('no place left');

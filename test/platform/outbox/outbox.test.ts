@@ -4,6 +4,8 @@ import { assertOneHandlerPerJob } from '../../../src/platform/outbox/job-registr
 import { OutboxRelay } from '../../../src/platform/outbox/outbox-relay.js';
 import { OutboxService } from '../../../src/platform/outbox/outbox.service.js';
 import { Queues } from '../../../src/platform/outbox/queues.js';
+import { DataSource } from 'typeorm';
+import { CteStatement } from '../../../src/platform/database/cte-statement.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
@@ -108,17 +110,22 @@ describe('transactional outbox', () => {
     await expectEachRanOnce(db, 'many', 4);
   });
 
-  it('jobPerRowCte: rows and their jobs in one statement, a job per row; only plain identifiers are accepted', async () => {
+  it('jobsFromCte: rows and their jobs in one statement, a job per row of the source; a job id already in the outbox is one job', async () => {
     const outbox = app.app.get(OutboxService);
-    const cte = outbox.jobPerRowCte('fresh', 'id', JobName.Probe, 'label');
-    const { rows } = await db.pool.query(`WITH fresh AS (SELECT 'cte-' || g AS id FROM generate_series(1, 3) g), jobs AS (${cte}) SELECT id FROM fresh`);
-    expect(rows).toHaveLength(3);
-    outbox.jobsCommitted();
+    const write = async (from: number, to: number) => {
+      const stmt = new CteStatement();
+      const fresh = stmt.with('fresh', `SELECT 'cte-' || g AS id FROM generate_series(${stmt.param(from, 'int')}, ${stmt.param(to, 'int')}) g`);
+      outbox.jobsFromCte(stmt, 'jobs', fresh, JobName.Probe, { id: 'id', data: `jsonb_build_object('label', id)` });
+      const [row] = await app.app.get(DataSource).query(stmt.text(`SELECT (${stmt.newJobsCount()})::int AS jobs, ${stmt.afterCommitJobs()} AS "afterCommit"`), stmt.params);
+      outbox.jobsWritten(row.jobs);
+      return row;
+    };
+    // No job of this statement runs after commit (stmt.jobRunAfterCommit unset): all are due now.
+    expect(await write(1, 3)).toEqual({ jobs: 3, afterCommit: [] });
+    expect(await write(3, 4)).toEqual({ jobs: 1, afterCommit: [] });
     const { rows: jobs } = await db.pool.query(`SELECT job_id, queue, name, data FROM outbox_jobs WHERE job_id LIKE 'cte-%' ORDER BY job_id`);
-    expect(jobs).toEqual([1, 2, 3].map((g) => ({ job_id: `cte-${g}`, queue: 'system', name: JobName.Probe, data: { label: `cte-${g}` } })));
-    await waitFor(() => db.count(`SELECT count(*) FROM probe_runs WHERE label LIKE 'cte-%'`), (n) => n === 3, { what: 'the three probe jobs to run' });
-    expect(() => outbox.jobPerRowCte('fresh; DROP TABLE x', 'id', JobName.Probe, 'label')).toThrow(/identifier/);
-    expect(() => outbox.jobPerRowCte('fresh', 'id', JobName.Probe, "label') --" as 'label')).toThrow(/payload key/);
+    expect(jobs).toEqual([1, 2, 3, 4].map((g) => ({ job_id: `cte-${g}`, queue: 'system', name: JobName.Probe, data: { label: `cte-${g}` } })));
+    await waitFor(() => db.count(`SELECT count(*) FROM probe_runs WHERE label LIKE 'cte-%'`), (n) => n === 4, { what: 'the four probe jobs to run' });
   });
 });
 

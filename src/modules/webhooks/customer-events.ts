@@ -38,7 +38,7 @@ export class CustomerEvents {
    * has `account_id`), its payload the SQL expression `payload` over source's columns. Put it
    * after the guard's CTE, reading from it, so it emits only for rows the guard changed. The
    * statement's runner calls OutboxService.jobsWritten with stmt.newJobsCount(). Returns the
-   * CTE of the events (id, account_id).
+   * CTE of the events (id, account_id, type, payload, created_at).
    */
   emitFromCte(stmt: CteStatement, source: string, type: CustomerEventType, payload: string): string {
     if (!isCustomerEventType(type)) throw new Error(`unknown customer event type ${JSON.stringify(type)}`);
@@ -46,7 +46,7 @@ export class CustomerEvents {
       'evt_emitted',
       `INSERT INTO outbound_events (id, account_id, type, event_version, payload)
        SELECT onceline_id('${IdPrefix.Event}'), account_id, ${stmt.param(type, 'text')}, ${stmt.param(CUSTOMER_EVENT_VERSION, 'int')}, ${payload} FROM ${source}
-       RETURNING id, account_id`,
+       RETURNING id, account_id, type, payload, created_at`,
     );
     this.deliveries.createForEventsCte(stmt, events, type);
     return events;

@@ -7,49 +7,28 @@ import { CteStatement } from '../../platform/database/cte-statement.js';
 import { Statements } from '../../platform/database/statements.js';
 import { completeJobSql, pendingJobSql } from '../../platform/outbox/job-sql.js';
 import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
-import { HandlesJob, type JobHandler, type RunOutcome } from '../../platform/outbox/job-handler.js';
+import { HandlesJob, type JobContext, type JobHandler, type RunOutcome } from '../../platform/outbox/job-handler.js';
 import { AddressPolicy, AddressRefused } from './address-policy.js';
+import { isSuccess, recordAttemptsCtes } from './attempt-records.js';
+import { DeliveredAttempts } from './delivered-attempts.js';
+import { DELIVERY_COLUMNS, DELIVERY_JOINS, deliveryFromJson, type DeliveryRow } from './delivery-row.js';
 import { DeliveryScheduler, type AttemptRef } from './delivery-scheduler.js';
 import { EndpointHealth } from './endpoint-health.js';
 import { honourRetryAfter, scheduledDelayMs } from './retry-policy.js';
 import { webhookHeaders } from './signing.js';
 import { EndpointAgents, postWebhook, type PostResult } from './webhook-http.js';
 
-/** Characters of the customer's response kept on the attempt (up to 64 KiB is read). */
-export const EXCERPT_CHARS = 2048;
+export { EXCERPT_CHARS } from './attempt-records.js';
 
-interface DeliveryRow {
-  id: string;
-  status: string;
-  round: number;
-  attempt_count: number;
-  round_first_attempt: number;
-  endpoint_id: string;
-  url: string;
-  enabled: boolean;
-  deleted: boolean;
-  secrets: string[];
-  event_id: string;
-  type: string;
-  payload: object;
-  event_created_at: Date;
+/** The round and attempt a job makes, beside its delivery as it is. */
+interface AttemptJob {
+  job_round: number;
+  job_attempt: number;
 }
-
-/** What an attempt reads: the delivery with its endpoint (url, secrets) and its event. */
-const DELIVERY_COLUMNS = `d.id, d.status, d.round, d.attempt_count, d.round_first_attempt, d.endpoint_id,
-  w.url, w.enabled, w.deleted_at IS NOT NULL AS deleted,
-  array_remove(ARRAY[w.secret, CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END], NULL) AS secrets,
-  e.id AS event_id, e.type, e.payload, e.created_at AS event_created_at`;
-const DELIVERY_JOINS = `JOIN webhook_endpoints w ON w.id = d.endpoint_id JOIN outbound_events e ON e.id = d.event_id`;
 
 /** Stale is final (round and attempt_count only grow): an attempt is due only while this holds. */
 function isDue(row: DeliveryRow, ref: AttemptRef): boolean {
   return row.status === 'pending' && row.round === ref.round && row.attempt_count === ref.attempt - 1;
-}
-
-function isSuccess(result: PostResult): boolean {
-  const code = result.statusCode;
-  return code !== undefined && code >= 200 && code < 300 && !result.error;
 }
 
 /** One HTTP attempt of one delivery; its outcome and the next attempt are recorded in one transaction. */
@@ -66,6 +45,7 @@ export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliver
     private readonly scheduler: DeliveryScheduler,
     private readonly health: EndpointHealth,
     private readonly statements: Statements,
+    private readonly delivered: DeliveredAttempts,
   ) {
     this.policy = new AddressPolicy(config.WEBHOOK_ALLOWED_CIDRS);
   }
@@ -77,17 +57,18 @@ export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliver
 
   /**
    * The common case in two statements: one read of the job with its delivery, the call, then one
-   * statement recording a success with the endpoint's health and the job's completion. Anything
-   * else (a stale job, a disabled endpoint, a failed call) takes the paths below; undefined only
-   * before the endpoint was called.
+   * statement recording a success with the endpoint's health and the job's completion, shared with
+   * the other successes that finish meanwhile (DeliveredAttempts). A first
+   * attempt run right after the statement that created its delivery (AfterCommitJobs) starts
+   * from the delivery that statement returned (DeliveryScheduler.createForEventsCte), so one
+   * statement. Anything else (a stale job, a disabled endpoint, a failed call) takes the paths
+   * below; undefined only before the endpoint was called.
    */
-  async runInOneStatement(jobId: string): Promise<RunOutcome | undefined> {
-    const [row] = await this.statements.query<DeliveryRow & { job_round: number; job_attempt: number }>(
-      `WITH job AS (${pendingJobSql('$1')})
-       SELECT (job.data->>'round')::int AS job_round, (job.data->>'attempt')::int AS job_attempt, ${DELIVERY_COLUMNS}
-         FROM job JOIN webhook_deliveries d ON d.id = job.data->>'deliveryId' ${DELIVERY_JOINS}`,
-      [jobId],
-    );
+  async runInOneStatement(jobId: string, context?: JobContext): Promise<RunOutcome | undefined> {
+    const prefetched = context?.prefetched;
+    // Prefetched: no read. The read only spares a stale or finished job its call; the record's
+    // guards (round, attempt_count, status) decide, with or without it.
+    const row = prefetched ? deliveryFromJson<AttemptJob>(prefetched as never) : await this.readPending(jobId);
     if (!row) return undefined;
     const ref = { id: row.id, round: row.job_round, attempt: row.job_attempt };
     if (!isDue(row, ref) || row.deleted || !row.enabled) return undefined;
@@ -97,12 +78,20 @@ export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliver
       await this.statements.query(completeJobSql('$1'), [jobId]);
       return 'completed';
     }
-    const stmt = new CteStatement();
-    const recorded = this.recordCtes(stmt, ref, result, at, 'delivered', null);
-    this.health.recordSuccessCte(stmt, row.endpoint_id, recorded);
-    stmt.with('job_done', completeJobSql(stmt.param(jobId)));
-    await this.statements.query(stmt.text('SELECT 1'), stmt.params);
+    // With the job's completion, in a statement shared with other successes finishing now.
+    await this.delivered.record({ outcome: { ref, status: 'delivered', nextAt: null, result, at }, jobId });
     return 'completed';
+  }
+
+  /** The delivery of a job with no outcome yet, at the round and attempt the job names. */
+  private async readPending(jobId: string): Promise<(DeliveryRow & AttemptJob) | undefined> {
+    const [row] = await this.statements.query<DeliveryRow & AttemptJob>(
+      `WITH job AS (${pendingJobSql('$1')})
+       SELECT (job.data->>'round')::int AS job_round, (job.data->>'attempt')::int AS job_attempt, ${DELIVERY_COLUMNS}
+         FROM job JOIN webhook_deliveries d ON d.id = job.data->>'deliveryId' ${DELIVERY_JOINS}`,
+      [jobId],
+    );
+    return row;
   }
 
   async handle({ deliveryId, round, attempt }: JobPayloads[JobName.WebhookDeliveryAttempt]): Promise<void> {
@@ -156,50 +145,15 @@ export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliver
     const status = success ? 'delivered' : delayMs === undefined && !gone ? 'failed' : 'pending';
     const nextAt = status === 'pending' ? new Date(Date.now() + (delayMs ?? 0)) : null;
     const stmt = new CteStatement();
-    const recorded = this.recordCtes(stmt, ref, result, at, status, nextAt);
+    const recorded = recordAttemptsCtes(stmt, [{ ref, status, nextAt, result, at }]);
+    // A success resets the endpoint's failure count in the same statement, for the row it recorded.
+    if (success) this.health.recordSuccessesCte(stmt, recorded);
     const { rows } = await exec<{ status: string }>(tx, stmt.text(`SELECT status FROM ${recorded}`), stmt.params);
-    if (rows.length === 0) return;
-    if (success) return this.health.recordSuccess(tx, row.endpoint_id);
+    if (rows.length === 0 || success) return;
     const disabled = await this.health.recordFailure(tx, row.endpoint_id, gone);
     if (rows[0].status === 'pending' && !disabled) {
       await this.scheduler.enqueueAttempt(tx, { ...ref, attempt: ref.attempt + 1 }, nextAt!);
     }
-  }
-
-  /**
-   * The guarded record of an attempt's outcome and its attempt row, as CTEs; returns the CTE of
-   * the delivery it changed (id, status), which has no row when the guard let nothing through.
-   */
-  private recordCtes(stmt: CteStatement, ref: AttemptRef, result: PostResult, at: Date, status: string, nextAt: Date | null): string {
-    const success = isSuccess(result);
-    const code = result.statusCode;
-    const error = result.error ?? (success ? null : code !== undefined ? `HTTP ${code}` : 'no response');
-    const p = (value: unknown, cast: string) => stmt.param(value, cast);
-    const [id, round, attempt, newStatus] = [p(ref.id, 'text'), p(ref.round, 'int'), p(ref.attempt, 'int'), p(status, 'text')];
-    // WHERE round, attempt_count, status: only the first run of this attempt records it (a twin
-    // job run, or a job from an older round, changes nothing). A delivery parked while the call
-    // was in flight stays parked unless the call succeeded. The attempt row is written from the
-    // updated row, so only when the guard let the update through.
-    const recorded = stmt.with(
-      'dlv_recorded',
-      `UPDATE webhook_deliveries
-          SET attempt_count = ${attempt},
-              status = CASE WHEN ${newStatus} = 'delivered' OR status = 'pending' THEN ${newStatus} ELSE status END,
-              next_attempt_at = CASE WHEN status = 'pending' THEN ${p(nextAt, 'timestamptz')} ELSE NULL END,
-              delivered_at = CASE WHEN ${newStatus} = 'delivered' THEN now() ELSE delivered_at END,
-              failed_at = CASE WHEN ${newStatus} = 'failed' AND status = 'pending' THEN now() ELSE failed_at END,
-              parked_at = CASE WHEN ${newStatus} = 'delivered' THEN NULL ELSE parked_at END,
-              last_error = ${p(error, 'text')}, updated_at = now()
-        WHERE id = ${id} AND round = ${round} AND attempt_count = ${attempt} - 1 AND status IN ('pending', 'parked')
-        RETURNING id, status`,
-    );
-    stmt.with(
-      'dlv_attempt_row',
-      `INSERT INTO webhook_delivery_attempts (delivery_id, attempt, status_code, error, duration_ms, response_excerpt, at)
-       SELECT id, ${attempt}, ${p(code ?? null, 'int')}, ${p(success ? null : error, 'text')}, ${p(result.durationMs, 'int')},
-              ${p(result.body.slice(0, EXCERPT_CHARS), 'text')}, ${p(at, 'timestamptz')} FROM ${recorded}`,
-    );
-    return recorded;
   }
 
   /**

@@ -5,6 +5,7 @@ import { CteStatement } from '../../platform/database/cte-statement.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import { deliveryJsonSql } from './delivery-row.js';
 
 export interface AttemptRef {
   id: string;
@@ -64,7 +65,8 @@ export class DeliveryScheduler {
 
   /**
    * createForEvent as a fragment: the deliveries (and first-attempt jobs) of every event in CTE
-   * `events` (columns id, account_id), all of type `type`. Returns the CTE of the deliveries made.
+   * `events` (columns id, account_id; and type, payload, created_at when the statement's process
+   * runs the first attempts after commit), all of type `type`. Returns the CTE of the deliveries made.
    */
   createForEventsCte(stmt: CteStatement, events: string, type: string): string {
     const typeParam = stmt.param(type, 'text');
@@ -74,7 +76,7 @@ export class DeliveryScheduler {
     // filtered on: a WHERE on it would skip a row being enabled without waiting for it.)
     stmt.with(
       'dlv_endpoints',
-      `SELECT w.id AS endpoint_id, w.enabled, e.id AS event_id, e.account_id
+      `SELECT w.id AS endpoint_id, w.enabled, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, e.id AS event_id, e.account_id
          FROM ${events} e JOIN webhook_endpoints w ON w.account_id = e.account_id
         WHERE w.deleted_at IS NULL AND (w.event_types IS NULL OR ${typeParam} = ANY (w.event_types))
         ORDER BY w.id FOR SHARE OF w`,
@@ -89,13 +91,30 @@ export class DeliveryScheduler {
               CASE WHEN enabled THEN now() ELSE NULL END
          FROM dlv_endpoints
        ON CONFLICT (event_id, endpoint_id) DO NOTHING
-       RETURNING id, status`,
+       RETURNING id, status, round, attempt_count, round_first_attempt, endpoint_id, event_id`,
     );
     stmt.with('dlv_first_attempts', `SELECT id, 1 AS round, 1 AS attempt FROM ${created} WHERE status = 'pending'`);
-    this.outbox.jobsFromCte(stmt, 'dlv_jobs', 'dlv_first_attempts', JobName.WebhookDeliveryAttempt, {
+    const jobs = this.outbox.jobsFromCte(stmt, 'dlv_jobs', 'dlv_first_attempts', JobName.WebhookDeliveryAttempt, {
       id: ATTEMPT_JOB_ID_SQL,
       data: `jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt)`,
     });
+    // First attempts this process runs once the statement returns start from the delivery as
+    // created here (DeliveryAttemptHandler.runInOneStatement): no read back.
+    if (stmt.afterCommitJobCtes.includes(jobs)) {
+      stmt.afterCommitPrefetchCtes.push(
+        stmt.with(
+          'dlv_prefetched',
+          `SELECT ${ATTEMPT_JOB_ID_SQL} AS job_id, prefetched FROM (
+             SELECT f.id, f.round, f.attempt,
+                    ${deliveryJsonSql('d', 'w', 'e')} || jsonb_build_object('job_round', f.round, 'job_attempt', f.attempt) AS prefetched
+               FROM dlv_first_attempts f JOIN ${created} d ON d.id = f.id
+               JOIN dlv_endpoints w ON w.endpoint_id = d.endpoint_id AND w.event_id = d.event_id
+               JOIN ${events} e ON e.id = d.event_id) AS first_attempt`,
+          // Joined to the new jobs by a computed job id: once, not once per job of a batch.
+          { materialized: true },
+        ),
+      );
+    }
     return created;
   }
 

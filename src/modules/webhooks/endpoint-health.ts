@@ -12,18 +12,10 @@ export class EndpointHealth {
     private readonly deliveries: DeliveryScheduler,
   ) {}
 
-  async recordSuccess(tx: Tx, endpointId: string): Promise<void> {
+  /** A success resets the failure count: as a CTE of a statement, for the endpoints of the deliveries CTE `recorded` (endpoint_id) moved. */
+  recordSuccessesCte(stmt: CteStatement, recorded: string): void {
     // WHERE consecutive_failures > 0: the common case writes nothing.
-    await exec(tx, `UPDATE webhook_endpoints SET consecutive_failures = 0 WHERE id = $1 AND consecutive_failures > 0`, [endpointId]);
-  }
-
-  /** recordSuccess as a CTE of a statement, for the endpoint of a delivery that CTE `recorded` moved. */
-  recordSuccessCte(stmt: CteStatement, endpointId: string, recorded: string): void {
-    // WHERE consecutive_failures > 0: the common case writes nothing.
-    stmt.with(
-      'we_healthy',
-      `UPDATE webhook_endpoints SET consecutive_failures = 0 WHERE id = ${stmt.param(endpointId, 'text')} AND consecutive_failures > 0 AND EXISTS (SELECT FROM ${recorded})`,
-    );
+    stmt.with('we_healthy', `UPDATE webhook_endpoints SET consecutive_failures = 0 WHERE id IN (SELECT endpoint_id FROM ${recorded}) AND consecutive_failures > 0`);
   }
 
   /**

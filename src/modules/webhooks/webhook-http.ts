@@ -95,7 +95,10 @@ function send(request: PostRequest, agent: http.Agent | undefined, started: numb
       settled = true;
       clearTimeout(deadline);
       if (!keep) req.destroy();
-      resolve({ statusCode, retryAfter, body: Buffer.concat(chunks).toString('utf8'), error, durationMs: Math.round(performance.now() - started) });
+      // Text as PostgreSQL can store it: invalid UTF-8 decodes to U+FFFD, and so does NUL, which
+      // text cannot hold (an excerpt with one made the attempt's record fail, and the event was sent again).
+      const body = Buffer.concat(chunks).toString('utf8').replaceAll('\u0000', '\uFFFD');
+      resolve({ statusCode, retryAfter, body, error, durationMs: Math.round(performance.now() - started) });
     };
     const req = client.request(
       request.url,

@@ -3,6 +3,7 @@ import { AccountsModule } from '../accounts/accounts.module.js';
 import { Housekeeping } from '../../platform/outbox/housekeeping.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
 import { CustomerEvents } from './customer-events.js';
+import { DeliveredAttempts } from './delivered-attempts.js';
 import { DeliveryAttemptHandler } from './delivery-attempt.handler.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
 import { EndpointHealth } from './endpoint-health.js';
@@ -22,7 +23,7 @@ import { WebhooksInvariants } from './webhooks-invariants.js';
 @Module({
   imports: [OutboxModule, AccountsModule],
   controllers: [EndpointsController, EventsController],
-  providers: [CustomerEvents, DeliveryScheduler, EndpointHealth, EndpointsService, EventsService, DeliveryAttemptHandler, ParkedExpiryHandler, WebhooksInvariants],
+  providers: [CustomerEvents, DeliveryScheduler, EndpointHealth, EndpointsService, EventsService, DeliveryAttemptHandler, DeliveredAttempts, ParkedExpiryHandler, WebhooksInvariants],
   exports: [CustomerEvents, EndpointsService],
 })
 export class WebhooksModule implements OnModuleInit {

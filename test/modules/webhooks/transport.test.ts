@@ -232,6 +232,17 @@ describe('delivery transport: timeout, large bodies, redirects, IPv6 loopback', 
     expect(attempt.response_excerpt).toBe('x'.repeat(EXCERPT_CHARS));
   });
 
+  it('a 200 whose body holds a NUL byte (text PostgreSQL cannot store): delivered with one request, the NUL kept visible in the excerpt as U+FFFD', async () => {
+    receiver.script({ status: 200, body: 'ok\u0000done' });
+    await w.endpoint(`${receiver.url}/nul`);
+    const eventId = await w.emit();
+    const delivery = await w.waitForStatus(eventId, 'delivered');
+    const [attempt, ...more] = await w.attempts(delivery.id);
+    expect(more).toHaveLength(0);
+    expect(attempt.response_excerpt).toBe('ok\uFFFDdone');
+    expect(receiver.requestsFor(eventId)).toHaveLength(1);
+  });
+
   it(`the client stops reading at ${MAX_RESPONSE_BYTES} bytes and hangs up without waiting for the rest of the body`, async () => {
     // Announces 1 MiB, sends 80 KiB, then sends nothing more until the client goes away. A client
     // that waited for the whole body would only return at its (here two minutes) deadline, after jest's.

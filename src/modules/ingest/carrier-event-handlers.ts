@@ -54,6 +54,7 @@ export class NotHandledYetError extends Error {}
 
 export const CARRIER_EVENT_HANDLER_METADATA = 'onceline:carrier-event-handler';
 export const ONE_STATEMENT_HANDLER_METADATA = 'onceline:carrier-event-handler:one-statement';
+export const BATCH_STATEMENT_HANDLER_METADATA = 'onceline:carrier-event-handler:batch-statement';
 
 /** How a one-statement handler's event is consumed: SQL over the CTEs it added before. */
 export interface EventConsumption {
@@ -84,6 +85,35 @@ export interface OneStatementRun {
 export type OneStatementCarrierEventHandler<K extends HandledKind> = (event: EventOfKind<K>, run: OneStatementRun) => void;
 
 /**
+ * One statement for a batch of events of one kind. The events come in as rows of a CTE (one per
+ * event, the handler's columns plus `event_id`); every write the handler adds selects, per event,
+ * FROM the rows `consume` returns, so each event keeps its own guard.
+ */
+export interface EventBatchRun {
+  stmt: CteStatement;
+  /**
+   * Adds the events' rows: `columns` is the recordset's column list (`name type, ...`), `rows` one
+   * object per event in the order of the events, with those keys. Returns the CTE of the rows,
+   * which also has `event_id`. Call it once, first.
+   */
+  input(columns: string, rows: object[]): string;
+  /**
+   * Adds the consumption of the events (and, in a job's run, the jobs' claims); `note(row)` is SQL
+   * over an input row's alias: the note kept on the event (why it changed nothing), NULL for
+   * none. Returns the CTE of `consumed_event_id`, one row per event this run consumed. Call it
+   * once, after the CTEs the note reads.
+   */
+  consume(note?: (row: string) => string): string;
+}
+
+/**
+ * A handler that writes a batch of events of its kind in one statement: the jobs that arrive
+ * together (an ingest batch, concurrent runs from Redis) cost one round trip and one commit. It
+ * is always ready (no "not yet" for any of its events); a single event is a batch of one.
+ */
+export type BatchCarrierEventHandler<K extends HandledKind> = (events: EventOfKind<K>[], run: EventBatchRun) => void;
+
+/**
  * Marks a method as the one handler of a kind of carrier event. The method has the shape of
  * CarrierEventHandler; the owning module's service declares it, as job handlers declare jobs.
  */
@@ -91,6 +121,9 @@ export const HandlesCarrierEvent = (kind: HandledKind) => SetMetadata(CARRIER_EV
 
 /** As HandlesCarrierEvent, for a method of the shape OneStatementCarrierEventHandler. */
 export const HandlesCarrierEventInOneStatement = (kind: HandledKind) => SetMetadata(ONE_STATEMENT_HANDLER_METADATA, kind);
+
+/** As HandlesCarrierEvent, for a method of the shape BatchCarrierEventHandler. */
+export const HandlesCarrierEventsInOneStatement = (kind: HandledKind) => SetMetadata(BATCH_STATEMENT_HANDLER_METADATA, kind);
 
 /**
  * Which method handles which kind of carrier event, found at boot from @HandlesCarrierEvent.
@@ -103,6 +136,7 @@ export class CarrierEventHandlers implements OnModuleInit {
   private readonly logger = new Logger(CarrierEventHandlers.name);
   private readonly handlers = new UniqueRegistry<HandledKind, CarrierEventHandler<HandledKind>>('carrier event handler for');
   private readonly oneStatementHandlers = new UniqueRegistry<HandledKind, OneStatementCarrierEventHandler<HandledKind>>('carrier event handler for');
+  private readonly batchHandlers = new UniqueRegistry<HandledKind, BatchCarrierEventHandler<HandledKind>>('carrier event handler for');
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -116,23 +150,34 @@ export class CarrierEventHandlers implements OnModuleInit {
       const method = (found.instance as Record<string, CarrierEventHandler<HandledKind>>)[found.method];
       this.handlers.register(found.value, method.bind(found.instance));
     }
-    for (const found of findDecoratedMethods<HandledKind>(this.discovery, this.scanner, this.reflector, ONE_STATEMENT_HANDLER_METADATA)) {
+    this.registerShape(ONE_STATEMENT_HANDLER_METADATA, this.oneStatementHandlers);
+    this.registerShape(BATCH_STATEMENT_HANDLER_METADATA, this.batchHandlers);
+    const waiting = HANDLED_KINDS.filter((kind) => !this.has(kind));
+    if (waiting.length > 0) this.logger.log(`no handler yet for ${waiting.join(', ')}: such events are kept unprocessed`);
+  }
+
+  private registerShape<H>(metadata: string, registry: UniqueRegistry<HandledKind, H>): void {
+    for (const found of findDecoratedMethods<HandledKind>(this.discovery, this.scanner, this.reflector, metadata)) {
       if (!(HANDLED_KINDS as readonly string[]).includes(found.value)) throw new Error(`${found.name} handles unknown carrier event kind "${found.value}"`);
       // One handler per kind, whichever its shape.
-      if (this.handlers.has(found.value)) throw new Error(`carrier event handler for "${found.value}" is registered twice`);
-      const method = (found.instance as Record<string, OneStatementCarrierEventHandler<HandledKind>>)[found.method];
-      this.oneStatementHandlers.register(found.value, method.bind(found.instance));
+      if (this.has(found.value)) throw new Error(`carrier event handler for "${found.value}" is registered twice`);
+      const method = (found.instance as Record<string, H & ((...args: never[]) => void)>)[found.method];
+      registry.register(found.value, method.bind(found.instance) as H);
     }
-    const waiting = HANDLED_KINDS.filter((kind) => !this.handlers.has(kind) && !this.oneStatementHandlers.has(kind));
-    if (waiting.length > 0) this.logger.log(`no handler yet for ${waiting.join(', ')}: such events are kept unprocessed`);
+  }
+
+  private has(kind: HandledKind): boolean {
+    return this.handlers.has(kind) || this.oneStatementHandlers.has(kind) || this.batchHandlers.has(kind);
   }
 
   /** Tests: puts a handler (or none) in place of the registered one; returns the undo. */
   override<K extends HandledKind>(kind: K, handler: CarrierEventHandler<K> | undefined): () => void {
     const undoOneStatement = this.oneStatementHandlers.replace(kind, undefined);
+    const undoBatch = this.batchHandlers.replace(kind, undefined);
     const undo = this.handlers.replace(kind, handler as unknown as CarrierEventHandler<HandledKind> | undefined);
     return () => {
       undo();
+      undoBatch();
       undoOneStatement();
     };
   }
@@ -144,5 +189,10 @@ export class CarrierEventHandlers implements OnModuleInit {
   /** The kind's handler when it is a one-statement one (then get() has none). */
   getOneStatement(kind: NormalizedEventKind): OneStatementCarrierEventHandler<HandledKind> | undefined {
     return kind === 'ignored' ? undefined : this.oneStatementHandlers.get(kind);
+  }
+
+  /** The kind's handler when it writes batches of events in one statement (then the others have none). */
+  getBatch(kind: NormalizedEventKind): BatchCarrierEventHandler<HandledKind> | undefined {
+    return kind === 'ignored' ? undefined : this.batchHandlers.get(kind);
   }
 }

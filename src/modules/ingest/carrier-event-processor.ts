@@ -5,11 +5,12 @@ import { isDatabaseUnavailable, isSerializationConflict, storedMessage } from '.
 import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
-import { buildOneStatement } from './one-statement-build.js';
+import { buildBatchStatement, buildOneStatement } from './one-statement-build.js';
 import {
   CarrierEventHandlers,
   NotHandledYetError,
   RetryLaterError,
+  type BatchCarrierEventHandler,
   type CarrierEventHandler,
   type HandledKind,
   type OneStatementCarrierEventHandler,
@@ -62,6 +63,19 @@ export class CarrierEventProcessor {
     return rows[0].note ?? undefined;
   }
 
+  /** A batch handler in the general path's transaction, for this one event (a batch of one), gated as above. */
+  private async runBatchHandlerIn(tx: Tx, handler: BatchCarrierEventHandler<HandledKind>, event: NormalizedEvent, eventId: string): Promise<string | void> {
+    const stmt = new CteStatement();
+    let note = 'NULL';
+    buildBatchStatement(stmt, handler, [event], [{ eventId }], (input, noteOf) => {
+      note = `(SELECT ${noteOf('i')} FROM ${input} i)`;
+      return stmt.with('cev_consumed', `SELECT event_id AS consumed_event_id FROM ${input}`);
+    });
+    const { rows } = await exec<{ note: string | null; jobs: number }>(tx, stmt.text(`SELECT ${note}::text AS note, (${stmt.newJobsCount()})::int AS jobs`), stmt.params);
+    this.outbox.jobsWritten(rows[0].jobs, tx);
+    return rows[0].note ?? undefined;
+  }
+
   async process(tx: Tx, id: string, { replay = false } = {}): Promise<ProcessResult> {
     // FOR UPDATE: a job run and a replay of one event take turns; the second sees processed_at.
     const { rows } = await exec<{ normalized: NormalizedEvent; attempts: number; age_ms: number; processed: boolean; created_at: Date }>(
@@ -80,9 +94,12 @@ export class CarrierEventProcessor {
       return { id, outcome: 'ignored' };
     }
     const oneStatement = this.handlers.getOneStatement(event.kind);
+    const batch = this.handlers.getBatch(event.kind);
     const handler: CarrierEventHandler<HandledKind> | undefined = oneStatement
       ? (ev, handlerTx) => this.runOneStatementHandlerIn(handlerTx, oneStatement, ev as NormalizedEvent)
-      : this.handlers.get(event.kind);
+      : batch
+        ? (ev, handlerTx) => this.runBatchHandlerIn(handlerTx, batch, ev as NormalizedEvent, id)
+        : this.handlers.get(event.kind);
     if (!handler) {
       await this.markUnhandled(tx, id, event.kind);
       return { id, outcome: 'unhandled' };

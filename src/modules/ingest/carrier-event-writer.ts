@@ -3,8 +3,10 @@ import type { AcceptedWebhook } from '../../carriers/carrier-adapter.js';
 import { newId, IdPrefix } from '../../platform/ids.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { GroupCommitter, type BatchOutcome } from '../../platform/database/group-commit.js';
-import { isDataError, isSerializationConflict } from '../../platform/database/pg-errors.js';
+import { isDataError, retryingLockConflicts } from '../../platform/database/pg-errors.js';
+import { CteStatement } from '../../platform/database/cte-statement.js';
 import { Statements } from '../../platform/database/statements.js';
+import { AfterCommitJobs, type AfterCommitJob } from '../../platform/outbox/after-commit-jobs.js';
 import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { IngestMetrics } from './ingest-metrics.js';
@@ -28,6 +30,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
     private readonly statements: Statements,
     private readonly outbox: OutboxService,
     private readonly metrics: IngestMetrics,
+    private readonly afterCommit: AfterCommitJobs,
     config: AppConfig,
   ) {
     this.batches = new GroupCommitter((items) => this.writeBatch(items), {
@@ -49,7 +52,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
   private async writeBatch(items: AcceptedWebhook[]): Promise<BatchOutcome<IngestStatus>[]> {
     this.metrics.batchSize.observe(items.length);
     try {
-      return (await this.insertRetryingLockConflicts(items)).map((value) => ({ ok: true, value }));
+      return (await retryingLockConflicts(() => this.insert(items), LOCK_CONFLICT_ATTEMPTS)).map((value) => ({ ok: true, value }));
     } catch (err) {
       if (isDataError(err) && items.length > 1) {
         // One body Postgres cannot hold spoils the statement for all: write each alone, so only
@@ -61,16 +64,6 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
       this.metrics.batchFailures.inc();
       this.logger.warn(`batch of ${items.length} carrier events not stored: ${(err as Error).message}`);
       throw err;
-    }
-  }
-
-  private async insertRetryingLockConflicts(items: AcceptedWebhook[]): Promise<IngestStatus[]> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.insert(items);
-      } catch (err) {
-        if (!isSerializationConflict(err) || attempt >= LOCK_CONFLICT_ATTEMPTS) throw err;
-      }
     }
   }
 
@@ -94,19 +87,37 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
     // each row that was new. No conflict target on purpose: (carrier, carrier_event_id) and the
     // partial (carrier, signature_nonce) index both mean "seen this delivery", so either makes it
     // a duplicate with no row and no job, also for two copies inside this one statement.
-    const rows = await this.statements.query<{ id: string }>(
-      `WITH inserted AS (
-         INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce)
-         SELECT id, carrier, carrier_event_id, event_type, kind, payload::jsonb, normalized::jsonb, signature_nonce
-           FROM json_to_recordset($1::json)
-                AS e(id text, carrier text, carrier_event_id text, event_type text, kind text, payload text, normalized text, signature_nonce text)
-         ON CONFLICT DO NOTHING
-         RETURNING id
-       ), jobs AS (${this.outbox.jobPerRowCte('inserted', 'id', JobName.ProcessCarrierEvent, 'carrierEventId')})
-       SELECT id FROM inserted`,
-      [batch],
+    const stmt = new CteStatement();
+    // In a process that also works the carrier-events queue (the `all` role), the new events'
+    // processing jobs run here once the statement returns, with no relay batch or Redis hop;
+    // with too few places free (this process is behind), they go through the relay to any worker.
+    const slot = this.afterCommit.reserve(JobName.ProcessCarrierEvent, items.length);
+    if (slot) stmt.jobRunAfterCommit = JobName.ProcessCarrierEvent;
+    const newEvents = stmt.with(
+      'inserted',
+      `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce)
+       SELECT id, carrier, carrier_event_id, event_type, kind, payload::jsonb, normalized::jsonb, signature_nonce
+         FROM json_to_recordset(${stmt.param(batch, 'json')})
+              AS e(id text, carrier text, carrier_event_id text, event_type text, kind text, payload text, normalized text, signature_nonce text)
+       ON CONFLICT DO NOTHING
+       RETURNING id`,
     );
-    if (rows.length > 0) this.outbox.jobsCommitted();
+    this.outbox.jobsFromCte(stmt, 'jobs', newEvents, JobName.ProcessCarrierEvent, { id: 'id', data: `jsonb_build_object('carrierEventId', id)` });
+    let rows: { id: string; jobs: number; afterCommit: AfterCommitJob[] }[];
+    try {
+      rows = await this.statements.query(stmt.text(`SELECT id, (${stmt.newJobsCount()})::int AS jobs, ${stmt.afterCommitJobs()} AS "afterCommit" FROM ${newEvents}`), stmt.params);
+    } catch (err) {
+      slot?.release();
+      throw err;
+    }
+    // Committed: the jobs written for this process run now, not awaited by the carrier's answer.
+    const afterCommit = rows[0]?.afterCommit ?? [];
+    if (afterCommit.length > 0) {
+      // Each job's id is its event's id: the run starts from the event held here, not a read.
+      const stored = new Map(ids.map((id, i) => [id, { id, normalized: items[i].event }]));
+      slot!.run(afterCommit.map((job) => ({ ...job, prefetched: stored.get(job.jobId) })));
+    } else slot?.release();
+    this.outbox.jobsWritten(rows[0]?.jobs ?? 0);
     const inserted = new Set(rows.map((r) => r.id));
     return ids.map((id) => (inserted.has(id) ? 'accepted' : 'duplicate'));
   }

@@ -8,6 +8,7 @@ import { AnsweredCarrierEvents } from './answered-carrier-events.js';
 import { CarrierEventHandlers } from './carrier-event-handlers.js';
 import { CarrierEventProcessor } from './carrier-event-processor.js';
 import { OneStatementRuns } from './one-statement-runs.js';
+import { OneStatementBatches } from './one-statement-batches.js';
 import { CarrierEventWriter } from './carrier-event-writer.js';
 import { CarrierEventsService } from './carrier-events.service.js';
 import { IngestController } from './ingest.controller.js';
@@ -23,7 +24,7 @@ import { ProcessCarrierEventHandler } from './process-carrier-event.handler.js';
 @Module({
   imports: [DiscoveryModule, OutboxModule],
   controllers: [IngestController],
-  providers: [TelnyxAdapter, TwilioAdapter, VonageAdapter, IngestService, AnsweredCarrierEvents, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, OneStatementRuns, CarrierEventsService, ProcessCarrierEventHandler, IngestInvariants],
+  providers: [TelnyxAdapter, TwilioAdapter, VonageAdapter, IngestService, AnsweredCarrierEvents, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, OneStatementRuns, OneStatementBatches, CarrierEventsService, ProcessCarrierEventHandler, IngestInvariants],
   exports: [CarrierEventHandlers, CarrierEventsService, IngestService, TwilioAdapter],
 })
 export class IngestModule {}

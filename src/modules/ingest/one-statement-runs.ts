@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import { Statements } from '../../platform/database/statements.js';
 import type { RunOutcome } from '../../platform/outbox/job-handler.js';
+import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { claimJobSql, pendingJobSql } from '../../platform/outbox/job-sql.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { AfterCommitJobs, type AfterCommitJob } from '../../platform/outbox/after-commit-jobs.js';
@@ -9,6 +10,7 @@ import type { NormalizedEvent } from '../../carriers/normalized-event.js';
 import { CarrierEventHandlers, type HandledKind, type OneStatementCarrierEventHandler } from './carrier-event-handlers.js';
 import { isTransient } from './carrier-event-processor.js';
 import { buildOneStatement } from './one-statement-build.js';
+import { OneStatementBatches } from './one-statement-batches.js';
 
 /** An event no module acts on: consumed with the reason. */
 const ignoreEvent: OneStatementCarrierEventHandler<HandledKind> = (event, { stmt, consume }) =>
@@ -20,6 +22,12 @@ const ignoreEvent: OneStatementCarrierEventHandler<HandledKind> = (event, { stmt
  * never changes), then the job's claim, the event's consumption and the handler's writes in one
  * autocommit statement: no BEGIN, no COMMIT, no separate claim.
  */
+/** A carrier event as stored: its row id and normalized form. */
+export interface StoredCarrierEvent {
+  id: string;
+  normalized: NormalizedEvent;
+}
+
 @Injectable()
 export class OneStatementRuns {
   constructor(
@@ -27,6 +35,7 @@ export class OneStatementRuns {
     private readonly outbox: OutboxService,
     private readonly statements: Statements,
     private readonly afterCommit: AfterCommitJobs,
+    private readonly batches: OneStatementBatches,
   ) {}
 
   /**
@@ -35,21 +44,22 @@ export class OneStatementRuns {
    * receipt before its message), or a statement that failed for a reason of its own (the general
    * path runs the handler again under a savepoint and records the failure).
    */
-  async run(jobId: string): Promise<RunOutcome | undefined> {
-    const [row] = await this.statements.query<{ id: string; normalized: NormalizedEvent }>(
-      `WITH job AS (${pendingJobSql('$1')})
-       SELECT e.id, e.normalized FROM job JOIN carrier_events e ON e.id = job.data->>'carrierEventId' WHERE e.processed_at IS NULL`,
-      [jobId],
-    );
+  async run(jobId: string, prefetched?: StoredCarrierEvent): Promise<RunOutcome | undefined> {
+    // Prefetched (ingest committed it a moment ago in this process): no read. The read spares a
+    // finished job or a processed event a statement; the statement's guards (the job's claim, the
+    // event's processed_at IS NULL) are what decide, with or without it.
+    const row = prefetched ?? (await this.readPending(jobId));
     if (!row) return undefined;
     const event = row.normalized as NormalizedEvent;
+    const batchHandler = this.handlers.getBatch(event.kind);
+    if (batchHandler) return this.batches.run(event.kind as HandledKind, batchHandler, jobId, row);
     const handler = event.kind === 'ignored' ? ignoreEvent : this.handlers.getOneStatement(event.kind);
     if (!handler) return undefined;
     const stmt = new CteStatement();
     // A place for the jobs this statement creates that may run here once it returns (a new
     // event's first webhook attempts); without one they are written due now, for the relay.
-    const slot = this.afterCommit.reserve();
-    stmt.runsJobsAfterCommit = slot !== undefined;
+    const slot = this.afterCommit.reserve(JobName.WebhookDeliveryAttempt);
+    if (slot) stmt.jobRunAfterCommit = JobName.WebhookDeliveryAttempt;
     let result: Awaited<ReturnType<OneStatementRuns['runStatement']>>;
     try {
       result = await this.runStatement(stmt, handler, event, jobId, row.id);
@@ -63,6 +73,15 @@ export class OneStatementRuns {
     if (!result?.ready) return undefined;
     this.outbox.jobsWritten(result.jobs);
     return result.claimed ? 'completed' : 'skipped';
+  }
+
+  private async readPending(jobId: string): Promise<StoredCarrierEvent | undefined> {
+    const [row] = await this.statements.query<StoredCarrierEvent>(
+      `WITH job AS (${pendingJobSql('$1')})
+       SELECT e.id, e.normalized FROM job JOIN carrier_events e ON e.id = job.data->>'carrierEventId' WHERE e.processed_at IS NULL`,
+      [jobId],
+    );
+    return row;
   }
 
   private async runStatement(stmt: CteStatement, handler: OneStatementCarrierEventHandler<HandledKind>, event: NormalizedEvent, jobId: string, eventId: string) {

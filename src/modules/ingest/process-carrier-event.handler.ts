@@ -3,7 +3,7 @@ import type { Tx } from '../../platform/database/tx.js';
 import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
 import { HandlesJob, type JobContext, type JobHandler, type RunOutcome } from '../../platform/outbox/job-handler.js';
 import { CarrierEventProcessor } from './carrier-event-processor.js';
-import { OneStatementRuns } from './one-statement-runs.js';
+import { OneStatementRuns, type StoredCarrierEvent } from './one-statement-runs.js';
 
 /** Worker side of ingest: the event's processing commits with the job's completion. */
 @Injectable()
@@ -14,9 +14,12 @@ export class ProcessCarrierEventHandler implements JobHandler<JobName.ProcessCar
     private readonly oneStatement: OneStatementRuns,
   ) {}
 
-  /** Inbound SMS, receipts and ignored events: the job in one statement (OneStatementRuns). */
-  runInOneStatement(jobId: string): Promise<RunOutcome | undefined> {
-    return this.oneStatement.run(jobId);
+  /**
+   * Inbound SMS, receipts and ignored events: the job in one statement (OneStatementRuns). Run
+   * right after ingest stored the event, it comes prefetched (StoredCarrierEvent).
+   */
+  runInOneStatement(jobId: string, context?: JobContext): Promise<RunOutcome | undefined> {
+    return this.oneStatement.run(jobId, context?.prefetched as StoredCarrierEvent | undefined);
   }
 
   async handle(data: JobPayloads[JobName.ProcessCarrierEvent], { tx }: JobContext): Promise<void> {

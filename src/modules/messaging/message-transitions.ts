@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { UsageLedger } from '../billing/usage-ledger.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import type { CteStatement } from '../../platform/database/cte-statement.js';
-import type { OneStatementRun } from '../ingest/carrier-event-handlers.js';
+import type { EventBatchRun, OneStatementRun } from '../ingest/carrier-event-handlers.js';
+import type { OwnersOf } from '../numbers/phone-numbers.service.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
@@ -184,19 +185,23 @@ export class MessageTransitions {
   }
 
   /**
-   * An inbound message, as fragments of the event's one statement: recorded once per carrier
-   * message id when a number of ours (CTE `owner`) receives it, then billed and announced.
+   * Inbound messages, as fragments of one statement for a batch of events: each recorded once per
+   * carrier message id when a number of ours receives it (`owners`), then billed and announced.
    */
-  receiveInboundCtes(stmt: CteStatement, consume: OneStatementRun['consume'], owner: string, inbound: Inbound): void {
-    const applied = consume({ note: `CASE WHEN NOT EXISTS (SELECT FROM ${owner}) THEN ${stmt.param(`no account owns ${inbound.to}`, 'text')} END` });
-    const p = (value: unknown, cast = 'text') => stmt.param(value, cast);
+  receiveInboundCtes(run: EventBatchRun, owners: OwnersOf, inbound: Inbound[]): void {
+    const { stmt } = run;
+    const input = run.input(
+      'message_id text, carrier text, carrier_message_id text, from_number text, to_number text, text text, segments int, encoding text',
+      inbound.map((m) => ({ message_id: m.id, carrier: m.carrier, carrier_message_id: m.carrierMessageId, from_number: m.from, to_number: m.to, text: m.text, segments: m.segments, encoding: m.encoding })),
+    );
+    const owner = owners(input, 'to_number');
+    const applied = run.consume((i) => `CASE WHEN NOT EXISTS (SELECT FROM ${owner} o WHERE o.event_id = ${i}.event_id) THEN 'no account owns ' || ${i}.to_number END`);
     // ON CONFLICT (carrier, carrier_message_id): a replayed or re-signed delivery inserts nothing.
     const received = stmt.with(
       'msg_received',
       `INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, carrier_message_id)
-       SELECT ${p(inbound.id)}, ${owner}.account_id, 'inbound', ${p(inbound.from)}, ${p(inbound.to)}, ${p(inbound.text)}, 'received', ${p(inbound.segments, 'int')},
-              ${p(inbound.encoding)}, ${p(inbound.carrier)}, ${p(inbound.carrierMessageId)}
-         FROM ${owner}, ${applied}
+       SELECT i.message_id, o.account_id, 'inbound', i.from_number, i.to_number, i.text, 'received', i.segments, i.encoding, i.carrier, i.carrier_message_id
+         FROM ${input} i JOIN ${owner} o ON o.event_id = i.event_id JOIN ${applied} c ON c.consumed_event_id = i.event_id
        ON CONFLICT (carrier, carrier_message_id) DO NOTHING
        RETURNING ${MESSAGE_COLUMNS}`,
     );

@@ -1,14 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { newId, IdPrefix } from '../../platform/ids.js';
-import { HandlesCarrierEventInOneStatement, type OneStatementRun } from '../ingest/carrier-event-handlers.js';
+import { HandlesCarrierEventInOneStatement, HandlesCarrierEventsInOneStatement, type EventBatchRun, type OneStatementRun } from '../ingest/carrier-event-handlers.js';
 import type { MessageReceived, MessageStatusChanged } from '../../carriers/normalized-event.js';
-import { PhoneNumbers } from '../numbers/phone-numbers.service.js';
+import { PhoneNumbers, type OwnersOf } from '../numbers/phone-numbers.service.js';
 import { MessageTransitions } from './message-transitions.js';
 import { countSegments } from '../../telephony/segments.js';
 
 /**
- * What Messaging does with the carrier events it owns: receipts and inbound SMS, each as the
- * fragments of one statement (the hot path: no BEGIN, no COMMIT, one round trip).
+ * What Messaging does with the carrier events it owns: receipts and inbound SMS as the fragments
+ * of one statement (the hot path: no BEGIN, no COMMIT, one round trip; inbound SMS in batches).
  */
 @Injectable()
 export class MessagingCarrierEvents {
@@ -38,20 +38,18 @@ export class MessagingCarrierEvents {
     });
   }
 
-  /** An inbound SMS to a number nobody owns creates nothing; the event keeps the reason. */
-  @HandlesCarrierEventInOneStatement('message.received')
-  receive(event: MessageReceived, { stmt, consume }: OneStatementRun): void {
-    const owner = this.numbers.ownerCte(stmt, 'msg_owner', event.to);
-    const { encoding, segments } = countSegments(event.text);
-    this.transitions.receiveInboundCtes(stmt, consume, owner, {
+  /** Inbound SMS, a batch in one statement. One to a number nobody owns creates nothing; its event keeps the reason. */
+  @HandlesCarrierEventsInOneStatement('message.received')
+  receive(events: MessageReceived[], run: EventBatchRun): void {
+    const owners: OwnersOf = (rows, numberColumn) => this.numbers.ownersCte(run.stmt, 'msg_owner', rows, numberColumn);
+    this.transitions.receiveInboundCtes(run, owners, events.map((event) => ({
       id: newId(IdPrefix.Message),
       carrier: event.carrier,
       carrierMessageId: event.carrierMessageId,
       from: event.from,
       to: event.to,
       text: event.text,
-      segments,
-      encoding,
-    });
+      ...countSegments(event.text),
+    })));
   }
 }

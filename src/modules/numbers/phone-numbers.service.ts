@@ -18,6 +18,9 @@ export interface VoiceRoute {
 }
 
 /** Which account owns which number, and through which carrier it sends. */
+/** PhoneNumbers.ownersCte bound to a statement and a CTE name: (rows, numberColumn) → the owners' CTE. */
+export type OwnersOf = (rows: string, numberColumn: string) => string;
+
 @Injectable()
 export class PhoneNumbers {
   constructor(private readonly dataSource: DataSource) {}
@@ -75,9 +78,12 @@ export class PhoneNumbers {
   }
 
   /** Who receives messages to this number (inbound routing), if anyone. */
-  /** findOwner as a CTE of a statement (account_id, carrier; no row when nobody owns the number). */
-  ownerCte(stmt: CteStatement, name: string, phoneNumber: string): string {
-    return stmt.with(name, `SELECT account_id, carrier FROM phone_numbers WHERE phone_number = ${stmt.param(phoneNumber, 'text')}`);
+  /**
+   * findOwner for every row of CTE `rows` as a CTE of a statement: (event_id, account_id, carrier)
+   * for each row whose `numberColumn` a number of ours is; none for a number nobody owns.
+   */
+  ownersCte(stmt: CteStatement, name: string, rows: string, numberColumn: string): string {
+    return stmt.with(name, `SELECT r.event_id, p.account_id, p.carrier FROM ${rows} r JOIN phone_numbers p ON p.phone_number = r.${numberColumn}`);
   }
 
   async findOwner(tx: Tx, phoneNumber: string): Promise<{ accountId: string; carrier: CarrierName } | undefined> {

@@ -29,3 +29,17 @@ export function isDataError(err: unknown): boolean {
 export function storedMessage(err: unknown): string {
   return (err instanceof Error ? err.message : String(err)).slice(0, 2000);
 }
+
+/**
+ * Runs a write whose statement may lose a lock conflict to a concurrent one (a deadlock, a
+ * serialization failure: nothing of it committed) again, up to `attempts` times in all.
+ */
+export async function retryingLockConflicts<T>(write: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      if (!isSerializationConflict(err) || attempt >= attempts) throw err;
+    }
+  }
+}

@@ -3,7 +3,7 @@
 // seeing anyone else's. Settings that change speed are copied from the shared server, so figures
 // stay comparable with the benchmarks that use it. Each app role connects as its own database
 // user: pg_stat_statements keys its counters by user, which is how statements are attributed.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -27,6 +27,12 @@ async function withClient(connectionString, fn) {
 }
 
 /**
+ * BENCH_PG_EXPLAIN=FILE: auto_explain logs every statement's plan with actual times (slow: for a
+ * short, low-rate run), and the cluster's log is copied to FILE when the cluster is removed.
+ */
+const EXPLAIN_LOG = process.env.BENCH_PG_EXPLAIN;
+
+/**
  * Starts the cluster; resolves { baseUrl, port, bin, settings, urlFor(db, user), stop() }. stop()
  * is idempotent and synchronous enough for an exit handler: immediate shutdown, then the data
  * directory is removed.
@@ -47,6 +53,7 @@ export async function startPrivatePostgres({ settingsFrom = PG_BASE } = {}) {
     if (stopped) return;
     stopped = true;
     stopPostgresCluster(dataDir, 'immediate');
+    if (EXPLAIN_LOG) copyFileSync(join(parent, 'pg.log'), EXPLAIN_LOG);
     rmSync(parent, { recursive: true, force: true });
   };
   try {
@@ -55,7 +62,7 @@ export async function startPrivatePostgres({ settingsFrom = PG_BASE } = {}) {
     // ALTER SYSTEM writes postgresql.auto.conf; the restart loads pg_stat_statements and the rest.
     await withClient(baseUrl, async (c) => {
       for (const [name, value] of Object.entries(settings)) await c.query(`ALTER SYSTEM SET ${name} = '${value}'`);
-      await c.query(`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`);
+      await c.query(`ALTER SYSTEM SET shared_preload_libraries = ${EXPLAIN_LOG ? `'pg_stat_statements', 'auto_explain'` : `'pg_stat_statements'`}`);
     });
     stopPostgresCluster(dataDir, 'fast');
     await startPostgresCluster(dataDir, port, join(parent, 'pg.log'));
@@ -64,6 +71,12 @@ export async function startPrivatePostgres({ settingsFrom = PG_BASE } = {}) {
       await c.query(`ALTER SYSTEM SET pg_stat_statements.track = 'all'`);
       // BEGIN, COMMIT, SAVEPOINT, LISTEN... are statements too, and round trips.
       await c.query(`ALTER SYSTEM SET pg_stat_statements.track_utility = 'on'`);
+      // Every statement's plan with its actual rows and times, in the cluster's log.
+      if (EXPLAIN_LOG) {
+        for (const [name, value] of [['log_min_duration', process.env.BENCH_PG_EXPLAIN_MIN_MS ?? '0'], ['log_analyze', 'on'], ['log_timing', 'on'], ['log_nested_statements', 'on']]) {
+          await c.query(`ALTER SYSTEM SET auto_explain.${name} = '${value}'`);
+        }
+      }
       await c.query('SELECT pg_reload_conf()');
     });
     const urlFor = (db, user = 'postgres') => `postgres://${user}@127.0.0.1:${port}/${db}`;

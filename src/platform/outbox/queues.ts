@@ -26,8 +26,24 @@ export class Queues implements OnApplicationShutdown {
       queue = new Queue(name, { connection: this.redis.shared(), prefix: this.config.QUEUE_PREFIX, skipWaitingForReady: true });
       queue.on('error', () => undefined);
       this.queues.set(name, queue);
+      this.forgetIfNeverReady(name, queue);
     }
     return queue;
+  }
+
+  /**
+   * BullMQ asks Redis its version once, when a Queue is made, and every later call on that
+   * Queue awaits that one answer: a Queue made while Redis is away (the first publish of a
+   * relay that started, or first had work, during an outage) fails every call with that first
+   * error for the life of the process, long after Redis is back. Such a Queue is dropped, so
+   * the next call makes a new one. Registered first, this runs before any caller sees the error.
+   */
+  private forgetIfNeverReady(name: QueueName, queue: Queue): void {
+    queue.waitUntilReady().catch(() => {
+      if (this.queues.get(name) === queue) this.queues.delete(name);
+      // The connection is shared: closing the Queue only detaches it.
+      void queue.close().catch(() => undefined);
+    });
   }
 
   all(): Queue[] {

@@ -47,36 +47,65 @@ describe('Postgres unavailable', () => {
 describe('Redis unavailable', () => {
   let redis: PrivateRedis;
   let db: TestDatabase;
-  let app: TestApp;
+  let viaRedis: TestApp;
+  let afterCommit: TestApp;
   let redisDown = false;
 
   beforeAll(async () => {
     redis = await startPrivateRedis();
     db = await createTestDatabase();
-    app = await startTestApp({ databaseUrl: db.url, relay: true, worker: true, env: { TELNYX_PUBLIC_KEY: signer.publicKey, REDIS_URL: redis.url } });
+    // No after-commit places: every processing job goes through the relay and Redis.
+    viaRedis = await startTestApp({ databaseUrl: db.url, relay: true, worker: true, env: { TELNYX_PUBLIC_KEY: signer.publicKey, REDIS_URL: redis.url, WORKER_AFTER_COMMIT_JOBS: '0' } });
+    // The default: the process that stores an event and works its queue processes it right after the commit.
+    afterCommit = await startTestApp({ databaseUrl: db.url, worker: true, env: { TELNYX_PUBLIC_KEY: signer.publicKey, REDIS_URL: redis.url, QUEUE_PREFIX: viaRedis.config.QUEUE_PREFIX } });
   });
   afterAll(async () => {
-    // A worker closes only once it can reach Redis again.
+    // A job a worker holds finishes (and so lets the worker close) only once Redis is back.
     if (redisDown) await redis.start();
-    await app.close();
+    await Promise.all([viaRedis?.close(), afterCommit?.close()]);
     redis.dispose();
     await db.drop();
   });
 
-  it('ingest still answers 200 with Redis down, and the event is processed once Redis returns', async () => {
+  const processed = (id: string) => db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = $1 AND processed_at IS NOT NULL`, [id]);
+
+  it('ingest still answers 200 with Redis down; the event is processed once Redis returns, or at once by a process that runs it after the commit', async () => {
     redis.stop();
     redisDown = true;
-    const id = randomUUID();
-    const reply = await deliver(app, telnyxEvent('number_order.complete', {}, { id }));
-    expect(reply).toMatchObject({ status: 200, body: { status: 'accepted' } });
-    expect(await db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = $1 AND processed_at IS NULL`, [id])).toBe(1);
+    const [queued, runHere] = [randomUUID(), randomUUID()];
+    expect(await deliver(viaRedis, telnyxEvent('number_order.complete', {}, { id: queued }))).toMatchObject({ status: 200, body: { status: 'accepted' } });
+    expect(await deliver(afterCommit, telnyxEvent('number_order.complete', {}, { id: runHere }))).toMatchObject({ status: 200, body: { status: 'accepted' } });
+    // Run right after its commit, with no Redis in the path.
+    await waitFor(() => processed(runHere), (n) => n === 1, { what: 'the event run after commit to be processed while Redis is down' });
+    expect(await processed(queued)).toBe(0);
     await redis.start();
     redisDown = false;
-    await waitFor(
-      () => db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = $1 AND processed_at IS NOT NULL`, [id]),
-      (n) => n === 1,
-      { what: 'the event accepted during the outage to be processed', timeoutMs: 30000 },
-    );
-    expect(await db.count(`SELECT count(*) FROM outbox_jobs WHERE completed_at IS NOT NULL AND name = 'process-carrier-event'`)).toBe(1);
+    await waitFor(() => processed(queued), (n) => n === 1, { what: 'the event accepted during the outage to be processed', timeoutMs: 30000 });
+    expect(await db.count(`SELECT count(*) FROM outbox_jobs WHERE completed_at IS NOT NULL AND name = 'process-carrier-event'`)).toBe(2);
+  });
+});
+
+describe('A worker process stopping while Redis is down', () => {
+  let redis: PrivateRedis;
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    redis.dispose();
+    await db.drop();
+  });
+
+  it('closes: its BullMQ connections, waiting between reconnect attempts, end (taskforcesh/bullmq#4656)', async () => {
+    const app = await startTestApp({ databaseUrl: db.url, relay: true, worker: true, env: { TELNYX_PUBLIC_KEY: signer.publicKey, REDIS_URL: redis.url } });
+    redis.stop();
+    // Refused at once, every connection spends the outage waiting for its next attempt.
+    const outcome = await Promise.race([
+      app.close().then(() => 'closed'),
+      new Promise((resolve) => setTimeout(resolve, 20000, 'still closing after 20 s')),
+    ]);
+    expect(outcome).toBe('closed');
   });
 });

@@ -7,6 +7,7 @@ import { MetricsRegistry } from '../../platform/metrics/metrics-registry.js';
 export class IngestMetrics {
   readonly batchSize: Histogram;
   readonly batchFailures: Counter;
+  readonly refusedOverloaded: Counter;
   private waiting: () => number = () => 0;
 
   constructor(metrics: MetricsRegistry) {
@@ -28,6 +29,11 @@ export class IngestMetrics {
     this.batchFailures = new Counter({
       name: 'onceline_ingest_batch_failures_total',
       help: 'Ingest transactions that did not commit (each of their deliveries answered 503)',
+      registers: [metrics.registry],
+    });
+    this.refusedOverloaded = new Counter({
+      name: 'onceline_ingest_refused_overloaded_total',
+      help: 'Carrier webhooks answered 503 at once because INGEST_PENDING_MAX deliveries were already being verified or stored',
       registers: [metrics.registry],
     });
   }

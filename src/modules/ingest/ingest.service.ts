@@ -1,8 +1,10 @@
 import { BadRequestException, Injectable, Logger, ServiceUnavailableException, UnauthorizedException } from '@nestjs/common';
 import { MalformedWebhook, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../../carriers/carrier-adapter.js';
+import { AppConfig } from '../../platform/config/app-config.js';
 import { isDataError, isUniqueViolation } from '../../platform/database/pg-errors.js';
 import { AnsweredCarrierEvents, type AnsweredEvent, type EventResponder } from './answered-carrier-events.js';
 import { CarrierEventWriter, type IngestStatus } from './carrier-event-writer.js';
+import { IngestMetrics } from './ingest-metrics.js';
 
 export type { IngestStatus } from './carrier-event-writer.js';
 export type { AnsweredEvent, EventAnswer, EventResponder } from './answered-carrier-events.js';
@@ -19,14 +21,29 @@ const UNSTORABLE_BODY = 'the body holds text that cannot be stored: a NUL charac
 @Injectable()
 export class IngestService {
   private readonly logger = new Logger(IngestService.name);
+  /** Deliveries between entering ingest() and their answer: being verified, waiting for a batch, or in one. */
+  private pending = 0;
 
   constructor(
     private readonly writer: CarrierEventWriter,
     private readonly answered: AnsweredCarrierEvents,
+    private readonly metrics: IngestMetrics,
+    private readonly config: AppConfig,
   ) {}
 
   async ingest(adapter: CarrierAdapter, webhook: InboundWebhook): Promise<IngestStatus> {
-    return this.store(await this.accept(adapter, webhook));
+    // Load shedding before any work: past the bound, a retry later costs less than a queue.
+    const bound = this.config.INGEST_PENDING_MAX;
+    if (bound > 0 && this.pending >= bound) {
+      this.metrics.refusedOverloaded.inc();
+      throw new ServiceUnavailableException({ code: 'service_unavailable', title: 'Too many deliveries at once, retry later', detail: 'nothing was stored; send the webhook again' });
+    }
+    this.pending++;
+    try {
+      return await this.store(await this.accept(adapter, webhook));
+    } finally {
+      this.pending--;
+    }
   }
 
   /**

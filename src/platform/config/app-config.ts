@@ -212,6 +212,15 @@ export class AppConfig {
   @Transform(toInt) @Min(1) @Max(64) @IsInt()
   INGEST_BATCH_CONCURRENCY = 2;
 
+  /**
+   * Ingest: most carrier deliveries one process verifies and stores at once. One more is answered
+   * 503 + Retry-After at once, before any work on it: the carrier sends it again, where an
+   * unbounded queue would make every delivery wait (and time out at the carrier, which then
+   * retries them all). 0: no bound.
+   */
+  @Transform(toInt) @Min(0) @IsInt()
+  INGEST_PENDING_MAX = 2048;
+
   /** Ingest: worker threads that verify Ed25519 signatures off the event loop (0: verify inline). */
   @Transform(toInt) @Min(0) @Max(16) @IsInt()
   INGEST_VERIFY_THREADS = 1;

@@ -49,16 +49,28 @@ describe('ingest group commit', () => {
     await db.drop();
   });
 
-  async function post(body: string): Promise<Reply> {
+  async function post(body: string, to: TestApp = app): Promise<Reply> {
     const id = JSON.parse(body).data.id;
-    const res = await fetch(`${app.url}/webhooks/telnyx`, { method: 'POST', headers: signer.headers(body), body });
+    const res = await fetch(`${to.url}/webhooks/telnyx`, { method: 'POST', headers: signer.headers(body), body });
     const rowsAtAnswer = await db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = $1`, [id]);
     return { status: res.status, body: await res.json(), retryAfter: res.headers.get('retry-after'), rowsAtAnswer };
   }
 
-  async function waitingDeliveries(): Promise<number> {
-    const text = await (await fetch(`${app.url}/metrics`)).text();
-    return Number(/^onceline_ingest_waiting_deliveries (\d+)$/m.exec(text)?.[1] ?? NaN);
+  async function metric(name: string, of: TestApp = app): Promise<number> {
+    const text = await (await fetch(`${of.url}/metrics`)).text();
+    return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+  }
+  const waitingDeliveries = (of: TestApp = app) => metric('onceline_ingest_waiting_deliveries', of);
+
+  /**
+   * Holds a batch that stores a `hold-` event on the gate; resolves once it waits there, with its
+   * reply to come (wrapped: an async function's returned promise would be awaited).
+   */
+  async function holdABatch(to: TestApp = app): Promise<{ held: Promise<Reply> }> {
+    await gate.query(`SELECT pg_advisory_lock($1)`, [GATE_LOCK]);
+    const held = post(telnyxFixture('message.sent.json', { id: `hold-${randomUUID()}` }), to);
+    await waitFor(() => db.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [GATE_LOCK]), (n) => n === 1, { what: 'the held batch to wait on the gate' });
+    return { held };
   }
 
   /**
@@ -66,10 +78,8 @@ describe('ingest group commit', () => {
    * in the app, then lets the held batch finish: the queued ones form the next batch together.
    */
   async function sendAsOneBatch(bodies: string[]): Promise<Reply[]> {
-    await gate.query(`SELECT pg_advisory_lock($1)`, [GATE_LOCK]);
-    const held = post(telnyxFixture('message.sent.json', { id: `hold-${randomUUID()}` }));
-    await waitFor(() => db.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [GATE_LOCK]), (n) => n === 1, { what: 'the held batch to wait on the gate' });
-    const replies = Promise.all(bodies.map(post));
+    const { held } = await holdABatch();
+    const replies = Promise.all(bodies.map((body) => post(body)));
     await waitFor(waitingDeliveries, (n) => n === bodies.length, { what: `${bodies.length} deliveries queued behind the held batch` });
     await gate.query(`SELECT pg_advisory_unlock($1)`, [GATE_LOCK]);
     expect((await held).status).toBe(200);
@@ -125,5 +135,30 @@ describe('ingest group commit', () => {
     expect(replies.slice(0, 5).map((r) => [r.status, r.body.status, r.rowsAtAnswer])).toEqual(Array(5).fill([200, 'accepted', 1]));
     expect(replies[5]).toMatchObject({ status: 400, rowsAtAnswer: 0 });
     expect(replies[5].body).toEqual({ errors: [expect.objectContaining({ code: expect.any(String) })] });
+  });
+
+  it('past INGEST_PENDING_MAX deliveries in hand, the next is answered 503 + Retry-After at once and nothing of it stored; the carrier’s retry is accepted', async () => {
+    const bounded = await startTestApp({ databaseUrl: db.url, env: { TELNYX_PUBLIC_KEY: signer.publicKey, INGEST_BATCH_CONCURRENCY: '1', INGEST_PENDING_MAX: '3' } });
+    try {
+      // In hand: one batch held on the gate, two deliveries waiting behind it.
+      const { held } = await holdABatch(bounded);
+      const queued = Array.from({ length: 2 }, () => post(telnyxFixture('message.sent.json', { id: randomUUID() }), bounded));
+      await waitFor(() => waitingDeliveries(bounded), (n) => n === 2, { what: 'two deliveries queued behind the held batch' });
+      const id = randomUUID();
+      const refused = await post(telnyxFixture('message.sent.json', { id }), bounded);
+      expect(refused).toMatchObject({ status: 503, retryAfter: expect.stringMatching(/^\d+$/), rowsAtAnswer: 0 });
+      expect(refused.body).toEqual({ errors: [expect.objectContaining({ code: 'service_unavailable' })] });
+      expect(await metric('onceline_ingest_refused_overloaded_total', bounded)).toBe(1);
+      // Refused before any work: not even waiting for a batch.
+      expect(await waitingDeliveries(bounded)).toBe(2);
+
+      await gate.query(`SELECT pg_advisory_unlock($1)`, [GATE_LOCK]);
+      expect((await Promise.all([held, ...queued])).map((r) => [r.status, r.rowsAtAnswer])).toEqual(Array(3).fill([200, 1]));
+      const retried = await post(telnyxFixture('message.sent.json', { id, attempt: 2 }), bounded);
+      expect([retried.status, retried.body.status, retried.rowsAtAnswer]).toEqual([200, 'accepted', 1]);
+    } finally {
+      await gate.query(`SELECT pg_advisory_unlock_all()`);
+      await bounded.close();
+    }
   });
 });

@@ -3,10 +3,10 @@
 // signing. Loopback only; every loop is bounded in time.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import os from 'node:os';
+import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -43,19 +43,29 @@ export async function freshDatabase(prefix, base = PG_BASE) {
  * `pgbench -n -f script` against `dbUrl` (loopback); `defines` become `-D name=value`. Resolves
  * { tps, latencyMs, command }: tps counts runs of the whole script (pgbench's "transactions").
  */
-export function pgbench({ dbUrl, script, clients, seconds, defines = {}, mode = 'simple', bin = findPostgresBin() }) {
+export function pgbench({ dbUrl, script, clients, seconds, defines = {}, mode = 'simple', latencies = false, bin = findPostgresBin() }) {
   if (!bin) throw new Error('pgbench not found (PostgreSQL binaries)');
   const url = new URL(dbUrl);
+  // latencies: every transaction's latency logged (-l), for percentiles as the HTTP loads report them.
+  const logDir = latencies ? mkdtempSync(join(tmpdir(), 'onceline-pgbench-log-')) : undefined;
   const args = [
     '-n', '-M', mode, '-f', script, '-c', String(clients), '-j', '2', '-T', String(seconds),
+    ...(logDir ? ['-l', `--log-prefix=${join(logDir, 'tx')}`] : []),
     ...Object.entries(defines).flatMap(([k, v]) => ['-D', `${k}=${v}`]),
     '-h', url.hostname, '-p', url.port || '5432', '-U', decodeURIComponent(url.username || 'postgres'), url.pathname.slice(1),
   ];
-  const run = spawnSync(join(bin, 'pgbench'), args, { encoding: 'utf8' });
+  const run = spawnSync(join(bin, 'pgbench'), args, { encoding: 'utf8', cwd: logDir });
   const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(run.stdout)?.[1];
   if (!tps) throw new Error(`pgbench failed: ${run.stderr || run.stdout}`);
   const latency = /latency average = ([\d.]+) ms/.exec(run.stdout)?.[1];
-  return { tps: Number(tps), latencyMs: Number(latency), command: `pgbench ${args.join(' ')}` };
+  const result = { tps: Number(tps), latencyMs: Number(latency), command: `pgbench ${args.join(' ')}` };
+  if (!logDir) return result;
+  // Each line: client_id transaction_no latency_us script_no epoch_s epoch_us.
+  const ms = readdirSync(logDir).flatMap((file) =>
+    readFileSync(join(logDir, file), 'utf8').split('\n').filter(Boolean).map((line) => Number(line.split(' ')[2]) / 1000),
+  );
+  rmSync(logDir, { recursive: true, force: true });
+  return { ...result, p50Ms: percentile(ms, 50), p99Ms: percentile(ms, 99) };
 }
 
 export function freePort() {

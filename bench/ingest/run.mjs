@@ -74,7 +74,7 @@ function ingestPgbench(dbUrl) {
     '',
   ].join('\n'));
   // prepared: ingest's statement is a named prepared statement (DATABASE_PREPARED_STATEMENTS), so like for like.
-  return pgbench({ dbUrl, script, clients: CONNECTIONS, seconds: SECONDS, mode: 'prepared' });
+  return pgbench({ dbUrl, script, clients: CONNECTIONS, seconds: SECONDS, mode: 'prepared', latencies: true });
 }
 
 /** How many deliveries each ingest transaction held (the app's own histogram). */
@@ -143,11 +143,11 @@ async function measure(pool, port, db, api, beside) {
       req_per_s: Math.round(rps), p50_ms: Number(fmt(percentile(result.latencies, 50), 2)), p99_ms: Number(fmt(percentile(result.latencies, 99), 2)),
     },
     batches,
-    pgbench: { tps: Math.round(bench.tps), latency_avg_ms: bench.latencyMs, command: bench.command },
+    pgbench: { tps: Math.round(bench.tps), latency_avg_ms: bench.latencyMs, p50_ms: Number(fmt(bench.p50Ms, 2)), p99_ms: Number(fmt(bench.p99Ms, 2)), command: bench.command },
     ratio: Number(fmt(rps / bench.tps, 2)),
   };
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  process.stdout.write(`ingest ${fmt(rps, 0)} req/s (p50 ${fmt(percentile(result.latencies, 50), 2)} ms, p99 ${fmt(percentile(result.latencies, 99), 2)} ms), pgbench ${fmt(bench.tps, 0)} tps, ratio ${fmt(rps / bench.tps, 2)}${beside ? `, beside ${BESIDE_RATE} inbound SMS/s` : ''}\n`);
+  process.stdout.write(`ingest ${fmt(rps, 0)} req/s (p50 ${fmt(percentile(result.latencies, 50), 2)} ms, p99 ${fmt(percentile(result.latencies, 99), 2)} ms), pgbench ${fmt(bench.tps, 0)} tps (p50 ${fmt(bench.p50Ms, 2)} ms, p99 ${fmt(bench.p99Ms, 2)} ms), ratio ${fmt(rps / bench.tps, 2)}${beside ? `, beside ${BESIDE_RATE} inbound SMS/s` : ''}\n`);
   if (beside) process.stdout.write(`\nThe load beside it:\n${await beside.report()}\n`);
 }
 

@@ -83,6 +83,8 @@ export interface CallEvent extends CallEventBase {
   endReason?: CallEndReason;
   /** On the end of a leg we dialed: it had answered first (a dial's result that reports the talk that took place). */
   answered?: boolean;
+  /** On the end of a leg we dialed: the caller's own leg had already ended when the carrier reported it. */
+  callerLeft?: boolean;
 }
 
 /** A recording we started (voicemail) is stored at the carrier. */

@@ -25,6 +25,8 @@ export class FakeCallControl {
   private readonly scripts = new Map<string, CommandAnswer[]>();
   private readonly legsByCommand = new Map<string, string>();
   private readonly listeners: ((command: ReceivedCommand) => void)[] = [];
+  private readonly holds = new Map<string, number>();
+  private held: (() => void)[] = [];
   private server?: http.Server;
   url = '';
   /** The session every dialed leg joins (Telnyx: link_to puts it in the caller's session). */
@@ -33,6 +35,17 @@ export class FakeCallControl {
   /** The next commands of `action` get these answers, in order. */
   answerNext(action: string, ...answers: CommandAnswer[]): void {
     this.scripts.set(action, [...(this.scripts.get(action) ?? []), ...answers]);
+  }
+
+  /** The answers to the next `count` commands of `action` wait until releaseHeld() (the carrier slow to answer). */
+  holdNext(action: string, count = 1): void {
+    this.holds.set(action, (this.holds.get(action) ?? 0) + count);
+  }
+
+  releaseHeld(): void {
+    const held = this.held;
+    this.held = [];
+    for (const answer of held) answer();
   }
 
   of(action: string, filter: (c: ReceivedCommand) => boolean = () => true): ReceivedCommand[] {
@@ -88,8 +101,15 @@ export class FakeCallControl {
         const ok = name === 'dial'
           ? { data: { call_control_id: controlId, call_leg_id: randomUUID(), call_session_id: this.sessionFor(body.link_to), record_type: 'call', is_alive: true } }
           : { data: { result: 'ok' } };
-        res.writeHead(status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(scripted?.body ?? (status < 300 ? ok : { errors: [{ code: String(status), title: 'scripted', detail: 'scripted answer' }] })));
+        const answer = () => {
+          res.writeHead(status, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(scripted?.body ?? (status < 300 ? ok : { errors: [{ code: String(status), title: 'scripted', detail: 'scripted answer' }] })));
+        };
+        const holds = this.holds.get(name) ?? 0;
+        if (holds > 0) {
+          this.holds.set(name, holds - 1);
+          this.held.push(answer);
+        } else answer();
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));

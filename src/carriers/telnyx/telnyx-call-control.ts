@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import type { CallCommand, CallCommandResult, CallControl } from '../call-control.js';
-import { CarrierUnavailableError, isRetryableStatus, postToCarrier, readJson } from '../message-sender.js';
+import { CarrierUnavailableError, postToCarrier, readJson } from '../message-sender.js';
 import { encodeClientState } from './telnyx-client-state.js';
 
 /** Telnyx's error code for an action on a call that has already ended. */
@@ -16,18 +16,28 @@ const CALL_ALREADY_ENDED = '90018';
 export class TelnyxCallControl implements CallControl {
   constructor(private readonly config: AppConfig) {}
 
+  /** Telnyx ignores a command_id it has seen on that call for 60 seconds; after that it would act again. */
+  readonly commandIdWindowMs = 60_000;
+
   async send(command: CallCommand): Promise<CallCommandResult> {
     const { path, body } = this.request(command);
-    const response = await postToCarrier(`${this.config.telnyxApiUrl}${path}`, {
-      headers: { authorization: `Bearer ${this.config.TELNYX_API_KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ ...body, command_id: command.commandId }),
-    });
+    let response: Response;
+    try {
+      response = await postToCarrier(`${this.config.telnyxApiUrl}${path}`, {
+        headers: { authorization: `Bearer ${this.config.TELNYX_API_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ ...body, command_id: command.commandId }),
+      });
+    } catch (err) {
+      if (err instanceof CarrierUnavailableError) return { outcome: 'unanswered', detail: err.message };
+      throw err;
+    }
     const answer = await readJson(response);
     if (response.ok) {
       const controlId = (answer.data as { call_control_id?: unknown } | undefined)?.call_control_id;
       return { outcome: 'done', ...(typeof controlId === 'string' && { controlId }) };
     }
-    if (isRetryableStatus(response.status)) throw new CarrierUnavailableError(`Telnyx answered ${response.status} to ${command.action}`);
+    if (response.status === 429) return { outcome: 'unanswered', detail: `Telnyx answered 429 to ${command.action}`, retryAfterMs: retryAfterMs(response.headers.get('retry-after')) };
+    if (response.status === 408 || response.status >= 500) return { outcome: 'unanswered', detail: `Telnyx answered ${response.status} to ${command.action}` };
     const [first] = (answer.errors as { code?: string; title?: string; detail?: string }[] | undefined) ?? [];
     const code = String(first?.code ?? `http_${response.status}`);
     // A hangup of a leg that has already ended has achieved what it wanted.
@@ -59,4 +69,10 @@ export class TelnyxCallControl implements CallControl {
         return { path: onLeg(command.controlId, command.action), body: {} };
     }
   }
+}
+
+/** Retry-After in seconds (Telnyx sends seconds); 1 s when absent or unreadable. */
+function retryAfterMs(value: string | null): number {
+  const seconds = Number(value);
+  return Number.isFinite(seconds) && seconds >= 0 ? Math.min(seconds, 3600) * 1000 : 1000;
 }

@@ -22,6 +22,9 @@ const DIAL_END_REASONS: Record<string, CallEndReason> = {
   canceled: 'completed',
 };
 
+/** Twilio CallStatus words that mean the call is over. */
+const FINAL_CALL_STATUSES = new Set(['completed', 'busy', 'failed', 'no-answer', 'canceled']);
+
 /**
  * The voice webhooks: the incoming call (the call's start, whatever CallStatus says), a dial's
  * result (`/dial?call=&target=`: which leg of ours it was is in the query we signed into the
@@ -51,6 +54,8 @@ function dialResult(fields: FormFields, query: URLSearchParams): VoiceCallback {
   const dialSid = field(fields, 'DialCallSid');
   const duration = Number(field(fields, 'DialCallDuration') ?? '0');
   const answered = status === 'completed' || status === 'answered';
+  // The parent call's own status rides along: a final word means the caller left while this target rang.
+  const callerLeft = FINAL_CALL_STATUSES.has(field(fields, 'CallStatus') ?? '');
   const event: CallEvent = {
     carrier: 'twilio',
     // CallSid + target + DialCallSid: each step of the chain is its own event, a repeat of one step a duplicate.
@@ -66,6 +71,7 @@ function dialResult(fields: FormFields, query: URLSearchParams): VoiceCallback {
     progress: 'ended',
     carrierStatus: status,
     answered,
+    callerLeft,
     ...(Number.isInteger(duration) && duration >= 0 && { durationSeconds: duration }),
     ...(!answered && { hangupCause: status }),
     endReason: DIAL_END_REASONS[status] ?? 'failed',

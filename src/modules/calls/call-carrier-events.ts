@@ -7,11 +7,13 @@ import { CallCommands } from './call-commands.js';
 import { CallFlow, type FlowOutcome } from './call-flow.js';
 import { CallTimeline } from './call-timeline.js';
 import { CallTransitions, type LockedCall } from './call-transitions.js';
+import type { CallRow, LegRow } from './call-view.js';
 import { IncomingCalls } from './incoming-calls.js';
 
 type AnyCallEvent = CallEvent | CallRecordingSaved | CallTranscription;
 
 const NOT_OURS = 'not a leg of a call of ours: nothing to do';
+const STALE = 'stale: the leg is not live: hung up';
 
 /**
  * What Calls does with the carrier's call events. Each handler first locks the call the event
@@ -39,10 +41,9 @@ export class CallCarrierEvents {
     if (event.ourLeg) {
       const found = await this.locate(tx, event);
       if (!found?.leg) return NOT_OURS;
-      await this.transitions.stampLegControlId(tx, found.leg.id, event.carrierCallId);
-      await this.transitions.legRinging(tx, found.leg.id);
-      // A leg that comes up after its call ended (the caller left while it was being dialed) is hung up.
-      if (found.call.ended_at) await this.flow.hangUpLeg(tx, found.call, { ...found.leg, control_id: event.carrierCallId });
+      const leg = await this.liveLeg(tx, found as Required<LockedCall>, event, context);
+      if (!leg) return STALE;
+      await this.transitions.legRinging(tx, leg.id);
       await this.record(tx, found, event, context, 'ignored', 'our own leg: creates nothing');
       return;
     }
@@ -72,16 +73,10 @@ export class CallCarrierEvents {
 
   /** `outgoing` without our state: the customer's own endpoint calling out, an outbound call with no plan. */
   private async ownEndpointCallingOut(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    const from = event.from ?? '';
-    const owner = await this.numbers.findVoiceRoute(tx, from);
-    if (!owner) return `outgoing call from ${from || 'an unknown number'}, which no account owns: not recorded`;
-    const call = await this.transitions.create(tx, {
-      accountId: owner.accountId, direction: 'outbound', from, to: event.to ?? 'unknown', carrier: event.carrier,
-      carrierCallId: event.callSessionId, callerControlId: event.carrierCallId, transcribe: false, status: 'ringing',
-    });
-    if (!call) return this.duplicateStart(tx, event, context);
-    await this.flow.announce(tx, call, 'call.initiated');
-    await this.record(tx, { call }, event, context, 'applied', 'outbound call from your own endpoint');
+    const started = await this.incomingCalls.startOwnEndpointCall(tx, event);
+    if (started.kind === 'not_ours') return `outgoing call from ${started.from || 'an unknown number'}, which no account owns: not recorded`;
+    if (started.kind === 'duplicate') return this.duplicateStart(tx, event, context);
+    await this.record(tx, { call: started.call }, event, context, 'applied', 'outbound call from your own endpoint');
   }
 
   private async duplicateStart(tx: Tx, event: CallEvent, context: CarrierEventContext): Promise<string> {
@@ -97,8 +92,8 @@ export class CallCarrierEvents {
     if (elsewhere) return elsewhere;
     const found = await this.locate(tx, event);
     if (!found) return NOT_OURS;
-    const { call, leg } = found;
-    if (!leg) {
+    const { call } = found;
+    if (!found.leg) {
       // The call's own leg: a call our side placed, or the caller we answered for voicemail.
       if (call.ring_plan && call.ring_plan.phase !== 'voicemail') {
         // We answered the caller for the leg that won: the carrier's billed time starts now.
@@ -109,19 +104,18 @@ export class CallCarrierEvents {
       if (answered) await this.flow.announce(tx, answered, 'call.answered');
       return this.record(tx, found, event, context, answered ? 'applied' : 'duplicate');
     }
-    const known = { ...leg, control_id: leg.control_id ?? event.carrierCallId };
-    await this.transitions.stampLegControlId(tx, leg.id, event.carrierCallId);
-    await this.transitions.legAnswered(tx, leg.id, event.occurredAt);
-    // The answer race: status = 'ringing' picks one winner; only the winner answers and bridges the caller.
+    const leg = await this.liveLeg(tx, found as Required<LockedCall>, event, context);
+    if (!leg) return STALE;
+    // The answer race: one statement picks one winner among the live legs of the plan's current try.
     const won = await this.transitions.answerByLeg(tx, call.id, leg.id, event.occurredAt);
     if (won) {
-      if (call.caller_control_id) await this.flow.joinWinner(tx, won, known);
-      await this.flow.announce(tx, won, 'call.answered');
+      if (call.caller_control_id) await this.flow.joinWinner(tx, won, leg);
+      else await this.announceJoined(tx, won, leg.id, event.occurredAt);
       return this.record(tx, found, event, context, 'applied');
     }
     if (call.answered_leg === leg.id) return this.record(tx, found, event, context, 'duplicate');
-    await this.flow.hangUpLeg(tx, call, known);
-    return this.record(tx, found, event, context, 'superseded', 'another target answered first, or the call is over: leg hung up');
+    await this.flow.hangUpLeg(tx, call, leg);
+    return this.record(tx, found, event, context, 'stale', 'not the live leg of the plan\'s current try (another target answered, the leg was written off, or the call is over): leg hung up');
   }
 
   @HandlesCarrierEvent('call.bridged')
@@ -130,8 +124,11 @@ export class CallCarrierEvents {
     if (elsewhere) return elsewhere;
     const found = await this.locate(tx, event);
     if (!found) return NOT_OURS;
-    const bridged = await this.transitions.markBridged(tx, found.call.id, event.occurredAt);
-    return this.record(tx, found, event, context, bridged ? 'applied' : 'duplicate');
+    if (found.leg && !(await this.liveLeg(tx, found as Required<LockedCall>, event, context))) return STALE;
+    // The join is what call.answered announces: once per call, only for the leg that won.
+    const joined = await this.transitions.markJoined(tx, found.call.id, found.leg?.id, event.occurredAt);
+    if (joined) await this.flow.announce(tx, joined, 'call.answered');
+    return this.record(tx, found, event, context, joined ? 'applied' : 'duplicate');
   }
 
   @HandlesCarrierEvent('call.hangup')
@@ -140,12 +137,14 @@ export class CallCarrierEvents {
     if (elsewhere) return elsewhere;
     const found = await this.locate(tx, event);
     if (!found) return NOT_OURS;
-    const { call, leg } = found;
-    if (!leg) {
+    const { call } = found;
+    if (!found.leg) {
       const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, 'caller');
       return this.record(tx, found, event, context, ended ? 'applied' : 'duplicate');
     }
-    await this.transitions.stampLegControlId(tx, leg.id, event.carrierCallId);
+    const control = await this.transitions.claimLegControl(tx, found.leg.id, event.carrierCallId);
+    if (!control.ours) return this.record(tx, found, event, context, 'stale', 'the hangup of another physical leg than the one kept for this try: changes nothing');
+    const leg = found.leg;
     const legEnded = await this.transitions.endLeg(tx, leg.id, event.occurredAt, event.hangupCause ?? 'unspecified');
     if (call.answered_leg === leg.id || !call.ring_plan) {
       // The answered leg, or the only leg of a call we placed: its end is the call's end.
@@ -155,6 +154,28 @@ export class CallCarrierEvents {
     if (!legEnded) return this.record(tx, found, event, context, 'duplicate');
     const outcome = await this.flow.advanceAfterLeg(tx, call, leg, event.endReason ?? 'failed');
     return this.record(tx, found, event, context, outcome, outcome === 'superseded' ? 'not this leg\'s turn: the plan had moved on' : undefined);
+  }
+
+  /**
+   * The leg an event of a leg we dialed is about, when it may act: the carrier's id for it is
+   * the one we keep for that try (the first named), and the leg is not over. Otherwise the
+   * physical leg the event names is hung up (the carrier says it is up) and the event recorded
+   * `stale`; undefined then.
+   */
+  private async liveLeg(tx: Tx, found: Required<LockedCall>, event: CallEvent, context: CarrierEventContext): Promise<(LegRow & { control_id: string }) | undefined> {
+    const { call, leg } = found;
+    const control = await this.transitions.claimLegControl(tx, leg.id, event.carrierCallId);
+    if (control.ours && !control.over && !call.ended_at) return { ...leg, control_id: event.carrierCallId };
+    await this.flow.hangUpPhysicalLeg(tx, call.id, leg.id, event.carrierCallId, control.ours);
+    const why = !control.ours ? 'a second physical leg for this try' : 'a leg that is over (written off, or its call ended)';
+    await this.record(tx, found, event, context, 'stale', `${why}: hung up`);
+    return undefined;
+  }
+
+  /** A call our side placed: its one leg answering is the join. */
+  private async announceJoined(tx: Tx, call: CallRow, legId: string, at: string): Promise<void> {
+    const joined = await this.transitions.markJoined(tx, call.id, legId, at);
+    if (joined) await this.flow.announce(tx, joined, 'call.answered');
   }
 
   /** Progress reports (ringing, early media) never end a call. */

@@ -1,21 +1,31 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { CallControl } from '../../carriers/call-control.js';
+import type { CallCommandResult, CallControl } from '../../carriers/call-control.js';
 import { TelnyxCallControl } from '../../carriers/telnyx/telnyx-call-control.js';
 import type { Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
 import { HandlesJob, type JobHandler } from '../../platform/outbox/job-handler.js';
+import { CallCommandSends, type CommandSend } from './call-command-sends.js';
 import type { QueuedCommand } from './call-commands.js';
 import { CallFlow } from './call-flow.js';
 import { CallTransitions } from './call-transitions.js';
 
 type Payload = JobPayloads[JobName.CallCommands];
 
+/** No resend closer than this to the end of the carrier's command_id window (the request still has to arrive). */
+const WINDOW_MARGIN_MS = 5_000;
+/** Sends of one command_id at the most, across runs and restarts: the first, one resend, and 429 waits. */
+const MAX_SENDS = 4;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /**
- * Sends a batch of call-control commands in order, outside any transaction. The retry table
- * (seed 001): a 5xx or transport error throws, and BullMQ runs the batch again with the same
- * command ids (the carrier does each once); a 4xx is the carrier's answer: a refused dial is
- * that target failing, and the ring plan moves on; any other refusal is logged and left.
+ * Sends a batch of call-control commands in order, outside any transaction, each only while its
+ * call still wants it (CallCommandSends.claim). The carrier retry table (seed 001, the issue's
+ * rules): any 4xx is an answer, so a refused dial is that target failing and the plan moves on;
+ * a command the carrier did not answer (transport error, 408, 5xx) is sent once more with the
+ * same command id; a 429 is waited out; nothing is resent once the carrier's command_id window
+ * (Telnyx: 60 s) is closing, since a late resend could create a second physical leg.
  */
 @Injectable()
 @HandlesJob(JobName.CallCommands)
@@ -27,45 +37,90 @@ export class CallCommandsHandler implements JobHandler<JobName.CallCommands> {
     private readonly uow: UnitOfWork,
     private readonly transitions: CallTransitions,
     private readonly flow: CallFlow,
+    private readonly sends: CallCommandSends,
     telnyx: TelnyxCallControl,
   ) {
     this.control = telnyx;
   }
 
-  async handle({ commands }: Payload): Promise<void> {
+  async handle({ callId, commands }: Payload): Promise<void> {
     for (const command of commands as QueuedCommand[]) {
-      const result = await this.control.send(command);
-      if (command.action !== 'dial' || !command.legId) {
-        if (result.outcome === 'refused') this.logger.warn(`${command.action} ${command.commandId} refused: ${result.status} ${result.code} ${result.detail}`);
-        continue;
-      }
-      const legId = command.legId;
-      if (result.outcome === 'done') {
-        if (result.controlId) await this.uow.run((tx) => this.transitions.stampLegControlId(tx, legId, result.controlId!));
-      } else {
-        await this.uow.run((tx) => this.dialFailed(tx, command.leg.callId, legId, `dial refused: ${result.status} ${result.code}`));
-      }
+      const result = await this.send(callId, command);
+      if (result === 'not_wanted') continue;
+      if (command.action === 'dial' && command.legId) await this.afterDial(command.leg.callId, command.legId, result);
+      else if (result.outcome !== 'done') this.logger.warn(`${command.action} ${command.commandId} ${result.outcome}: ${describe(result)}`);
     }
   }
 
-  /** The carrier never answered (attempts spent): a dial in the batch counts as failed, so the plan moves on. */
+  /** The carrier never answered (attempts spent): a dial in the batch counts as not answered, so the plan moves on. */
   async onFinalFailure({ commands }: Payload, error: string, tx: Tx): Promise<void> {
     for (const command of commands as QueuedCommand[]) {
       if (command.action === 'dial' && command.legId) await this.dialFailed(tx, command.leg.callId, command.legId, `dial not answered: ${error}`.slice(0, 500));
     }
   }
 
-  /** A dial that created no leg at the carrier: that leg is over, and the plan takes its turn from it. */
+  /** One command, sent and resent by the retry table; `not_wanted` when its call no longer wants it. */
+  private async send(callId: string | null, command: QueuedCommand): Promise<CallCommandResult | 'not_wanted'> {
+    let resent = false;
+    for (;;) {
+      const send = await this.sends.claim(callId, command);
+      if (!send) return 'not_wanted';
+      if (!this.insideWindow(send, 0)) return { outcome: 'unanswered', detail: `not resent: ${send.sends - 1} sends already, the carrier's command_id window is closing` };
+      const result = await this.control.send(command);
+      if (result.outcome !== 'unanswered') return result;
+      if (result.retryAfterMs !== undefined) {
+        if (!this.insideWindow(send, result.retryAfterMs)) return result;
+        await sleep(result.retryAfterMs);
+        continue;
+      }
+      if (resent) return result;
+      resent = true;
+    }
+  }
+
+  /** Whether a send `delayMs` from now still reaches the carrier inside its command_id window. */
+  private insideWindow(send: CommandSend, delayMs: number): boolean {
+    if (send.sends === 1) return true;
+    return send.sends <= MAX_SENDS && Date.now() + delayMs < send.firstSentAt.getTime() + this.control.commandIdWindowMs - WINDOW_MARGIN_MS;
+  }
+
+  /**
+   * A dial's outcome. Done: the leg the carrier created is named on our row; if the row already
+   * names another physical leg, or the leg or its call ended while the dial was in flight, the
+   * one just created is hung up. Refused or not answered: the leg is written off unless the
+   * carrier has told us about it, and the plan moves on.
+   */
+  private async afterDial(callId: string, legId: string, result: CallCommandResult): Promise<void> {
+    if (result.outcome === 'done') {
+      const controlId = result.controlId;
+      if (!controlId) return;
+      await this.uow.run(async (tx) => {
+        const control = await this.transitions.claimLegControl(tx, legId, controlId);
+        if (control.ours && !control.over) return;
+        await this.flow.hangUpPhysicalLeg(tx, callId, legId, controlId, control.ours);
+      });
+      return;
+    }
+    const cause = result.outcome === 'refused' ? `dial refused: ${result.status} ${result.code}` : `dial not answered: ${result.detail}`;
+    await this.uow.run((tx) => this.dialFailed(tx, callId, legId, cause.slice(0, 500)));
+  }
+
+  /** A dial that created no leg we know of: that leg is over, and the plan takes its turn from it (a placed call fails). */
   private async dialFailed(tx: Tx, callId: string, legId: string, cause: string): Promise<void> {
     const call = await this.transitions.lockById(tx, callId);
-    const leg = call && (await this.transitions.legs(tx, callId)).find((l) => l.id === legId);
-    if (!call || !leg) return;
-    // ended_at IS NULL on the leg: a leg that did come up (its events were processed) is not failed by this.
-    if (!(await this.transitions.endLeg(tx, legId, new Date().toISOString(), cause, 'failed'))) return;
+    if (!call) return;
+    // Guarded on the carrier never having named the leg: one it reported rings on and ends by its own hangup.
+    const leg = await this.transitions.writeOffUnreportedLeg(tx, legId, new Date().toISOString(), cause);
+    if (!leg) return;
     if (!call.ring_plan) {
-      await this.flow.endCall(tx, call, new Date().toISOString(), 'dial_failed', leg);
+      await this.flow.endCall(tx, call, new Date().toISOString(), 'dial_failed', leg, { failed: true });
       return;
     }
     await this.flow.advanceAfterLeg(tx, call, leg, 'dial_refused');
   }
+}
+
+function describe(result: CallCommandResult): string {
+  if (result.outcome === 'refused') return `${result.status} ${result.code} ${result.detail}`;
+  return result.outcome === 'unanswered' ? result.detail : 'done';
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { CallCommand } from '../../carriers/call-control.js';
 import type { Tx } from '../../platform/database/tx.js';
@@ -5,7 +6,11 @@ import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import type { CallRow, LegRow } from './call-view.js';
 
-/** A command as queued: the carrier's command plus, for a dial, the leg row it creates. */
+/**
+ * A command as queued: the carrier's command plus the leg it is about (for a dial, the leg row
+ * it creates; for the join of a winner, the winning leg), which decides whether it is still
+ * wanted when it is sent.
+ */
 export type QueuedCommand = CallCommand & { legId?: string };
 
 /**
@@ -37,16 +42,22 @@ export class CallCommands {
     };
   }
 
-  answerCaller(call: CallRow): QueuedCommand {
-    return { action: 'answer', commandId: `${call.id}-answer`, controlId: call.caller_control_id! };
+  /** Answers the caller: for the winning leg `legId`, or (no leg) for the voicemail. */
+  answerCaller(call: CallRow, legId?: string): QueuedCommand {
+    return { action: 'answer', commandId: `${call.id}-answer`, controlId: call.caller_control_id!, ...(legId && { legId }) };
   }
 
   bridge(call: CallRow, leg: LegRow & { control_id: string }): QueuedCommand {
-    return { action: 'bridge', commandId: `${call.id}-bridge-${leg.id}`, controlId: call.caller_control_id!, otherControlId: leg.control_id };
+    return { action: 'bridge', commandId: `${call.id}-bridge-${leg.id}`, controlId: call.caller_control_id!, otherControlId: leg.control_id, legId: leg.id };
   }
 
-  hangupLeg(leg: LegRow & { control_id: string }): QueuedCommand {
+  hangupLeg(leg: Pick<LegRow, 'id'> & { control_id: string }): QueuedCommand {
     return { action: 'hangup', commandId: `${leg.id}-hangup`, controlId: leg.control_id };
+  }
+
+  /** A second physical leg of one try (or a stray one): hung up by the id the carrier named it with. */
+  hangupStray(legId: string, controlId: string): QueuedCommand {
+    return { action: 'hangup', commandId: `${legId}-hangup-${createHash('sha256').update(controlId).digest('hex').slice(0, 12)}`, controlId };
   }
 
   /** The caller's leg (or a call nobody recorded: `key` names it then). */
@@ -58,7 +69,7 @@ export class CallCommands {
     return { action: 'record_start', commandId: `${call.id}-record`, controlId: call.caller_control_id! };
   }
 
-  startTranscription(call: CallRow): QueuedCommand {
-    return { action: 'transcription_start', commandId: `${call.id}-transcribe`, controlId: call.caller_control_id! };
+  startTranscription(call: CallRow, legId: string): QueuedCommand {
+    return { action: 'transcription_start', commandId: `${call.id}-transcribe`, controlId: call.caller_control_id!, legId };
   }
 }

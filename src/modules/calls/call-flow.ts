@@ -11,10 +11,13 @@ import { CallTransitions } from './call-transitions.js';
 import { toCallView, type CallRow, type LegRow } from './call-view.js';
 
 /** What a step of the flow did, for the call's timeline. */
-export const FLOW_OUTCOMES = ['applied', 'duplicate', 'superseded', 'ignored'] as const;
+/** `stale`: the event came from a leg that was no longer live or not the plan's current try: it did nothing but hang that leg up. */
+export const FLOW_OUTCOMES = ['applied', 'duplicate', 'superseded', 'ignored', 'stale'] as const;
 export type FlowOutcome = (typeof FLOW_OUTCOMES)[number];
 
 type KnownLeg = LegRow & { control_id: string };
+/** The customer event that announces each way a call can end. */
+const END_EVENTS = { completed: 'call.completed', missed: 'call.missed', failed: 'call.failed' } as const satisfies Record<string, CustomerEventType>;
 const known = (leg: LegRow): leg is KnownLeg => leg.control_id !== null;
 
 /**
@@ -76,8 +79,9 @@ export class CallFlow {
 
   /** A leg won the answer: join the caller to it (and transcribe), and watch for a join that never comes. */
   async joinWinner(tx: Tx, call: CallRow, leg: KnownLeg): Promise<void> {
-    const steps: QueuedCommand[] = [this.commands.answerCaller(call), this.commands.bridge(call, leg)];
-    if (call.transcribe) steps.push(this.commands.startTranscription(call));
+    // Each step names the leg it joins: it is sent only while that leg is still the live winner.
+    const steps: QueuedCommand[] = [this.commands.answerCaller(call, leg.id), this.commands.bridge(call, leg)];
+    if (call.transcribe) steps.push(this.commands.startTranscription(call, leg.id));
     await this.commands.queue(tx, call.id, `${leg.id}-join`, steps);
     await this.outbox.enqueue(tx, {
       name: JobName.CallJoinTimeout,
@@ -91,12 +95,18 @@ export class CallFlow {
    * Ends the call through the hangup guard (which bills it in this transaction), announces it,
    * hangs up every leg still up (and the caller, when a leg ended it), and queues the transcript.
    * Returns false when the call had ended already: a second hangup ends and bills nothing.
+   * `call` is the row as this transaction locked it: a call that ends answered but was never
+   * announced joined (the carrier's report of the join had not come) is announced answered here,
+   * so every answered call gets one `call.answered` before its `call.completed`.
+   * `failed`: a call our side placed that the carrier refused to dial ends failed.
    */
-  async endCall(tx: Tx, call: CallRow, at: string, cause: string | undefined, endedBy: 'caller' | LegRow, reportedSeconds?: number): Promise<boolean> {
-    const ended = await this.transitions.end(tx, call.id, at, cause, reportedSeconds);
+  async endCall(tx: Tx, call: CallRow, at: string, cause: string | undefined, endedBy: 'caller' | LegRow, options: { reportedSeconds?: number; failed?: boolean } = {}): Promise<boolean> {
+    const ended = await this.transitions.end(tx, call.id, at, cause, options);
     if (!ended) return false;
-    await this.announce(tx, ended, ended.status === 'completed' ? 'call.completed' : 'call.missed');
-    const hangups = (await this.transitions.liveLegs(tx, call.id)).filter((leg) => endedBy === 'caller' || leg.id !== endedBy.id).filter(known).map((leg) => this.commands.hangupLeg(leg));
+    if (ended.status === 'completed' && !call.bridged_at) await this.announce(tx, ended, 'call.answered');
+    await this.announce(tx, ended, END_EVENTS[ended.status as keyof typeof END_EVENTS]);
+    const legsUp = await this.transitions.closeLegsOfEndedCall(tx, call.id, at);
+    const hangups = legsUp.filter((leg) => endedBy === 'caller' || leg.id !== endedBy.id).map((leg) => this.commands.hangupLeg(leg));
     if (endedBy !== 'caller' && call.caller_control_id) hangups.push(this.commands.hangupCaller(call.caller_control_id, call.id));
     await this.commands.queue(tx, call.id, `${call.id}-ended`, hangups);
     if (ended.transcribe && ended.answered_at) {
@@ -110,9 +120,19 @@ export class CallFlow {
     return true;
   }
 
+  /**
+   * Hangs up a physical leg the carrier named for one of our legs that must not stay up: the leg
+   * itself (`ours`: its call or the leg ended while it came up), or a second physical leg of the
+   * same try (a stray), by the id the carrier named it with.
+   */
+  async hangUpPhysicalLeg(tx: Tx, callId: string, legId: string, controlId: string, ours: boolean): Promise<void> {
+    const hangup = ours ? this.commands.hangupLeg({ id: legId, control_id: controlId }) : this.commands.hangupStray(legId, controlId);
+    await this.commands.queue(tx, callId, hangup.commandId, [hangup]);
+  }
+
   /** Hangs up a leg of ours that must not stay up (it lost the answer race, or its call is over). */
   async hangUpLeg(tx: Tx, call: CallRow, leg: LegRow): Promise<void> {
-    if (known(leg)) await this.commands.queue(tx, call.id, `${leg.id}-hangup`, [this.commands.hangupLeg(leg)]);
+    if (known(leg)) await this.hangUpPhysicalLeg(tx, call.id, leg.id, leg.control_id, true);
   }
 
   /** The customer event for a transition that just changed `call`: the call as the API shows it. */

@@ -55,6 +55,7 @@ export class CallReplies {
 
   /** A call to one of our numbers: the call row and its first dial, or a refusal (a missed row when calls are off). */
   private async incoming(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<DecidedReply> {
+    if (event.direction === 'outbound') return this.ownEndpointCallingOut(event, tx, context);
     // canTranscribe false: answered calls are not transcribed on this carrier yet (no
     // transcription in the TwiML flow), so the call says so rather than announcing an empty transcript.
     const started = await this.incomingCalls.start(tx, event, { canTranscribe: false });
@@ -74,6 +75,19 @@ export class CallReplies {
     }
   }
 
+  /**
+   * The voice URL asked about a call our own side placed (Direction outbound-api / outbound-dial):
+   * not a customer calling in, so no ring plan and no greeting; recorded as an outbound call when
+   * it is from one of our numbers, and told nothing more.
+   */
+  private async ownEndpointCallingOut(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<DecidedReply> {
+    const started = await this.incomingCalls.startOwnEndpointCall(tx, event);
+    if (started.kind === 'not_ours') return { reply: HANGUP, note: `outgoing call from ${started.from || 'an unknown number'}, which no account owns: not recorded` };
+    if (started.kind === 'duplicate') return this.duplicateStart(tx, event, context);
+    await this.record(tx, started.call, undefined, event, context, 'applied', 'outbound call from your own side: no ring plan');
+    return { reply: NOTHING };
+  }
+
   /** The call exists under another delivery of its start: this one decides nothing. */
   private async duplicateStart(tx: Tx, event: CallEvent, context: CarrierEventContext): Promise<DecidedReply> {
     const call = await this.transitions.lockBySession(tx, event.carrier, event.callSessionId);
@@ -89,9 +103,17 @@ export class CallReplies {
     const found = await this.transitions.lockByLeg(tx, event.carrier, event.ourLeg!);
     if (!found?.leg || found.call.carrier_call_id !== event.callSessionId) return { reply: HANGUP, note: 'not a dial of a call of ours' };
     const { call, leg } = found;
-    await this.transitions.stampLegControlId(tx, leg.id, event.carrierCallId);
+    await this.transitions.claimLegControl(tx, leg.id, event.carrierCallId);
     if (event.answered) return this.talkEnded(tx, call, leg, event, context);
     const legEnded = await this.transitions.endLeg(tx, leg.id, event.occurredAt, event.hangupCause ?? 'unspecified');
+    if (event.callerLeft) {
+      // The caller hung up while this target rang: the plan must not move on (no phantom dial,
+      // no voicemail answering a call that is over); the call ends missed, once.
+      const ended = await this.flow.endCall(tx, call, event.occurredAt, 'caller_left', 'caller');
+      const note = 'the caller had left while this target rang: the plan stops here';
+      await this.record(tx, call, leg, event, context, ended ? 'applied' : 'superseded', note);
+      return { reply: HANGUP, note };
+    }
     const decision = legEnded ? await this.flow.claimNextStep(tx, call, leg, event.endReason ?? 'failed') : undefined;
     if (!decision) {
       const note = "not this dial's turn: the plan had moved on or the call is over";
@@ -103,30 +125,55 @@ export class CallReplies {
     return { reply };
   }
 
-  /** The target answered and the bridged talk is over: the answer race's guard records the winner, and the call hangs up. */
+  /**
+   * The target answered and the bridged talk is over: the answer race's guard records the winner
+   * (unless the parent's in-progress callback already did, or the call's end came first), and
+   * the call hangs up.
+   */
   private async talkEnded(tx: Tx, call: CallRow, leg: LegRow, event: CallEvent, context: CarrierEventContext): Promise<DecidedReply> {
     const answeredAt = new Date(Date.parse(event.occurredAt) - (event.durationSeconds ?? 0) * 1000).toISOString();
-    await this.transitions.legAnswered(tx, leg.id, answeredAt);
     const won = await this.transitions.answerByLeg(tx, call.id, leg.id, answeredAt);
-    if (won) await this.flow.announce(tx, won, 'call.answered');
+    if (won) await this.announceJoined(tx, won, leg, answeredAt);
     await this.transitions.endLeg(tx, leg.id, event.occurredAt, 'completed');
-    const note = won ? undefined : 'the call had another winner or was over';
-    await this.record(tx, call, leg, event, context, won ? 'applied' : 'superseded', note);
+    const outcome: FlowOutcome = won ? 'applied' : call.answered_leg === leg.id ? 'duplicate' : 'superseded';
+    const note = outcome === 'superseded' ? 'the call had another winner or was over' : undefined;
+    await this.record(tx, call, leg, event, context, outcome, note);
     return { reply: HANGUP, note };
   }
 
-  /** Status callbacks: only a final status ends the call, through the hangup guard, with the carrier's duration. */
+  /**
+   * Status callbacks. `in-progress` of the caller's call: with answerOnBridge the caller is
+   * answered when the target the plan rings now picks up, so that try wins the answer race here
+   * and the call is announced answered once. Only a final status ends the call, through the
+   * hangup guard, with the carrier's duration.
+   */
   private async reported(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<DecidedReply> {
     const call = await this.transitions.lockBySession(tx, event.carrier, event.callSessionId);
     if (!call) return { reply: NOTHING, note: 'no call recorded for this call: nothing to end' };
+    if (event.kind === 'call.answered') return this.callerAnswered(tx, call, event, context);
     if (event.kind !== 'call.hangup') {
       const note = `progress report (${event.carrierStatus}) ends nothing`;
       await this.record(tx, call, undefined, event, context, 'ignored', note);
       return { reply: NOTHING, note };
     }
-    const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, 'caller', event.durationSeconds);
+    const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, 'caller', { reportedSeconds: event.durationSeconds });
     await this.record(tx, call, undefined, event, context, ended ? 'applied' : 'duplicate');
     return { reply: NOTHING, note: ended ? undefined : 'the call had ended already' };
+  }
+
+  private async callerAnswered(tx: Tx, call: CallRow, event: CallEvent, context: CarrierEventContext): Promise<DecidedReply> {
+    const leg = await this.transitions.currentTry(tx, call);
+    const won = leg && (await this.transitions.answerByLeg(tx, call.id, leg.id, event.occurredAt));
+    if (won) await this.announceJoined(tx, won, leg, event.occurredAt);
+    const note = won ? 'the target the plan rang answered: the caller is joined to it' : 'the caller was answered already (a target, or the voicemail)';
+    await this.record(tx, call, leg, event, context, won ? 'applied' : 'duplicate', note);
+    return { reply: NOTHING, note: won ? undefined : note };
+  }
+
+  /** With answerOnBridge the target's answer is the join: the call is announced answered once. */
+  private async announceJoined(tx: Tx, call: CallRow, leg: LegRow, at: string): Promise<void> {
+    const joined = await this.transitions.markJoined(tx, call.id, leg.id, at);
+    if (joined) await this.flow.announce(tx, joined, 'call.answered');
   }
 
   private async recordingSaved(event: CallRecordingSaved, tx: Tx, context: CarrierEventContext): Promise<DecidedReply> {

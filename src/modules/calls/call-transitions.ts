@@ -96,20 +96,26 @@ export class CallTransitions {
     return rows[0];
   }
 
-  /** The carrier's id of a leg, from its first event or the dial's answer; kept once. */
-  async stampLegControlId(tx: Tx, legId: string, controlId: string): Promise<void> {
-    await exec(tx, `UPDATE call_legs SET control_id = $2 WHERE id = $1 AND control_id IS NULL`, [legId, controlId]);
+  /**
+   * The carrier's id of a leg, from its first event or the dial's answer: the first one named is
+   * kept. `ours` is false when the leg already has another id (a second physical leg of the same
+   * try, or a stray event): that one must be hung up and change nothing. `over`: the leg had
+   * ended (written off, or its call ended before the dial was answered), so a leg the carrier
+   * says is up must be hung up. Read from the row this statement locked and changed.
+   */
+  async claimLegControl(tx: Tx, legId: string, controlId: string): Promise<{ ours: boolean; over: boolean }> {
+    const { rows } = await exec<{ ours: boolean; over: boolean }>(
+      tx,
+      `UPDATE call_legs SET control_id = coalesce(control_id, $2) WHERE id = $1
+       RETURNING control_id = $2 AS ours, ended_at IS NOT NULL AS over`,
+      [legId, controlId],
+    );
+    return rows[0] ?? { ours: false, over: true };
   }
 
   /** dialing → ringing (the carrier reports the leg up); an answered or ended leg is left alone. */
   async legRinging(tx: Tx, legId: string): Promise<boolean> {
     const { affected } = await exec(tx, `UPDATE call_legs SET status = 'ringing' WHERE id = $1 AND status = 'dialing'`, [legId]);
-    return affected === 1;
-  }
-
-  /** The leg picked up; guarded on not ended and not answered already. */
-  async legAnswered(tx: Tx, legId: string, at: string): Promise<boolean> {
-    const { affected } = await exec(tx, `UPDATE call_legs SET status = 'answered', answered_at = $2 WHERE id = $1 AND status IN ('dialing', 'ringing')`, [legId, at]);
     return affected === 1;
   }
 
@@ -123,10 +129,36 @@ export class CallTransitions {
     return affected === 1;
   }
 
-  /** Legs still up that the carrier knows by id: what must be hung up when the call ends. */
-  async liveLegs(tx: Tx, callId: string): Promise<LegRow[]> {
-    const { rows } = await exec<LegRow>(tx, `SELECT ${LEG_COLUMNS} FROM call_legs WHERE call_id = $1 AND ended_at IS NULL AND control_id IS NOT NULL`, [callId]);
-    return rows;
+  /**
+   * A dial the carrier never reported a leg for (refused, or never answered) is written off:
+   * ended_at IS NULL AND control_id IS NULL, so a leg the carrier did create and tell us about
+   * (its call.initiated, or the dial's answer, named it) rings on and ends by its own hangup.
+   */
+  async writeOffUnreportedLeg(tx: Tx, legId: string, at: string, cause: string): Promise<LegRow | undefined> {
+    const { rows } = await exec<LegRow>(
+      tx,
+      `UPDATE call_legs SET status = 'failed', ended_at = $2, hangup_cause = $3 WHERE id = $1 AND ended_at IS NULL AND control_id IS NULL RETURNING ${LEG_COLUMNS}`,
+      [legId, at, cause],
+    );
+    return rows[0];
+  }
+
+  /**
+   * The call ended: every leg not ended yet is locked by this one statement; those the carrier
+   * has not named yet (a dial in flight) are ended here, so the dial's answer or the leg's first
+   * event finds it over and hangs it up; those it named are returned, to be hung up now.
+   */
+  async closeLegsOfEndedCall(tx: Tx, callId: string, at: string): Promise<(LegRow & { control_id: string })[]> {
+    const { rows } = await exec<LegRow>(
+      tx,
+      `UPDATE call_legs SET status = CASE WHEN control_id IS NULL THEN 'ended' ELSE status END,
+              ended_at = CASE WHEN control_id IS NULL THEN $2::timestamptz END,
+              hangup_cause = CASE WHEN control_id IS NULL THEN 'call_ended' END
+        WHERE call_id = $1 AND ended_at IS NULL
+       RETURNING ${LEG_COLUMNS}`,
+      [callId, at],
+    );
+    return rows.filter((leg): leg is LegRow & { control_id: string } => leg.control_id !== null);
   }
 
   async legs(tx: Tx, callId: string): Promise<LegRow[]> {
@@ -149,24 +181,47 @@ export class CallTransitions {
     return affected === 1;
   }
 
-  /** The answer race: ringing → in_progress for the first leg that answers; false for every other. */
+  /**
+   * The answer race: ringing → in_progress for the first leg that answers while it is live and
+   * the plan's current try; undefined for every other. The leg's own row is marked answered and
+   * locked by the same statement (ended_at IS NULL: a leg that hung up, was written off, or whose
+   * call ended cannot answer), so a hangup of that leg committed first wins, and one waiting on
+   * it sees the answer. The call's guard: still ringing, not ended, and (with a ring plan) the
+   * plan's cursor names exactly this target and try.
+   */
   async answerByLeg(tx: Tx, callId: string, legId: string, at: string): Promise<CallRow | undefined> {
-    // status = 'ringing': exactly one leg wins; a later answer, or one after the caller left, changes nothing.
     const { rows } = await exec<CallRow>(
       tx,
-      `UPDATE calls SET status = 'in_progress', answered_leg = $2, answered_at = $3, updated_at = now()
-        WHERE id = $1 AND status = 'ringing' AND ended_at IS NULL RETURNING ${CALL_COLUMNS}`,
+      `WITH live_leg AS (
+         UPDATE call_legs SET status = 'answered', answered_at = coalesce(answered_at, $3::timestamptz)
+          WHERE id = $2 AND call_id = $1 AND ended_at IS NULL
+          RETURNING target_index, attempt)
+       UPDATE calls SET status = 'in_progress', answered_leg = $2, answered_at = $3, updated_at = now()
+         FROM live_leg
+        WHERE calls.id = $1 AND calls.status = 'ringing' AND calls.ended_at IS NULL
+          AND (calls.ring_plan IS NULL
+               OR (calls.ring_plan->>'phase' IN ('targets', 'forward')
+                   AND (calls.ring_plan->>'next')::int = live_leg.target_index + 1
+                   AND (calls.ring_plan->>'attempt')::int = live_leg.attempt))
+       RETURNING ${CALL_COLUMNS}`,
       [callId, legId, at],
     );
     return rows[0];
   }
 
-  /** The call's own leg answered (a call our side placed, or the caller's leg we answered for voicemail). */
+  /** The leg the plan rings now (its cursor's target and try), if it was dialed: what a carrier that does not name the leg answered with. */
+  async currentTry(tx: Tx, call: CallRow): Promise<LegRow | undefined> {
+    if (!call.ring_plan || !['targets', 'forward'].includes(call.ring_plan.phase)) return undefined;
+    const { rows } = await exec<LegRow>(tx, `SELECT ${LEG_COLUMNS} FROM call_legs WHERE call_id = $1 AND target_index = $2 AND attempt = $3`, [call.id, call.ring_plan.next - 1, call.ring_plan.attempt]);
+    return rows[0];
+  }
+
+  /** The call's own leg answered (a call our side placed, or the caller's leg we answered for voicemail): the answer is the join. */
   async answerOwnLeg(tx: Tx, callId: string, at: string): Promise<CallRow | undefined> {
     // status = 'ringing' and no leg won: an answer already recorded, or a call over, changes nothing.
     const { rows } = await exec<CallRow>(
       tx,
-      `UPDATE calls SET status = 'in_progress', answered_at = $2, updated_at = now()
+      `UPDATE calls SET status = 'in_progress', answered_at = $2, bridged_at = $2, updated_at = now()
         WHERE id = $1 AND status = 'ringing' AND ended_at IS NULL AND answered_leg IS NULL RETURNING ${CALL_COLUMNS}`,
       [callId, at],
     );
@@ -188,10 +243,21 @@ export class CallTransitions {
     return affected === 1;
   }
 
-  /** The winning leg is joined to the caller; kept once. */
-  async markBridged(tx: Tx, callId: string, at: string): Promise<boolean> {
-    const { affected } = await exec(tx, `UPDATE calls SET bridged_at = $2 WHERE id = $1 AND bridged_at IS NULL AND answered_leg IS NOT NULL AND ended_at IS NULL`, [callId, at]);
-    return affected === 1;
+  /**
+   * The answered leg is joined to the caller (the carrier's bridge), once per call: the moment
+   * `call.answered` is announced. A leg's report counts only for the leg that won (`legId`); the
+   * caller's report (`legId` undefined) for whichever did. A join after the call ended, or after
+   * the join timeout wrote the winner off (answered_leg NULL), changes nothing.
+   */
+  async markJoined(tx: Tx, callId: string, legId: string | undefined, at: string): Promise<CallRow | undefined> {
+    const { rows } = await exec<CallRow>(
+      tx,
+      `UPDATE calls SET bridged_at = $3, updated_at = now()
+        WHERE id = $1 AND bridged_at IS NULL AND ended_at IS NULL AND answered_leg IS NOT NULL AND answered_leg = coalesce($2, answered_leg)
+       RETURNING ${CALL_COLUMNS}`,
+      [callId, legId ?? null, at],
+    );
+    return rows[0];
   }
 
   /**
@@ -219,20 +285,21 @@ export class CallTransitions {
    * the duration; a call the carrier reports talk time for was answered (that long before its
    * end), even if the report of which target answered has not reached us yet.
    */
-  async end(tx: Tx, callId: string, at: string, cause: string | undefined, reportedSeconds?: number): Promise<CallRow | undefined> {
+  async end(tx: Tx, callId: string, at: string, cause: string | undefined, { reportedSeconds, failed = false }: { reportedSeconds?: number; failed?: boolean } = {}): Promise<CallRow | undefined> {
     const answered = `(answered_at IS NOT NULL OR coalesce($4::int, 0) > 0)`;
     const seconds = `coalesce($4::int, CASE WHEN answered_at IS NULL THEN 0 ELSE ${SECONDS_ANSWERED} END)`;
+    // $5 (failed): a call our side placed whose dial the carrier refused ends failed, not missed.
     const { rows } = await exec<CallRow>(
       tx,
       `UPDATE calls SET
-              status = CASE WHEN status = 'in_progress' OR (status = 'ringing' AND ${answered}) THEN 'completed' WHEN status = 'ringing' THEN 'missed' ELSE status END,
+              status = CASE WHEN status = 'in_progress' OR (status = 'ringing' AND ${answered}) THEN 'completed' WHEN status = 'ringing' AND $5 THEN 'failed' WHEN status = 'ringing' THEN 'missed' ELSE status END,
               ended_at = $2, hangup_cause = $3, updated_at = now(),
               answered_at = coalesce(answered_at, CASE WHEN $4::int > 0 THEN $2::timestamptz - make_interval(secs => $4::int) END),
               duration_seconds = CASE WHEN ${answered} THEN ${seconds} ELSE 0 END,
               billable_minutes = CASE WHEN ${answered} THEN greatest(1, ceil(${seconds} / 60.0))::int ELSE 0 END
         WHERE id = $1 AND ended_at IS NULL
        RETURNING ${CALL_COLUMNS}`,
-      [callId, at, cause ?? null, reportedSeconds ?? null],
+      [callId, at, cause ?? null, reportedSeconds ?? null, failed],
     );
     const ended = rows[0];
     if (ended && ended.billable_minutes && ended.billable_minutes > 0) {

@@ -35,13 +35,13 @@ export class CallsInvariants implements OnModuleInit {
     );
     this.invariants.register(
       'calls.end_announced_once',
-      'every ended call has exactly one call.completed or call.missed event matching its status, and a call still up has none (call ids)',
+      'every ended call has exactly one call.completed, call.missed or call.failed event matching its status, and a call still up has none (call ids)',
       (snapshot, limit) =>
         violations(
           snapshot,
           `SELECT c.id FROM calls c
              LEFT JOIN (SELECT subject_id, count(*) AS n, min(type) AS type FROM (${CUSTOMER_EVENTS_AUDIT_VIEW}) e
-                         WHERE type IN ('call.completed', 'call.missed') GROUP BY 1) e ON e.subject_id = c.id
+                         WHERE type IN ('call.completed', 'call.missed', 'call.failed') GROUP BY 1) e ON e.subject_id = c.id
             WHERE CASE WHEN c.ended_at IS NOT NULL THEN coalesce(e.n, 0) <> 1 OR e.type <> 'call.' || c.status ELSE coalesce(e.n, 0) <> 0 END`,
           [],
           limit,

@@ -11,6 +11,7 @@ import { SequentialRingModule } from '../sequential-ring/sequential-ring.module.
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { CallCarrierEvents } from './call-carrier-events.js';
 import { CallCommands } from './call-commands.js';
+import { CallCommandSends } from './call-command-sends.js';
 import { CallCommandsHandler } from './call-commands.handler.js';
 import { CallFlow } from './call-flow.js';
 import { IncomingCalls } from './incoming-calls.js';
@@ -35,7 +36,7 @@ import { VoiceWebhooksController } from './voice-webhooks.controller.js';
   imports: [AccountsModule, BillingModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, SequentialRingModule, WebhooksModule],
   controllers: [CallsController, VoiceWebhooksController],
   providers: [
-    CallCarrierEvents, CallCommands, CallCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
+    CallCarrierEvents, CallCommands, CallCommandSends, CallCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
     CallReplies, IncomingCalls, TelnyxCallControl, TwilioTwiml, CallsInvariants, CallsAudit,
   ],
   exports: [CallsQuery, CallsAudit],

@@ -15,6 +15,9 @@ export type IncomingCallStart =
   | { kind: 'missed'; call: CallRow }
   | { kind: 'ringing'; call: CallRow; decision: RingDecision };
 
+/** How a call our customer's own endpoint placed through the carrier started. */
+export type OwnEndpointCallStart = { kind: 'not_ours'; from: string } | { kind: 'duplicate' } | { kind: 'started'; call: CallRow };
+
 /** The start of an incoming call, shared by the call-control flow (Telnyx) and the reply flow (Twilio). */
 @Injectable()
 export class IncomingCalls {
@@ -46,5 +49,23 @@ export class IncomingCalls {
     if (!call) return { kind: 'duplicate' };
     await this.flow.announce(tx, call, 'call.initiated');
     return { kind: 'ringing', call, decision };
+  }
+
+  /**
+   * A call placed by the customer's own endpoint (the carrier says outgoing, and it is no leg we
+   * dialed): an outbound call with no plan, never greeted as a customer calling in (seed 001's
+   * Direction rule). Recorded once (create's ON CONFLICT) when the calling number is ours.
+   */
+  async startOwnEndpointCall(tx: Tx, event: CallEvent): Promise<OwnEndpointCallStart> {
+    const from = event.from ?? '';
+    const owner = await this.numbers.findVoiceRoute(tx, from);
+    if (!owner) return { kind: 'not_ours', from };
+    const call = await this.transitions.create(tx, {
+      accountId: owner.accountId, direction: 'outbound', from, to: event.to ?? 'unknown', carrier: event.carrier,
+      carrierCallId: event.callSessionId, callerControlId: event.carrierCallId, transcribe: false, status: 'ringing',
+    });
+    if (!call) return { kind: 'duplicate' };
+    await this.flow.announce(tx, call, 'call.initiated');
+    return { kind: 'started', call };
   }
 }

@@ -11,6 +11,7 @@ export const CUSTOMER_EVENT_TYPES = [
   'call.answered',
   'call.completed',
   'call.missed',
+  'call.failed',
   'call.voicemail',
   'call.transcribed',
   'entitlement.granted',

@@ -18,17 +18,21 @@ describe('call guards under interleaving', () => {
   const transitions = () => t.app.app.get(CallTransitions);
   const uow = () => t.app.app.get(UnitOfWork);
 
-  async function ringingCall(): Promise<CallRow> {
+  /** A ringing call whose plan rings target 0 (try 1), with that leg dialed: `leg0`; `leg1` is target 1's leg, not the current try. */
+  async function ringingCall(): Promise<CallRow & { leg0: string; leg1: string }> {
     const { account } = await t.app.app.get(AccountsService).createAccount('guards');
     const { plan } = startPlan({ ring_plan: { targets: [{ to: '+15550000001', timeout_secs: 20 }, { to: '+15550000002', timeout_secs: 20 }], fallback: { action: 'hangup' } }, transcribe: false });
-    return (await uow().run((tx) =>
-      transitions().create(tx, { accountId: account.id, direction: 'inbound', from: '+15550000009', to: '+15550000008', carrier: 'telnyx', carrierCallId: `s-${Math.random()}`, callerControlId: 'v3:caller', ringPlan: plan, transcribe: false, status: 'ringing' }),
-    ))!;
+    return uow().run(async (tx) => {
+      const call = (await transitions().create(tx, { accountId: account.id, direction: 'inbound', from: '+15550000009', to: '+15550000008', carrier: 'telnyx', carrierCallId: `s-${Math.random()}`, callerControlId: 'v3:caller', ringPlan: plan, transcribe: false, status: 'ringing' }))!;
+      const leg0 = (await transitions().addLeg(tx, call.id, { target: 0, attempt: 1, to: '+15550000001' }))!;
+      const leg1 = (await transitions().addLeg(tx, call.id, { target: 1, attempt: 1, to: '+15550000002' }))!;
+      return { ...call, leg0: leg0.id, leg1: leg1.id };
+    });
   }
 
-  /** Runs `first` held after its UPDATE of the call, then `second`, then lets `first` commit. */
-  async function interleave<T>(callId: string, when: string, first: () => Promise<T>, second: () => Promise<T>): Promise<[T, T]> {
-    const pause = await pausePoint(t.db.url, { table: 'calls', on: 'UPDATE', when: `NEW.id = '${callId}' AND ${when}` });
+  /** Runs `first` held after its UPDATE of a `table` row matching `when`, then `second`, then lets `first` commit. */
+  async function interleave<A, B>(table: 'calls' | 'call_legs', when: string, first: () => Promise<A>, second: () => Promise<B>): Promise<[A, B]> {
+    const pause = await pausePoint(t.db.url, { table, on: 'UPDATE', when });
     await pause.hold();
     try {
       const held = first();
@@ -40,39 +44,80 @@ describe('call guards under interleaving', () => {
       await pause.remove();
     }
   }
+  const onCall = (callId: string, when: string) => `NEW.id = '${callId}' AND ${when}`;
+  const answer = (callId: string, legId: string) => async () => (await uow().run((tx) => transitions().answerByLeg(tx, callId, legId, new Date().toISOString())))?.answered_leg ?? null;
 
   it('the ring cursor: two claims of one turn from the same plan, one wins', async () => {
     const call = await ringingCall();
     const expected = call.ring_plan!;
     const moved = { ...expected, next: 2 };
     const claim = () => uow().run((tx) => transitions().claimRingTurn(tx, call.id, expected, moved));
-    const results = await interleave(call.id, `(NEW.ring_plan->>'next')::int = 2`, claim, claim);
+    const results = await interleave('calls', onCall(call.id, `(NEW.ring_plan->>'next')::int = 2`), claim, claim);
     expect(results.sort()).toEqual([false, true]);
   });
 
   it('the ring cursor: a claim loses to an answer committed in between (status = ringing)', async () => {
     const call = await ringingCall();
     const results = await interleave(
-      call.id,
-      `NEW.status = 'in_progress'`,
-      async () => Boolean(await uow().run((tx) => transitions().answerByLeg(tx, call.id, 'leg_x', new Date().toISOString()))),
+      'calls',
+      onCall(call.id, `NEW.status = 'in_progress'`),
+      answer(call.id, call.leg0),
       () => uow().run((tx) => transitions().claimRingTurn(tx, call.id, call.ring_plan!, { ...call.ring_plan!, next: 2 })),
     );
-    expect(results).toEqual([true, false]);
+    expect(results).toEqual([call.leg0, false]);
   });
 
-  it('the answer race: two legs answering at once, one winner', async () => {
+  it('the answer race: the same leg answering twice at once (a re-signed copy), one winner', async () => {
     const call = await ringingCall();
-    const answer = (leg: string) => async () => (await uow().run((tx) => transitions().answerByLeg(tx, call.id, leg, new Date().toISOString())))?.answered_leg ?? null;
-    const [first, second] = await interleave(call.id, `NEW.status = 'in_progress'`, answer('leg_a'), answer('leg_b'));
-    expect([first, second]).toEqual(['leg_a', null]);
+    const [first, second] = await interleave('calls', onCall(call.id, `NEW.status = 'in_progress'`), answer(call.id, call.leg0), answer(call.id, call.leg0));
+    expect([first, second]).toEqual([call.leg0, null]);
+  });
+
+  it('a dead leg never wins: its answer loses to its own hangup committed in between', async () => {
+    const call = await ringingCall();
+    const hangup = () => uow().run((tx) => transitions().endLeg(tx, call.leg0, new Date().toISOString(), 'normal_clearing'));
+    // The hangup holds the leg row; the answer waits on it, then finds the leg ended.
+    const [ended, won] = await interleave('call_legs', `NEW.id = '${call.leg0}' AND NEW.ended_at IS NOT NULL`, hangup, answer(call.id, call.leg0));
+    expect([ended, won]).toEqual([true, null]);
+    expect((await t.db.pool.query(`SELECT status, answered_leg FROM calls WHERE id = $1`, [call.id])).rows[0]).toEqual({ status: 'ringing', answered_leg: null });
+  });
+
+  it('a hangup of the leg held behind its answer finds the leg answered: the answer stands', async () => {
+    const call = await ringingCall();
+    const hangup = () => uow().run((tx) => transitions().endLeg(tx, call.leg0, new Date().toISOString(), 'normal_clearing'));
+    const [won, ended] = await interleave('calls', onCall(call.id, `NEW.status = 'in_progress'`), answer(call.id, call.leg0), hangup);
+    expect([won, ended]).toEqual([call.leg0, true]);
+  });
+
+  it('a leg that is not the plan\'s current try never wins, nor one written off', async () => {
+    const call = await ringingCall();
+    expect(await answer(call.id, call.leg1)()).toBeNull();
+    await uow().run((tx) => transitions().writeOffUnreportedLeg(tx, call.leg0, new Date().toISOString(), 'dial refused'));
+    expect(await answer(call.id, call.leg0)()).toBeNull();
+    expect((await t.db.pool.query(`SELECT status FROM calls WHERE id = $1`, [call.id])).rows[0].status).toBe('ringing');
+  });
+
+  it('a dial is written off only while the carrier never named its leg: the leg\'s first event committed in between wins', async () => {
+    const call = await ringingCall();
+    const named = () => uow().run((tx) => transitions().claimLegControl(tx, call.leg0, 'v3:leg-0'));
+    const writeOff = async () => Boolean(await uow().run((tx) => transitions().writeOffUnreportedLeg(tx, call.leg0, new Date().toISOString(), 'dial not answered')));
+    const [control, writtenOff] = await interleave('call_legs', `NEW.id = '${call.leg0}' AND NEW.control_id IS NOT NULL`, named, writeOff);
+    expect([control, writtenOff]).toEqual([{ ours: true, over: false }, false]);
+  });
+
+  it('a call that ends while a dial is in flight: the dial\'s answer finds its leg over', async () => {
+    const call = await ringingCall();
+    const close = () => uow().run((tx) => transitions().closeLegsOfEndedCall(tx, call.id, new Date().toISOString()));
+    const named = () => uow().run((tx) => transitions().claimLegControl(tx, call.leg0, 'v3:leg-0'));
+    const [legsUp, control] = await interleave('call_legs', `NEW.id = '${call.leg0}' AND NEW.ended_at IS NOT NULL`, close, named);
+    expect([legsUp, control]).toEqual([[], { ours: true, over: true }]);
   });
 
   it('the hangup guard: two hangups at once end the call once and bill it once', async () => {
     const call = await ringingCall();
-    await uow().run((tx) => transitions().answerByLeg(tx, call.id, 'leg_a', new Date(Date.now() - 90_000).toISOString()));
+    await uow().run((tx) => transitions().answerByLeg(tx, call.id, call.leg0, new Date(Date.now() - 90_000).toISOString()));
     const end = async () => (await uow().run((tx) => transitions().end(tx, call.id, new Date().toISOString(), 'normal_clearing')))?.status ?? null;
-    const [first, second] = await interleave(call.id, `NEW.ended_at IS NOT NULL`, end, end);
+    const [first, second] = await interleave('calls', onCall(call.id, `NEW.ended_at IS NOT NULL`), end, end);
     expect([first, second]).toEqual(['completed', null]);
     expect(await t.db.count(`SELECT count(*) FROM usage_records WHERE resource_id = $1`, [call.id])).toBe(1);
     expect(await t.db.count(`SELECT quantity FROM usage_records WHERE resource_id = $1`, [call.id])).toBe(2);

@@ -60,14 +60,45 @@ describe('ring plan rules: retry table, declined targets, fallbacks, the join ti
     expect(voice.telnyx.dials(callId)).toHaveLength(2);
   });
 
-  it('retries a dial the carrier answered 5xx with the same command id', async () => {
-    voice.telnyx.answerNext('dial', { status: 503 }, { status: 500 });
+  it('a dial the carrier answered 503 is sent once more under the same command id', async () => {
+    voice.telnyx.answerNext('dial', { status: 503 });
     const { callId } = await ringing('+15550200001');
-    const third = await voice.dial(callId, 3);
+    await voice.dial(callId, 2);
+    await voice.settled();
     const dials = voice.telnyx.dials(callId);
+    expect(dials).toHaveLength(2);
     expect(new Set(dials.map((d) => d.body.command_id)).size).toBe(1);
-    expect(third.clientState).toMatchObject({ target: 0, attempt: 1 });
+    expect(dials.map((d) => d.clientState)).toEqual([{ call_id: callId, target: 0, attempt: 1 }, { call_id: callId, target: 0, attempt: 1 }]);
     expect(await voice.db.count(`SELECT count(*) FROM call_legs WHERE call_id = $1`, [callId])).toBe(1);
+  });
+
+  it('a dial unanswered twice (503, 504) is not sent a third time: its leg is written off and the plan moves on', async () => {
+    voice.telnyx.answerNext('dial', { status: 503 }, { status: 504 });
+    const { callId } = await ringing('+15550200001');
+    const next = await voice.dial(callId, 3);
+    expect(next.clientState).toMatchObject({ target: 1, attempt: 1 });
+    await voice.settled();
+    const dials = voice.telnyx.dials(callId);
+    expect(dials.filter((d) => d.clientState?.target === 0)).toHaveLength(2);
+    expect(await voice.call(callId)).toMatchObject({ status: 'ringing', legs: [expect.objectContaining({ target_index: 0, status: 'failed' }), expect.objectContaining({ target_index: 1 })] });
+  });
+
+  it('a dial whose answers are lost but whose leg the carrier reported rings on: nothing else is dialed until it ends', async () => {
+    voice.telnyx.answerNext('dial', { status: 504 }, { status: 504 });
+    voice.telnyx.holdNext('dial');
+    const { call, callId } = await ringing('+15550200001');
+    // The carrier created the leg (its call.initiated arrives) while our dial is still waiting for an answer.
+    const first = await voice.dial(callId);
+    await voice.legEvent(call, first, 'call.initiated', { state: 'bridging' });
+    await waitFor(() => voice.db.count(`SELECT count(*) FROM call_legs WHERE call_id = $1 AND control_id IS NOT NULL`, [callId]), (n) => n === 1, { what: 'the leg named by its event' });
+    voice.telnyx.releaseHeld();
+    await voice.dial(callId, 2);
+    await voice.settled();
+    expect(voice.telnyx.dials(callId)).toHaveLength(2);
+    expect((await voice.call(callId)).legs).toMatchObject([{ target_index: 0, status: 'ringing' }]);
+    // its own hangup moves the plan on, once
+    await voice.legEvent(call, first, 'call.hangup', noAnswer);
+    expect((await voice.dial(callId, 3)).clientState).toMatchObject({ target: 1, attempt: 1 });
   });
 
   it('a target that declined is never dialed again on that call, not even as the forward target', async () => {

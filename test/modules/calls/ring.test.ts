@@ -149,6 +149,11 @@ describe('sequential ring on Telnyx Call Control', () => {
     const answered = await voice.call(callId);
     expect(answered.status).toBe('in_progress');
     expect(answered.legs[0]).toMatchObject({ status: 'answered', target_index: 0 });
+    // call.answered is the join: sent when the carrier reports the bridge, once
+    expect(await voice.events('call.answered', callId)).toBe(0);
+    await voice.legEvent(call, dial, 'call.bridged');
+    await voice.callerEvent(call, 'call.bridged');
+    await voice.settled();
     expect(await voice.events('call.answered', callId)).toBe(1);
   });
 

@@ -13,7 +13,7 @@ export interface ReceivedCommand {
   clientState?: { call_id: string; target: number; attempt: number };
 }
 
-export type CommandAnswer = { status: number; body?: unknown };
+export type CommandAnswer = { status: number; body?: unknown; headers?: Record<string, string> };
 
 /**
  * A real local HTTP server standing in for Telnyx Call Control: records every command and answers
@@ -102,7 +102,7 @@ export class FakeCallControl {
           ? { data: { call_control_id: controlId, call_leg_id: randomUUID(), call_session_id: this.sessionFor(body.link_to), record_type: 'call', is_alive: true } }
           : { data: { result: 'ok' } };
         const answer = () => {
-          res.writeHead(status, { 'content-type': 'application/json' });
+          res.writeHead(status, { 'content-type': 'application/json', ...scripted?.headers });
           res.end(JSON.stringify(scripted?.body ?? (status < 300 ? ok : { errors: [{ code: String(status), title: 'scripted', detail: 'scripted answer' }] })));
         };
         const holds = this.holds.get(name) ?? 0;

@@ -33,13 +33,13 @@ export class TwilioVoiceCaller {
     return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: await res.text() };
   }
 
-  incoming(callSid: string, from: string, to: string): Promise<TwimlReply> {
-    return this.post('/webhooks/twilio/voice', { CallSid: callSid, AccountSid: 'AC00000000000000000000000000000000', From: from, To: to, CallStatus: 'ringing', Direction: 'inbound' });
+  incoming(callSid: string, from: string, to: string, direction = 'inbound'): Promise<TwimlReply> {
+    return this.post('/webhooks/twilio/voice', { CallSid: callSid, AccountSid: 'AC00000000000000000000000000000000', From: from, To: to, CallStatus: 'ringing', Direction: direction });
   }
 
-  /** The action request of the <Dial> for `target`: how that dial ended. */
-  dialResult(callSid: string, callId: string, target: number, result: { status: string; dialSid?: string; duration?: number }): Promise<TwimlReply> {
-    const fields: Record<string, string> = { CallSid: callSid, AccountSid: 'AC00000000000000000000000000000000', CallStatus: 'in-progress', DialCallStatus: result.status, DialCallSid: result.dialSid ?? newCallSid() };
+  /** The action request of the <Dial> for `target`: how that dial ended (`callStatus`: the caller's own call then). */
+  dialResult(callSid: string, callId: string, target: number, result: { status: string; dialSid?: string; duration?: number; callStatus?: string }): Promise<TwimlReply> {
+    const fields: Record<string, string> = { CallSid: callSid, AccountSid: 'AC00000000000000000000000000000000', CallStatus: result.callStatus ?? 'in-progress', DialCallStatus: result.status, DialCallSid: result.dialSid ?? newCallSid() };
     if (result.duration !== undefined) fields.DialCallDuration = String(result.duration);
     return this.post(dialPath(callId, target), fields);
   }

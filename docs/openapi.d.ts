@@ -553,7 +553,7 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * Sent when a call was answered
+         * Sent when a call was answered: a target was joined to the caller (the bridge), the voicemail answered, or a call your side placed was picked up. Once per call, never for a leg later written off by the join timeout; a call that ends answered before the join was reported gets it just before call.completed
          * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
          */
         post: operations["callAnsweredWebhook"];
@@ -597,6 +597,26 @@ export interface webhooks {
          * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
          */
         post: operations["callMissedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when a call your side placed could not be dialed: the carrier refused the dial or never answered it (final)
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["callFailedWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1133,7 +1153,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[];
+            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[];
             /** @example Production receiver */
             description?: string;
         };
@@ -1150,7 +1170,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[];
+            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[];
             /** @example Production receiver */
             description: string | null;
             /** @example true */
@@ -1194,7 +1214,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[];
+            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[];
             /** @example Production receiver */
             description: string | null;
             /** @example true */
@@ -1234,7 +1254,7 @@ export interface components {
              *       "call.completed"
              *     ]
              */
-            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[] | null;
+            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[] | null;
             /** @example Staging receiver */
             description?: string | null;
         };
@@ -1282,7 +1302,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            event_type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
+            event_type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
             /** @example we_01jd5x2m3n4p5q6r7s8t9v0w1x */
             endpoint_id: string;
             /**
@@ -1328,7 +1348,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
+            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
             /** @example 1 */
             event_version: number;
             /**
@@ -1355,7 +1375,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
+            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
             /** @example 1 */
             event_version: number;
             /**
@@ -1514,7 +1534,7 @@ export interface components {
              * @example applied
              * @enum {string}
              */
-            outcome: "applied" | "duplicate" | "superseded" | "ignored";
+            outcome: "applied" | "duplicate" | "superseded" | "ignored" | "stale";
             /** @example null */
             note: string | null;
             /**
@@ -1699,6 +1719,17 @@ export interface components {
         CallMissedEvent: {
             /** @constant */
             type: "call.missed";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["Call"];
+        };
+        /** @description The body of a call.failed delivery */
+        CallFailedEvent: {
+            /** @constant */
+            type: "call.failed";
             /**
              * Format: date-time
              * @description When the event happened; the same on every attempt
@@ -3349,7 +3380,7 @@ export interface operations {
                 "page[size]"?: number;
                 /** @description meta.next_cursor of the previous page */
                 "page[after]"?: string;
-                type?: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
+                type?: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
             };
             header?: never;
             path?: never;
@@ -4261,6 +4292,49 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["CallMissedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    callFailedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CallFailedEvent"];
             };
         };
         responses: {

@@ -84,6 +84,16 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
     }
   }
 
+  /** Runs `body` with a copy of the flow call's `type` customer event planted, then removes it. */
+  async function withCallEventTwice(type: string, body: () => Promise<void>): Promise<void> {
+    await sql(`INSERT INTO outbound_events (id, account_id, type, event_version, payload) SELECT 'evt_planted_copy', account_id, type, event_version, payload FROM outbound_events WHERE type = $2 AND payload->>'id' = $1`, [flow.call, type]);
+    try {
+      await body();
+    } finally {
+      await sql(`DELETE FROM outbound_events WHERE id = 'evt_planted_copy'`);
+    }
+  }
+
   beforeAll(async () => {
     db = await createTestDatabase();
     carrier = await new FakeCarrier().start();
@@ -175,12 +185,7 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
   }, SLOW);
 
   it('calls.end_announced_once: an ended call announced twice, and one still up announced as completed', async () => {
-    await sql(`INSERT INTO outbound_events (id, account_id, type, event_version, payload) SELECT 'evt_planted_end', account_id, type, event_version, payload FROM outbound_events WHERE type = 'call.completed' AND payload->>'id' = $1`, [flow.call]);
-    try {
-      await expectOnlyBroken('calls.end_announced_once', 1, [flow.call]);
-    } finally {
-      await sql(`DELETE FROM outbound_events WHERE id = 'evt_planted_end'`);
-    }
+    await withCallEventTwice('call.completed', () => expectOnlyBroken('calls.end_announced_once', 1, [flow.call]));
   }, SLOW);
 
   it('calls.answered_leg_was_live: the winner is a leg whose hangup was recorded before its answer, a failed leg, a leg that ended before it answered, or no leg of the call', async () => {
@@ -210,12 +215,7 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
 
   it('calls.answered_announced_once: a call announced answered a second time', async () => {
     expect(await db.count(`SELECT count(*) FROM outbound_events WHERE type = 'call.answered' AND payload->>'id' = $1`, [flow.call])).toBe(1);
-    await sql(`INSERT INTO outbound_events (id, account_id, type, event_version, payload) SELECT 'evt_planted_answer', account_id, type, event_version, payload FROM outbound_events WHERE type = 'call.answered' AND payload->>'id' = $1`, [flow.call]);
-    try {
-      await expectOnlyBroken('calls.answered_announced_once', 1, [flow.call]);
-    } finally {
-      await sql(`DELETE FROM outbound_events WHERE id = 'evt_planted_answer'`);
-    }
+    await withCallEventTwice('call.answered', () => expectOnlyBroken('calls.answered_announced_once', 1, [flow.call]));
   }, SLOW);
 
   it('calls.one_dial_per_try: a target dialed a third time', async () => {

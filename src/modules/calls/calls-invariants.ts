@@ -73,6 +73,19 @@ export class CallsInvariants implements OnModuleInit {
         ),
     );
     this.invariants.register(
+      'calls.answered_event_only_if_answered',
+      'no call that ended unanswered (missed, failed: answered_at null) was announced as answered; a written-off winner must not have been (call ids)',
+      (snapshot, limit) =>
+        violations(
+          snapshot,
+          `SELECT c.id FROM calls c
+            WHERE c.ended_at IS NOT NULL AND c.answered_at IS NULL
+              AND EXISTS (SELECT FROM (${CUSTOMER_EVENTS_AUDIT_VIEW}) e WHERE e.type = 'call.answered' AND e.subject_id = c.id)`,
+          [],
+          limit,
+        ),
+    );
+    this.invariants.register(
       'calls.one_dial_per_try',
       'no ring-plan target is dialed beyond its one redial, and no call has more legs than its plan allows (call ids)',
       (snapshot, limit) =>

@@ -20,6 +20,7 @@ const OUR_NUMBER = '+17735550002'; // the `to` of the Telnyx inbound fixture
 const INVARIANTS = [
   'billing.usage_has_resource',
   'calls.answered_announced_once',
+  'calls.answered_event_only_if_answered',
   'calls.answered_leg_was_live',
   'calls.end_announced_once',
   'calls.minutes_billed_once',
@@ -216,6 +217,26 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
   it('calls.answered_announced_once: a call announced answered a second time', async () => {
     expect(await db.count(`SELECT count(*) FROM outbound_events WHERE type = 'call.answered' AND payload->>'id' = $1`, [flow.call])).toBe(1);
     await withCallEventTwice('call.answered', () => expectOnlyBroken('calls.answered_announced_once', 1, [flow.call]));
+  }, SLOW);
+
+  it('calls.answered_event_only_if_answered: a call that ended missed after announcing call.answered (issue 24: the winner was written off)', async () => {
+    await sql(
+      `INSERT INTO calls (id, account_id, direction, from_number, to_number, status, carrier, carrier_call_id, ended_at, duration_seconds, billable_minutes)
+       SELECT 'call_planted_missed', account_id, direction, from_number, to_number, 'missed', carrier, 'planted-session', now(), 0, 0 FROM calls WHERE id = $1`,
+      [flow.call],
+    );
+    await sql(
+      `INSERT INTO outbound_events (id, account_id, type, event_version, payload)
+       SELECT 'evt_planted_' || t, account_id, 'call.' || t, event_version, jsonb_set(payload, '{id}', '"call_planted_missed"') FROM outbound_events, unnest(ARRAY['answered', 'missed']) t
+        WHERE type = 'call.completed' AND payload->>'id' = $1`,
+      [flow.call],
+    );
+    try {
+      await expectOnlyBroken('calls.answered_event_only_if_answered', 1, ['call_planted_missed']);
+    } finally {
+      await sql(`DELETE FROM outbound_events WHERE id IN ('evt_planted_answered', 'evt_planted_missed')`);
+      await sql(`DELETE FROM calls WHERE id = 'call_planted_missed'`);
+    }
   }, SLOW);
 
   it('calls.one_dial_per_try: a target dialed a third time', async () => {

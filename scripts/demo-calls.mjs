@@ -113,7 +113,7 @@ async function auditAgainstSandbox(ctx, since) {
   const run = spawnSync(process.execPath, ['dist/cli.js', 'audit:calls', '--carrier-log', file, '--json'], { cwd: ROOT, env: ctx.env, encoding: 'utf8' });
   try {
     const report = JSON.parse(run.stdout);
-    return { ok: run.status === 0, findings: report.missing_here.length + report.missing_at_carrier.length + report.duration_mismatches.length + report.invalid_lines.length };
+    return { ok: run.status === 0, findings: report.missing_here.length + report.missing_at_carrier.length + report.duration_mismatches.length + report.unanswered_here.length + report.invalid_lines.length };
   } catch {
     return { ok: false, findings: `audit failed: ${run.stderr.slice(0, 200)}` };
   }

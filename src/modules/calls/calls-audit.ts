@@ -24,6 +24,8 @@ export interface CallAuditReport {
   /** A call we ended that the carrier's log does not list. */
   missing_at_carrier: { call_id: string; carrier_call_id: string; status: string }[];
   duration_mismatches: { call_id: string; carrier_call_id: string; ours: number; carrier: number }[];
+  /** The carrier completed and billed a call (duration over 0) that we never recorded as answered: the customer was charged for a call we call missed. */
+  unanswered_here: { call_id: string; carrier_call_id: string; status: string; carrier_duration: number }[];
   invalid_lines: number[];
 }
 
@@ -94,14 +96,23 @@ export class CallsAudit {
             ? [{ call_id: c.id, carrier_call_id: c.carrier_call_id, ours: c.duration_seconds!, carrier }]
             : [];
         });
+      const unansweredHere = listed
+        .filter((c) => !c.answered)
+        .flatMap((c) => {
+          const entry = byId.get(c.carrier_call_id)!;
+          return entry.status === 'completed' && (entry.durationSecs ?? 0) > 0
+            ? [{ call_id: c.id, carrier_call_id: c.carrier_call_id, status: c.status, carrier_duration: entry.durationSecs! }]
+            : [];
+        });
       const missingAtCarrier = ours.map((c) => ({ call_id: c.id, carrier_call_id: c.carrier_call_id, status: c.status }));
       return {
-        ok: missingHere.length + missingAtCarrier.length + mismatches.length + invalidLines.length === 0,
+        ok: missingHere.length + missingAtCarrier.length + mismatches.length + unansweredHere.length + invalidLines.length === 0,
         carrier_calls: byId.size,
         our_calls: listed.length + ours.length,
         missing_here: missingHere,
         missing_at_carrier: missingAtCarrier,
         duration_mismatches: mismatches,
+        unanswered_here: unansweredHere,
         invalid_lines: invalidLines,
       };
     } finally {

@@ -223,7 +223,7 @@ export class TwilioVoiceCalls {
 function dialOutcome(reaction: TargetReaction, timeoutMs: number): { waitMs: number; status: string; talkMs: number } {
   switch (reaction.kind) {
     case 'answer':
-      return reaction.afterMs < timeoutMs ? { waitMs: reaction.afterMs, status: 'completed', talkMs: reaction.talkMs ?? 2000 } : { waitMs: timeoutMs, status: 'no-answer', talkMs: 0 };
+      return reaction.afterMs < timeoutMs ? { waitMs: reaction.afterMs, status: 'completed', talkMs: reaction.dropAfterMs ?? reaction.talkMs ?? 2000 } : { waitMs: timeoutMs, status: 'no-answer', talkMs: 0 };
     case 'busy':
     case 'decline':
       return reaction.afterMs < timeoutMs ? { waitMs: reaction.afterMs, status: 'busy', talkMs: 0 } : { waitMs: timeoutMs, status: 'no-answer', talkMs: 0 };

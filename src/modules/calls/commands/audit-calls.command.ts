@@ -10,7 +10,7 @@ interface AuditOptions extends OutputOptions {
 
 @Command({
   name: 'audit:calls',
-  description: "Reads the carrier's call log (JSON lines) beside our calls: carrier-completed calls we have no row for, our ended calls it does not list, durations more than 5 s apart; exit 1 on any finding",
+  description: "Reads the carrier's call log (JSON lines) beside our calls: carrier-completed calls we have no row for, our ended calls it does not list, durations more than 5 s apart, calls it billed that we recorded unanswered; exit 1 on any finding",
 })
 export class AuditCallsCommand extends JsonCommand {
   constructor(private readonly audit: CallsAudit) {
@@ -39,6 +39,7 @@ function human(report: CallAuditReport): string {
     ...report.missing_here.map((m) => `MISSING HERE       ${m.carrier_call_id}  carrier says ${m.status}${m.start_time ? ` at ${m.start_time}` : ''}, we have no call`),
     ...report.missing_at_carrier.map((m) => `MISSING AT CARRIER ${m.call_id}  (${m.carrier_call_id}, ${m.status}) is not in the carrier's log`),
     ...report.duration_mismatches.map((m) => `DURATION           ${m.call_id}  (${m.carrier_call_id}) ours ${m.ours} s, carrier ${m.carrier} s`),
+    ...report.unanswered_here.map((m) => `UNANSWERED HERE    ${m.call_id}  (${m.carrier_call_id}, ${m.status}) carrier billed ${m.carrier_duration} s, we recorded no answer`),
     ...(report.invalid_lines.length ? [`INVALID LINES      ${report.invalid_lines.join(', ')}`] : []),
   ];
   const summary = `${report.carrier_calls} carrier calls, ${report.our_calls} of ours compared: ${report.ok ? 'they agree' : `${lines.length} finding(s)`}`;

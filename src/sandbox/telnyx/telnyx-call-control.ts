@@ -197,9 +197,13 @@ export class TelnyxCallControl {
       return;
     }
     const held = eventType === 'call.hangup' ? leg.heldUntilHangup?.splice(0) ?? [] : [];
-    for (const each of [webhook, ...held]) {
-      const delivered = session.queue.push(each);
-      this.pushed?.push(delivered);
+    const delivered = session.queue.push(webhook);
+    this.pushed?.push(delivered);
+    // The held events go out once the hangup has been delivered (all its copies), so even under
+    // `reorder` the app hears of the hangup first: that is the behaviour being played.
+    if (held.length > 0) {
+      const after = delivered.then(() => Promise.all(held.map((each) => session.queue.push(each)))).then(() => undefined);
+      this.pushed?.push(after);
     }
   }
 

@@ -262,11 +262,13 @@ describe('hostile input at every route', () => {
   });
 
   it.each([
-    ['a NUL in text (22021)', `SELECT $1::text`, ['a\u0000b']],
-    ['a date Postgres cannot hold (22008)', `SELECT $1::timestamptz`, ['-271821-04-20T00:00:00Z']],
-  ])('backstop: %s reaching the error filter is a 400 that does not repeat the database text', async (_, sql, params) => {
+    ['a NUL in text (22021)', `SELECT $1::text`, ['a\u0000b'], /NUL/],
+    ['a date Postgres cannot hold (22009)', `SELECT $1::timestamptz`, ['-271821-04-20T00:00:00Z'], /date or time out of range/],
+    ['a number past its type (22003)', `SELECT $1::int`, ['99999999999'], /number out of range/],
+    ['JSON nested past the stack depth limit (54001)', `SELECT $1::jsonb`, [`${'['.repeat(100_000)}${']'.repeat(100_000)}`], /nested too deeply/],
+  ])('backstop: %s reaching the error filter is a 400 that does not repeat the database text', async (_, sql, params, detail) => {
     const refused = await db.pool.query(sql, params).then(() => undefined, (err: Error) => err);
-    expect((refused as { code?: string })?.code).toMatch(/^22/);
+    expect((refused as { code?: string })?.code).toMatch(/^(22|54)/);
     const sent: { status?: number; body?: unknown } = {};
     const reply = {
       status: (status: number) => ((sent.status = status), reply),
@@ -276,7 +278,7 @@ describe('hostile input at every route', () => {
     };
     const host = { switchToHttp: () => ({ getResponse: () => reply, getRequest: () => ({ id: 'req_backstop' }) }) };
     new ErrorsFilter().catch(refused, host as unknown as ArgumentsHost);
-    expect(sent).toEqual({ status: 400, body: { errors: [expect.objectContaining({ code: 'bad_request', title: 'Bad request' })] } });
+    expect(sent).toEqual({ status: 400, body: { errors: [expect.objectContaining({ code: 'bad_request', title: 'Bad request', detail: expect.stringMatching(detail) })] } });
     expect(JSON.stringify(sent.body)).not.toContain(refused!.message);
     expect(JSON.stringify(sent.body)).not.toMatch(INTERNALS);
   });

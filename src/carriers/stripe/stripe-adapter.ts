@@ -3,7 +3,7 @@ import Stripe from 'stripe';
 import { AppConfig } from '../../platform/config/app-config.js';
 import type { BillingEvent } from '../billing-event.js';
 import { header, MalformedWebhook, SignatureRejected, type InboundWebhook } from '../carrier-adapter.js';
-import { isObject, object, text } from '../shape.js';
+import { id, isObject, object, storableBody, word } from '../shape.js';
 import { readPaidInvoice } from './stripe-invoice.js';
 
 export const STRIPE_SIGNATURE_REFUSED = 'Stripe-Signature missing or wrong';
@@ -30,11 +30,12 @@ export class StripeAdapter {
     const signedAt = Number(/(?:^|,)\s*t=(\d+)/.exec(signature)?.[1]);
     if (signedAt > nowMs / 1000 + tolerance) throw new SignatureRejected(STRIPE_TIMESTAMP_REFUSED);
     const event = verified(webhook.rawBody, signature, secret, tolerance, nowMs);
+    storableBody(event);
     const data = object(event, 'data', 'event');
-    const providerEventType = text(event, 'type', 'event');
+    const providerEventType = word(event, 'type', 'event');
     return {
       provider: this.provider,
-      providerEventId: text(event, 'id', 'event'),
+      providerEventId: id(event, 'id', 'event'),
       providerEventType,
       // The signed bytes are JSON already: Postgres parses them into jsonb as they are.
       payloadJson: webhook.rawBody.toString('utf8'),

@@ -1,6 +1,7 @@
 import type { CallEndReason, CallEvent, CallRecordingSaved, NormalizedEvent } from '../normalized-event.js';
 import { MalformedWebhook } from '../carrier-adapter.js';
-import { field, normalizeTwilio, occurredAt, readCallback, required } from './twilio-events.js';
+import { bounded, BOUNDS } from '../shape.js';
+import { boundedField, normalizeTwilio, occurredAt, readCallback, required, requiredSid, requiredWord, seconds } from './twilio-events.js';
 import type { FormFields } from './twilio-signature.js';
 
 export type VoiceChannel = 'voice' | 'voice.dial' | 'voice.status' | 'voice.recording';
@@ -45,11 +46,11 @@ export function readVoiceCallback(fields: FormFields, channel: VoiceChannel, url
 }
 
 function dialResult(fields: FormFields, query: URLSearchParams): VoiceCallback {
-  const callSid = required(fields, 'CallSid');
-  const status = required(fields, 'DialCallStatus');
+  const callSid = requiredSid(fields, 'CallSid');
+  const status = requiredWord(fields, 'DialCallStatus');
   const leg = { callId: queryValue(query, 'call'), target: targetIndex(query), attempt: 1 };
-  const dialSid = field(fields, 'DialCallSid');
-  const duration = Number(field(fields, 'DialCallDuration') ?? '0');
+  const dialSid = boundedField(fields, BOUNDS.idLength, 'DialCallSid');
+  const duration = seconds(fields, 'DialCallDuration') ?? 0;
   const answered = status === 'completed' || status === 'answered';
   const event: CallEvent = {
     carrier: 'twilio',
@@ -61,12 +62,12 @@ function dialResult(fields: FormFields, query: URLSearchParams): VoiceCallback {
     callSessionId: callSid,
     ourLeg: leg,
     direction: 'outbound',
-    to: field(fields, 'To'),
-    from: field(fields, 'From'),
+    to: boundedField(fields, BOUNDS.addressLength, 'To'),
+    from: boundedField(fields, BOUNDS.addressLength, 'From'),
     progress: 'ended',
     carrierStatus: status,
     answered,
-    ...(Number.isInteger(duration) && duration >= 0 && { durationSeconds: duration }),
+    durationSeconds: duration,
     ...(!answered && { hangupCause: status }),
     endReason: DIAL_END_REASONS[status] ?? 'failed',
   };
@@ -75,8 +76,8 @@ function dialResult(fields: FormFields, query: URLSearchParams): VoiceCallback {
 
 /** The voicemail's recording: the caller's leg recorded it, so the call is found by its CallSid. */
 function recording(fields: FormFields): VoiceCallback {
-  const callSid = required(fields, 'CallSid');
-  const recordingSid = required(fields, 'RecordingSid');
+  const callSid = requiredSid(fields, 'CallSid');
+  const recordingSid = requiredSid(fields, 'RecordingSid');
   const event: CallRecordingSaved = {
     carrier: 'twilio',
     carrierEventId: `${callSid}:recording:${recordingSid}`,
@@ -84,7 +85,7 @@ function recording(fields: FormFields): VoiceCallback {
     kind: 'call.recording.saved',
     carrierCallId: callSid,
     callSessionId: callSid,
-    recordingUrl: required(fields, 'RecordingUrl'),
+    recordingUrl: boundedField(fields, BOUNDS.urlLength, 'RecordingUrl') ?? required(fields, 'RecordingUrl'),
   };
   return { event, carrierEventType: 'voice.recording' };
 }
@@ -92,7 +93,7 @@ function recording(fields: FormFields): VoiceCallback {
 function queryValue(query: URLSearchParams, name: string): string {
   const value = query.get(name);
   if (!value) throw new MalformedWebhook(`query parameter ${name} is required`);
-  return value;
+  return bounded(value, BOUNDS.idLength, `query parameter ${name}`);
 }
 
 function targetIndex(query: URLSearchParams): number {

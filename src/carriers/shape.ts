@@ -36,7 +36,7 @@ const LATEST_MS = 253_402_300_799_999;
  */
 export function storableBody(body: unknown): void {
   const problem = bodyProblem(body, BOUNDS.depth);
-  if (problem?.tooDeep) throw new MalformedWebhook(`body nests deeper than ${BOUNDS.depth} levels`);
+  if (problem?.kind === 'deep') throw new MalformedWebhook(`body nests deeper than ${BOUNDS.depth} levels`);
   if (problem) throw new MalformedWebhook(`${dotted(problem.pointer)} holds a NUL character (\\u0000) or an unpaired UTF-16 surrogate`);
 }
 

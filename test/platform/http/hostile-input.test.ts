@@ -261,6 +261,21 @@ describe('hostile input at every route', () => {
     expect((await customer.get('/v2/messages')).status).toBe(200);
   });
 
+  it('issue 25: PATCH /v2/phone_numbers/:id with 10,000 targets is refused at the array bound with one small error; 11 bad targets get at most 20 errors', async () => {
+    const numberId = realIds[1];
+    // 20 KB, as in the issue: within the body size limit.
+    const targets = Array.from({ length: 10_000 }, () => ({}));
+    const huge = await customer.request('PATCH', `/v2/phone_numbers/${numberId}`, { voice: { ring_plan: { targets } } });
+    expect(huge.status).toBe(422);
+    expect(huge.body.errors).toEqual([expect.objectContaining({ code: 'validation_failed', source: { pointer: '/voice/ring_plan/targets' }, detail: expect.stringContaining('at most 100 items') })]);
+    expect(JSON.stringify(huge.body).length).toBeLessThan(1_000);
+
+    const eleven = await customer.request('PATCH', `/v2/phone_numbers/${numberId}`, { voice: { ring_plan: { targets: targets.slice(0, 11).map(() => ({ to: 'nope', timeout_secs: 1 })) } } });
+    expect(eleven.status).toBe(422);
+    expect(eleven.body.errors.length).toBeLessThanOrEqual(20);
+    expect(eleven.body.errors).toContainEqual(expect.objectContaining({ detail: 'targets must hold at most 10 targets', source: { pointer: '/voice/ring_plan/targets' } }));
+  });
+
   it.each([
     ['a NUL in text (22021)', `SELECT $1::text`, ['a\u0000b'], /NUL/],
     ['a date Postgres cannot hold (22009)', `SELECT $1::timestamptz`, ['-271821-04-20T00:00:00Z'], /date or time out of range/],

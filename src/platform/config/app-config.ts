@@ -116,6 +116,14 @@ export class AppConfig {
   API_RATE_LIMIT_PER_MINUTE = 600;
 
   /**
+   * Failed API-key authentications (a presented key that is unknown or revoked) allowed per client
+   * address per minute; past it, a wrong key is answered 429 + Retry-After instead of 401. A valid
+   * key is never refused for its address's failures (one address cannot lock out a real key).
+   */
+  @Transform(toInt) @Min(1) @IsInt()
+  API_AUTH_FAILURES_PER_MINUTE = 10;
+
+  /**
    * Hot-path statements as named prepared statements (src/platform/database/statements.ts); false
    * behind a pooler that cannot keep them, such as PgBouncer in transaction mode before 1.21.
    */

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import Stripe from 'stripe';
 import { AppConfig } from '../../platform/config/app-config.js';
 import type { BillingEvent } from '../billing-event.js';
-import { header, MalformedWebhook, SignatureRejected, type InboundWebhook } from '../carrier-adapter.js';
+import { developmentCredentialProblem, header, MalformedWebhook, SignatureRejected, type InboundWebhook } from '../carrier-adapter.js';
 import { id, isObject, object, storableBody, word } from '../shape.js';
 import { readPaidInvoice } from './stripe-invoice.js';
 
@@ -23,6 +23,8 @@ export class StripeAdapter {
   accept(webhook: InboundWebhook, nowMs = Date.now()): BillingEvent {
     const secret = this.config.stripeWebhookSecret;
     if (!secret) throw new SignatureRejected(STRIPE_SIGNATURE_REFUSED, 'STRIPE_WEBHOOK_SECRET is the development value outside a development deployment: set the real secret');
+    const remote = developmentCredentialProblem(this.config.isDevelopmentCredential('stripe'), webhook);
+    if (remote) throw new SignatureRejected(STRIPE_SIGNATURE_REFUSED, `STRIPE_WEBHOOK_SECRET: ${remote}`);
     const signature = header(webhook.headers, 'stripe-signature');
     if (!signature) throw new SignatureRejected(STRIPE_SIGNATURE_REFUSED);
     const tolerance = this.config.WEBHOOK_TOLERANCE_SECONDS;

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { AccountsService } from '../../../src/modules/accounts/accounts.service.js';
+import { BillingLinks } from '../../../src/modules/accounts/billing-links.js';
 import { Plans } from '../../../src/modules/entitlements/plans.js';
 import fc from 'fast-check';
 import { ApiClient } from '../../support/api-client.js';
@@ -266,19 +267,41 @@ describe('Stripe invoice.paid → entitlements', () => {
     );
   });
 
-  it('PATCH /v2/account links the billing customer: one account per customer (409), a bad id is 422', async () => {
+  it('issue 25: PATCH /v2/account cannot set billing_customer_id (422 naming the field, nothing changed, no word on whether an id is taken); the account reads the operator\'s link', async () => {
     const other = await ApiClient.forNewAccount(t.app, 'Other');
-    const taken = await other.request('PATCH', '/v2/account', { billing_customer_id: customerId });
-    expect(taken.status).toBe(409);
-    expect(taken.body.errors[0].code).toBe('billing_customer_taken');
-    expect((await other.request('PATCH', '/v2/account', { billing_customer_id: 'has space' })).status).toBe(422);
+    const free = unique('cus');
+    for (const value of [customerId, free, null, 'has space', 42]) {
+      const refused = await other.request('PATCH', '/v2/account', { billing_customer_id: value });
+      expect(refused.status).toBe(422);
+      expect(refused.body.errors).toEqual([expect.objectContaining({ code: 'validation_failed', source: { pointer: '/billing_customer_id' }, detail: expect.stringMatching(/^billing_customer_id is not settable/) })]);
+    }
+    expect((await other.get('/v2/account')).body.data.billing_customer_id).toBeNull();
+    // The customer claimed through the API is still nobody's: its paid invoice grants nothing to the claimant.
+    expect((await deliver(invoicePaid({ invoiceId: unique('in'), customer: free, lines: [{ lookupKey: 'sms_1000' }] }))).body.outcome).toBe('ignored');
+    expect((await other.get('/v2/entitlements')).body.data).toEqual([]);
+    // The account reads the link the operator made.
+    expect((await customer.get('/v2/account')).body.data).toMatchObject({ id: customer.accountId, billing_customer_id: customerId });
+    expect((await customer.request('PATCH', '/v2/account', {})).body.data.billing_customer_id).toBe(customerId);
+  });
+
+  it('the operator relinks (BillingLinks, behind accounts:link-billing): one statement changes the link and writes its audit row; a customer another account has is refused', async () => {
+    const links = t.app.app.get(BillingLinks);
+    const other = await ApiClient.forNewAccount(t.app, 'Relinked');
     const own = unique('cus');
-    const linked = await other.request('PATCH', '/v2/account', { billing_customer_id: own });
-    expect(linked.status).toBe(200);
-    expect(linked.body.data).toMatchObject({ id: other.accountId, billing_customer_id: own });
+    const linked = await links.link(other.accountId, own, 'ops@example.test');
+    expect(linked.account).toMatchObject({ id: other.accountId, billing_customer_id: own });
+    expect(linked.audit).toEqual({ id: expect.any(String), account_id: other.accountId, previous_customer_id: null, customer_id: own, changed_by: 'ops@example.test', changed_at: expect.anything() });
     const invoiceId = unique('in');
     expect((await deliver(invoicePaid({ invoiceId, customer: own, lines: [{ lookupKey: 'sms_1000' }] }))).body.outcome).toBe('applied');
     expect((await other.get('/v2/entitlements')).body.data).toEqual([expect.objectContaining({ invoice_id: invoiceId })]);
-    expect((await other.request('PATCH', '/v2/account', { billing_customer_id: null })).body.data.billing_customer_id).toBeNull();
+
+    await expect(links.link(other.accountId, customerId, 'ops@example.test')).rejects.toMatchObject({ status: 409 });
+    const unlinked = await links.link(other.accountId, null, 'ops@example.test');
+    expect(unlinked.audit).toMatchObject({ previous_customer_id: own, customer_id: null });
+    expect((await t.db.pool.query(`SELECT previous_customer_id, customer_id, changed_by FROM billing_link_audit WHERE account_id = $1 ORDER BY id`, [other.accountId])).rows).toEqual([
+      { previous_customer_id: null, customer_id: own, changed_by: 'ops@example.test' },
+      { previous_customer_id: own, customer_id: null, changed_by: 'ops@example.test' },
+    ]);
+    await expect(links.link('acct_missing', own, 'ops')).rejects.toMatchObject({ status: 404 });
   });
 });

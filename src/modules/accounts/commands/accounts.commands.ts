@@ -5,7 +5,11 @@ import { printResult, requireOption, type OutputOptions } from '../../../platfor
 import { AccountsService, BILLING_CUSTOMER_PATTERN } from '../accounts.service.js';
 import { BillingLinks } from '../billing-links.js';
 
-const BILLING_CUSTOMER_FORMAT = '--billing-customer must be 1 to 255 of A-Z a-z 0-9 _ -';
+/** The --billing-customer value of accounts:create and accounts:link-billing. */
+function billingCustomerOption(value: string): string {
+  if (!BILLING_CUSTOMER_PATTERN.test(value)) throw new Error('--billing-customer must be 1 to 255 of A-Z a-z 0-9 _ -');
+  return value;
+}
 
 @Command({ name: 'accounts:create', description: 'Create an account and its first API key (shown once)' })
 export class CreateAccountCommand extends JsonCommand {
@@ -26,8 +30,7 @@ export class CreateAccountCommand extends JsonCommand {
 
   @Option({ flags: '--billing-customer <id>', description: "billing provider's customer id (Stripe cus_...) whose paid invoices grant bundles" })
   parseBillingCustomer(value: string): string {
-    if (!BILLING_CUSTOMER_PATTERN.test(value)) throw new Error(BILLING_CUSTOMER_FORMAT);
-    return value;
+    return billingCustomerOption(value);
   }
 }
 
@@ -56,8 +59,7 @@ export class LinkBillingCustomerCommand extends JsonCommand {
 
   @Option({ flags: '--billing-customer <id>', description: "billing provider's customer id (Stripe cus_...) whose paid invoices grant bundles" })
   parseBillingCustomer(value: string): string {
-    if (!BILLING_CUSTOMER_PATTERN.test(value)) throw new Error(BILLING_CUSTOMER_FORMAT);
-    return value;
+    return billingCustomerOption(value);
   }
 
   @Option({ flags: '--unlink', description: 'remove the link instead' })

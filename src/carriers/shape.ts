@@ -21,6 +21,8 @@ export const BOUNDS = {
   addressLength: 64,
   /** URLs (a recording's). */
   urlLength: 2048,
+  /** A transcript fragment, in UTF-8 bytes: (call, time, text) is a unique key, and Postgres indexes at most ~2.7 KB. */
+  transcriptBytes: 2000,
   /** Nesting of a JSON body (the carriers' nest about 6 levels, an expanded Stripe invoice about 10). */
   depth: 64,
   /** Call durations in seconds: 24 hours, the longest call a carrier lets last. */

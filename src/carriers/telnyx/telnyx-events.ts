@@ -119,7 +119,9 @@ export function normalizeTelnyx(envelope: TelnyxEnvelope): NormalizedEvent {
   }
   if (envelope.eventType === 'call.transcription') {
     const data = object(p, 'transcription_data', 'data.payload');
-    return { ...base, ...leg(), kind: 'call.transcription', text: text(data, 'transcript', 'data.payload.transcription_data'), final: data.is_final !== false };
+    const transcript = text(data, 'transcript', 'data.payload.transcription_data');
+    if (Buffer.byteLength(transcript) > BOUNDS.transcriptBytes) throw new MalformedWebhook(`data.payload.transcription_data.transcript must be at most ${BOUNDS.transcriptBytes} bytes of UTF-8`);
+    return { ...base, ...leg(), kind: 'call.transcription', text: transcript, final: data.is_final !== false };
   }
   return { ...base, kind: 'ignored', carrierEventType: envelope.eventType };
 }

@@ -45,6 +45,14 @@ const telnyx: CarrierCase = {
     outOfRangeTime.map((v) => ({ case: 'occurred_at out of range', names: 'data.occurred_at', make: () => telnyxDelivery((b) => (b.data.occurred_at = v)) })),
     unstorableText.map((v) => ({ case: 'unstorable text', names: 'data.payload.text', make: () => telnyxDelivery((b) => (b.data.payload.text = v)) })),
     deepJsonText.map((raw) => ({ case: 'nested too deep', names: 'nests deeper than 64 levels', make: () => telnyxDelivery((b) => (b.data.payload.extra = '__DEEP__'), raw) })),
+    fc.integer({ min: 2_001, max: 20_000 }).map((n) => ({
+      case: 'transcript past its key bound',
+      names: 'data.payload.transcription_data.transcript',
+      make: () => telnyxDelivery((b) => {
+        b.data.event_type = 'call.transcription';
+        b.data.payload = { call_control_id: 'v3:leg', call_session_id: randomUUID(), transcription_data: { transcript: 'w'.repeat(n), is_final: true } };
+      }),
+    })),
   ),
 };
 

@@ -38,6 +38,7 @@ describe('ingest group commit', () => {
         IF NEW.carrier_event_id LIKE 'poison-%' THEN RAISE EXCEPTION 'poisoned batch' USING ERRCODE = 'XX000'; END IF;
         -- What Postgres answers for a key past its index's limit (a 4,000-character id) and for
         -- JSON nested past the stack depth: this row's data, not the batch's.
+        IF NEW.carrier_event_id LIKE 'baddata-%' THEN RAISE EXCEPTION 'unsupported Unicode escape sequence' USING ERRCODE = '22P05'; END IF;
         IF NEW.carrier_event_id LIKE 'toolong-%' THEN RAISE EXCEPTION 'index row size exceeds maximum' USING ERRCODE = '54000'; END IF;
         IF NEW.carrier_event_id LIKE 'toodeep-%' THEN RAISE EXCEPTION 'stack depth limit exceeded' USING ERRCODE = '54001'; END IF;
         RETURN NEW;
@@ -133,13 +134,23 @@ describe('ingest group commit', () => {
   });
 
   it('a body Postgres cannot store does not spoil its batch: it alone is refused with 400', async () => {
+    // A NUL in the body is refused at the edge now (issue 25), before any batch: the trigger
+    // raises what jsonb raises for it (22P05), as for anything the edge bounds would miss.
     const good = Array.from({ length: 5 }, () => telnyxFixture('message.sent.json', { id: randomUUID() }));
-    const bad = telnyxEvent('message.received', { id: 'm1', from: { phone_number: '+1' }, to: [{ phone_number: '+2' }], text: 'a\u0000b' });
+    const bad = telnyxFixture('message.sent.json', { id: `baddata-${randomUUID()}` });
     const replies = await sendAsOneBatch([...good, bad]);
 
     expect(replies.slice(0, 5).map((r) => [r.status, r.body.status, r.rowsAtAnswer])).toEqual(Array(5).fill([200, 'accepted', 1]));
     expect(replies[5]).toMatchObject({ status: 400, rowsAtAnswer: 0 });
-    expect(replies[5].body).toEqual({ errors: [expect.objectContaining({ code: expect.any(String) })] });
+    expect(replies[5].body).toEqual({ errors: [expect.objectContaining({ code: 'invalid_event', detail: expect.stringMatching(/NUL character/) })] });
+  });
+
+  it('a NUL in a signed body is refused at the edge with 400 naming the field, before any batch', async () => {
+    const bad = telnyxEvent('message.received', { id: 'm1', from: { phone_number: '+1' }, to: [{ phone_number: '+2' }], text: 'a\u0000b' });
+    const reply = await post(bad);
+    expect(reply).toMatchObject({ status: 400, rowsAtAnswer: 0 });
+    expect(reply.body).toEqual({ errors: [expect.objectContaining({ code: 'invalid_event', detail: expect.stringMatching(/^data\.payload\.text holds a NUL/) })] });
+    expect(await waitingDeliveries()).toBe(0);
   });
 
   it.each([

@@ -1,6 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
-import { CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand } from './modules/accounts/commands/accounts.commands.js';
+import { CreateAccountCommand, CreateApiKeyCommand, LinkBillingCustomerCommand, RevokeApiKeyCommand } from './modules/accounts/commands/accounts.commands.js';
 import { ProgramName } from './platform/cli/program-name.js';
 import { AppConfig } from './platform/config/app-config.js';
 import { ConfigModule } from './platform/config/config.module.js';
@@ -29,7 +29,7 @@ export class CliModule {
     return {
       module: CliModule,
       imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule],
-      providers: [ProgramName, MigrateCommand, CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand],
+      providers: [ProgramName, MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand],
     };
   }
 

@@ -34,11 +34,15 @@ async function main(): Promise<void> {
   await app.init();
   if (role === 'relay' || role === 'all') await app.get(OutboxRelay).start();
   if (role === 'worker' || role === 'all') app.get(JobWorkers).start();
-  if (role === 'api' || role === 'all') {
-    await app.listen({ port: config.PORT, host: '0.0.0.0' });
-  }
-  const urls = role === 'api' || role === 'all' ? ` on http://127.0.0.1:${config.PORT} (docs /docs)` : '';
+  const serves = role === 'api' || role === 'all';
+  // This machine only unless HOST says otherwise (the Docker image sets 0.0.0.0).
+  if (serves) await app.listen({ port: config.PORT, host: config.HOST });
+  const urls = serves ? ` on http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${config.PORT} (docs /docs)` : '';
   process.stderr.write(`onceline ${role} started${urls}\n`);
+  const development = config.developmentWebhookCredentials;
+  if (serves && development.length > 0) {
+    process.stderr.write(`development credentials in use (webhooks they sign are taken from loopback peers only): ${development.join(', ')}\n`);
+  }
 }
 
 /** The carrier sandbox alone: no database, no Redis, no Nest; stops on SIGINT/SIGTERM. */

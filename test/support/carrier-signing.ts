@@ -60,9 +60,11 @@ export function telnyxEvent(eventType: string, payload: Record<string, unknown>,
 }
 
 /** A Telnyx `message.received` (the shared sample) of a new inbound SMS to `toNumber`: its body and carrier message id. */
-export function telnyxInboundSms(toNumber: string, text: string): { body: string; carrierMessageId: string } {
-  const carrierMessageId = randomUUID();
-  const payload = { ...JSON.parse(carrierFixture('telnyx/message.received.json')).data.payload, id: carrierMessageId, to: [{ phone_number: toNumber }], text };
+export function telnyxInboundSms(toNumber: string, text: string, options: { from?: string; carrierMessageId?: string } = {}): { body: string; carrierMessageId: string } {
+  const carrierMessageId = options.carrierMessageId ?? randomUUID();
+  const sample = JSON.parse(carrierFixture('telnyx/message.received.json')).data.payload;
+  const from = options.from ? { ...sample.from, phone_number: options.from } : sample.from;
+  const payload = { ...sample, id: carrierMessageId, from, to: [{ phone_number: toNumber }], text };
   return { body: telnyxEvent('message.received', payload), carrierMessageId };
 }
 

@@ -2,12 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { UsageLedger } from '../billing/usage-ledger.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
-import type { CteStatement } from '../../platform/database/cte-statement.js';
+import { CteStatement } from '../../platform/database/cte-statement.js';
 import type { EventBatchRun, OneStatementRun } from '../ingest/carrier-event-handlers.js';
 import type { OwnersOf } from '../numbers/phone-numbers.service.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
+import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
+import { OptOutKeywords, optedOutSql } from './opt-out-keywords.js';
 import { MESSAGE_COLUMNS, MESSAGE_VIEW_JSON, TERMINAL_STATUSES, toView, UNSENT_STATUSES, WAITING_STATUSES, type MessageStatus, type MessageView } from './message-view.js';
 
 type Row = MessageView & { account_id: string };
@@ -73,6 +75,8 @@ export class MessageTransitions {
   constructor(
     private readonly usage: UsageLedger,
     private readonly events: CustomerEvents,
+    private readonly keywords: OptOutKeywords,
+    private readonly outbox: OutboxService,
   ) {}
 
   /**
@@ -83,25 +87,46 @@ export class MessageTransitions {
    * Idempotency-Key: that would be a second SMS).
    */
   async claimForDispatch(tx: Tx, messageId: string, leaseSeconds: number): Promise<DispatchClaimOutcome> {
-    // FOR UPDATE in `locked`: a twin run waits here, then sees the lease this one took. The
-    // UPDATE's WHERE is the guard: a message not yet picked up, or one whose lease has ended.
-    const { rows } = await exec<ClaimRow>(
+    // The message's row first, alone: the statement that decides then reads the opt-outs with a
+    // snapshot taken after any wait for this row, so a STOP committed before the claim (even one
+    // committed while a twin held the row) is seen and refuses the send.
+    await exec(tx, `SELECT FROM messages WHERE id = $1 FOR UPDATE`, [messageId]);
+    const stmt = new CteStatement();
+    const [id, unsent, waiting] = [stmt.param(messageId, 'text'), stmt.param(UNSENT_STATUSES, 'text[]'), stmt.param(WAITING_STATUSES, 'text[]')];
+    // `refused`: a message not yet picked up whose recipient has opted out (a keyword reply is
+    // the confirmation, sent whatever the consent).
+    stmt.with(
+      'locked',
+      `SELECT id AS locked_id, status AS previous, claim_token AS holder, claimed_until AS held_until,
+              (auto_reply IS NULL AND status = ANY(${waiting}) AND ${optedOutSql('account_id', 'from_number', 'to_number')}) AS refused
+         FROM messages WHERE id = ${id} AND direction = 'outbound' AND status = ANY(${unsent})`,
+    );
+    const refused = stmt.with(
+      'refused',
+      `UPDATE messages m SET status = 'failed', error_code = 'recipient_opted_out', error_detail = 'the recipient replied with an opt-out keyword',
+              claimed_until = NULL, updated_at = now()
+         FROM locked WHERE m.id = locked.locked_id AND locked.refused
+       RETURNING ${MESSAGE_COLUMNS}`,
+    );
+    this.sideEffectsCtes(stmt, refused, 'failed', 'message.failed');
+    // The UPDATE's WHERE is the guard: a message not yet picked up, or one whose lease has ended.
+    stmt.with(
+      'claimed',
+      `UPDATE messages m SET status = 'sending', claim_token = ${stmt.param(randomUUID(), 'text')}, claimed_until = now() + make_interval(secs => ${stmt.param(leaseSeconds, 'int')}),
+              updated_at = CASE WHEN locked.previous = ANY(${waiting}) THEN now() ELSE m.updated_at END
+         FROM locked
+        WHERE m.id = locked.locked_id AND NOT locked.refused AND (locked.previous <> 'sending' OR locked.held_until IS NULL OR locked.held_until <= now())
+       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, locked.previous`,
+    );
+    const { rows } = await exec<ClaimRow & { refused: boolean; jobs: number }>(
       tx,
-      `WITH locked AS (
-         SELECT id AS locked_id, status AS previous, claim_token AS holder, claimed_until AS held_until FROM messages
-          WHERE id = $1 AND direction = 'outbound' AND status = ANY($2::text[]) FOR UPDATE
-       ), claimed AS (
-         UPDATE messages m SET status = 'sending', claim_token = $4, claimed_until = now() + make_interval(secs => $5),
-                updated_at = CASE WHEN locked.previous = ANY($3::text[]) THEN now() ELSE m.updated_at END
-           FROM locked
-          WHERE m.id = locked.locked_id AND (locked.previous <> 'sending' OR locked.held_until IS NULL OR locked.held_until <= now())
-         RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, locked.previous
-       )
-       SELECT locked.holder, locked.held_until, claimed.* FROM locked LEFT JOIN claimed ON claimed.id = locked.locked_id`,
-      [messageId, UNSENT_STATUSES, WAITING_STATUSES, randomUUID(), leaseSeconds],
+      stmt.text(`SELECT locked.holder, locked.held_until, locked.refused, (${stmt.newJobsCount()})::int AS jobs, claimed.* FROM locked LEFT JOIN claimed ON claimed.id = locked.locked_id`),
+      stmt.params,
     );
     if (rows.length === 0) return { kind: 'done' };
-    const { holder, held_until: heldUntil, ...taken } = rows[0];
+    const { holder, held_until: heldUntil, refused: wasRefused, jobs, ...taken } = rows[0];
+    this.outbox.jobsWritten(jobs, tx);
+    if (wasRefused) return { kind: 'done' };
     // not taken: a live lease (held_until > now()), so both are set
     if (taken.id === null) return { kind: 'leased', holder: holder!, until: heldUntil! };
     const { previous, ...claim } = taken;
@@ -206,7 +231,15 @@ export class MessageTransitions {
        RETURNING ${MESSAGE_COLUMNS}`,
     );
     this.usage.recordFromCte(stmt, received, 'sms_inbound_segments', { accountId: 'account_id', resourceId: 'id', quantity: 'segments' });
-    this.sideEffectsCtes(stmt, received, 'received', 'message.received');
+    stmt.with('msg_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'received' FROM ${received}`);
+    // A keyword's consent change is written by this same statement, and announced with the messages.
+    const consent = this.keywords.applyCtes(stmt, received);
+    const announced = stmt.with(
+      'msg_announced',
+      `SELECT account_id, 'message.received' AS type, ${MESSAGE_VIEW_JSON} AS payload FROM ${received}
+       UNION ALL SELECT account_id, type, payload FROM ${consent}`,
+    );
+    this.events.emitFromCte(stmt, announced, ['message.received', 'message.opted_out', 'message.opted_in'], 'payload');
   }
 
   /** The history row and the customer event of a move, for the rows of CTE `changed` (MESSAGE_COLUMNS). */

@@ -30,7 +30,7 @@ export class MessagesController {
     body: SendMessageDto,
     ok: DataOf(MessageView),
     idempotent: true,
-    errors: [[422, 'Validation failed: from not one of your numbers, send_at not in the next 30 days, ...; each errors[] entry names the field']],
+    errors: [[422, 'Validation failed: from not one of your numbers, send_at not in the next 30 days, ...; each errors[] entry names the field. recipient_opted_out: the handset replied STOP (or a synonym) to this number, or to any of your numbers when your account scope is account']],
   })
   async send(
     @AccountId() accountId: string,

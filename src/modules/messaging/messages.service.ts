@@ -8,6 +8,7 @@ import { PhoneNumbers } from '../numbers/phone-numbers.service.js';
 import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { MessageTransitions } from './message-transitions.js';
+import { optedOutSql, recipientOptedOut } from './opt-out-keywords.js';
 import { MESSAGE_COLUMNS, toView, type MessageView } from './message-view.js';
 import { countSegments } from '../../telephony/segments.js';
 
@@ -54,13 +55,16 @@ export class MessagesService {
     if (!number) throw invalidField('/from', `from must be one of your phone numbers; ${request.from} is not`);
     const { encoding, segments } = countSegments(request.text);
     const status = sendAt ? 'scheduled' : 'queued';
+    // WHERE NOT opted out: a handset that replied STOP gets nothing accepted for it. (A STOP
+    // committing after this is caught by the dispatch claim's own guard.)
     const { rows } = await exec<MessageView & { account_id: string }>(
       tx,
       `INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, send_at)
-       VALUES ($1, $2, 'outbound', $3, $4, $5, $6, $7, $8, $9, $10)
+       SELECT $1, $2, 'outbound', $3, $4, $5, $6, $7, $8, $9, $10 WHERE NOT ${optedOutSql('$2::text', '$3::text', '$4::text')}
        RETURNING ${MESSAGE_COLUMNS}`,
       [newId(IdPrefix.Message), accountId, request.from, request.to, request.text, status, segments, encoding, number.carrier, sendAt ?? null],
     );
+    if (rows.length === 0) throw recipientOptedOut(request.to);
     const message = toView(rows[0]);
     await this.transitions.recordHistory(tx, message.id, status);
     await this.outbox.enqueue(tx, { name: JobName.DispatchMessage, data: { messageId: message.id }, jobId: `dispatch-${message.id}`, runAt: sendAt });

@@ -17,12 +17,13 @@ import { MessagingInvariants } from './messaging-invariants.js';
 import { MessagesController } from './messages.controller.js';
 import { MessagesQuery } from './messages.query.js';
 import { MessagesService } from './messages.service.js';
+import { OptOutKeywords } from './opt-out-keywords.js';
 
 /** SMS: send (with Idempotency-Key), dispatch to carriers, receipts, inbound. */
 @Module({
   imports: [AccountsModule, BillingModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, WebhooksModule],
   controllers: [MessagesController],
-  providers: [MessagesService, MessagesQuery, MessageTransitions, MessagingCarrierEvents, DispatchMessageHandler, MessageSenders, TelnyxMessageSender, TwilioMessageSender, VonageMessageSender, MessagingInvariants],
+  providers: [MessagesService, MessagesQuery, MessageTransitions, MessagingCarrierEvents, DispatchMessageHandler, MessageSenders, TelnyxMessageSender, TwilioMessageSender, VonageMessageSender, MessagingInvariants, OptOutKeywords],
   exports: [MessageTransitions],
 })
 export class MessagingModule {}

@@ -39,16 +39,21 @@ export class CustomerEvents {
    * after the guard's CTE, reading from it, so it emits only for rows the guard changed. The
    * statement's runner calls OutboxService.jobsWritten with stmt.newJobsCount(). Returns the
    * CTE of the events (id, account_id, type, payload, created_at).
+   *
+   * `type` may instead list the types of a source whose own `type` column names each row's
+   * (one statement announcing several kinds of change; a statement emits once).
    */
-  emitFromCte(stmt: CteStatement, source: string, type: CustomerEventType, payload: string): string {
-    if (!isCustomerEventType(type)) throw new Error(`unknown customer event type ${JSON.stringify(type)}`);
+  emitFromCte(stmt: CteStatement, source: string, type: CustomerEventType | readonly CustomerEventType[], payload: string): string {
+    const types = typeof type === 'string' ? [type] : type;
+    for (const t of types) if (!isCustomerEventType(t)) throw new Error(`unknown customer event type ${JSON.stringify(t)}`);
+    const typeSql = typeof type === 'string' ? stmt.param(type, 'text') : `type::text`;
     const events = stmt.with(
       'evt_emitted',
       `INSERT INTO outbound_events (id, account_id, type, event_version, payload)
-       SELECT onceline_id('${IdPrefix.Event}'), account_id, ${stmt.param(type, 'text')}, ${stmt.param(CUSTOMER_EVENT_VERSION, 'int')}, ${payload} FROM ${source}
+       SELECT onceline_id('${IdPrefix.Event}'), account_id, ${typeSql}, ${stmt.param(CUSTOMER_EVENT_VERSION, 'int')}, ${payload} FROM ${source}
        RETURNING id, account_id, type, payload, created_at`,
     );
-    this.deliveries.createForEventsCte(stmt, events, type);
+    this.deliveries.createForEventsCte(stmt, events, typeof type === 'string' ? type : null);
     return events;
   }
 }

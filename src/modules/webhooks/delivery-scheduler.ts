@@ -66,10 +66,11 @@ export class DeliveryScheduler {
   /**
    * createForEvent as a fragment: the deliveries (and first-attempt jobs) of every event in CTE
    * `events` (columns id, account_id; and type, payload, created_at when the statement's process
-   * runs the first attempts after commit), all of type `type`. Returns the CTE of the deliveries made.
+   * runs the first attempts after commit), all of type `type` (null: each of its own `type`).
+   * Returns the CTE of the deliveries made.
    */
-  createForEventsCte(stmt: CteStatement, events: string, type: string): string {
-    const typeParam = stmt.param(type, 'text');
+  createForEventsCte(stmt: CteStatement, events: string, type: string | null): string {
+    const typeParam = type === null ? 'e.type' : stmt.param(type, 'text');
     // FOR SHARE: an enable, disable or delete of these endpoints in flight is waited for and its
     // outcome read, and none can commit before this statement's transaction, so `enabled` stays
     // true until the deliveries commit; a park or resume after us sees them. (enabled is read, not

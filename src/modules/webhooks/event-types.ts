@@ -7,6 +7,8 @@ export const CUSTOMER_EVENT_TYPES = [
   'message.sent',
   'message.delivered',
   'message.failed',
+  'message.opted_out',
+  'message.opted_in',
   'call.initiated',
   'call.answered',
   'call.completed',

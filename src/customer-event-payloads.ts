@@ -23,6 +23,7 @@ export const CUSTOMER_EVENT_PAYLOADS = {
   'message.delivered': { data: MessageView, when: 'the carrier reports an outbound message delivered (final)' },
   'message.failed': { data: MessageView, when: 'an outbound message failed: refused by the carrier, undeliverable, or the carrier stayed unavailable (final)' },
   'message.opted_out': { data: OptOutView, when: 'a handset replied STOP (or STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT, REVOKE, OPTOUT) to one of your numbers; once per change, however often the keyword is repeated' },
+  'message.cancelled': { data: MessageView, when: 'a queued or scheduled message was cancelled before its dispatch took it (final; never sent, never billed)' },
   'message.opted_in': { data: OptOutView, when: 'an opted-out handset replied START (or UNSTOP, YES); once per change' },
   'call.initiated': { data: CallView, when: 'a call to or from one of your numbers started ringing' },
   'call.answered': { data: CallView, when: 'a call was answered: a target was joined to the caller (the bridge), the voicemail answered, or a call your side placed was picked up. Once per call, never for a leg later written off by the join timeout; a call that ends answered before the join was reported gets it just before call.completed' },

@@ -3,7 +3,7 @@ import type { CarrierName } from '../../carriers/normalized-event.js';
 import type { Encoding } from '../../telephony/segments.js';
 import { isoTimestampSql } from '../../platform/database/cte-statement.js';
 
-export const MESSAGE_STATUSES = ['queued', 'scheduled', 'sending', 'sent', 'delivered', 'failed', 'received'] as const;
+export const MESSAGE_STATUSES = ['queued', 'scheduled', 'sending', 'sent', 'delivered', 'failed', 'received', 'cancelled'] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
 const ENCODINGS = ['GSM-7', 'UCS-2'] as const satisfies readonly Encoding[];
@@ -19,7 +19,7 @@ export class MessageView {
   @ApiProperty({ example: '+15550001111' }) from!: string;
   @ApiProperty({ example: '+15550002222' }) to!: string;
   @ApiProperty({ example: 'Your code is 1234' }) text!: string;
-  @ApiProperty({ enum: MESSAGE_STATUSES, example: 'queued', description: 'queued, scheduled, sending, sent, delivered, failed (outbound) or received (inbound); delivered and failed are final' })
+  @ApiProperty({ enum: MESSAGE_STATUSES, example: 'queued', description: 'queued, scheduled, sending, sent, delivered, failed, cancelled (outbound) or received (inbound); delivered, failed and cancelled are final' })
   status!: MessageStatus;
   @ApiProperty({ type: 'integer', minimum: 1, example: 1, description: 'GSM-7: 160 for one, 153 per part; UCS-2: 70 / 67 (UTF-16 code units)' }) segments!: number;
   @ApiProperty({ enum: ENCODINGS, example: 'GSM-7' }) encoding!: Encoding;
@@ -66,7 +66,7 @@ export function toView(row: MessageView & { account_id?: string }): MessageView 
 }
 
 /** Terminal statuses: the first terminal word from the carrier wins. */
-export const TERMINAL_STATUSES: MessageStatus[] = ['delivered', 'failed'];
+export const TERMINAL_STATUSES: MessageStatus[] = ['delivered', 'failed', 'cancelled'];
 /** Statuses from which dispatch may still move the message. */
 export const UNSENT_STATUSES: MessageStatus[] = ['queued', 'scheduled', 'sending'];
 /** Statuses a message not yet picked up by dispatch has. */

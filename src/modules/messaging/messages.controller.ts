@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Headers, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiQuery } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { AccountId } from '../accounts/api-key.guard.js';
@@ -39,6 +39,24 @@ export class MessagesController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     return answerStored(reply, await this.messages.send(accountId, { ...body }, parseIdempotencyKey(keyHeader)));
+  }
+
+  @Post(':id/cancel')
+  @HttpCode(200)
+  @ApiOperationDoc({
+    summary: 'Cancel a queued or scheduled message',
+    description: 'Exactly one of cancelled or sent happens, whatever the timing against its dispatch: the answer is the message cancelled (message.cancelled, never billed), or 409 message_not_cancellable once dispatch has taken it.',
+    ok: DataOf(MessageView),
+    errors: [404, [409, 'message_not_cancellable: the message is already sending, sent, delivered, failed or cancelled']],
+  })
+  async cancel(@AccountId() accountId: string, @Param('id') id: string) {
+    return { data: await this.messages.cancel(accountId, id) };
+  }
+
+  @Delete(':id')
+  @ApiOperationDoc({ summary: 'Cancel a queued or scheduled message (as POST /v2/messages/{id}/cancel)', ok: DataOf(MessageView), errors: [404, [409, 'message_not_cancellable']] })
+  async remove(@AccountId() accountId: string, @Param('id') id: string) {
+    return this.cancel(accountId, id);
   }
 
   @Get(':id')

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
 import { invalidField } from '../../platform/http/validation.js';
 import { newId, IdPrefix } from '../../platform/ids.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
@@ -69,6 +69,16 @@ export class MessagesService {
     await this.transitions.recordHistory(tx, message.id, status);
     await this.outbox.enqueue(tx, { name: JobName.DispatchMessage, data: { messageId: message.id }, jobId: `dispatch-${message.id}`, runAt: sendAt });
     return message;
+  }
+
+  /** POST /v2/messages/:id/cancel: the message cancelled, or why not (404, 409). */
+  async cancel(accountId: string, messageId: string): Promise<MessageView> {
+    const outcome = await this.uow.run((tx) => this.transitions.cancel(tx, accountId, messageId));
+    if (!outcome) throw new NotFoundException({ code: 'not_found', title: 'Resource not found', detail: `no outbound message ${messageId}` });
+    if (!outcome.cancelled) {
+      throw new ConflictException({ code: 'message_not_cancellable', title: 'Message not cancellable', detail: `message ${messageId} is ${outcome.previous}: only a queued or scheduled message can be cancelled` });
+    }
+    return outcome.cancelled;
   }
 
   private parseSendAt(sendAt?: string): Date | undefined {

@@ -9,6 +9,7 @@ export const CUSTOMER_EVENT_TYPES = [
   'message.failed',
   'message.opted_out',
   'message.opted_in',
+  'message.cancelled',
   'call.initiated',
   'call.answered',
   'call.completed',

@@ -7,7 +7,7 @@ import { Invariants, violations, type Snapshot } from '../../platform/verify/inv
 import { TERMINAL_STATUSES, type MessageStatus } from './message-view.js';
 
 /** Transitions a customer is told about, each as `message.<status>`. */
-const ANNOUNCED_STATUSES: MessageStatus[] = ['sent', 'delivered', 'failed', 'received'];
+const ANNOUNCED_STATUSES: MessageStatus[] = ['sent', 'delivered', 'failed', 'received', 'cancelled'];
 
 /**
  * Messaging's promises, as checks over committed rows: a carrier's final word lands, and every
@@ -61,7 +61,7 @@ export class MessagingInvariants implements OnModuleInit {
     );
     this.invariants.register(
       'messaging.one_event_per_transition',
-      'each sent/delivered/failed/received transition in a message history has exactly one customer event of that type (message ids)',
+      'each sent/delivered/failed/received/cancelled transition in a message history has exactly one customer event of that type (message ids)',
       (snapshot, limit) =>
         violations(
           snapshot,
@@ -77,6 +77,24 @@ export class MessagingInvariants implements OnModuleInit {
              FROM transitions t FULL JOIN announced a ON a.id = t.id AND a.type = t.type
             WHERE coalesce(t.n, 0) <> coalesce(a.n, 0)`,
           [ANNOUNCED_STATUSES, ANNOUNCED_STATUSES.map((s) => `message.${s}`)],
+          limit,
+        ),
+    );
+    this.invariants.register(
+      'messaging.no_send_after_opt_out',
+      'no message was taken for sending to a handset after its opt-out committed (message ids; keyword replies excepted)',
+      (snapshot, limit) =>
+        violations(
+          snapshot,
+          // Taken for sending: its `sending` history row, written by the dispatch claim, whose
+          // guard refuses an opted-out recipient; the opt-out counted is the one of the account's scope.
+          `SELECT DISTINCT m.id FROM messages m
+             JOIN accounts a ON a.id = m.account_id
+             JOIN message_opt_outs o ON o.account_id = m.account_id AND o.handset = m.to_number AND o.opted_out
+                  AND o.our_number = CASE a.opt_out_scope WHEN 'account' THEN '*' ELSE m.from_number END
+             JOIN message_status_history h ON h.message_id = m.id AND h.status = 'sending' AND h.at > o.changed_at
+            WHERE m.direction = 'outbound' AND m.auto_reply IS NULL`,
+          [],
           limit,
         ),
     );

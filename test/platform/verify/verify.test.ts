@@ -28,6 +28,7 @@ const INVARIANTS = [
   'entitlements.granted_once',
   'ingest.events_processed_by_deadline',
   'messaging.inbound_billed_once',
+  'messaging.no_send_after_opt_out',
   'messaging.one_event_per_transition',
   'messaging.outbound_billed_once',
   'messaging.receipt_implies_terminal',
@@ -162,6 +163,16 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
       await expectOnlyBroken('messaging.receipt_implies_terminal', 1, [flow.outbound]);
     } finally {
       await sql(`UPDATE messages SET status = 'delivered' WHERE id = $1`, [flow.outbound]);
+    }
+  }, SLOW);
+
+  it('messaging.no_send_after_opt_out: the flow message taken for sending after its recipient opted out', async () => {
+    const [m] = (await sql(`SELECT from_number, to_number FROM messages WHERE id = $1`, [flow.outbound])).rows;
+    await sql(`INSERT INTO message_opt_outs (account_id, our_number, handset, opted_out, changed_by, changed_at) VALUES ($1, $2, $3, true, 'msg_planted_stop', '-infinity')`, [flow.accountId, m.from_number, m.to_number]);
+    try {
+      await expectOnlyBroken('messaging.no_send_after_opt_out', 1, [flow.outbound]);
+    } finally {
+      await sql(`DELETE FROM message_opt_outs WHERE changed_by = 'msg_planted_stop'`);
     }
   }, SLOW);
 

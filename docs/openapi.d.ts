@@ -69,10 +69,11 @@ export interface paths {
         get: operations["PhoneNumbersController_list"];
         put?: never;
         /**
-         * Register a phone number
-         * @description One account per number: the first to register it owns it.
+         * Retired: register a phone number
+         * @deprecated
+         * @description Answers 405. Get a number by ordering it (`GET /v2/available_phone_numbers`, then `POST /v2/phone_number_orders`); a number the platform already holds is assigned by an operator with `numbers:assign`.
          */
-        post: operations["PhoneNumbersController_create"];
+        post: operations["PhoneNumbersController_retiredRegistration"];
         delete?: never;
         options?: never;
         head?: never;
@@ -793,19 +794,6 @@ export interface components {
              */
             billing_customer_id?: string | null;
         };
-        CreatePhoneNumberDto: {
-            /**
-             * @description E.164
-             * @example +15550001111
-             */
-            phone_number: string;
-            /**
-             * @description The carrier that serves the number
-             * @example telnyx
-             * @enum {string}
-             */
-            carrier: "telnyx" | "twilio" | "vonage";
-        };
         RingTarget: {
             /** @example +15550002222 */
             to: string;
@@ -851,6 +839,12 @@ export interface components {
              * @enum {string}
              */
             carrier: "telnyx" | "twilio" | "vonage";
+            /**
+             * @description ordering: its order is at the carrier; active: yours, it routes; releasing: stopped routing, released at the carrier once no call is in progress; released; failed: its order failed
+             * @example active
+             * @enum {string}
+             */
+            status: "ordering" | "active" | "releasing" | "released" | "failed";
             /** @description Voice settings (ring plan, transcription); null: calls to this number are not taken */
             voice: components["schemas"]["VoiceSettings"] | null;
             /**
@@ -2107,37 +2101,15 @@ export interface operations {
             };
         };
     };
-    PhoneNumbersController_create: {
+    PhoneNumbersController_retiredRegistration: {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreatePhoneNumberDto"];
-            };
-        };
+        requestBody?: never;
         responses: {
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PhoneNumberResponse"];
-                };
-            };
-            /** @description Malformed request: the body is not JSON, nests too deeply, or a header is malformed */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
             /** @description Missing, unknown or revoked API key */
             401: {
                 headers: {
@@ -2147,35 +2119,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The number is registered already (code phone_number_taken) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Request body over 256 KiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Validation failed: each errors[] entry names the body field (source.pointer) or query parameter (source.parameter) */
-            422: {
+            /** @description Numbers are ordered, not registered (code method_not_allowed); errors[] points to ordering and to numbers:assign */
+            405: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -141,7 +141,7 @@ async function main() {
   const api = (method, path, body) => call(API, method, path, { body, key });
 
   const numbers = Object.fromEntries(CARRIERS.map((carrier) => [carrier, randomNumber()]));
-  for (const [carrier, number] of Object.entries(numbers)) await api('POST', '/v2/phone_numbers', { phone_number: number, carrier });
+  for (const [carrier, number] of Object.entries(numbers)) cli('numbers:assign', '--account', account.id, '--number', number, '--carrier', carrier);
   say(`numbers ${CARRIERS.map((c) => `${numbers[c]} (${c})`).join(', ')}`);
 
   const receiver = await startReceiver();

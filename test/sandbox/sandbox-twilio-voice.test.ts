@@ -31,11 +31,7 @@ describe('sandbox Twilio Voice following our TwiML under chaos', () => {
     sandbox = await startSandboxChild({ PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, SANDBOX_CHAOS: 'duplicate=3,resign,delay_ms=30', LOG_LEVEL: 'error' });
     app = await startTestApp({ databaseUrl: db.url, relay: true, worker: true, port, env: { PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, TWILIO_API_URL: `${sandbox.url}/twilio` } });
     customer = await ApiClient.forNewAccount(app);
-    const number = async (phone_number: string, voice: object) => {
-      const created = await customer.post('/v2/phone_numbers', { phone_number, carrier: 'twilio' });
-      expect(created.status).toBe(201);
-      expect((await customer.request('PATCH', `/v2/phone_numbers/${created.body.data.id}`, { voice })).status).toBe(200);
-    };
+    const number = (phone_number: string, voice: object) => customer.assignNumber(phone_number, 'twilio', voice);
     await number(RING, { ring_plan: { targets: [{ to: BUSY }, { to: ANSWERS }], fallback: { action: 'hangup' } } });
     await number(VOICEMAIL, { ring_plan: { targets: [{ to: AWAY, timeout_secs: 5 }], fallback: { action: 'voicemail' } } });
     const behaviours = { time_scale: 0.05, [BUSY]: { busy: true }, [ANSWERS]: { answer_after_ms: 1000, talk_ms: 70_000 }, [AWAY]: { no_answer: true } };

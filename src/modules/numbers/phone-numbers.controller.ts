@@ -1,32 +1,40 @@
-import { Body, Controller, Get, NotFoundException, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpException, HttpStatus, NotFoundException, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiOperation, ApiResponse } from '@nestjs/swagger';
 import { AccountId } from '../accounts/api-key.guard.js';
 import { CustomerApi } from '../accounts/customer-api.js';
 import { toVoiceSettings } from '../sequential-ring/voice-settings.dto.js';
-import { ApiOperationDoc, ApiPageQuery, DataOf, ListOf } from '../../platform/http/api-docs.js';
+import { ApiOperationDoc, ApiPageQuery, DataOf, ErrorBody, ListOf } from '../../platform/http/api-docs.js';
 import { pageOf, parsePage } from '../../platform/http/pagination.js';
-import { CreatePhoneNumberDto, PhoneNumberView, UpdatePhoneNumberDto } from './phone-number.dto.js';
+import { PhoneNumberView, UpdatePhoneNumberDto } from './phone-number.dto.js';
 import { PhoneNumbers } from './phone-numbers.service.js';
 
 function numberNotFound(): NotFoundException {
   return new NotFoundException({ code: 'not_found', title: 'Resource not found', detail: 'no phone number with this id' });
 }
 
+const REGISTRATION_RETIRED = {
+  code: 'method_not_allowed',
+  title: 'Numbers are ordered, not registered',
+  detail:
+    'Search with GET /v2/available_phone_numbers and order with POST /v2/phone_number_orders; a number the platform already holds is assigned by an operator: onceline numbers:assign --account <id> --number <E.164> --carrier telnyx|twilio|vonage',
+  meta: { search: 'GET /v2/available_phone_numbers', order: 'POST /v2/phone_number_orders', operator_command: 'numbers:assign' },
+};
+
 @CustomerApi('Phone numbers')
 @Controller('v2/phone_numbers')
 export class PhoneNumbersController {
   constructor(private readonly numbers: PhoneNumbers) {}
 
+  /** The first-come registration is retired: numbers are ordered, or assigned by an operator. */
   @Post()
-  @ApiOperationDoc({
-    summary: 'Register a phone number',
-    description: 'One account per number: the first to register it owns it.',
-    status: 201,
-    body: CreatePhoneNumberDto,
-    ok: DataOf(PhoneNumberView),
-    errors: [[409, 'The number is registered already (code phone_number_taken)']],
+  @ApiOperation({
+    summary: 'Retired: register a phone number',
+    description: 'Answers 405. Get a number by ordering it (`GET /v2/available_phone_numbers`, then `POST /v2/phone_number_orders`); a number the platform already holds is assigned by an operator with `numbers:assign`.',
+    deprecated: true,
   })
-  async create(@AccountId() accountId: string, @Body() body: CreatePhoneNumberDto) {
-    return { data: await this.numbers.claim(accountId, body.phone_number, body.carrier) };
+  @ApiResponse({ status: 405, description: 'Numbers are ordered, not registered (code method_not_allowed); errors[] points to ordering and to numbers:assign', type: ErrorBody })
+  retiredRegistration(): never {
+    throw new HttpException({ errors: [REGISTRATION_RETIRED] }, HttpStatus.METHOD_NOT_ALLOWED);
   }
 
   @Get(':id')

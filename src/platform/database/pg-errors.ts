@@ -20,6 +20,11 @@ export function isUniqueViolation(err: unknown): boolean {
   return sqlState(err) === '23505';
 }
 
+/** A foreign key refused the row (SQLSTATE 23503): what it refers to does not exist. */
+export function isForeignKeyViolation(err: unknown): boolean {
+  return sqlState(err) === '23503';
+}
+
 /** Postgres refused a value (SQLSTATE class 22: a \u0000 in JSON text, a lone surrogate). */
 export function isDataError(err: unknown): boolean {
   return sqlState(err).startsWith('22');

@@ -168,9 +168,9 @@ describe('hostile input at every route', () => {
     await accounts.revokeApiKey(spare.id);
     revokedKey = spare.api_key;
     const endpoint = await customer.post('/v2/webhook_endpoints', { url: 'http://127.0.0.1:9/hook' });
-    const number = await customer.post('/v2/phone_numbers', { phone_number: '+15550001111', carrier: 'telnyx' });
+    const number = await customer.assignNumber('+15550001111', 'telnyx');
     const message = await customer.post('/v2/messages', { from: '+15550001111', to: '+15550002222', text: 'hi' });
-    realIds = [endpoint.body.data.id, number.body.data.id, message.body.data.id, spare.id];
+    realIds = [endpoint.body.data.id, number.id, message.body.data.id, spare.id];
     routes = appRoutes(app.app);
     openapi = (await customer.get('/docs-json')).body;
   });

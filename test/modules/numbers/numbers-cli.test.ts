@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { TEST_REDIS_URL } from '../../support/env.js';
+import { runNode, type NodeRun } from '../../support/run-node.js';
+
+const SLOW = 180_000;
+
+function oneDocument(run: NodeRun): any {
+  try {
+    return JSON.parse(run.stdout);
+  } catch {
+    throw new Error(`stdout is not one JSON document:\n${run.stdout}\nstderr:\n${run.stderr}`);
+  }
+}
+
+/** The operator's way in for numbers the platform already holds: numbers:assign, one JSON document under --json. */
+describe('numbers:assign', () => {
+  let db: TestDatabase;
+  const cli = (...args: string[]) => runNode(['dist/cli.js', ...args, '--json'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+  let alice: string;
+  let bob: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    [alice, bob] = await Promise.all(['alice', 'bob'].map(async (name) => oneDocument(await cli('accounts:create', '--name', name)).account.id));
+  }, SLOW);
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('assigns a number and prints it as the API shows it; again to the same account prints the same number; another account: exit 1, clear message, nothing written', async () => {
+    const assigned = await cli('numbers:assign', '--account', alice, '--number', '+15550301010', '--carrier', 'twilio');
+    expect(assigned.code).toBe(0);
+    const number = oneDocument(assigned);
+    expect(number).toMatchObject({ id: expect.stringMatching(/^num_/), record_type: 'phone_number', phone_number: '+15550301010', carrier: 'twilio', status: 'active', voice: null });
+    const again = await cli('numbers:assign', '--account', alice, '--number', '+15550301010', '--carrier', 'twilio');
+    expect(oneDocument(again).id).toBe(number.id);
+
+    const taken = await cli('numbers:assign', '--account', bob, '--number', '+15550301010', '--carrier', 'twilio');
+    expect(taken.code).toBe(1);
+    expect(oneDocument(taken).errors[0].detail).toMatch(/\+15550301010 is held by another account/);
+    expect(await db.count(`SELECT count(*) FROM phone_numbers WHERE account_id = $1`, [bob])).toBe(0);
+  }, SLOW);
+
+  it('refuses a bad number, carrier or account with exit 1 and one JSON document naming it', async () => {
+    const runs = await Promise.all([
+      cli('numbers:assign', '--account', alice, '--number', '5550301011', '--carrier', 'telnyx'),
+      cli('numbers:assign', '--account', alice, '--number', '+15550301011', '--carrier', 'bandwidth'),
+      cli('numbers:assign', '--account', 'acct_nobody', '--number', '+15550301011', '--carrier', 'telnyx'),
+    ]);
+    expect(runs.map((r) => r.code)).toEqual([1, 1, 1]);
+    expect(runs.map((r) => oneDocument(r).errors[0].detail)).toEqual([
+      expect.stringMatching(/--number must be an E.164/),
+      expect.stringMatching(/--carrier must be one of/),
+      expect.stringMatching(/no account acct_nobody/),
+    ]);
+    expect(await db.count(`SELECT count(*) FROM phone_numbers WHERE phone_number = '+15550301011'`)).toBe(0);
+  }, SLOW);
+});

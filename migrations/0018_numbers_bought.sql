@@ -9,6 +9,7 @@ ALTER TABLE phone_numbers
   ADD COLUMN status text NOT NULL DEFAULT 'active' CHECK (status IN ('ordering', 'active', 'releasing', 'released', 'failed')),
   ADD COLUMN order_id text,
   ADD COLUMN carrier_number_id text CHECK (length(carrier_number_id) <= 255),
+  ADD COLUMN country text CHECK (country ~ '^[A-Z]{2}$'),
   ADD COLUMN monthly_price_micros bigint CHECK (monthly_price_micros >= 0),
   ADD COLUMN activated_at timestamptz,
   ADD COLUMN released_at timestamptz;
@@ -25,6 +26,9 @@ CREATE TABLE number_orders (
   carrier           text NOT NULL CHECK (carrier IN ('telnyx', 'twilio', 'vonage')),
   status            text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'success', 'failed')),
   carrier_order_id  text CHECK (length(carrier_order_id) <= 255),
+  country           text NOT NULL CHECK (country ~ '^[A-Z]{2}$'),
+  -- The lease of the run calling the carrier: no other run calls it until this time.
+  placing_until     timestamptz,
   error             text,
   created_at        timestamptz NOT NULL DEFAULT now(),
   completed_at      timestamptz

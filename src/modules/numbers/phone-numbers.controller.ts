@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpException, HttpStatus, NotFoundException, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpException, HttpStatus, NotFoundException, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiResponse } from '@nestjs/swagger';
 import { AccountId } from '../accounts/api-key.guard.js';
 import { CustomerApi } from '../accounts/customer-api.js';
@@ -7,6 +7,7 @@ import { ApiOperationDoc, ApiPageQuery, DataOf, ErrorBody, ListOf } from '../../
 import { pageOf, parsePage } from '../../platform/http/pagination.js';
 import { PhoneNumberView, UpdatePhoneNumberDto } from './phone-number.dto.js';
 import { PhoneNumbers } from './phone-numbers.service.js';
+import { NumberReleases } from './number-releases.js';
 
 function numberNotFound(): NotFoundException {
   return new NotFoundException({ code: 'not_found', title: 'Resource not found', detail: 'no phone number with this id' });
@@ -23,7 +24,10 @@ const REGISTRATION_RETIRED = {
 @CustomerApi('Phone numbers')
 @Controller('v2/phone_numbers')
 export class PhoneNumbersController {
-  constructor(private readonly numbers: PhoneNumbers) {}
+  constructor(
+    private readonly numbers: PhoneNumbers,
+    private readonly releases: NumberReleases,
+  ) {}
 
   /** The first-come registration is retired: numbers are ordered, or assigned by an operator. */
   @Post()
@@ -59,6 +63,19 @@ export class PhoneNumbersController {
       body.voice === undefined ? await this.numbers.get(accountId, id) : await this.numbers.setVoice(accountId, id, body.voice === null ? null : toVoiceSettings(body.voice));
     if (!number) throw numberNotFound();
     return { data: number };
+  }
+
+  @Delete(':id')
+  @ApiOperationDoc({
+    summary: 'Release a phone number',
+    description:
+      'It stops routing at once (status releasing) and is released at the carrier once no call on it is in progress (status released, event number.released once). Repeating it changes nothing.',
+    status: 202,
+    ok: DataOf(PhoneNumberView),
+    errors: [404, [409, 'The number is still being ordered (code order_in_progress)']],
+  })
+  async release(@AccountId() accountId: string, @Param('id') id: string) {
+    return { data: await this.releases.request(accountId, id) };
   }
 
   @Get()

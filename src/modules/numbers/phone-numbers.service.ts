@@ -9,7 +9,7 @@ import type { VoiceSettings } from '../sequential-ring/ring-plan.js';
 import type { PhoneNumberView } from './phone-number.dto.js';
 import type { CteStatement } from '../../platform/database/cte-statement.js';
 
-const COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, status, voice, created_at`;
+export const NUMBER_COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, status, voice, created_at`;
 
 /** A number that routes (calls, messages, sends): only an active one. A releasing number stops at once. */
 const ROUTES = `status = 'active'`;
@@ -45,7 +45,7 @@ export class PhoneNumbers {
         `INSERT INTO phone_numbers (id, account_id, phone_number, carrier, status, activated_at) VALUES ($1, $2, $3, $4, 'active', now())
          ON CONFLICT (phone_number) WHERE ${HELD} DO UPDATE SET carrier = phone_numbers.carrier
            WHERE phone_numbers.account_id = EXCLUDED.account_id AND phone_numbers.carrier = EXCLUDED.carrier AND phone_numbers.${ROUTES}
-         RETURNING ${COLUMNS}`,
+         RETURNING ${NUMBER_COLUMNS}`,
         [newId(IdPrefix.PhoneNumber), accountId, phoneNumber, carrier],
       ));
     } catch (err) {
@@ -61,20 +61,20 @@ export class PhoneNumbers {
     // account_id in the WHERE: another account's number is not found, never changed.
     const { rows } = await exec<PhoneNumberView>(
       this.dataSource.manager,
-      `UPDATE phone_numbers SET voice = $3::jsonb WHERE id = $1 AND account_id = $2 AND ${HELD} RETURNING ${COLUMNS}`,
+      `UPDATE phone_numbers SET voice = $3::jsonb WHERE id = $1 AND account_id = $2 AND ${HELD} RETURNING ${NUMBER_COLUMNS}`,
       [id, accountId, voice === null ? null : JSON.stringify(voice)],
     );
     return rows[0];
   }
 
   async get(accountId: string, id: string): Promise<PhoneNumberView | undefined> {
-    const [row] = await this.dataSource.query(`SELECT ${COLUMNS} FROM phone_numbers WHERE id = $1 AND account_id = $2`, [id, accountId]);
+    const [row] = await this.dataSource.query(`SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE id = $1 AND account_id = $2`, [id, accountId]);
     return row;
   }
 
   async list(accountId: string, page: PageRequest): Promise<PhoneNumberView[]> {
     return this.dataSource.query(
-      `SELECT ${COLUMNS} FROM phone_numbers WHERE account_id = $1 AND ${HELD} AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
+      `SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE account_id = $1 AND ${HELD} AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
       [accountId, page.after ?? null, page.size + 1],
     );
   }
@@ -84,7 +84,7 @@ export class PhoneNumbers {
    * caller's transaction: a second pooled connection per transaction can exhaust the pool.
    */
   async findOwned(tx: Tx, accountId: string, phoneNumber: string): Promise<PhoneNumberView | undefined> {
-    const [row] = await tx.query(`SELECT ${COLUMNS} FROM phone_numbers WHERE account_id = $1 AND phone_number = $2 AND ${ROUTES}`, [accountId, phoneNumber]);
+    const [row] = await tx.query(`SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE account_id = $1 AND phone_number = $2 AND ${ROUTES}`, [accountId, phoneNumber]);
     return row;
   }
 

@@ -22,7 +22,9 @@ import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { CallsModule } from './modules/calls/calls.module.js';
 import { AuditCallsCommand } from './modules/calls/commands/audit-calls.command.js';
 import { NumbersModule } from './modules/numbers/numbers.module.js';
-import { AssignNumberCommand } from './modules/numbers/commands/numbers.commands.js';
+import {
+  AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RunRentalsCommand, SearchNumbersCommand,
+} from './modules/numbers/commands/numbers.commands.js';
 
 /** The admin CLI: thin commands over the same services the API uses. */
 @Module({})
@@ -31,7 +33,8 @@ export class CliModule {
     return {
       module: CliModule,
       imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule, NumbersModule],
-      providers: [ProgramName, MigrateCommand, CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand, AssignNumberCommand],
+      providers: [ProgramName, MigrateCommand, CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand,
+        AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RunRentalsCommand, SearchNumbersCommand],
     };
   }
 

@@ -3,6 +3,8 @@ import { NUMBER_PROVIDERS } from '../../carriers/number-providers.js';
 import { IdempotencyModule } from '../../platform/idempotency/idempotency.module.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
 import { AccountsModule } from '../accounts/accounts.module.js';
+import { BillingModule } from '../billing/billing.module.js';
+import { NumberRentals } from './number-rentals.js';
 import { IngestModule } from '../ingest/ingest.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { NumberOrderEvents } from './number-order-events.js';
@@ -20,12 +22,12 @@ import { PhoneNumbers } from './phone-numbers.service.js';
  * ownership (one holder per number) and the carrier each sends through.
  */
 @Module({
-  imports: [AccountsModule, IdempotencyModule, IngestModule, OutboxModule, WebhooksModule],
+  imports: [AccountsModule, BillingModule, IdempotencyModule, IngestModule, OutboxModule, WebhooksModule],
   controllers: [PhoneNumbersController, AvailablePhoneNumbersController, NumberOrdersController],
   providers: [
-    PhoneNumbers, NumberOrders, NumberOrderTransitions, PlaceNumberOrderHandler, PollNumberOrderHandler, NumberReleases, ReleaseNumberHandler, NumberSearchService, NumberOrderEvents,
+    PhoneNumbers, NumberOrders, NumberOrderTransitions, PlaceNumberOrderHandler, PollNumberOrderHandler, NumberReleases, ReleaseNumberHandler, NumberSearchService, NumberOrderEvents, NumberRentals,
     ...NUMBER_PROVIDERS,
   ],
-  exports: [PhoneNumbers, NumberOrders, NumberReleases, NumberSearchService, NumberOrderTransitions, ...NUMBER_PROVIDERS],
+  exports: [PhoneNumbers, NumberRentals, NumberOrders, NumberReleases, NumberSearchService, NumberOrderTransitions, ...NUMBER_PROVIDERS],
 })
 export class NumbersModule {}

@@ -56,6 +56,15 @@ export class PhoneNumbers {
     throw new ConflictException({ code: 'phone_number_taken', title: 'Phone number held', detail: `${phoneNumber} is held by another account (or on another carrier)` });
   }
 
+  /** Which of these numbers no account holds. */
+  async unassigned(phoneNumbers: string[]): Promise<string[]> {
+    const rows: { n: string }[] = await this.dataSource.query(
+      `SELECT n FROM unnest($1::text[]) AS n WHERE NOT EXISTS (SELECT FROM phone_numbers p WHERE p.phone_number = n AND p.${HELD}) ORDER BY n`,
+      [phoneNumbers],
+    );
+    return rows.map((r) => r.n);
+  }
+
   /** Sets (or with null clears) a number's voice settings; undefined when the account has no such number. */
   async setVoice(accountId: string, id: string, voice: VoiceSettings | null): Promise<PhoneNumberView | undefined> {
     // account_id in the WHERE: another account's number is not found, never changed.

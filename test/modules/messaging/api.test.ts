@@ -227,6 +227,7 @@ describe('phone numbers, messages and usage API', () => {
         sms_outbound_segments: outbound,
         sms_inbound_segments: 0,
         call_minutes: 0,
+        number_months: 0,
         amount_micros: outbound * app.config.PRICE_SMS_OUTBOUND_SEGMENT_MICROS,
         currency: 'USD',
       });

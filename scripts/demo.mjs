@@ -119,6 +119,25 @@ async function startReceiver() {
 
 const randomNumber = () => `+1555${String(randomInt(0, 10_000_000)).padStart(7, '0')}`;
 
+/**
+ * One number per carrier, as a user gets one: search (GET /v2/available_phone_numbers), order
+ * (POST /v2/phone_number_orders) and wait until the order succeeded (Telnyx completes it
+ * asynchronously with number_order.complete).
+ */
+async function buyNumbers(api) {
+  const numbers = {};
+  for (const carrier of CARRIERS) {
+    const found = await api('GET', `/v2/available_phone_numbers?carrier=${carrier}&features=sms,voice&limit=5`);
+    const phoneNumber = found.data[0].phone_number;
+    const order = await api('POST', '/v2/phone_number_orders', { carrier, phone_numbers: [phoneNumber] });
+    let settled;
+    await until(`the ${carrier} order of ${phoneNumber}`, async () => (settled = await api('GET', `/v2/phone_number_orders/${order.data.id}`)).data.status !== 'pending');
+    if (settled.data.status !== 'success') throw new Error(`the ${carrier} order of ${phoneNumber} failed: ${settled.data.error}`);
+    numbers[carrier] = phoneNumber;
+  }
+  return numbers;
+}
+
 /** Counter deltas between two /sandbox/stats snapshots (other fields kept as they are now). */
 function sub(after, before) {
   if (typeof after === 'number') return after - (before ?? 0);
@@ -140,9 +159,10 @@ async function main() {
   say(`account ${account.id} (billing customer ${billingCustomer})`);
   const api = (method, path, body) => call(API, method, path, { body, key });
 
-  const numbers = Object.fromEntries(CARRIERS.map((carrier) => [carrier, randomNumber()]));
-  for (const [carrier, number] of Object.entries(numbers)) cli('numbers:assign', '--account', account.id, '--number', number, '--carrier', carrier);
-  say(`numbers ${CARRIERS.map((c) => `${numbers[c]} (${c})`).join(', ')}`);
+  const numbers = await buyNumbers(api);
+  const bought = (await call(SANDBOX, 'GET', '/sandbox/numbers')).stats;
+  say(`numbers bought from the sandbox: ${CARRIERS.map((c) => `${numbers[c]} (${c})`).join(', ')}; sandbox bought ${bought.bought}, bought twice ${bought.bought_twice} (must be 0)`);
+  if (bought.bought_twice !== 0) throw new Error('the sandbox sold a number twice');
 
   const receiver = await startReceiver();
   const endpoint = await api('POST', '/v2/webhook_endpoints', { url: receiver.url, description: 'npm run demo' });

@@ -79,9 +79,11 @@ describe('the API description (OpenAPI 3.1) the app serves', () => {
     }
   });
 
-  it('documents every /v2 route the app serves, and only those', () => {
+  it('documents every /v2 route the app serves, and only those (retired routes, which only answer 405, aside)', () => {
+    // POST /v2/phone_numbers: the retired first-come registration; docs/contract.md names its 405.
+    const retired = ['POST /v2/phone_numbers'];
     const served_ = appRoutes(t.app.app)
-      .filter((r) => r.url.startsWith('/v2/') && r.method !== 'HEAD')
+      .filter((r) => r.url.startsWith('/v2/') && r.method !== 'HEAD' && !retired.includes(`${r.method} ${r.url}`))
       .map((r) => `${r.method} ${r.url.replace(/:(\w+)/g, '{$1}')}`);
     const documented = operations(served).map((o) => `${o.method.toUpperCase()} ${o.path}`);
     expect(documented.sort()).toEqual([...new Set(served_)].sort());

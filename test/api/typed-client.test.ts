@@ -81,7 +81,7 @@ describe('the typed client generated from the API description, against the runni
     expect((await api.GET('/v2/api_keys')).data!.data).toHaveLength(1);
   });
 
-  it('answers errors as described: errors[] bodies, 401, 404, 405, 422, and 429 with Retry-After', async () => {
+  it('answers errors as described: errors[] bodies, 401, 404, 409, 422, and 429 with Retry-After', async () => {
     const stranger = typedClient(t.app.url, undefined, described);
     const unauthenticated = await stranger.GET('/v2/messages');
     expect(unauthenticated.response.status).toBe(401);
@@ -91,9 +91,9 @@ describe('the typed client generated from the API description, against the runni
     expect(missing.response.status).toBe(404);
 
     const other = typedClient(t.app.url, (await ApiClient.forNewAccount(t.app, 'other')).apiKey, described);
-    const retired = await other.POST('/v2/phone_numbers', {});
-    expect(retired.response.status).toBe(405);
-    expect(retired.error!.errors[0].code).toBe('method_not_allowed');
+    const taken = await other.POST('/v2/phone_number_orders', { body: { carrier: 'telnyx', phone_numbers: [OUR_NUMBER] } });
+    expect(taken.response.status).toBe(409);
+    expect(taken.error!.errors[0]).toMatchObject({ code: 'phone_number_taken', source: { pointer: '/phone_numbers/0' } });
 
     const invalid = await api.POST('/v2/messages', { body: { from: OUR_NUMBER, to: 'not a number', text: '' } });
     expect(invalid.response.status).toBe(422);
@@ -110,7 +110,7 @@ describe('the typed client generated from the API description, against the runni
     expect(Number(answer.response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
 
     expect([...described.checked]).toEqual(expect.arrayContaining([
-      'GET /v2/messages → 401', 'GET /v2/messages/{id} → 404', 'POST /v2/phone_numbers → 405', 'POST /v2/messages → 422', 'GET /v2/phone_numbers → 429',
+      'GET /v2/messages → 401', 'GET /v2/messages/{id} → 404', 'POST /v2/phone_number_orders → 409', 'POST /v2/messages → 422', 'GET /v2/phone_numbers → 429',
     ]));
   });
 });

@@ -1,9 +1,9 @@
 import { Body, Controller, Delete, Get, HttpException, HttpStatus, NotFoundException, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiOperation, ApiResponse } from '@nestjs/swagger';
+import { ApiExcludeEndpoint } from '@nestjs/swagger';
 import { AccountId } from '../accounts/api-key.guard.js';
 import { CustomerApi } from '../accounts/customer-api.js';
 import { toVoiceSettings } from '../sequential-ring/voice-settings.dto.js';
-import { ApiOperationDoc, ApiPageQuery, DataOf, ErrorBody, ListOf } from '../../platform/http/api-docs.js';
+import { ApiOperationDoc, ApiPageQuery, DataOf, ListOf } from '../../platform/http/api-docs.js';
 import { pageOf, parsePage } from '../../platform/http/pagination.js';
 import { PhoneNumberView, UpdatePhoneNumberDto } from './phone-number.dto.js';
 import { PhoneNumbers } from './phone-numbers.service.js';
@@ -29,14 +29,13 @@ export class PhoneNumbersController {
     private readonly releases: NumberReleases,
   ) {}
 
-  /** The first-come registration is retired: numbers are ordered, or assigned by an operator. */
+  /**
+   * The first-come registration is retired: numbers are ordered, or assigned by an operator.
+   * Left out of the description (an operation with no success is no operation); the contract
+   * names the 405.
+   */
   @Post()
-  @ApiOperation({
-    summary: 'Retired: register a phone number',
-    description: 'Answers 405. Get a number by ordering it (`GET /v2/available_phone_numbers`, then `POST /v2/phone_number_orders`); a number the platform already holds is assigned by an operator with `numbers:assign`.',
-    deprecated: true,
-  })
-  @ApiResponse({ status: 405, description: 'Numbers are ordered, not registered (code method_not_allowed); errors[] points to ordering and to numbers:assign', type: ErrorBody })
+  @ApiExcludeEndpoint()
   retiredRegistration(): never {
     throw new HttpException({ errors: [REGISTRATION_RETIRED] }, HttpStatus.METHOD_NOT_ALLOWED);
   }

@@ -3,6 +3,7 @@ import type { ArgumentsHost } from '@nestjs/common';
 import fc from 'fast-check';
 import { AccountsService } from '../../../src/modules/accounts/accounts.service.js';
 import { ErrorsFilter } from '../../../src/platform/http/errors.filter.js';
+import { FakeNumberCarrier } from '../../support/fake-number-carrier.js';
 import { ApiClient } from '../../support/api-client.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { telnyxSigner } from '../../support/carrier-signing.js';
@@ -158,10 +159,13 @@ describe('hostile input at every route', () => {
   let realIds: string[];
   let routes: AppRoute[];
   let openapi: OpenApi;
+  // The numbers search asks a carrier: one that answers (an unreachable one is rightly a 503).
+  const numbersCarrier = new FakeNumberCarrier();
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    app = await startTestApp({ databaseUrl: db.url, env: { TELNYX_PUBLIC_KEY: signer.publicKey, API_RATE_LIMIT_PER_MINUTE: '1000000' } });
+    await numbersCarrier.start();
+    app = await startTestApp({ databaseUrl: db.url, env: { ...numbersCarrier.env(), TELNYX_PUBLIC_KEY: signer.publicKey, API_RATE_LIMIT_PER_MINUTE: '1000000' } });
     customer = await ApiClient.forNewAccount(app);
     const accounts = app.app.get(AccountsService);
     const spare = await accounts.createApiKey(customer.accountId);
@@ -176,6 +180,7 @@ describe('hostile input at every route', () => {
   });
   afterAll(async () => {
     await app.close();
+    await numbersCarrier.stop();
     await db.drop();
   });
 

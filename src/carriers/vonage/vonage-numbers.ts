@@ -16,7 +16,7 @@ export class VonageNumbers implements NumberProvider {
 
   private call(path: string, form?: Record<string, string>): Promise<Response> {
     const auth = Buffer.from(`${this.config.VONAGE_API_KEY}:${this.config.VONAGE_API_SECRET}`).toString('base64');
-    return callCarrier(`${this.config.vonageApiUrl}${path}`, {
+    return callCarrier(`${this.config.vonageNumbersApiUrl}${path}`, {
       method: form ? 'POST' : 'GET',
       headers: { authorization: `Basic ${auth}`, accept: 'application/json', ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
       body: form ? new URLSearchParams(form).toString() : undefined,

@@ -82,6 +82,10 @@ export class AppConfig {
   @IsOptional() @IsString()
   VONAGE_API_SECRET = DEV_VONAGE_API_SECRET;
 
+  /** Vonage's Numbers API base (production https://rest.nexmo.com); VONAGE_API_URL (the sandbox) unless set. */
+  @IsOptional() @Matches(URL_RE, { message: 'must be an absolute URL' })
+  VONAGE_NUMBERS_API_URL?: string;
+
   /** The Vonage application numbers we buy are linked to (its inbound and status URLs are ours). */
   @IsOptional() @IsString()
   VONAGE_APPLICATION_ID = DEV_VONAGE_APPLICATION_ID;
@@ -295,6 +299,11 @@ export class AppConfig {
    */
   get twilioWebhookAuthToken(): string | undefined {
     return trustedCredential(this.TWILIO_AUTH_TOKEN, DEV_TWILIO_AUTH_TOKEN, isLoopbackUrl(this.twilioApiUrl));
+  }
+
+  /** Where we search, buy and cancel Vonage numbers. */
+  get vonageNumbersApiUrl(): string {
+    return (this.VONAGE_NUMBERS_API_URL ?? this.vonageApiUrl).replace(/\/$/, '');
   }
 
   /** Where we call Vonage: the sandbox unless configured (production https://api.nexmo.com). */

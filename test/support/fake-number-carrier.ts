@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { LocalCarrierServer } from './local-carrier-server.js';
 
 type Carrier = 'telnyx' | 'twilio' | 'vonage';
 
@@ -31,7 +31,7 @@ const json = (res: http.ServerResponse, status: number, body: unknown) => {
  * connection is cut). Telnyx orders complete at once, or with `telnyxAsync` stay pending until
  * `completeTelnyxOrder` (what its number_order.complete webhook then reports).
  */
-export class FakeNumberCarrier {
+export class FakeNumberCarrier extends LocalCarrierServer {
   readonly requests: NumberRequest[] = [];
   readonly held = new Map<string, { carrier: Carrier; id: string; config: Record<string, string> }>();
   readonly telnyxOrders = new Map<string, TelnyxOrder>();
@@ -41,17 +41,17 @@ export class FakeNumberCarrier {
   /** Numbers any purchase of is refused (sold to someone else). */
   readonly unavailable = new Set<string>();
   private loseAnswers = 0;
-  private server?: http.Server;
-  url = '';
 
-  constructor(readonly offered: string[] = ['+13125550101', '+13125550102', '+13125550199', '+14155550101']) {}
+  constructor(readonly offered: string[] = ['+13125550101', '+13125550102', '+13125550199', '+14155550101']) {
+    super();
+  }
 
   loseNextPurchaseAnswers(n: number): void {
     this.loseAnswers += n;
   }
 
   async start(): Promise<this> {
-    this.server = http.createServer((req, res) => {
+    await this.listen((req, res) => {
       let body = '';
       req.on('data', (c) => (body += c));
       req.on('end', () => {
@@ -64,17 +64,7 @@ export class FakeNumberCarrier {
         }
       });
     });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}`;
     return this;
-  }
-
-  env(): Record<string, string> {
-    return { TELNYX_API_URL: `${this.url}/v2`, TWILIO_API_URL: `${this.url}/twilio`, VONAGE_API_URL: this.url };
-  }
-
-  async stop(): Promise<void> {
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 
   /** Purchases (successful or not) of this number that reached the carrier. */

@@ -2,17 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { TEST_REDIS_URL } from '../../support/env.js';
 import { FakeNumberCarrier } from '../../support/fake-number-carrier.js';
-import { runNode, type NodeRun } from '../../support/run-node.js';
+import { oneDocument, runNode } from '../../support/run-node.js';
 
 const SLOW = 180_000;
 
-function oneDocument(run: NodeRun): any {
-  try {
-    return JSON.parse(run.stdout);
-  } catch {
-    throw new Error(`stdout is not one JSON document:\n${run.stdout}\nstderr:\n${run.stderr}`);
-  }
-}
 
 /** The operator's way in for numbers the platform already holds: numbers:assign, one JSON document under --json. */
 describe('numbers:assign', () => {

@@ -4,19 +4,11 @@ import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { databaseUrl, TEST_PG_BASE, TEST_REDIS_URL } from '../../support/env.js';
 import { freePort } from '../../support/ports.js';
-import { mapLimit, runNode, type NodeRun } from '../../support/run-node.js';
+import { mapLimit, oneDocument, runNode, type NodeRun } from '../../support/run-node.js';
 
 // Each command boots a Node process; on a busy 2-core machine a test of several takes a while.
 const SLOW = 180_000;
 
-/** Parses the WHOLE of stdout: exactly one JSON document or the test fails. */
-function oneDocument(run: NodeRun): any {
-  try {
-    return JSON.parse(run.stdout);
-  } catch {
-    throw new Error(`stdout is not one JSON document:\n${run.stdout}\nstderr:\n${run.stderr}`);
-  }
-}
 
 function expectFailure(run: NodeRun, code: string, detail: RegExp): void {
   expect(run.code).not.toBe(0);

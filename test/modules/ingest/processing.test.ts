@@ -78,9 +78,9 @@ describe('carrier event processing', () => {
   }
 
   it('an unknown event type is stored and marked processed as ignored', async () => {
-    const id = await deliver(app, telnyxEvent('number_order.complete', { id: 'no_1' }));
+    const id = await deliver(app, telnyxEvent('fax.received', { id: 'no_1' }));
     const row = await settled(db, id, 'the ignored event to be processed');
-    expect(row).toMatchObject({ error: null, note: 'ignored: carrier event type number_order.complete' });
+    expect(row).toMatchObject({ error: null, note: 'ignored: carrier event type fax.received' });
     expect(row.processed_at).not.toBeNull();
   });
 

@@ -1,7 +1,7 @@
+import { DataSource } from 'typeorm';
 import type { PhoneNumberView } from '../../src/modules/numbers/phone-number.dto.js';
 import { PhoneNumbers } from '../../src/modules/numbers/phone-numbers.service.js';
 import type { TestApp } from './app.js';
-import { runNode } from './run-node.js';
 
 export type Carrier = 'telnyx' | 'twilio' | 'vonage';
 
@@ -15,9 +15,18 @@ export function assignNumber(app: TestApp, accountId: string, phoneNumber: strin
   return app.app.get(PhoneNumbers).assign(accountId, phoneNumber, carrier);
 }
 
-/** As assignNumber, through the operator's CLI (`numbers:assign --json`), for apps in other processes (test/support/cluster.ts). */
-export async function assignNumberByCli(env: Record<string, string>, accountId: string, phoneNumber: string, carrier: Carrier = 'telnyx'): Promise<PhoneNumberView> {
-  const run = await runNode(['dist/cli.js', 'numbers:assign', '--account', accountId, '--number', phoneNumber, '--carrier', carrier, '--json'], env);
-  if (run.code !== 0) throw new Error(`numbers:assign ${phoneNumber} failed (${run.code}): ${run.stdout}${run.stderr}`);
-  return JSON.parse(run.stdout) as PhoneNumberView;
+/**
+ * As assignNumber for an app in other processes (test/support/cluster.ts): the same service
+ * method on a connection of the test's own, without booting a CLI process per number.
+ */
+export async function assignNumbersIn(databaseUrl: string, accountId: string, phoneNumbers: string[], carrier: Carrier = 'telnyx'): Promise<PhoneNumberView[]> {
+  const dataSource = await new DataSource({ type: 'postgres', url: databaseUrl, entities: [] }).initialize();
+  try {
+    const numbers = new PhoneNumbers(dataSource);
+    const assigned: PhoneNumberView[] = [];
+    for (const phoneNumber of phoneNumbers) assigned.push(await numbers.assign(accountId, phoneNumber, carrier));
+    return assigned;
+  } finally {
+    await dataSource.destroy();
+  }
 }

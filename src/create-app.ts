@@ -31,7 +31,6 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     logger: new PinoNestLogger(log),
     abortOnError: false,
   });
-  app.enableShutdownHooks();
   app.useGlobalFilters(new ErrorsFilter());
   // Pipes run before the handler: a path id no id can equal is 404 before any query sees it.
   app.useGlobalPipes(new PrintablePathParams(), validationPipe());

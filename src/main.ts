@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { ConfigError, loadConfig } from './platform/config/app-config.js';
+import { stopGracefullyOnSignal } from './platform/lifecycle/graceful-stop.js';
 import { loadSandboxConfig, SandboxConfigError } from './sandbox/sandbox-config.js';
 import { SandboxRefused, startSandbox } from './sandbox/sandbox-server.js';
 
@@ -31,6 +32,8 @@ async function main(): Promise<void> {
     import('./platform/outbox/outbox-relay.js'),
   ]);
   const app = await createApp(config);
+  // Nest's hooks close the relay, then the workers (jobs in hand finish), then HTTP and the pools.
+  stopGracefullyOnSignal(role, () => app.close());
   await app.init();
   if (role === 'relay' || role === 'all') await app.get(OutboxRelay).start();
   if (role === 'worker' || role === 'all') app.get(JobWorkers).start();
@@ -64,9 +67,7 @@ async function runSandbox(): Promise<void> {
     }
     throw err;
   }
-  const stop = () => void sandbox.close().then(() => process.exit(0));
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  stopGracefullyOnSignal('sandbox', () => sandbox.close());
   process.stderr.write(`onceline sandbox started on ${sandbox.url} (webhooks to ${config.publicBaseUrl}, chaos ${config.SANDBOX_CHAOS || 'off'})\n`);
 }
 

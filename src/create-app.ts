@@ -9,6 +9,7 @@ import { randomBytesPooled } from './platform/ids.js';
 import { MetricsRegistry } from './platform/metrics/metrics-registry.js';
 import { answerClientError, answerFrameworkError } from './platform/http/client-errors.js';
 import { ErrorsFilter } from './platform/http/errors.filter.js';
+import { refuseNonJsonBodies } from './platform/http/json-bodies.js';
 import { createPino, PinoNestLogger } from './platform/logging/logger.js';
 import { PrintablePathParams } from './platform/http/path-params.js';
 import { MAX_BODY_BYTES, validationPipe } from './platform/http/validation.js';
@@ -37,6 +38,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
 
   const metrics = app.get(MetricsRegistry);
   const fastify = app.getHttpAdapter().getInstance();
+  refuseNonJsonBodies(fastify);
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

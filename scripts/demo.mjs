@@ -6,12 +6,13 @@
 // records and the sandbox's log lines of its own calls, so it can run again and again on one app
 // (one at a time: the sandbox's counters are shared). Settings: PORT, SANDBOX_PORT,
 // DEMO_MESSAGES (per batch, default 10), DEMO_INBOUND (default 10), DEMO_CALLS (default 5), DEMO_TIMEOUT_SECONDS (default 180).
+import './load-env.mjs'; // first: .env under the environment, as the app and the CLI read it
 import { spawnSync } from 'node:child_process';
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { ROOT } from './services.mjs';
 import { runCallsDemo, runTwilioCallsDemo } from './demo-calls.mjs';
-import { DEV_STRIPE_WEBHOOK_SECRET } from '../dist/telephony/dev-credentials.js';
+import { signedInvoicePaid } from './stripe-test-event.mjs';
 
 const env = process.env;
 const API = `http://127.0.0.1:${env.PORT || '3000'}`;
@@ -303,15 +304,9 @@ function cli(...args) {
  */
 async function buyBundle(customer) {
   cli('plans:upsert', '--lookup-key', BUNDLE.lookupKey, '--type', BUNDLE.type, '--quantity', String(BUNDLE.quantity));
-  const { default: Stripe } = await import('stripe');
   const invoiceId = `in_demo_${Date.now().toString(36)}`;
-  const period = { start: Math.floor(Date.now() / 1000), end: Math.floor(Date.now() / 1000) + 30 * 86400 };
   const post = async (eventId) => {
-    const payload = JSON.stringify({
-      id: eventId, object: 'event', type: 'invoice.paid',
-      data: { object: { id: invoiceId, object: 'invoice', customer, lines: { object: 'list', has_more: false, data: [{ object: 'line_item', quantity: 1, period, price: { object: 'price', lookup_key: BUNDLE.lookupKey } }] } } },
-    });
-    const signature = Stripe.webhooks.generateTestHeaderString({ payload, secret: env.STRIPE_WEBHOOK_SECRET || DEV_STRIPE_WEBHOOK_SECRET });
+    const { payload, signature } = signedInvoicePaid({ customer, lookupKey: BUNDLE.lookupKey, invoiceId, eventId });
     const res = await call(API, 'POST', '/webhooks/billing/stripe', { raw: payload, headers: { 'stripe-signature': signature } });
     return res.outcome;
   };

@@ -2,6 +2,7 @@
 // project-local ones under .data/ when needed), applies migrations, runs every role as child
 // processes, prints the URLs once /health/ready answers, and stops everything gracefully on
 // SIGINT/SIGTERM (including the .data/ services this run started).
+import './load-env.mjs'; // first: .env under the environment, as the app and the CLI read it
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { ConfigError, loadConfig } from './platform/config/app-config.js';
+import { withDotEnv } from './platform/config/dot-env.js';
 import { stopGracefullyOnSignal } from './platform/lifecycle/graceful-stop.js';
 import { loadSandboxConfig, SandboxConfigError } from './sandbox/sandbox-config.js';
 import { SandboxRefused, startSandbox } from './sandbox/sandbox-server.js';
@@ -17,7 +18,7 @@ async function main(): Promise<void> {
   if (role === 'sandbox') return runSandbox();
   let config;
   try {
-    config = loadConfig();
+    config = loadConfig(withDotEnv().env);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -48,7 +49,7 @@ async function main(): Promise<void> {
 async function runSandbox(): Promise<void> {
   let config;
   try {
-    config = loadSandboxConfig();
+    config = loadSandboxConfig(withDotEnv().env);
   } catch (err) {
     if (err instanceof SandboxConfigError) {
       process.stderr.write(`Invalid configuration: ${err.message}\n`);

@@ -17,7 +17,7 @@ export const TWILIO_CALL_CHAOS = 'duplicate=3,resign,delay_ms=100';
 /**
  * Runs the calls and returns the table rows ([what, expected, counted]) and the named checks
  * ([what, ok]). `ctx`: { api, sandbox, say, until, randomNumber, number, receiverEvents, sub, env,
- * accountId, since (when the demo began) }.
+ * accountId, since (when the demo began), fetch (reads retried) }.
  */
 export async function runCallsDemo(ctx, calls) {
   const { api, sandbox, say, until, randomNumber, number } = ctx;
@@ -128,7 +128,7 @@ const billedMinutes = (line) => (line.status === 'completed' ? Math.max(1, Math.
  * by name and the minutes the carrier's durations come to (per number called).
  */
 async function auditAgainstSandbox(ctx, numbers) {
-  const text = await (await fetch(`${ctx.sandboxUrl}/sandbox/calls/log?since=${encodeURIComponent(ctx.since)}`, { signal: AbortSignal.timeout(15000) })).text();
+  const text = await (await ctx.fetch(`${ctx.sandboxUrl}/sandbox/calls/log?since=${encodeURIComponent(ctx.since)}`, { signal: AbortSignal.timeout(15000) })).text();
   const lines = text.split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((l) => numbers.includes(l.to));
   const minutesTo = (number) => lines.filter((l) => l.to === number).reduce((n, l) => n + billedMinutes(l), 0);
   const dir = mkdtempSync(join(tmpdir(), 'onceline-demo-'));

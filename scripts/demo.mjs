@@ -43,7 +43,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function call(base, method, path, { body, raw, headers = {}, key } = {}) {
   const sent = raw ?? (body === undefined ? undefined : JSON.stringify(body));
-  const res = await fetch(`${base}${path}`, {
+  const res = await fetchRetryingReads(`${base}${path}`, {
     method,
     headers: { ...(sent !== undefined && { 'content-type': 'application/json' }), ...(key && { authorization: `Bearer ${key}` }), ...headers },
     body: sent,
@@ -58,6 +58,23 @@ async function call(base, method, path, { body, raw, headers = {}, key } = {}) {
   }
   if (!res.ok) throw new Error(`${method} ${base}${path} answered ${res.status}: ${text.slice(0, 300)}`);
   return json;
+}
+
+/**
+ * fetch, with a GET tried again (up to 3 times) when the connection failed: on a busy machine a
+ * kept-alive socket the server has just closed fails the next request that reuses it. Writes are
+ * not repeated. A failure names the request and the network error.
+ */
+async function fetchRetryingReads(url, init = {}) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fetch(url, init);
+    } catch (err) {
+      const reason = `${init.method ?? 'GET'} ${url}: ${err.message}${err.cause?.code ? ` (${err.cause.code})` : ''}`;
+      if ((init.method ?? 'GET') !== 'GET' || attempt >= 3 || err.name === 'TimeoutError') throw new Error(reason);
+      say(`${reason}; trying again`);
+    }
+  }
 }
 
 async function reachable() {
@@ -259,7 +276,7 @@ async function main() {
   ];
   const callCtx = (number) => ({
     api, sandbox: (method, path, body) => call(SANDBOX, method, path, { body }), sandboxUrl: SANDBOX, say, until, randomNumber, number,
-    receiverEvents: () => receiver.state.events, sub, env, accountId: account.id, since,
+    receiverEvents: () => receiver.state.events, sub, env, accountId: account.id, since, fetch: fetchRetryingReads,
   });
   const voice = await runCallsDemo(callCtx(numbers.telnyx), CALLS);
   const twilioVoice = await runTwilioCallsDemo(callCtx(numbers.twilio), CALLS, numbers.telnyx);

@@ -7,7 +7,7 @@ import { ConfigModule } from './platform/config/config.module.js';
 import { DatabaseModule } from './platform/database/database.module.js';
 import { MigrateCommand } from './platform/database/commands/migrate.command.js';
 import { EntitlementsModule } from './modules/entitlements/entitlements.module.js';
-import { UpsertPlanCommand } from './modules/entitlements/commands/plans.commands.js';
+import { ListPlansCommand, UpsertPlanCommand } from './modules/entitlements/commands/plans.commands.js';
 import { ListCarrierEventsCommand, ReplayCarrierEventsCommand } from './modules/ingest/commands/carrier-events.commands.js';
 import { IngestModule } from './modules/ingest/ingest.module.js';
 import { MessagingModule } from './modules/messaging/messaging.module.js';
@@ -29,7 +29,7 @@ export class CliModule {
     return {
       module: CliModule,
       imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule],
-      providers: [ProgramName, MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand],
+      providers: [ProgramName, MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand, ListPlansCommand],
     };
   }
 

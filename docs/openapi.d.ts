@@ -52,8 +52,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Link the account to its billing customer
-         * @description Paid invoices of that customer grant this account its prepaid bundles (POST /webhooks/billing/stripe).
+         * Update your account
+         * @description Nothing of the account is settable here yet. billing_customer_id is read-only: the operator links it (its paid invoices grant this account its bundles), so a body holding it is refused with 422 naming the field.
          */
         patch: operations["AccountController_update"];
         trace?: never;
@@ -905,11 +905,8 @@ export interface components {
             data: components["schemas"]["Account"];
         };
         UpdateAccountDto: {
-            /**
-             * @description The billing provider's customer id (Stripe cus_…) whose paid invoices grant this account's bundles; null unlinks
-             * @example cus_QxV4mN2bY7
-             */
-            billing_customer_id?: string | null;
+            /** @description Not settable: the billing customer is linked by the operator (accounts:create --billing-customer, accounts:link-billing). Sent, it is refused with 422 naming this field. */
+            readonly billing_customer_id?: string | null;
         };
         RingTarget: {
             /** @example +15550002222 */
@@ -2240,15 +2237,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Another account has this billing customer (code billing_customer_taken) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
             /** @description Request body over 256 KiB */
             413: {
                 headers: {
@@ -2267,7 +2255,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation failed: each errors[] entry names the body field (source.pointer) or query parameter (source.parameter) */
+            /** @description billing_customer_id is not settable (source.pointer /billing_customer_id) */
             422: {
                 headers: {
                     [name: string]: unknown;

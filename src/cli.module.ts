@@ -1,13 +1,13 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
-import { CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand } from './modules/accounts/commands/accounts.commands.js';
+import { CreateAccountCommand, CreateApiKeyCommand, LinkBillingCustomerCommand, RevokeApiKeyCommand } from './modules/accounts/commands/accounts.commands.js';
 import { ProgramName } from './platform/cli/program-name.js';
 import { AppConfig } from './platform/config/app-config.js';
 import { ConfigModule } from './platform/config/config.module.js';
 import { DatabaseModule } from './platform/database/database.module.js';
 import { MigrateCommand } from './platform/database/commands/migrate.command.js';
 import { EntitlementsModule } from './modules/entitlements/entitlements.module.js';
-import { UpsertPlanCommand } from './modules/entitlements/commands/plans.commands.js';
+import { ListPlansCommand, UpsertPlanCommand } from './modules/entitlements/commands/plans.commands.js';
 import { ListCarrierEventsCommand, ReplayCarrierEventsCommand } from './modules/ingest/commands/carrier-events.commands.js';
 import { IngestModule } from './modules/ingest/ingest.module.js';
 import { MessagingModule } from './modules/messaging/messaging.module.js';
@@ -33,7 +33,7 @@ export class CliModule {
     return {
       module: CliModule,
       imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule, NumbersModule],
-      providers: [ProgramName, MigrateCommand, CreateAccountCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand,
+      providers: [ProgramName, MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand, ListPlansCommand,
         AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RunRentalsCommand, SearchNumbersCommand],
     };
   }

@@ -1,3 +1,4 @@
+import { isLoopbackAddress } from '../platform/net/loopback.js';
 import type { CarrierName, NormalizedEvent } from './normalized-event.js';
 
 /** One carrier webhook as it reached us, before anything trusts it. */
@@ -9,6 +10,8 @@ export interface InboundWebhook {
   headers: Record<string, string | string[] | undefined>;
   /** Path plus query string as requested, e.g. `/webhooks/twilio/voice?x=1`. */
   url: string;
+  /** The TCP peer's address (the socket's, never a forwarded header): development credentials need a loopback one. */
+  peerAddress: string | undefined;
   /**
    * Which of the carrier's webhook URLs was called, for carriers with several (Twilio: messaging,
    * and for voice the incoming call, a dial's result, status callbacks, a voicemail recording).
@@ -55,4 +58,14 @@ export class MalformedWebhook extends Error {}
 export function header(headers: InboundWebhook['headers'], name: string): string | undefined {
   const value = headers[name.toLowerCase()];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * Why a webhook verified by a published development credential is refused (for the log), or
+ * undefined: such a credential is in this repository, so it proves something only for a request
+ * from this machine (the sandbox, a test), never from the network.
+ */
+export function developmentCredentialProblem(development: boolean, webhook: InboundWebhook): string | undefined {
+  if (!development || (webhook.peerAddress !== undefined && isLoopbackAddress(webhook.peerAddress))) return undefined;
+  return `a development credential verifies webhooks from loopback peers only; this one came from ${webhook.peerAddress ?? 'an unknown peer'}: set the real credential`;
 }

@@ -82,6 +82,11 @@ export interface CallStats {
     after_decline: number;
     /** Dialed legs that rang until their own timeout although their caller had hung up. */
     left_ringing: number;
+    /**
+     * A second physical leg for one intent: a dial whose command_id came back after Telnyx's
+     * window (60 s), or a dial carrying the client_state of an earlier leg.
+     */
+    duplicate_legs: number;
   };
   commands: {
     /** POST /v2/calls/{id}/actions/{action} received, valid or not. */
@@ -97,6 +102,8 @@ export interface CallStats {
     /** Refused otherwise: credentials, body, the leg's state. */
     invalid: number;
   };
+  /** Commands carried out whose answer was lost on purpose (`lose_command_answers`), by command. */
+  lost_answers: Record<string, number>;
   /** Chaos `fail_rate` / `reject` applied to call-control requests (dials and commands). */
   faults: { reject: number; '500': number; '503': number; timeout: number };
   /** Call events generated, by event type (before chaos copies them). */
@@ -114,8 +121,9 @@ function emptyCallStats(): CallStats {
     inbound: 0,
     dials: {
       requests: 0, accepted: 0, replayed: 0, invalid: 0, errors: {}, to: {},
-      after_caller_hangup: 0, while_another_rings: 0, after_decline: 0, left_ringing: 0,
+      after_caller_hangup: 0, while_another_rings: 0, after_decline: 0, left_ringing: 0, duplicate_legs: 0,
     },
+    lost_answers: {},
     commands: { requests: 0, by_action: {}, replayed: 0, ended: 0, not_found: 0, invalid: 0 },
     faults: { reject: 0, '500': 0, '503': 0, timeout: 0 },
     events: {},

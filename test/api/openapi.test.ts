@@ -60,6 +60,11 @@ describe('the API description (OpenAPI 3.1) the app serves', () => {
     if (typesFile !== types) throw new Error(`${STALE}\ndocs/openapi.d.ts differs from the types of /docs-json at ${firstDifference(types, typesFile)}`);
   });
 
+  it('describes the API key as an opaque bearer token, not a JWT', () => {
+    const schemes = (served as unknown as { components: { securitySchemes: Record<string, Record<string, unknown>> } }).components.securitySchemes;
+    expect(schemes.bearer).toEqual({ type: 'http', scheme: 'bearer', description: expect.stringContaining('olk_') });
+  });
+
   it("passes Redocly's recommended rules with no error and no warning", () => {
     const report = lint(DESCRIPTION_FILE);
     expect(summarize(report)).toEqual([]);

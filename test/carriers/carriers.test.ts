@@ -32,14 +32,14 @@ function twilioAdapter(): TwilioAdapter {
 }
 
 function telnyxWebhook(body: string, headers: Record<string, string>): InboundWebhook {
-  return { rawBody: Buffer.from(body), body: JSON.parse(body), headers, url: '/webhooks/telnyx' };
+  return { rawBody: Buffer.from(body), body: JSON.parse(body), headers, url: '/webhooks/telnyx', peerAddress: '127.0.0.1' };
 }
 
 type TwilioChannel = 'messaging' | 'voice' | 'voice.status' | 'voice.dial' | 'voice.recording';
 const twilioPath = (channel: TwilioChannel) => `/webhooks/twilio/${channel.replace('.', '/')}`;
 
 function twilioWebhook(channel: TwilioChannel, fields: Record<string, string>, headers: Record<string, string>, path = twilioPath(channel)): InboundWebhook {
-  return { rawBody: Buffer.from(formBody(fields)), body: fields, headers, url: path, channel };
+  return { rawBody: Buffer.from(formBody(fields)), body: fields, headers, url: path, channel, peerAddress: '127.0.0.1' };
 }
 
 describe('Telnyx Ed25519 signatures', () => {

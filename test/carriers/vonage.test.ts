@@ -11,7 +11,7 @@ const SECRET = 'test-vonage-signature-secret-with-32-bytes';
 const TOLERANCE = 300;
 
 function webhook(body: string, headers: Record<string, string>): InboundWebhook {
-  return { rawBody: Buffer.from(body), body: JSON.parse(body), headers, url: '/webhooks/vonage/messages' };
+  return { rawBody: Buffer.from(body), body: JSON.parse(body), headers, url: '/webhooks/vonage/messages', peerAddress: '127.0.0.1' };
 }
 
 const adapter = (env: Record<string, string> = { VONAGE_SIGNATURE_SECRET: SECRET }) => new VonageAdapter(loadConfig({ WEBHOOK_TOLERANCE_SECONDS: String(TOLERANCE), ...env }));

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CallSandbox, freshNumber, type CallEvent } from '../support/call-sandbox.js';
+import { CallSandbox, clientState, freshNumber, type CallEvent } from '../support/call-sandbox.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -81,7 +81,7 @@ describe('sandbox call behaviours and leg semantics', () => {
     expect(view.numbers[target]).toEqual([{ sip_error: 503, after_ms: 100, times: 2 }, { busy: true, after_ms: 100 }]);
     expect(view.time_scale).toBe(0.02);
     const reset = (await s.request('DELETE', '/sandbox/calls/behaviours')).body;
-    expect(reset).toEqual({ default: { answer_after_ms: 300, talk_ms: 2000 }, numbers: {}, time_scale: 0.01 });
+    expect(reset).toEqual({ default: { answer_after_ms: 300, talk_ms: 2000 }, numbers: {}, time_scale: 0.01, lose_command_answers: {}, command_id_window_ms: 60_000 });
   });
 
   it('a bridged call: either leg hanging up hangs up the other, as the side Telnyx ended', async () => {
@@ -183,5 +183,112 @@ describe('sandbox call behaviours and leg semantics', () => {
     await hangupOf(caller.call_control_id);
     await s.idle();
     expect(s.events({ leg: caller.call_control_id, type: 'call.recording.saved' })).toHaveLength(1);
+  });
+
+  it('answer_then_drop: the target answers and hangs up at once, and its call.hangup reaches the app before its call.answered', async () => {
+    const drops = freshNumber();
+    const dropsLater = freshNumber();
+    const next = freshNumber();
+    await s.behaviours({ [drops]: { answer_then_drop: true, answer_after_ms: 10 }, [dropsLater]: { answer_after_ms: 10, drop_after_ms: 100 }, [next]: { no_answer: true } });
+    expect((await s.request('GET', '/sandbox/calls/behaviours')).body.numbers[drops]).toEqual([{ answer_after_ms: 10, drop_after_ms: 0 }]);
+    const before = (await s.stats()).calls.dials;
+    const caller = await s.inbound({ to: '+15550001111' });
+    for (const target of [drops, dropsLater]) {
+      const leg = await dialTo(target, { link_to: caller.call_control_id });
+      const events = await s.waitForEvents({ leg }, ['call.answered', 'call.hangup']);
+      expect(events.map((e) => e.event_type)).toEqual(['call.initiated', 'call.hangup', 'call.answered']);
+      const [, hangup, answered] = events;
+      expect(hangup!.payload).toMatchObject({ hangup_cause: 'normal_clearing', hangup_source: 'callee' });
+      // the carrier's clocks still tell the truth: answered first
+      expect(Date.parse(answered!.occurred_at)).toBeLessThanOrEqual(Date.parse(hangup!.occurred_at));
+      expect(await s.leg(leg)).toMatchObject({ is_alive: false, state: 'hangup', answered_at: expect.any(String) });
+      // the late answer tempts the app to bridge a leg that no longer exists
+      expect((await s.action(caller.call_control_id, 'answer')).status).toBe(target === drops ? 200 : 422);
+      expect((await s.action(caller.call_control_id, 'bridge', { call_control_id: leg })).body.errors[0].code).toBe('90018');
+    }
+    // the dropped legs ring no more: the next dial is not "while another rings"
+    const third = await dialTo(next, { link_to: caller.call_control_id, timeout_secs: 600 });
+    await s.action(third, 'hangup');
+    await s.action(caller.call_control_id, 'hangup');
+    const after = (await s.stats()).calls.dials;
+    expect(after.while_another_rings - before.while_another_rings).toBe(0);
+    expect(after.after_caller_hangup - before.after_caller_hangup).toBe(0);
+  });
+
+  it('lose_command_answers: the dial is carried out but its answer lost (connection closed, or 504); the retry with the same command_id gets the leg, dials nothing', async () => {
+    const target = freshNumber();
+    await s.behaviours({ [target]: { no_answer: true }, lose_command_answers: { dial: 1 } });
+    expect((await s.request('GET', '/sandbox/calls/behaviours')).body.lose_command_answers).toEqual({ dial: { times: 1 } });
+    const before = (await s.stats()).calls;
+    const caller = await s.inbound({ to: '+15550001111' });
+    const intent = { to: target, link_to: caller.call_control_id, timeout_secs: 600, client_state: clientState({ leg: 'lost-0' }) };
+    await expect(s.dial({ ...intent, command_id: 'lost-dial-1' })).rejects.toThrow();
+    const ringing = await waitFor(() => s.request('GET', `/sandbox/calls?session=${caller.call_session_id}`), (r) => r.body.data.length === 2, { what: 'the leg the lost dial made' });
+    const leg = ringing.body.data[1].call_control_id;
+    expect(ringing.body.data[1]).toMatchObject({ to: target, state: 'bridging' });
+    const retried = await s.dial({ ...intent, command_id: 'lost-dial-1' });
+    expect([retried.status, retried.body.data.call_control_id]).toEqual([200, leg]);
+    expect((await s.request('GET', '/sandbox/calls/behaviours')).body.lose_command_answers).toEqual({});
+
+    // answered 504 after doing it: a hangup that did hang up
+    await s.behaviours({ lose_command_answers: { hangup: { times: 1, status: 504 } } });
+    const hungUp = await s.action(leg, 'hangup', { command_id: 'lost-hangup-1' });
+    expect([hungUp.status, hungUp.body.errors[0].code]).toEqual([504, '10007']);
+    expect(await hangupOf(leg)).toMatchObject({ hangup_cause: 'originator_cancel' });
+    expect((await s.action(leg, 'hangup', { command_id: 'lost-hangup-1' })).status).toBe(200);
+    // a dial whose answer is lost still counts as ringing: the next one into the call is "while another rings"
+    await s.behaviours({ lose_command_answers: { dial: { times: 1, status: 504 } } });
+    expect((await s.dial({ ...intent, client_state: clientState({ leg: 'lost-1' }), command_id: 'lost-dial-2' })).status).toBe(504);
+    const second = (await s.dial({ ...intent, client_state: clientState({ leg: 'lost-2' }), command_id: 'lost-dial-3' })).body.data.call_control_id;
+    await s.action(caller.call_control_id, 'hangup');
+    await hangupOf(caller.call_control_id);
+    for (const live of (await s.request('GET', `/sandbox/calls?session=${caller.call_session_id}`)).body.data.filter((l: any) => l.is_alive)) await s.action(live.call_control_id, 'hangup');
+    await hangupOf(second);
+    const after = (await s.stats()).calls;
+    expect(after.lost_answers).toEqual({ dial: (before.lost_answers.dial ?? 0) + 2, hangup: (before.lost_answers.hangup ?? 0) + 1 });
+    expect(after.dials.to[target]).toBe(3);
+    expect(after.dials.replayed - before.dials.replayed).toBe(1);
+    expect(after.commands.replayed - before.commands.replayed).toBe(1);
+    expect(after.dials.while_another_rings - before.dials.while_another_rings).toBe(1);
+    expect(after.dials.duplicate_legs - before.dials.duplicate_legs).toBe(0);
+  });
+
+  it('a command_id is honoured for Telnyx\'s window only: past it the same dial makes a second leg, counted as duplicate_legs, as is a new dial for the same client_state', async () => {
+    const target = freshNumber();
+    await s.behaviours({ [target]: { no_answer: true }, command_id_window_ms: 300 });
+    try {
+      const before = (await s.stats()).calls.dials;
+      const caller = await s.inbound({ to: '+15550001111' });
+      const intent = { to: target, link_to: caller.call_control_id, timeout_secs: 600, client_state: clientState({ leg: 'window-0' }), command_id: 'window-dial-1' };
+      const first = await s.dial(intent);
+      const startedAt = Date.now();
+      const replay = await s.dial(intent);
+      expect(replay.body.data.call_control_id).toBe(first.body.data.call_control_id);
+      expect(Date.now() - startedAt).toBeLessThan(300); // the replay fell inside the window
+      await waitFor(async () => Date.now(), (now) => now - startedAt > 400, { what: 'the command_id window to pass' });
+      const late = await s.dial(intent);
+      expect(late.status).toBe(200);
+      expect(late.body.data.call_control_id).not.toBe(first.body.data.call_control_id);
+      const fresh = await s.dial({ ...intent, command_id: 'window-dial-2' });
+      expect(fresh.body.data.call_control_id).not.toBe(late.body.data.call_control_id);
+      await s.action(caller.call_control_id, 'hangup');
+      for (const leg of [first, late, fresh]) await s.action(leg.body.data.call_control_id, 'hangup');
+      const after = (await s.stats()).calls.dials;
+      expect(after.replayed - before.replayed).toBe(1);
+      expect(after.duplicate_legs - before.duplicate_legs).toBe(2);
+      expect(after.while_another_rings - before.while_another_rings).toBe(2);
+      expect(after.to[target]).toBe(3);
+    } finally {
+      await s.behaviours({ command_id_window_ms: 60_000 });
+    }
+  });
+
+  it('refuses a lose_command_answers or command_id_window_ms it cannot play, changing nothing', async () => {
+    for (const body of [{ lose_command_answers: { transfer: 1 } }, { lose_command_answers: { dial: { times: 1, status: 404 } } }, { command_id_window_ms: -1 }, { command_id_window_ms: 1.5 }]) {
+      const res = await s.post('/sandbox/calls/behaviours', { ...body, time_scale: 0.5 });
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0].detail).toMatch(/lose_command_answers|command_id_window_ms/);
+    }
+    expect((await s.request('GET', '/sandbox/calls/behaviours')).body).toMatchObject({ time_scale: 0.01, lose_command_answers: {}, command_id_window_ms: 60_000 });
   });
 });

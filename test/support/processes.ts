@@ -82,7 +82,7 @@ export class RoleProcess {
   }
 }
 
-/** Waits until an HTTP URL answers 2xx. */
-export async function waitHttpOk(url: string, timeoutMs = 30000): Promise<void> {
+/** Waits until an HTTP URL answers 2xx (a deadline, not a pause: a loaded 2-core machine has taken 50 s to boot six processes). */
+export async function waitHttpOk(url: string, timeoutMs = 120_000): Promise<void> {
   await waitFor(() => fetch(url).then((r) => r.ok, () => false), Boolean, { timeoutMs, intervalMs: 100, what: `${url} to answer` });
 }

@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import Stripe from 'stripe';
 import { AppConfig } from '../../platform/config/app-config.js';
 import type { BillingEvent } from '../billing-event.js';
-import { header, MalformedWebhook, SignatureRejected, type InboundWebhook } from '../carrier-adapter.js';
-import { isObject, object, text } from '../shape.js';
+import { developmentCredentialProblem, header, MalformedWebhook, SignatureRejected, type InboundWebhook } from '../carrier-adapter.js';
+import { id, isObject, object, storableBody, word } from '../shape.js';
 import { readPaidInvoice } from './stripe-invoice.js';
 
 export const STRIPE_SIGNATURE_REFUSED = 'Stripe-Signature missing or wrong';
@@ -23,6 +23,8 @@ export class StripeAdapter {
   accept(webhook: InboundWebhook, nowMs = Date.now()): BillingEvent {
     const secret = this.config.stripeWebhookSecret;
     if (!secret) throw new SignatureRejected(STRIPE_SIGNATURE_REFUSED, 'STRIPE_WEBHOOK_SECRET is the development value outside a development deployment: set the real secret');
+    const remote = developmentCredentialProblem(this.config.isDevelopmentCredential('stripe'), webhook);
+    if (remote) throw new SignatureRejected(STRIPE_SIGNATURE_REFUSED, `STRIPE_WEBHOOK_SECRET: ${remote}`);
     const signature = header(webhook.headers, 'stripe-signature');
     if (!signature) throw new SignatureRejected(STRIPE_SIGNATURE_REFUSED);
     const tolerance = this.config.WEBHOOK_TOLERANCE_SECONDS;
@@ -30,11 +32,12 @@ export class StripeAdapter {
     const signedAt = Number(/(?:^|,)\s*t=(\d+)/.exec(signature)?.[1]);
     if (signedAt > nowMs / 1000 + tolerance) throw new SignatureRejected(STRIPE_TIMESTAMP_REFUSED);
     const event = verified(webhook.rawBody, signature, secret, tolerance, nowMs);
+    storableBody(event);
     const data = object(event, 'data', 'event');
-    const providerEventType = text(event, 'type', 'event');
+    const providerEventType = word(event, 'type', 'event');
     return {
       provider: this.provider,
-      providerEventId: text(event, 'id', 'event'),
+      providerEventId: id(event, 'id', 'event'),
       providerEventType,
       // The signed bytes are JSON already: Postgres parses them into jsonb as they are.
       payloadJson: webhook.rawBody.toString('utf8'),

@@ -1,6 +1,6 @@
 import { MalformedWebhook } from '../carrier-adapter.js';
 import type { PaidInvoice, PaidInvoiceLine } from '../billing-event.js';
-import { isObject, object, text, type Json } from '../shape.js';
+import { BOUNDS, bounded, id, isObject, object, type Json } from '../shape.js';
 
 /** Most units one invoice line may buy: a plan's quantity times this stays a safe integer. */
 export const MAX_LINE_QUANTITY = 1_000_000;
@@ -17,7 +17,7 @@ export function readPaidInvoice(invoice: Json): PaidInvoice {
   const lines = object(invoice, 'lines', path);
   if (!Array.isArray(lines.data)) throw new MalformedWebhook(`${path}.lines.data must be an array`);
   return {
-    invoiceId: text(invoice, 'id', path),
+    invoiceId: id(invoice, 'id', path),
     customerId: customerOf(invoice, path),
     lines: lines.data.flatMap((line, i) => readLine(line, `${path}.lines.data[${i}]`)),
     allLines: lines.has_more !== true,
@@ -27,14 +27,15 @@ export function readPaidInvoice(invoice: Json): PaidInvoice {
 /** `customer` is the customer's id, or the customer object when expanded. */
 function customerOf(invoice: Json, path: string): string {
   const customer = invoice.customer;
-  if (isObject(customer)) return text(customer, 'id', `${path}.customer`);
-  return text(invoice, 'customer', path);
+  if (isObject(customer)) return id(customer, 'id', `${path}.customer`);
+  return id(invoice, 'customer', path);
 }
 
 function readLine(line: unknown, path: string): PaidInvoiceLine[] {
   if (!isObject(line)) throw new MalformedWebhook(`${path} must be an object`);
   const lookupKey = lookupKeyOf(line);
   if (lookupKey === undefined) return [];
+  bounded(lookupKey, BOUNDS.idLength, `${path}.price.lookup_key`);
   const period = object(line, 'period', path);
   return [{ lookupKey, quantity: quantityOf(line, path), periodStart: unixTime(period, 'start', `${path}.period`), periodEnd: unixTime(period, 'end', `${path}.period`) }];
 }

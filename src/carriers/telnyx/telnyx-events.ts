@@ -2,7 +2,7 @@ import type { CallEndReason, CallEvent, CallProgress, NormalizedEvent, ReceiptSt
 import { decodeClientState } from './telnyx-client-state.js';
 import { readNumberOrder, telnyxPlacement } from './telnyx-numbers.js';
 import { MalformedWebhook } from '../carrier-adapter.js';
-import { instant, isObject, object, optionalText, text, type Json } from '../shape.js';
+import { address, BOUNDS, id, instant, isObject, object, optionalText, storableBody, text, word, type Json } from '../shape.js';
 
 /** Telnyx `to[].status` words → our receipt statuses. delivery_unconfirmed is not a delivery: stored as unknown. */
 const MESSAGE_STATUS: Record<string, ReceiptStatus> = {
@@ -51,11 +51,12 @@ export interface TelnyxEnvelope {
 /** The API v2 envelope `{"data":{"event_type","id","occurred_at","payload","record_type":"event"},"meta":{...}}`. */
 export function readEnvelope(body: unknown): TelnyxEnvelope {
   if (!isObject(body)) throw new MalformedWebhook('body must be a JSON object');
+  storableBody(body);
   const data = object(body, 'data', '');
   if (data.record_type !== 'event') throw new MalformedWebhook('data.record_type must be "event"');
   return {
-    id: text(data, 'id', 'data'),
-    eventType: text(data, 'event_type', 'data'),
+    id: id(data, 'id', 'data'),
+    eventType: word(data, 'event_type', 'data'),
     occurredAt: instant(data, 'occurred_at', 'data'),
     payload: object(data, 'payload', 'data'),
   };
@@ -70,19 +71,19 @@ export function normalizeTelnyx(envelope: TelnyxEnvelope): NormalizedEvent {
       return {
         ...base,
         kind: 'message.received',
-        carrierMessageId: text(p, 'id', 'data.payload'),
-        from: text(object(p, 'from', 'data.payload'), 'phone_number', 'data.payload.from'),
-        to: text(firstRecipient(p), 'phone_number', 'data.payload.to[0]'),
+        carrierMessageId: id(p, 'id', 'data.payload'),
+        from: address(object(p, 'from', 'data.payload'), 'phone_number', 'data.payload.from'),
+        to: address(firstRecipient(p), 'phone_number', 'data.payload.to[0]'),
         text: typeof p.text === 'string' ? p.text : '',
       };
     case 'message.sent':
     case 'message.finalized': {
-      const carrierStatus = text(firstRecipient(p), 'status', 'data.payload.to[0]');
+      const carrierStatus = word(firstRecipient(p), 'status', 'data.payload.to[0]');
       const error = Array.isArray(p.errors) && isObject(p.errors[0]) ? p.errors[0] : undefined;
       return {
         ...base,
         kind: 'message.status',
-        carrierMessageId: text(p, 'id', 'data.payload'),
+        carrierMessageId: id(p, 'id', 'data.payload'),
         status: MESSAGE_STATUS[carrierStatus] ?? 'unknown',
         carrierStatus,
         ...(error && { errorCode: optionalText(error, 'code'), errorDetail: optionalText(error, 'detail') ?? optionalText(error, 'title') }),
@@ -94,8 +95,8 @@ export function normalizeTelnyx(envelope: TelnyxEnvelope): NormalizedEvent {
     return { ...base, kind: 'number.order.completed', orderId: optionalText(p, 'customer_reference'), placement: telnyxPlacement(order) };
   }
   const leg = () => ({
-    carrierCallId: text(p, 'call_control_id', 'data.payload'),
-    callSessionId: text(p, 'call_session_id', 'data.payload'),
+    carrierCallId: id(p, 'call_control_id', 'data.payload'),
+    callSessionId: id(p, 'call_session_id', 'data.payload'),
     ...optionalLeg(p.client_state),
   });
   const call = CALL_EVENTS[envelope.eventType];
@@ -106,23 +107,26 @@ export function normalizeTelnyx(envelope: TelnyxEnvelope): NormalizedEvent {
       ...leg(),
       kind: call.kind,
       direction: callDirection(p.direction),
-      from: optionalText(p, 'from'),
-      to: optionalText(p, 'to'),
+      from: optionalText(p, 'from', { max: BOUNDS.addressLength, path: 'data.payload' }),
+      to: optionalText(p, 'to', { max: BOUNDS.addressLength, path: 'data.payload' }),
       progress: call.progress,
-      carrierStatus: optionalText(p, 'state') ?? envelope.eventType,
+      carrierStatus: optionalText(p, 'state', { max: BOUNDS.wordLength, path: 'data.payload' }) ?? envelope.eventType,
       ...(hangupCause && { hangupCause }),
       ...(call.kind === 'call.hangup' && { endReason: endReason(hangupCause, optionalText(p, 'sip_hangup_cause')) }),
     };
   }
   if (envelope.eventType === 'call.recording.saved') {
     const urls = isObject(p.recording_urls) ? p.recording_urls : isObject(p.public_recording_urls) ? p.public_recording_urls : {};
-    const recordingUrl = optionalText(urls, 'mp3') ?? optionalText(urls, 'wav');
+    const bound = { max: BOUNDS.urlLength, path: 'data.payload.recording_urls' };
+    const recordingUrl = optionalText(urls, 'mp3', bound) ?? optionalText(urls, 'wav', bound);
     if (!recordingUrl) throw new MalformedWebhook('data.payload.recording_urls must hold an mp3 or wav URL');
     return { ...base, ...leg(), kind: 'call.recording.saved', recordingUrl };
   }
   if (envelope.eventType === 'call.transcription') {
     const data = object(p, 'transcription_data', 'data.payload');
-    return { ...base, ...leg(), kind: 'call.transcription', text: text(data, 'transcript', 'data.payload.transcription_data'), final: data.is_final !== false };
+    const transcript = text(data, 'transcript', 'data.payload.transcription_data');
+    if (Buffer.byteLength(transcript) > BOUNDS.transcriptBytes) throw new MalformedWebhook(`data.payload.transcription_data.transcript must be at most ${BOUNDS.transcriptBytes} bytes of UTF-8`);
+    return { ...base, ...leg(), kind: 'call.transcription', text: transcript, final: data.is_final !== false };
   }
   return { ...base, kind: 'ignored', carrierEventType: envelope.eventType };
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
-import { header, MalformedWebhook, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../carrier-adapter.js';
-import { isObject } from '../shape.js';
+import { developmentCredentialProblem, header, MalformedWebhook, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../carrier-adapter.js';
+import { isObject, storableBody } from '../shape.js';
 import { normalizeTwilio, readCallback } from './twilio-events.js';
 import { readVoiceCallback } from './twilio-voice-events.js';
 import { twilioSignatureMatches, type FormFields } from './twilio-signature.js';
@@ -19,12 +19,15 @@ export class TwilioAdapter implements CarrierAdapter {
     // The published development token outside the sandbox: nothing a caller sends can be trusted.
     const token = this.config.twilioWebhookAuthToken;
     if (!token) throw new SignatureRejected(SIGNATURE_REFUSED, 'TWILIO_AUTH_TOKEN is the development value while TWILIO_API_URL is not loopback: set the real token');
+    const remote = developmentCredentialProblem(this.config.isDevelopmentCredential('twilio'), webhook);
+    if (remote) throw new SignatureRejected(SIGNATURE_REFUSED, `TWILIO_AUTH_TOKEN: ${remote}`);
     const fields = formFields(webhook.body);
     // Twilio signs the URL it was given: ours as the carrier sees it, plus the query string.
     const url = this.config.publicBaseUrl + webhook.url;
     const signature = header(webhook.headers, 'x-twilio-signature');
     if (!signature || !twilioSignatureMatches(token, url, fields ?? {}, signature)) throw new SignatureRejected(SIGNATURE_REFUSED);
     if (!fields) throw new MalformedWebhook('body must be form fields (application/x-www-form-urlencoded)');
+    storableBody(fields);
     const channel = webhook.channel ?? 'messaging';
     // Signed fields (and the signed query) only: I-Twilio-Idempotency-Token is not signed, so a replay could carry a fresh one.
     const { event, carrierEventType } = channel === 'messaging' ? messagingCallback(fields) : readVoiceCallback(fields, channel, webhook.url);

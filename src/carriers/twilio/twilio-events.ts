@@ -1,5 +1,6 @@
 import type { CallEndReason, CallEvent, CallProgress, NormalizedEvent, ReceiptStatus } from '../normalized-event.js';
 import { MalformedWebhook } from '../carrier-adapter.js';
+import { bounded, BOUNDS, instantOf } from '../shape.js';
 import type { FormFields } from './twilio-signature.js';
 
 /** Twilio MessageStatus words → our receipt statuses (anything else is stored as unknown). */
@@ -58,16 +59,41 @@ export function required(fields: FormFields, ...names: string[]): string {
   return value;
 }
 
+/** A field that is at most `max` characters when present (ids and words are parts of keys). */
+export function boundedField(fields: FormFields, max: number, ...names: string[]): string | undefined {
+  const value = field(fields, ...names);
+  return value === undefined ? undefined : bounded(value, max, `form field ${names.join(' or ')}`);
+}
+
+/** A SID (MessageSid, CallSid, RecordingSid…): required, at most BOUNDS.idLength characters. */
+export function requiredSid(fields: FormFields, ...names: string[]): string {
+  return bounded(required(fields, ...names), BOUNDS.idLength, `form field ${names.join(' or ')}`);
+}
+
+/** A status word: required, at most BOUNDS.wordLength characters. */
+export function requiredWord(fields: FormFields, ...names: string[]): string {
+  return bounded(required(fields, ...names), BOUNDS.wordLength, `form field ${names.join(' or ')}`);
+}
+
+/** A duration in whole seconds from 0 to BOUNDS.callSeconds, or undefined when absent. */
+export function seconds(fields: FormFields, name: string): number | undefined {
+  const value = field(fields, name);
+  if (value === undefined) return undefined;
+  const n = /^\d{1,6}$/.test(value) ? Number(value) : NaN;
+  if (!(n <= BOUNDS.callSeconds)) throw new MalformedWebhook(`form field ${name} must be a whole number of seconds from 0 to ${BOUNDS.callSeconds}`);
+  return n;
+}
+
 export function readCallback(fields: FormFields, channel: 'messaging' | 'voice'): TwilioCallback {
   return channel === 'messaging'
-    ? { sid: required(fields, 'MessageSid', 'SmsSid'), status: required(fields, 'MessageStatus', 'SmsStatus'), fields }
-    : { sid: required(fields, 'CallSid'), status: required(fields, 'CallStatus'), fields };
+    ? { sid: requiredSid(fields, 'MessageSid', 'SmsSid'), status: requiredWord(fields, 'MessageStatus', 'SmsStatus'), fields }
+    : { sid: requiredSid(fields, 'CallSid'), status: requiredWord(fields, 'CallStatus'), fields };
 }
 
 /** Twilio sends no event time on most callbacks: the voice `Timestamp` when present, else arrival. */
 export function occurredAt(fields: FormFields): string {
   const stamp = Date.parse(field(fields, 'Timestamp') ?? '');
-  return new Date(Number.isNaN(stamp) ? Date.now() : stamp).toISOString();
+  return Number.isNaN(stamp) ? new Date().toISOString() : instantOf(stamp, 'form field Timestamp');
 }
 
 export function normalizeTwilio(callback: TwilioCallback, carrierEventId: string, channel: 'messaging' | 'voice'): NormalizedEvent {
@@ -75,9 +101,11 @@ export function normalizeTwilio(callback: TwilioCallback, carrierEventId: string
   const base = { carrier: 'twilio' as const, carrierEventId, occurredAt: occurredAt(fields) };
   if (channel === 'messaging') {
     if (status === 'received') {
-      return { ...base, kind: 'message.received', carrierMessageId: sid, from: required(fields, 'From'), to: required(fields, 'To'), text: field(fields, 'Body') ?? '' };
+      const from = bounded(required(fields, 'From'), BOUNDS.addressLength, 'form field From');
+      const to = bounded(required(fields, 'To'), BOUNDS.addressLength, 'form field To');
+      return { ...base, kind: 'message.received', carrierMessageId: sid, from, to, text: field(fields, 'Body') ?? '' };
     }
-    const errorCode = field(fields, 'ErrorCode');
+    const errorCode = boundedField(fields, BOUNDS.wordLength, 'ErrorCode');
     return {
       ...base,
       kind: 'message.status',
@@ -88,18 +116,18 @@ export function normalizeTwilio(callback: TwilioCallback, carrierEventId: string
     };
   }
   const call = CALL_STATUS[status] ?? { kind: 'call.status' as const, progress: 'unknown' as const };
-  const duration = Number(field(fields, 'CallDuration'));
+  const duration = seconds(fields, 'CallDuration');
   return {
     ...base,
     kind: call.kind,
     carrierCallId: sid,
     callSessionId: sid,
     direction: callDirection(field(fields, 'Direction')),
-    from: field(fields, 'From'),
-    to: field(fields, 'To'),
+    from: boundedField(fields, BOUNDS.addressLength, 'From'),
+    to: boundedField(fields, BOUNDS.addressLength, 'To'),
     progress: call.progress,
     carrierStatus: status,
-    ...(Number.isInteger(duration) && duration >= 0 && field(fields, 'CallDuration') !== undefined && { durationSeconds: duration }),
+    ...(duration !== undefined && { durationSeconds: duration }),
     ...(call.progress === 'ended' && status !== 'completed' && { hangupCause: status }),
     ...(call.progress === 'ended' && { endReason: TWILIO_END_REASONS[status] ?? 'failed' }),
   };

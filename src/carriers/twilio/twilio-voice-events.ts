@@ -1,6 +1,7 @@
 import type { CallEndReason, CallEvent, CallRecordingSaved, NormalizedEvent } from '../normalized-event.js';
 import { MalformedWebhook } from '../carrier-adapter.js';
-import { field, normalizeTwilio, occurredAt, readCallback, required } from './twilio-events.js';
+import { bounded, BOUNDS } from '../shape.js';
+import { boundedField, normalizeTwilio, occurredAt, readCallback, required, requiredSid, requiredWord, seconds } from './twilio-events.js';
 import type { FormFields } from './twilio-signature.js';
 
 export type VoiceChannel = 'voice' | 'voice.dial' | 'voice.status' | 'voice.recording';
@@ -48,14 +49,14 @@ export function readVoiceCallback(fields: FormFields, channel: VoiceChannel, url
 }
 
 function dialResult(fields: FormFields, query: URLSearchParams): VoiceCallback {
-  const callSid = required(fields, 'CallSid');
-  const status = required(fields, 'DialCallStatus');
+  const callSid = requiredSid(fields, 'CallSid');
+  const status = requiredWord(fields, 'DialCallStatus');
   const leg = { callId: queryValue(query, 'call'), target: targetIndex(query), attempt: 1 };
-  const dialSid = field(fields, 'DialCallSid');
-  const duration = Number(field(fields, 'DialCallDuration') ?? '0');
+  const dialSid = boundedField(fields, BOUNDS.idLength, 'DialCallSid');
+  const duration = seconds(fields, 'DialCallDuration') ?? 0;
   const answered = status === 'completed' || status === 'answered';
   // The parent call's own status rides along: a final word means the caller left while this target rang.
-  const callerLeft = FINAL_CALL_STATUSES.has(field(fields, 'CallStatus') ?? '');
+  const callerLeft = FINAL_CALL_STATUSES.has(boundedField(fields, BOUNDS.wordLength, 'CallStatus') ?? '');
   const event: CallEvent = {
     carrier: 'twilio',
     // CallSid + target + DialCallSid: each step of the chain is its own event, a repeat of one step a duplicate.
@@ -66,13 +67,13 @@ function dialResult(fields: FormFields, query: URLSearchParams): VoiceCallback {
     callSessionId: callSid,
     ourLeg: leg,
     direction: 'outbound',
-    to: field(fields, 'To'),
-    from: field(fields, 'From'),
+    to: boundedField(fields, BOUNDS.addressLength, 'To'),
+    from: boundedField(fields, BOUNDS.addressLength, 'From'),
     progress: 'ended',
     carrierStatus: status,
     answered,
     callerLeft,
-    ...(Number.isInteger(duration) && duration >= 0 && { durationSeconds: duration }),
+    durationSeconds: duration,
     ...(!answered && { hangupCause: status }),
     endReason: DIAL_END_REASONS[status] ?? 'failed',
   };
@@ -81,8 +82,8 @@ function dialResult(fields: FormFields, query: URLSearchParams): VoiceCallback {
 
 /** The voicemail's recording: the caller's leg recorded it, so the call is found by its CallSid. */
 function recording(fields: FormFields): VoiceCallback {
-  const callSid = required(fields, 'CallSid');
-  const recordingSid = required(fields, 'RecordingSid');
+  const callSid = requiredSid(fields, 'CallSid');
+  const recordingSid = requiredSid(fields, 'RecordingSid');
   const event: CallRecordingSaved = {
     carrier: 'twilio',
     carrierEventId: `${callSid}:recording:${recordingSid}`,
@@ -90,7 +91,7 @@ function recording(fields: FormFields): VoiceCallback {
     kind: 'call.recording.saved',
     carrierCallId: callSid,
     callSessionId: callSid,
-    recordingUrl: required(fields, 'RecordingUrl'),
+    recordingUrl: boundedField(fields, BOUNDS.urlLength, 'RecordingUrl') ?? required(fields, 'RecordingUrl'),
   };
   return { event, carrierEventType: 'voice.recording' };
 }
@@ -98,7 +99,7 @@ function recording(fields: FormFields): VoiceCallback {
 function queryValue(query: URLSearchParams, name: string): string {
   const value = query.get(name);
   if (!value) throw new MalformedWebhook(`query parameter ${name} is required`);
-  return value;
+  return bounded(value, BOUNDS.idLength, `query parameter ${name}`);
 }
 
 function targetIndex(query: URLSearchParams): number {

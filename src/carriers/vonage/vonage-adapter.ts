@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
-import { header, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../carrier-adapter.js';
+import { developmentCredentialProblem, header, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../carrier-adapter.js';
 import { normalizeVonage, readCallback } from './vonage-events.js';
 import { SIGNATURE_REFUSED, verifyVonageWebhook } from './vonage-signature.js';
 
@@ -15,6 +15,8 @@ export class VonageAdapter implements CarrierAdapter {
     // The published development secret outside the sandbox: nothing a caller sends can be trusted.
     const secret = this.config.vonageSignatureSecret;
     if (!secret) throw new SignatureRejected(SIGNATURE_REFUSED, 'VONAGE_SIGNATURE_SECRET is the development value while VONAGE_API_URL is not loopback: set the real secret');
+    const remote = developmentCredentialProblem(this.config.isDevelopmentCredential('vonage'), webhook);
+    if (remote) throw new SignatureRejected(SIGNATURE_REFUSED, `VONAGE_SIGNATURE_SECRET: ${remote}`);
     const verified = await verifyVonageWebhook(secret, header(webhook.headers, 'authorization'), webhook.rawBody, this.config.WEBHOOK_TOLERANCE_SECONDS);
     if ('problem' in verified) throw new SignatureRejected(verified.problem);
     const callback = readCallback(webhook.body);

@@ -1,6 +1,6 @@
 import { MalformedWebhook } from '../carrier-adapter.js';
 import type { NormalizedEvent, ReceiptStatus } from '../normalized-event.js';
-import { instant, isObject, optionalText, text, type Json } from '../shape.js';
+import { address, id, instant, isObject, optionalText, storableBody, word, type Json } from '../shape.js';
 
 /** Vonage Messages status words → our receipt statuses (anything else is stored as unknown). */
 const MESSAGE_STATUS: Record<string, ReceiptStatus> = {
@@ -26,8 +26,9 @@ export interface VonageCallback {
 
 export function readCallback(body: unknown): VonageCallback {
   if (!isObject(body)) throw new MalformedWebhook('body must be a JSON object');
-  const messageUuid = text(body, 'message_uuid', 'body');
-  const status = body.status === undefined ? INBOUND : text(body, 'status', 'body');
+  storableBody(body);
+  const messageUuid = id(body, 'message_uuid', 'body');
+  const status = body.status === undefined ? INBOUND : word(body, 'status', 'body');
   return { messageUuid, status, body };
 }
 
@@ -38,14 +39,14 @@ export function e164(number: string): string {
 
 export function normalizeVonage({ messageUuid, status, body }: VonageCallback): NormalizedEvent {
   const base = { carrier: 'vonage' as const, carrierEventId: `${messageUuid}:${status}`, occurredAt: instant(body, 'timestamp', 'body') };
-  const channel = text(body, 'channel', 'body');
+  const channel = word(body, 'channel', 'body');
   // Only SMS is ours; another channel's event is kept, not acted on.
   if (channel !== 'sms') return { ...base, kind: 'ignored', carrierEventType: `${channel}.${status}` };
   if (status === INBOUND) {
     if (optionalText(body, 'message_type') !== 'text') return { ...base, kind: 'ignored', carrierEventType: `sms.${INBOUND}` };
     return {
       ...base, kind: 'message.received', carrierMessageId: messageUuid,
-      from: e164(text(body, 'from', 'body')), to: e164(text(body, 'to', 'body')), text: typeof body.text === 'string' ? body.text : '',
+      from: e164(address(body, 'from', 'body')), to: e164(address(body, 'to', 'body')), text: typeof body.text === 'string' ? body.text : '',
     };
   }
   return { ...base, kind: 'message.status', carrierMessageId: messageUuid, status: MESSAGE_STATUS[status] ?? 'unknown', carrierStatus: status, ...readError(body.error) };

@@ -1,17 +1,24 @@
 import { Body, Controller, Get, Patch } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
-import { Matches, ValidateIf } from 'class-validator';
+import { Allow } from 'class-validator';
 import { ApiOperationDoc, DataOf } from '../../platform/http/api-docs.js';
-import { AccountsService, BILLING_CUSTOMER_PATTERN } from './accounts.service.js';
+import { AccountsService } from './accounts.service.js';
+import { invalidField } from '../../platform/http/validation.js';
 import { AccountId } from './api-key.guard.js';
 import { CustomerApi } from './customer-api.js';
 
 export class UpdateAccountDto {
-  @ApiPropertyOptional({ type: 'string', example: 'cus_QxV4mN2bY7', nullable: true, pattern: BILLING_CUSTOMER_PATTERN.source, description: "The billing provider's customer id (Stripe cus_…) whose paid invoices grant this account's bundles; null unlinks" })
-  @ValidateIf((_, v) => v !== null && v !== undefined)
-  @Matches(BILLING_CUSTOMER_PATTERN, { message: 'billing_customer_id must be 1 to 255 of A-Z a-z 0-9 _ -' })
-  billing_customer_id?: string | null;
+  @ApiPropertyOptional({
+    type: 'string', nullable: true, readOnly: true,
+    description: 'Not settable: the billing customer is linked by the operator (accounts:create --billing-customer, accounts:link-billing). Sent, it is refused with 422 naming this field.',
+  })
+  @Allow()
+  billing_customer_id?: unknown;
 }
+
+/** Why billing_customer_id is refused: whoever links a customer receives the bundles its paid invoices grant. */
+export const BILLING_CUSTOMER_NOT_SETTABLE =
+  'billing_customer_id is not settable through the API: your billing customer is linked by the operator; GET /v2/account shows the link';
 
 /** The account as the REST API shows it. */
 @ApiSchema({ name: 'Account' })
@@ -37,14 +44,14 @@ export class AccountController {
 
   @Patch()
   @ApiOperationDoc({
-    summary: 'Link the account to its billing customer',
-    description: 'Paid invoices of that customer grant this account its prepaid bundles (POST /webhooks/billing/stripe).',
+    summary: 'Update your account',
+    description: 'Nothing of the account is settable here yet. billing_customer_id is read-only: the operator links it (its paid invoices grant this account its bundles), so a body holding it is refused with 422 naming the field.',
     body: UpdateAccountDto,
     ok: DataOf(AccountSchema),
-    errors: [[409, 'Another account has this billing customer (code billing_customer_taken)']],
+    errors: [[422, 'billing_customer_id is not settable (source.pointer /billing_customer_id)']],
   })
   async update(@AccountId() accountId: string, @Body() body: UpdateAccountDto) {
-    if (body.billing_customer_id === undefined) return { data: await this.accounts.getAccount(accountId) };
-    return { data: await this.accounts.setBillingCustomer(accountId, body.billing_customer_id) };
+    if (body.billing_customer_id !== undefined) throw invalidField('/billing_customer_id', BILLING_CUSTOMER_NOT_SETTABLE);
+    return { data: await this.accounts.getAccount(accountId) };
   }
 }

@@ -22,13 +22,13 @@ export interface AccountView {
   created_at: string;
 }
 
-const ACCOUNT_COLUMNS = `id, 'account' AS record_type, name, billing_customer_id, created_at`;
+export const ACCOUNT_COLUMNS = `id, 'account' AS record_type, name, billing_customer_id, created_at`;
 
 /** A billing provider's customer id as accounts carry it (Stripe: cus_…). */
 export const BILLING_CUSTOMER_PATTERN = /^[A-Za-z0-9_-]{1,255}$/;
 
 /** UNIQUE(billing_customer_id) refused it: one customer pays for one account. */
-function billingCustomerTaken(customerId: string): ConflictException {
+export function billingCustomerTaken(customerId: string): ConflictException {
   return new ConflictException({ code: 'billing_customer_taken', title: 'Billing customer already linked', detail: `billing customer ${customerId} belongs to another account` });
 }
 
@@ -62,22 +62,6 @@ export class AccountsService {
     const [row] = await this.dataSource.query(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1`, [accountId]);
     if (!row) throw new NotFoundException(`account ${accountId} not found`);
     return row;
-  }
-
-  /** Links the account to its billing customer (null unlinks); the unique index decides between accounts. */
-  async setBillingCustomer(accountId: string, customerId: string | null): Promise<AccountView> {
-    try {
-      const { rows } = await exec<AccountView>(
-        this.dataSource.manager,
-        `UPDATE accounts SET billing_customer_id = $2 WHERE id = $1 RETURNING ${ACCOUNT_COLUMNS}`,
-        [accountId, customerId],
-      );
-      if (rows.length === 0) throw new NotFoundException(`account ${accountId} not found`);
-      return rows[0];
-    } catch (err) {
-      if (isUniqueViolation(err) && customerId !== null) throw billingCustomerTaken(customerId);
-      throw err;
-    }
   }
 
   /** The account a billing provider's customer pays for, if any. */

@@ -12,8 +12,14 @@ export interface CarrierLogEntry {
 
 /** Durations further apart than this (seconds) are a mismatch: clocks and rounding differ by less. */
 export const DURATION_TOLERANCE_SECONDS = 5;
-/** Our calls are compared with a log only around the period it covers. */
+/** Without `since`, our calls are compared with a log only around the period it covers. */
 const WINDOW_MARGIN_MS = 5 * 60_000;
+
+/** What one audit covers: the calls that ended at or after `since` (both sides), of one account or of all. */
+export interface AuditScope {
+  since?: Date;
+  accountId?: string;
+}
 
 export interface CallAuditReport {
   ok: boolean;
@@ -24,6 +30,8 @@ export interface CallAuditReport {
   /** A call we ended that the carrier's log does not list. */
   missing_at_carrier: { call_id: string; carrier_call_id: string; status: string }[];
   duration_mismatches: { call_id: string; carrier_call_id: string; ours: number; carrier: number }[];
+  /** The carrier completed and billed a call (duration over 0) that we never recorded as answered: the customer was charged for a call we call missed. */
+  unanswered_here: { call_id: string; carrier_call_id: string; status: string; carrier_duration: number }[];
   invalid_lines: number[];
 }
 
@@ -60,26 +68,32 @@ export function parseCarrierLog(text: string): { entries: CarrierLogEntry[]; inv
 export class CallsAudit {
   constructor(private readonly dataSource: DataSource) {}
 
-  async compare(entries: CarrierLogEntry[], invalidLines: number[]): Promise<CallAuditReport> {
+  async compare(allEntries: CarrierLogEntry[], invalidLines: number[], scope: AuditScope = {}): Promise<CallAuditReport> {
+    const { since } = scope;
+    const entries = since ? allEntries.filter((e) => !e.endTime || Date.parse(e.endTime) >= since.getTime()) : allEntries;
     const byId = new Map<string, CarrierLogEntry>();
     for (const entry of entries) if (!byId.has(entry.carrierCallId) || entry.status === 'completed') byId.set(entry.carrierCallId, entry);
     const times = entries.flatMap((e) => [e.startTime, e.endTime]).filter((t): t is string => !!t).map(Date.parse);
-    const from = times.length ? new Date(Math.min(...times) - WINDOW_MARGIN_MS) : null;
-    const to = times.length ? new Date(Math.max(...times) + WINDOW_MARGIN_MS) : null;
+    const from = since ?? (times.length ? new Date(Math.min(...times) - WINDOW_MARGIN_MS) : null);
+    const to = since ? null : times.length ? new Date(Math.max(...times) + WINDOW_MARGIN_MS) : null;
+    const account = scope.accountId ?? null;
     const runner = this.dataSource.createQueryRunner();
     try {
       await runner.startTransaction('REPEATABLE READ');
       await runner.query('SET TRANSACTION READ ONLY');
       const listed: { id: string; carrier_call_id: string; status: string; duration_seconds: number | null; answered: boolean }[] = await runner.query(
-        `SELECT id, carrier_call_id, status, duration_seconds, answered_at IS NOT NULL AS answered FROM calls WHERE carrier_call_id = ANY($1::text[])`,
-        [[...byId.keys()]],
+        // WHERE: the calls the log names, of the audited account when there is one.
+        `SELECT id, carrier_call_id, status, duration_seconds, answered_at IS NOT NULL AS answered FROM calls
+          WHERE carrier_call_id = ANY($1::text[]) AND ($2::text IS NULL OR account_id = $2)`,
+        [[...byId.keys()], account],
       );
       const ours: { id: string; carrier_call_id: string; status: string }[] = await runner.query(
         `SELECT id, carrier_call_id, status FROM calls
           WHERE ended_at IS NOT NULL AND carrier_call_id <> id AND NOT (carrier_call_id = ANY($1::text[]))
             AND ($2::timestamptz IS NULL OR ended_at >= $2) AND ($3::timestamptz IS NULL OR ended_at <= $3)
+            AND ($4::text IS NULL OR account_id = $4)
           ORDER BY id`,
-        [[...byId.keys()], from, to],
+        [[...byId.keys()], from, to, account],
       );
       await runner.commitTransaction();
       const known = new Map(listed.map((c) => [c.carrier_call_id, c]));
@@ -94,14 +108,23 @@ export class CallsAudit {
             ? [{ call_id: c.id, carrier_call_id: c.carrier_call_id, ours: c.duration_seconds!, carrier }]
             : [];
         });
+      const unansweredHere = listed
+        .filter((c) => !c.answered)
+        .flatMap((c) => {
+          const entry = byId.get(c.carrier_call_id)!;
+          return entry.status === 'completed' && (entry.durationSecs ?? 0) > 0
+            ? [{ call_id: c.id, carrier_call_id: c.carrier_call_id, status: c.status, carrier_duration: entry.durationSecs! }]
+            : [];
+        });
       const missingAtCarrier = ours.map((c) => ({ call_id: c.id, carrier_call_id: c.carrier_call_id, status: c.status }));
       return {
-        ok: missingHere.length + missingAtCarrier.length + mismatches.length + invalidLines.length === 0,
+        ok: missingHere.length + missingAtCarrier.length + mismatches.length + unansweredHere.length + invalidLines.length === 0,
         carrier_calls: byId.size,
         our_calls: listed.length + ours.length,
         missing_here: missingHere,
         missing_at_carrier: missingAtCarrier,
         duration_mismatches: mismatches,
+        unanswered_here: unansweredHere,
         invalid_lines: invalidLines,
       };
     } finally {

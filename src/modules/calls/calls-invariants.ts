@@ -5,7 +5,7 @@ import { Invariants, violations } from '../../platform/verify/invariants.js';
 
 /**
  * Calls' promises, as checks over committed rows: a call minute is billed once, an ended call is
- * announced once, and no ended call leaves a leg up in our records. Other modules' rows are read
+ * announced once, an answer once, only a live leg wins the call, and no target is dialed beyond its tries. Other modules' rows are read
  * through their audit views.
  */
 @Injectable()
@@ -43,6 +43,44 @@ export class CallsInvariants implements OnModuleInit {
              LEFT JOIN (SELECT subject_id, count(*) AS n, min(type) AS type FROM (${CUSTOMER_EVENTS_AUDIT_VIEW}) e
                          WHERE type IN ('call.completed', 'call.missed', 'call.failed') GROUP BY 1) e ON e.subject_id = c.id
             WHERE CASE WHEN c.ended_at IS NOT NULL THEN coalesce(e.n, 0) <> 1 OR e.type <> 'call.' || c.status ELSE coalesce(e.n, 0) <> 0 END`,
+          [],
+          limit,
+        ),
+    );
+    this.invariants.register(
+      'calls.answered_leg_was_live',
+      "a call's answered leg is one of its legs that answered and had not ended before it answered, never a failed one (call ids)",
+      (snapshot, limit) =>
+        violations(
+          snapshot,
+          // A leg whose hangup was recorded first keeps answered_at NULL (its answer came too late): it cannot have won.
+          `SELECT c.id FROM calls c LEFT JOIN call_legs l ON l.id = c.answered_leg AND l.call_id = c.id
+            WHERE c.answered_leg IS NOT NULL
+              AND (l.id IS NULL OR l.answered_at IS NULL OR l.status NOT IN ('answered', 'ended') OR l.ended_at < l.answered_at)`,
+          [],
+          limit,
+        ),
+    );
+    this.invariants.register(
+      'calls.answered_announced_once',
+      'no call has more than one call.answered event (call ids)',
+      (snapshot, limit) =>
+        violations(
+          snapshot,
+          `SELECT subject_id AS id FROM (${CUSTOMER_EVENTS_AUDIT_VIEW}) e WHERE type = 'call.answered' GROUP BY subject_id HAVING count(*) > 1`,
+          [],
+          limit,
+        ),
+    );
+    this.invariants.register(
+      'calls.answered_event_only_if_answered',
+      'no call that ended unanswered (missed, failed: answered_at null) was announced as answered; a written-off winner must not have been (call ids)',
+      (snapshot, limit) =>
+        violations(
+          snapshot,
+          `SELECT c.id FROM calls c
+            WHERE c.ended_at IS NOT NULL AND c.answered_at IS NULL
+              AND EXISTS (SELECT FROM (${CUSTOMER_EVENTS_AUDIT_VIEW}) e WHERE e.type = 'call.answered' AND e.subject_id = c.id)`,
           [],
           limit,
         ),

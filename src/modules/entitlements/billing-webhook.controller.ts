@@ -1,9 +1,8 @@
 import { Controller, HttpCode, Post, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
+import { inbound, type RawRequest } from '../ingest/ingest.controller.js';
 import { BillingWebhookService } from './billing-webhook.service.js';
-
-type RawRequest = FastifyRequest & { rawBody?: Buffer };
 
 /** Billing-provider webhooks: no API key, the signature is the authentication (docs/contract.md, Entitlements). */
 @ApiExcludeController()
@@ -15,7 +14,7 @@ export class BillingWebhookController {
   @HttpCode(200)
   async stripe(@Req() req: RawRequest, @Res({ passthrough: true }) reply: FastifyReply) {
     // The exact bytes Stripe signed (createApp keeps them: rawBody), not the parsed body.
-    const answer = await this.webhooks.receiveStripe({ rawBody: req.rawBody ?? Buffer.alloc(0), body: req.body, headers: req.headers, url: req.url });
+    const answer = await this.webhooks.receiveStripe(inbound(req));
     reply.status(answer.status);
     if (answer.retryAfterSeconds !== undefined) reply.header('retry-after', String(answer.retryAfterSeconds));
     return answer.body;

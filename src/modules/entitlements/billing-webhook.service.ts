@@ -2,7 +2,7 @@ import { BadRequestException, Injectable, Logger, UnauthorizedException } from '
 import { MalformedWebhook, SignatureRejected, type InboundWebhook } from '../../carriers/carrier-adapter.js';
 import type { BillingEvent } from '../../carriers/billing-event.js';
 import { StripeAdapter } from '../../carriers/stripe/stripe-adapter.js';
-import { isDatabaseUnavailable, isDataError, isSerializationConflict } from '../../platform/database/pg-errors.js';
+import { isDatabaseUnavailable, isSerializationConflict, unstorableReason } from '../../platform/database/pg-errors.js';
 import { BillingEvents } from './billing-events.js';
 import { InvoiceGrants, type GrantResult } from './invoice-grants.js';
 
@@ -44,10 +44,11 @@ export class BillingWebhookService {
       if (!event.paidInvoice) return { status: 200, body: { outcome: 'ignored', reason: `${event.providerEventType} grants nothing` } };
       return answer(await this.grants.apply(event, event.paidInvoice));
     } catch (err) {
-      if (isDataError(err)) {
-        // A signed body Postgres cannot hold (a \u0000 in JSON text): the sender's fault, never retried into success.
-        this.logger.warn(`${event.provider} event ${event.providerEventId} refused (400), Postgres cannot store it: ${(err as Error).message}`);
-        throw new BadRequestException({ code: 'invalid_event', title: 'Not a valid billing event', detail: 'the body holds text that cannot be stored (a NUL character)' });
+      const reason = unstorableReason(err);
+      if (reason !== undefined) {
+        // A signed body Postgres cannot hold (a \u0000 in JSON text, a key too long): the sender's fault, never retried into success.
+        this.logger.warn(`${event.provider} event ${event.providerEventId.slice(0, 200)} refused (400), Postgres cannot store it: ${(err as Error).message}`);
+        throw new BadRequestException({ code: 'invalid_event', title: 'Not a valid billing event', detail: `the body holds ${reason}` });
       }
       if (!isRetryable(err)) throw err;
       this.logger.warn(`${event.provider} event ${event.providerEventId} answered 503 (retryable): ${(err as Error).message}`);

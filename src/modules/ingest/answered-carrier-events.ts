@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { AcceptedWebhook } from '../../carriers/carrier-adapter.js';
 import type { NormalizedEvent } from '../../carriers/normalized-event.js';
-import { isSerializationConflict } from '../../platform/database/pg-errors.js';
+import { isSerializationConflict, isUniqueViolation } from '../../platform/database/pg-errors.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { IdPrefix, newId } from '../../platform/ids.js';
@@ -24,6 +24,18 @@ export interface AnsweredEvent {
 }
 
 const LOCK_CONFLICT_ATTEMPTS = 3;
+/** The partial unique index on (carrier, signature_nonce) (migrations/0002_carrier_events.sql). */
+const NONCE_INDEX = 'carrier_events_nonce_idx';
+
+/**
+ * The first attempt met the signature-nonce index. An identical copy does so when it passed the
+ * conflict target's check before the first copy's row was indexed; the first has committed by
+ * the time the nonce index refuses the copy, so the same statement run again finds that row
+ * through its conflict target and answers from it. A collision again is a different delivery
+ * under a used signature (answered 400 by ingest).
+ */
+const isCopyMeetingNonce = (err: unknown, attempt: number): boolean =>
+  attempt === 1 && isUniqueViolation(err) && (err as { constraint?: string }).constraint === NONCE_INDEX;
 
 /**
  * Events the carrier needs an answer to in the same HTTP response (Twilio Voice asks for TwiML).
@@ -41,7 +53,7 @@ export class AnsweredCarrierEvents {
       try {
         return await this.uow.run((tx) => this.storeIn(tx, accepted, respond));
       } catch (err) {
-        if (!isSerializationConflict(err) || attempt >= LOCK_CONFLICT_ATTEMPTS) throw err;
+        if (!(isSerializationConflict(err) || isCopyMeetingNonce(err, attempt)) || attempt >= LOCK_CONFLICT_ATTEMPTS) throw err;
       }
     }
   }
@@ -52,7 +64,8 @@ export class AnsweredCarrierEvents {
     // ON CONFLICT ... DO UPDATE (a no-op) rather than DO NOTHING: a repeat waits for the first
     // delivery's commit, then locks and RETURNS that committed row with its reply, so the
     // duplicate is answered from the row the statement itself found, never by a second look.
-    // A nonce-only collision (the same signature over re-split fields) is a unique violation.
+    // A nonce-only collision (the same signature over re-split fields) is a unique violation; so
+    // is an identical copy that raced past the conflict target's check (store runs it again).
     const { rows } = await exec<{ id: string; reply: string | null; created_at: Date }>(
       tx,
       `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce)

@@ -10,7 +10,8 @@ import { IngestService } from './ingest.service.js';
 export type RawRequest = FastifyRequest & { rawBody?: Buffer };
 
 export function inbound(req: RawRequest, channel?: InboundWebhook['channel']): InboundWebhook {
-  return { rawBody: req.rawBody ?? Buffer.alloc(0), body: req.body, headers: req.headers, url: req.url, channel };
+  // The socket's peer, never X-Forwarded-For: a header proves nothing about where a request came from.
+  return { rawBody: req.rawBody ?? Buffer.alloc(0), body: req.body, headers: req.headers, url: req.url, channel, peerAddress: req.socket.remoteAddress };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { BadRequestException, Injectable, Logger, ServiceUnavailableException, UnauthorizedException } from '@nestjs/common';
 import { MalformedWebhook, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../../carriers/carrier-adapter.js';
 import { AppConfig } from '../../platform/config/app-config.js';
-import { isDataError, isUniqueViolation } from '../../platform/database/pg-errors.js';
+import { isUniqueViolation, unstorableReason } from '../../platform/database/pg-errors.js';
 import { AnsweredCarrierEvents, type AnsweredEvent, type EventResponder } from './answered-carrier-events.js';
 import { CarrierEventWriter, type IngestStatus } from './carrier-event-writer.js';
 import { IngestMetrics } from './ingest-metrics.js';
@@ -9,8 +9,11 @@ import { IngestMetrics } from './ingest-metrics.js';
 export type { IngestStatus } from './carrier-event-writer.js';
 export type { AnsweredEvent, EventAnswer, EventResponder } from './answered-carrier-events.js';
 
-/** The caller's mistake when Postgres refuses a value of a signed body (SQLSTATE class 22). */
-const UNSTORABLE_BODY = 'the body holds text that cannot be stored: a NUL character (\\u0000) or an unpaired UTF-16 surrogate';
+/** The caller's mistake when Postgres refuses a value of a signed body (SQLSTATE classes 22 and 54), or undefined. */
+function unstorableBody(err: unknown): BadRequestException | undefined {
+  const reason = unstorableReason(err);
+  return reason === undefined ? undefined : new BadRequestException({ code: 'invalid_event', title: 'Not a valid carrier event', detail: `the body holds ${reason}` });
+}
 
 /**
  * The hot path: verify, normalize, then store the event once and enqueue its processing, in a
@@ -56,7 +59,8 @@ export class IngestService {
     try {
       return await this.answered.store(accepted, respond);
     } catch (err) {
-      if (isDataError(err)) throw new BadRequestException({ code: 'invalid_event', title: 'Not a valid carrier event', detail: UNSTORABLE_BODY });
+      const refused = unstorableBody(err);
+      if (refused) throw refused;
       // The only other unique index is the signature nonce: this signature came with other fields before.
       if (isUniqueViolation(err)) throw new BadRequestException({ code: 'invalid_event', title: 'Not a valid carrier event', detail: 'this signature was already used by a different delivery' });
       this.logger.warn(`${accepted.event.carrier} event ${accepted.event.carrierEventId} not answered (503): ${(err as Error).message}`);
@@ -68,11 +72,13 @@ export class IngestService {
     try {
       return await this.writer.write(accepted);
     } catch (err) {
-      // A signed body Postgres cannot hold (a \u0000 in JSON text, a lone surrogate): the
-      // carrier's body is at fault, not us, so 400 rather than a 5xx it would retry forever.
-      if (isDataError(err)) {
-        this.logger.warn(`${accepted.event.carrier} event ${accepted.event.carrierEventId} refused (400), Postgres cannot store it: ${(err as Error).message}`);
-        throw new BadRequestException({ code: 'invalid_event', title: 'Not a valid carrier event', detail: UNSTORABLE_BODY });
+      // A signed body Postgres cannot hold (a \u0000 in JSON text, a key past its index's
+      // limit): the carrier's body is at fault, not us, so 400 rather than a 5xx it would retry
+      // forever. The edge bounds (adapters, bodyProblem) should have refused it first.
+      const refused = unstorableBody(err);
+      if (refused) {
+        this.logger.warn(`${accepted.event.carrier} event ${accepted.event.carrierEventId.slice(0, 200)} refused (400), Postgres cannot store it: ${(err as Error).message}`);
+        throw refused;
       }
       // The batch holding this delivery did not commit: nothing of it is stored, so the carrier
       // must send it again (503 + Retry-After, as for a database outage).

@@ -35,6 +35,14 @@ export class AppConfig {
   @Transform(toInt) @Min(0) @Max(65535) @IsInt()
   PORT = 3000;
 
+  /**
+   * The address the HTTP server listens on: this machine only unless set (the Docker image and
+   * docker-compose set 0.0.0.0). Development credentials are accepted from loopback peers only,
+   * whatever this says.
+   */
+  @Matches(/^[A-Za-z0-9.:_-]+$/, { message: 'must be an IP address or a host name' })
+  HOST = '127.0.0.1';
+
   @IsOptional() @Matches(URL_RE, { message: 'must be an absolute URL' })
   PUBLIC_BASE_URL?: string;
 
@@ -126,6 +134,14 @@ export class AppConfig {
   /** Requests per minute allowed for one API key. */
   @Transform(toInt) @Min(1) @IsInt()
   API_RATE_LIMIT_PER_MINUTE = 600;
+
+  /**
+   * Failed API-key authentications (a presented key that is unknown or revoked) allowed per client
+   * address per minute; past it, a wrong key is answered 429 + Retry-After instead of 401. A valid
+   * key is never refused for its address's failures (one address cannot lock out a real key).
+   */
+  @Transform(toInt) @Min(1) @IsInt()
+  API_AUTH_FAILURES_PER_MINUTE = 10;
 
   /**
    * Hot-path statements as named prepared statements (src/platform/database/statements.ts); false
@@ -330,6 +346,32 @@ export class AppConfig {
    */
   get stripeWebhookSecret(): string | undefined {
     return trustedCredential(this.STRIPE_WEBHOOK_SECRET, DEV_STRIPE_WEBHOOK_SECRET, this.isDevelopmentDeployment);
+  }
+
+  /**
+   * Whether the credential this carrier's (or Stripe's) webhooks are verified with is a published
+   * development one: the sandbox's Telnyx key (TELNYX_PUBLIC_KEY unset, or the default seed's),
+   * the sandbox Twilio token, the development Vonage and Stripe secrets. Such a webhook is taken
+   * only from a loopback peer (see developmentCredentialProblem).
+   */
+  isDevelopmentCredential(of: 'telnyx' | 'twilio' | 'vonage' | 'stripe'): boolean {
+    switch (of) {
+      case 'telnyx':
+        return !this.TELNYX_PUBLIC_KEY || this.TELNYX_PUBLIC_KEY === telnyxDevKeyPair(DEFAULT_SANDBOX_TELNYX_SEED).publicKey;
+      case 'twilio':
+        return this.TWILIO_AUTH_TOKEN === DEV_TWILIO_AUTH_TOKEN;
+      case 'vonage':
+        return this.VONAGE_SIGNATURE_SECRET === DEV_VONAGE_SIGNATURE_SECRET;
+      case 'stripe':
+        return this.STRIPE_WEBHOOK_SECRET === DEV_STRIPE_WEBHOOK_SECRET;
+    }
+  }
+
+  /** The webhook credentials in use that are development ones, for the start-up log. */
+  get developmentWebhookCredentials(): string[] {
+    const names = { telnyx: 'Telnyx webhook key (sandbox)', twilio: 'Twilio auth token (sandbox)', vonage: 'Vonage signature secret (development)', stripe: 'Stripe webhook secret (development)' } as const;
+    const trusted = { telnyx: this.telnyxPublicKey, twilio: this.twilioWebhookAuthToken, vonage: this.vonageSignatureSecret, stripe: this.stripeWebhookSecret };
+    return (['telnyx', 'twilio', 'vonage', 'stripe'] as const).filter((of) => trusted[of] !== undefined && this.isDevelopmentCredential(of)).map((of) => names[of]);
   }
 
   /** Reached at and talking to this machine only: the sandbox set-up of `npm start` and the tests. */

@@ -25,9 +25,42 @@ export function isForeignKeyViolation(err: unknown): boolean {
   return sqlState(err) === '23503';
 }
 
-/** Postgres refused a value (SQLSTATE class 22: a \u0000 in JSON text, a lone surrogate). */
+/**
+ * Postgres refused a value that no retry can store: SQLSTATE class 22 (data exception: a \u0000
+ * in JSON text, a lone surrogate, a number or date out of range) or class 54 (program limit
+ * exceeded: a key too long for its index, JSON nested past the stack depth limit). The input is
+ * at fault, not the database: the caller gets a 4xx, and a batch it shared is written without it.
+ */
 export function isDataError(err: unknown): boolean {
-  return sqlState(err).startsWith('22');
+  return unstorableReason(err) !== undefined;
+}
+
+const BAD_TEXT = 'text the database cannot hold: a NUL character (\\u0000) or an unpaired UTF-16 surrogate';
+
+const BAD_TIME = 'a date or time out of range (or not valid)';
+
+/** SQLSTATE → what the caller sent wrong, in words fit for a response (never the database's own text). */
+const UNSTORABLE_REASONS: [prefix: string, reason: string][] = [
+  ['22P05', BAD_TEXT],
+  ['22021', BAD_TEXT],
+  // Invalid text for its type: as the JSON of a verified body, an escaped unpaired surrogate.
+  ['22P02', 'a value the database cannot read as its type (in JSON text: an unpaired UTF-16 surrogate escape)'],
+  ['22003', 'a number out of range'],
+  ['22007', BAD_TIME],
+  ['22008', BAD_TIME],
+  ['22009', BAD_TIME],
+  ['22001', 'a text value too long'],
+  ['54000', 'a value too long to store (an id or key past its length limit)'],
+  ['54001', 'JSON nested too deeply to store'],
+  ['22', 'a value that cannot be stored'],
+  ['54', 'a value too large to store'],
+];
+
+/** Why Postgres refused a value (see isDataError), in the caller's terms; undefined for any other error. */
+export function unstorableReason(err: unknown): string | undefined {
+  const code = sqlState(err);
+  if (code.length !== 5) return undefined;
+  return UNSTORABLE_REASONS.find(([prefix]) => code.startsWith(prefix))?.[1];
 }
 
 /** An error's message as stored on a row (error, note, last_error columns): at most 2,000 characters. */

@@ -1,6 +1,6 @@
 import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseUnavailable, isDataError } from '../database/pg-errors.js';
+import { isDatabaseUnavailable, unstorableReason } from '../database/pg-errors.js';
 import { defaultError, type ApiError } from './problem.js';
 
 /**
@@ -42,11 +42,13 @@ export class ErrorsFilter implements ExceptionFilter {
       const [code, title] = defaultError(503);
       return { status: 503, errors: [{ code, title, meta: { request_id: requestId } }] };
     }
-    if (isDataError(exception)) {
+    const unstorable = unstorableReason(exception);
+    if (unstorable !== undefined) {
       // A backstop: a value from the request that Postgres refused (SQLSTATE 22xxx: a NUL in
-      // text, a date out of its range) is the caller's mistake. Its text names our schema: logged only.
+      // text, a date out of its range; 54xxx: a key too long for its index, JSON nested too
+      // deep) is the caller's mistake. Its text names our schema: logged only.
       this.logger.warn(`value refused by the database (request ${requestId}): ${(exception as Error).message}`);
-      return { status: 400, errors: [{ code: 'bad_request', title: 'Bad request', detail: 'a value in the request cannot be used (out of range, or a character such as NUL)' }] };
+      return { status: 400, errors: [{ code: 'bad_request', title: 'Bad request', detail: `the request holds ${unstorable}` }] };
     }
     this.logger.error(`unhandled error (request ${requestId}): ${(exception as Error)?.stack ?? String(exception)}`);
     return { status: 500, errors: [{ code: 'internal_error', title: 'Internal error', meta: { request_id: requestId } }] };

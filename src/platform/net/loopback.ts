@@ -5,7 +5,8 @@ const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');
 
-function isLoopbackAddress(address: string): boolean {
+/** A peer's address (a socket's remoteAddress) is this machine: 127.0.0.0/8, ::1 or ::ffff:127.x. */
+export function isLoopbackAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return LOOPBACK.check(address, 'ipv4');
   // ::ffff:127.0.0.1 is IPv4 loopback written as IPv6.

@@ -3,11 +3,14 @@ import { TARGET_HANGUPS, type Hangup } from './call-hangups.js';
 /**
  * How a dialed number reacts, chosen per number with POST /sandbox/calls/behaviours:
  * `{"answer_after_ms":300,"talk_ms":2000}`, `{"decline":true}`, `{"busy":true}`,
- * `{"no_answer":true}`, `{"sip_503":true}` (or `{"sip_error":408}`), `{"dial_error":422}`.
+ * `{"no_answer":true}`, `{"sip_503":true}` (or `{"sip_error":408}`), `{"dial_error":422}`,
+ * `{"answer_then_drop":true}` (or `{"answer_after_ms":300,"drop_after_ms":50}`): answers, hangs up
+ * at once, and its `call.hangup` is delivered before its `call.answered` (Telnyx does not order them).
  * Times are call time, like the app's `timeout_secs`: the time scale runs all of them faster or slower.
  */
 export type TargetReaction =
-  | { kind: 'answer'; afterMs: number; talkMs: number | null; transcript: string[] | null }
+  /** dropAfterMs set: the far end hangs up that soon after answering, and the leg's hangup is delivered before its answer. */
+  | { kind: 'answer'; afterMs: number; talkMs: number | null; transcript: string[] | null; dropAfterMs?: number }
   | { kind: 'decline' | 'busy'; afterMs: number }
   | { kind: 'sip_error'; sip: number; afterMs: number }
   | { kind: 'no_answer' }
@@ -31,7 +34,7 @@ const MAX_TRANSCRIPT_LINES = 20;
 
 export class BehaviourError extends Error {}
 
-const KEYS = ['answer_after_ms', 'talk_ms', 'transcript', 'decline', 'busy', 'no_answer', 'sip_503', 'sip_error', 'dial_error', 'after_ms', 'times'];
+const KEYS = ['answer_after_ms', 'talk_ms', 'transcript', 'answer_then_drop', 'drop_after_ms', 'decline', 'busy', 'no_answer', 'sip_503', 'sip_error', 'dial_error', 'after_ms', 'times'];
 const FLAGS = ['decline', 'busy', 'no_answer', 'sip_503'] as const;
 
 function wholeNumber(value: unknown, where: string, min: number, max: number): number {
@@ -73,7 +76,7 @@ export function parseStep(value: unknown, where: string): BehaviourStep {
   const unknown = Object.keys(obj).filter((k) => !KEYS.includes(k));
   if (unknown.length) throw new BehaviourError(`${where}: unknown field ${unknown.join(', ')} (known: ${KEYS.join(', ')})`);
   const kind = kindOf(obj, where);
-  onlyFor(obj, where, kind, ['answer_after_ms', 'talk_ms', 'transcript'], ['answer']);
+  onlyFor(obj, where, kind, ['answer_after_ms', 'talk_ms', 'transcript', 'answer_then_drop', 'drop_after_ms'], ['answer']);
   onlyFor(obj, where, kind, ['after_ms'], ['decline', 'busy', 'sip_503', 'sip_error']);
   const afterMs = obj.after_ms === undefined ? REACT_AFTER_MS : wholeNumber(obj.after_ms, `${where}.after_ms`, 0, MAX_MS);
   const times = obj.times === undefined ? null : wholeNumber(obj.times, `${where}.times`, 1, MAX_TIMES);
@@ -85,6 +88,7 @@ export function parseStep(value: unknown, where: string): BehaviourStep {
         afterMs: obj.answer_after_ms === undefined ? DEFAULT_ANSWER_AFTER_MS : wholeNumber(obj.answer_after_ms, `${where}.answer_after_ms`, 0, MAX_MS),
         talkMs: obj.talk_ms === undefined ? null : wholeNumber(obj.talk_ms, `${where}.talk_ms`, 0, MAX_MS),
         transcript: obj.transcript === undefined ? null : transcriptLines(obj.transcript, `${where}.transcript`),
+        ...dropOf(obj, where),
       };
       break;
     case 'sip_503':
@@ -105,6 +109,14 @@ export function parseStep(value: unknown, where: string): BehaviourStep {
   return { reaction, times };
 }
 
+/** `answer_then_drop` (at once) or `drop_after_ms`: the answer that hangs up, delivered hangup first. */
+function dropOf(obj: Record<string, unknown>, where: string): { dropAfterMs?: number } {
+  if (obj.answer_then_drop !== undefined && obj.answer_then_drop !== true) throw new BehaviourError(`${where}.answer_then_drop must be true`);
+  if (obj.answer_then_drop === undefined && obj.drop_after_ms === undefined) return {};
+  if (obj.talk_ms !== undefined) throw new BehaviourError(`${where}: talk_ms and answer_then_drop / drop_after_ms exclude each other`);
+  return { dropAfterMs: obj.drop_after_ms === undefined ? 0 : wholeNumber(obj.drop_after_ms, `${where}.drop_after_ms`, 0, MAX_MS) };
+}
+
 /** One behaviour object, or a script: an array of them used in order (`times` each). */
 export function parseSteps(value: unknown, where: string): BehaviourStep[] {
   const items = Array.isArray(value) ? value : [value];
@@ -119,6 +131,7 @@ export function formatReaction(reaction: TargetReaction): Record<string, unknown
       return {
         answer_after_ms: reaction.afterMs,
         ...(reaction.talkMs !== null && { talk_ms: reaction.talkMs }),
+        ...(reaction.dropAfterMs !== undefined && { drop_after_ms: reaction.dropAfterMs }),
         ...(reaction.transcript && { transcript: reaction.transcript }),
       };
     case 'sip_error':
@@ -174,9 +187,12 @@ export class BehaviourBook {
   }
 }
 
-/** What a dialed leg does on its own: answer at `at` ms, or end at `at` ms with `hangup`. */
+/**
+ * What a dialed leg does on its own: answer at `at` ms (then hang up `talkMs` later; `hangupFirst`:
+ * its events from the answer on are delivered only after its hangup), or end at `at` ms with `hangup`.
+ */
 export type LegPlan =
-  | { at: number; then: 'answer'; talkMs: number | null }
+  | { at: number; then: 'answer'; talkMs: number | null; hangupFirst?: true }
   | { at: number; then: 'hangup'; hangup: Hangup };
 
 /** The plan (in call time) of a leg dialed with this reaction and a ring timeout of `timeoutMs`. */
@@ -186,7 +202,10 @@ export function planDialedLeg(reaction: Exclude<TargetReaction, { kind: 'dial_er
     case 'no_answer':
       return timeout;
     case 'answer':
-      return reaction.afterMs < timeoutMs ? { at: reaction.afterMs, then: 'answer', talkMs: reaction.talkMs } : timeout;
+      if (reaction.afterMs >= timeoutMs) return timeout;
+      return reaction.dropAfterMs === undefined
+        ? { at: reaction.afterMs, then: 'answer', talkMs: reaction.talkMs }
+        : { at: reaction.afterMs, then: 'answer', talkMs: reaction.dropAfterMs, hangupFirst: true };
     case 'sip_error':
       return reaction.afterMs < timeoutMs ? { at: reaction.afterMs, then: 'hangup', hangup: { ...TARGET_HANGUPS.sip_error, sip: String(reaction.sip) } } : timeout;
     default:

@@ -1,6 +1,7 @@
 import type { Chaos } from '../chaos.js';
 import type { Hangup } from './call-hangups.js';
 import type { CallWebhookQueue } from './call-webhook-queue.js';
+import type { CarrierWebhook } from '../webhook-series.js';
 
 /** Telnyx's `state` of a leg: an incoming call waits `parked`, a dialed one rings `bridging`. */
 export type LegState = 'parked' | 'bridging' | 'answered' | 'bridged' | 'hangup';
@@ -40,6 +41,8 @@ export interface CallLeg {
   transcript: string[] | null;
   /** Incoming: the handset hangs up this long after the call is answered. */
   talkMs: number | null;
+  /** `answer_then_drop`: the leg's events since its answer, sent only after its `call.hangup`. */
+  heldUntilHangup?: CarrierWebhook[];
   /** Cancels of this leg's pending timers, run when it ends. */
   timers: Set<() => void>;
 }

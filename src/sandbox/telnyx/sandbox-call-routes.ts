@@ -6,7 +6,8 @@ import { BehaviourError, parseStep, parseSteps, transcriptLines, type BehaviourS
 import { legView } from './call-leg.js';
 import { formatCallLog } from './call-log.js';
 import { silentMp3, silentWav } from './sandbox-audio.js';
-import { TIME_LIMIT_MS } from './telnyx-call-control.js';
+import { parseLostAnswers, type LostAnswer } from './lost-answers.js';
+import { COMMAND_ID_WINDOW_MS, TIME_LIMIT_MS } from './telnyx-call-control.js';
 
 /**
  * The sandbox's own control of emulated calls (not Telnyx's API):
@@ -19,6 +20,8 @@ import { TIME_LIMIT_MS } from './telnyx-call-control.js';
  *   GET  /sandbox/recordings/{id}.wav|.mp3
  */
 
+/** A command_id remembered at most this long (an hour): enough to play any retry schedule. */
+const MAX_COMMAND_ID_WINDOW_MS = 3_600_000;
 const LEG_PATH = /^\/sandbox\/calls\/([^/]+)(\/hangup)?$/;
 const RECORDING_PATH = /^\/sandbox\/recordings\/([0-9a-f-]{36})\.(wav|mp3)$/;
 
@@ -90,16 +93,23 @@ async function inboundRoute(ctx: SandboxContext, { res, body, chaos }: SandboxRe
 
 /**
  * POST merges: each "+E.164" key gets a behaviour or a script (null removes it), "default" the
- * reaction of every other number, "time_scale" the speed of call time (for timers set from now on). Nothing changes
+ * reaction of every other number, "time_scale" the speed of call time (for timers set from now on),
+ * "lose_command_answers" the commands whose answers are lost after they are carried out,
+ * "command_id_window_ms" how long a command_id is honoured (Telnyx: 60 s). Nothing changes
  * unless the whole body is valid. DELETE restores the defaults.
  */
 async function behavioursRoute(ctx: SandboxContext, { req, res, body }: SandboxRequest): Promise<void> {
   const { calls } = ctx;
-  const view = () => ({ ...calls.behaviours.view(), time_scale: calls.timeScale });
+  const view = () => ({
+    ...calls.behaviours.view(), time_scale: calls.timeScale,
+    lose_command_answers: calls.lostAnswers.view(), command_id_window_ms: calls.commandIdWindowMs,
+  });
   if (req.method === 'GET') return sendJson(res, 200, view());
   if (req.method === 'DELETE') {
     calls.behaviours.clear();
+    calls.lostAnswers.clear();
     calls.timeScale = ctx.config.SANDBOX_CALL_TIME_SCALE;
+    calls.commandIdWindowMs = COMMAND_ID_WINDOW_MS;
     return sendJson(res, 200, view());
   }
   if (req.method !== 'POST') return problem(res, 404, `no sandbox route ${req.method} /sandbox/calls/behaviours`);
@@ -107,10 +117,15 @@ async function behavioursRoute(ctx: SandboxContext, { req, res, body }: SandboxR
   if (!json) return problem(res, 400, 'body must be {"+15550002222":{"answer_after_ms":300,"talk_ms":2000},"default":{...},"time_scale":0.01}');
   const numbers = new Map<string, BehaviourStep[] | null>();
   let fallback: TargetReaction | undefined;
+  let lostAnswers: Map<string, LostAnswer | null> | undefined;
   try {
     for (const [key, value] of Object.entries(json)) {
       if (key === 'time_scale') {
         if (!isValidTimeScale(value)) throw new BehaviourError('time_scale must be a number from 0.001 to 1000');
+      } else if (key === 'lose_command_answers') {
+        lostAnswers = parseLostAnswers(value);
+      } else if (key === 'command_id_window_ms') {
+        if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_COMMAND_ID_WINDOW_MS) throw new BehaviourError(`command_id_window_ms must be a whole number from 0 to ${MAX_COMMAND_ID_WINDOW_MS}`);
       } else if (key === 'default') {
         const step = parseStep(value, 'default');
         if (step.times !== null || step.reaction.kind === 'dial_error') throw new BehaviourError('default takes no times and no dial_error');
@@ -118,7 +133,7 @@ async function behavioursRoute(ctx: SandboxContext, { req, res, body }: SandboxR
       } else if (E164_PATTERN.test(key)) {
         numbers.set(key, value === null ? null : parseSteps(value, key));
       } else {
-        throw new BehaviourError(`${key}: keys are E.164 numbers, "default" or "time_scale"`);
+        throw new BehaviourError(`${key}: keys are E.164 numbers, "default", "time_scale", "lose_command_answers" or "command_id_window_ms"`);
       }
     }
   } catch (err) {
@@ -126,6 +141,8 @@ async function behavioursRoute(ctx: SandboxContext, { req, res, body }: SandboxR
     throw err;
   }
   if (typeof json.time_scale === 'number') calls.timeScale = json.time_scale;
+  if (typeof json.command_id_window_ms === 'number') calls.commandIdWindowMs = json.command_id_window_ms;
+  if (lostAnswers) calls.lostAnswers.apply(lostAnswers);
   if (fallback) calls.behaviours.setDefault(fallback);
   for (const [number, steps] of numbers) {
     if (steps) calls.behaviours.set(number, steps);

@@ -8,6 +8,7 @@ import { farEndHangup, isDecline, ourHangup, TARGET_HANGUPS, type Hangup, type L
 import { callResource, isAlive, isAnswered, type CallLeg, type CallSession } from './call-leg.js';
 import { callLogLine, type CallLogLine } from './call-log.js';
 import { CallWebhookQueue } from './call-webhook-queue.js';
+import { LostAnswerBook } from './lost-answers.js';
 import { callAnswered, callBridged, callHangup, callInitiated, callWebhook } from './telnyx-call-events.js';
 import { telnyxErrors } from './telnyx-sandbox.js';
 
@@ -15,6 +16,8 @@ import { telnyxErrors } from './telnyx-sandbox.js';
 export const TIME_LIMIT_MS = 14_400_000;
 /** Whatever the scale, no timer of an emulated call waits longer than this real time. */
 const MAX_REAL_WAIT_MS = 600_000;
+/** Telnyx ignores a repeated command_id for this long (real time, not call time); later it carries the command out again. */
+export const COMMAND_ID_WINDOW_MS = 60_000;
 /** Command ids and calls remembered (oldest forgotten first): plenty for any demo or test run. */
 const MAX_REMEMBERED_COMMANDS = 100_000;
 const MAX_SESSIONS = 50_000;
@@ -66,10 +69,16 @@ const newCallControlId = () => `v3:${randomBytes(27).toString('base64url')}`;
  */
 export class TelnyxCallControl {
   readonly behaviours = new BehaviourBook();
+  /** Commands carried out whose answers are then lost (`lose_command_answers`). */
+  readonly lostAnswers = new LostAnswerBook();
   timeScale: number;
+  commandIdWindowMs = COMMAND_ID_WINDOW_MS;
   private readonly legs = new Map<string, CallLeg>();
   private readonly sessions = new Map<string, CallSession>();
-  private readonly commands = new Map<string, CommandAnswer>();
+  /** Each command id's first answer and when it was carried out. */
+  private readonly commands = new Map<string, { answer: CommandAnswer; at: number }>();
+  /** The client_state of every dial that made a leg: the app's intent (call, target, attempt). */
+  private readonly dialIntents = new Set<string>();
   /** Recordings and transcriptions of the calls' legs. */
   readonly media = new CallMedia(this);
   /** Deliveries of the command running now. */
@@ -100,25 +109,27 @@ export class TelnyxCallControl {
   }
 
   /**
-   * Runs a command once per command id, as Telnyx ignores a repeated one: a repeat gets the first
-   * answer and changes nothing. 5xx answers are not remembered (the command did not run).
+   * Runs a command once per command id within Telnyx's window, as Telnyx ignores a repeated one: a
+   * repeat gets the first answer and changes nothing. Past the window the command runs again
+   * (`again` tells `run`). 5xx answers are not remembered (the command did not run).
    */
-  once(key: string | undefined, onReplay: () => void, run: () => CommandAnswer): CommandResult {
+  once(key: string | undefined, onReplay: () => void, run: (again: boolean) => CommandAnswer): CommandResult {
     const seen = key === undefined ? undefined : this.commands.get(key);
-    if (seen) {
+    if (seen && Date.now() - seen.at < this.commandIdWindowMs) {
       onReplay();
-      return { answer: seen, delivered: Promise.resolve() };
+      return { answer: seen.answer, delivered: Promise.resolve() };
     }
     const pushed: Promise<void>[] = [];
     this.pushed = pushed;
     let answer: CommandAnswer;
     try {
-      answer = run();
+      answer = run(seen !== undefined);
     } finally {
       this.pushed = undefined;
     }
     if (key !== undefined && answer.status < 500) {
-      this.commands.set(key, answer);
+      this.commands.delete(key);
+      this.commands.set(key, { answer, at: Date.now() });
       if (this.commands.size > MAX_REMEMBERED_COMMANDS) this.commands.delete(this.commands.keys().next().value!);
     }
     return { answer, delivered: Promise.all(pushed).then(() => undefined) };
@@ -126,7 +137,7 @@ export class TelnyxCallControl {
 
   dial(req: DialRequest, chaos: Chaos): CommandResult {
     const key = req.commandId === undefined ? undefined : `dial:${req.commandId}`;
-    return this.once(key, () => this.stats.dials.replayed++, () => {
+    return this.once(key, () => this.stats.dials.replayed++, (again) => {
       const reaction = this.behaviours.take(req.to);
       if (reaction.kind === 'dial_error') {
         bump(this.stats.dials.errors, String(reaction.status));
@@ -137,14 +148,14 @@ export class TelnyxCallControl {
       }
       const linked = req.linkTo === undefined ? undefined : this.legs.get(req.linkTo);
       const session = (linked && this.sessions.get(linked.callSessionId)) ?? this.newSession(chaos);
-      this.countDial(session, linked, req.to);
+      this.countDial(session, linked, req, again);
       const leg = this.newLeg(session, {
         direction: 'outgoing', from: req.from, to: req.to, connectionId: req.connectionId, clientState: req.clientState,
         webhookUrl: req.webhookUrl, linkTo: req.linkTo, transcript: reaction.kind === 'answer' ? reaction.transcript : null, talkMs: null,
       });
       this.emit(leg, 'call.initiated', callInitiated(leg));
       const plan = planDialedLeg(reaction, req.timeoutSecs * 1000);
-      this.schedule(leg, plan.at, () => (plan.then === 'answer' ? this.markAnswered(leg, plan.talkMs) : this.endLeg(leg, plan.hangup)));
+      this.schedule(leg, plan.at, () => (plan.then === 'answer' ? this.markAnswered(leg, plan.talkMs, plan.hangupFirst) : this.endLeg(leg, plan.hangup)));
       return { status: 200, body: { data: callResource(leg) } };
     });
   }
@@ -175,12 +186,25 @@ export class TelnyxCallControl {
     });
   }
 
+  /** Sends a leg's event; a leg holding its events until its hangup (`answer_then_drop`) sends them after it. */
   emit(leg: CallLeg, eventType: string, payload: Record<string, unknown>): void {
     const session = this.sessions.get(leg.callSessionId);
     if (!session) return;
     bump(this.stats.events, eventType);
-    const delivered = session.queue.push(callWebhook(eventType, leg, payload, this.privateKey));
+    const webhook = callWebhook(eventType, leg, payload, this.privateKey);
+    if (leg.heldUntilHangup && eventType !== 'call.hangup') {
+      leg.heldUntilHangup.push(webhook);
+      return;
+    }
+    const held = eventType === 'call.hangup' ? leg.heldUntilHangup?.splice(0) ?? [] : [];
+    const delivered = session.queue.push(webhook);
     this.pushed?.push(delivered);
+    // The held events go out once the hangup has been delivered (all its copies), so even under
+    // `reorder` the app hears of the hangup first: that is the behaviour being played.
+    if (held.length > 0) {
+      const after = delivered.then(() => Promise.all(held.map((each) => session.queue.push(each)))).then(() => undefined);
+      this.pushed?.push(after);
+    }
   }
 
   /**
@@ -196,8 +220,12 @@ export class TelnyxCallControl {
     leg.timers.add(cancel);
   }
 
-  /** The leg is answered: `call.answered`; its far end hangs up `talkMs` later (null: never on its own). */
-  markAnswered(leg: CallLeg, talkMs: number | null): void {
+  /**
+   * The leg is answered: `call.answered`; its far end hangs up `talkMs` later (null: never on its
+   * own). `hangupFirst`: its events from here on are held and delivered after its `call.hangup`.
+   */
+  markAnswered(leg: CallLeg, talkMs: number | null, hangupFirst = false): void {
+    if (hangupFirst) leg.heldUntilHangup = [];
     leg.state = 'answered';
     leg.answeredAt = new Date();
     this.emit(leg, 'call.answered', callAnswered(leg));
@@ -236,25 +264,34 @@ export class TelnyxCallControl {
     if (partner) this.endLeg(partner, ourHangup(side(partner)));
   }
 
-  /** The call log: every call whose first leg ended (and started at or after `since`), in the order they ended. */
+  /** The call log: every call whose first leg ended (at or after `since`), in the order they ended. */
   log(since?: Date): CallLogLine[] {
     const lines: CallLogLine[] = [];
     for (const { legs: [first] } of this.sessions.values()) {
-      if (!first?.endedAt || !first.hangup || (since && first.startedAt < since)) continue;
+      if (!first?.endedAt || !first.hangup || (since && first.endedAt < since)) continue;
       lines.push(callLogLine({ ...first, endedAt: first.endedAt, hangup: first.hangup }));
     }
     return lines.sort((a, b) => a.end_time.localeCompare(b.end_time));
   }
 
   /** Counts the dial and what a careful app would not have done (the demo's "wrong dials"). */
-  private countDial(session: CallSession, linked: CallLeg | undefined, to: string): void {
+  private countDial(session: CallSession, linked: CallLeg | undefined, { to, clientState }: DialRequest, again: boolean): void {
     const dials = this.stats.dials;
     dials.accepted++;
+    // A second physical leg for one intent: its command id came back past Telnyx's window, or a new one carried the same client_state.
+    if (again || (clientState !== null && this.dialIntents.has(clientState))) dials.duplicate_legs++;
+    this.rememberIntent(clientState);
     bump(dials.to, to);
     if (linked && !isAlive(linked)) dials.after_caller_hangup++;
     const dialed = session.legs.filter((l) => l.direction === 'outgoing' && l.linkTo !== undefined);
     if (dialed.some((l) => l.state === 'bridging')) dials.while_another_rings++;
     if (dialed.some((l) => l.to === to && isDecline(l.hangup))) dials.after_decline++;
+  }
+
+  private rememberIntent(clientState: string | null): void {
+    if (clientState === null) return;
+    this.dialIntents.add(clientState);
+    if (this.dialIntents.size > MAX_REMEMBERED_COMMANDS) this.dialIntents.delete(this.dialIntents.values().next().value!);
   }
 
   private newSession(chaos: Chaos): CallSession {

@@ -1,5 +1,6 @@
 import { E164_PATTERN } from '../../telephony/e164.js';
 import { pickSendFault } from '../chaos.js';
+import { bump } from '../sandbox-stats.js';
 import type { SandboxContext, SandboxRequest } from '../sandbox-context.js';
 import { decodeSegment, header, parseJsonObject, sendJson } from '../sandbox-http.js';
 import { callResource } from './call-leg.js';
@@ -62,7 +63,7 @@ async function dialRoute(ctx: SandboxContext, request: SandboxRequest): Promise<
     const answer = invalid('10003', 'Invalid URL', `The sandbox sends webhooks to loopback only (SANDBOX_ALLOW_REMOTE=1 lifts this): ${refused}.`, '/webhook_url');
     return sendJson(request.res, answer.status, answer.body);
   }
-  return answerCommand(ctx, request, () => ctx.calls.dial(parsed, request.chaos));
+  return answerCommand(ctx, request, 'dial', () => ctx.calls.dial(parsed, request.chaos));
 }
 
 /** The dial as Telnyx would validate it, or the 422 it would answer. */
@@ -117,7 +118,7 @@ async function actionRoute(ctx: SandboxContext, request: SandboxRequest, callCon
     return sendJson(res, answer.status, answer.body);
   }
   const urlBase = `http://${header(request.req, 'host') ?? '127.0.0.1'}`;
-  return answerCommand(ctx, request, () => runCallAction(ctx.calls, action, leg, body, urlBase));
+  return answerCommand(ctx, request, action, () => runCallAction(ctx.calls, action, leg, body, urlBase));
 }
 
 /** What every command's body must hold (each action checks its own fields). */
@@ -132,9 +133,11 @@ function actionBodyProblem(body: Record<string, unknown> | undefined): CommandAn
 
 /**
  * Chaos first (a refused or failed request never runs; a `timeout` runs and is never answered),
- * then the command; with `early_receipt` its webhooks are delivered before the answer.
+ * then the command; with `early_receipt` its webhooks are delivered before the answer. A command
+ * answered 2xx (carried out, or a replay of one) while `lose_command_answers` names it loses its answer: the
+ * connection is closed unanswered, or answered with the configured 5xx.
  */
-async function answerCommand(ctx: SandboxContext, { res, chaos }: SandboxRequest, run: () => CommandResult): Promise<void> {
+async function answerCommand(ctx: SandboxContext, { res, chaos }: SandboxRequest, command: string, run: () => CommandResult): Promise<void> {
   const faults = ctx.calls.stats.faults;
   const fault = pickSendFault(chaos);
   if (fault === 'reject') {
@@ -151,5 +154,9 @@ async function answerCommand(ctx: SandboxContext, { res, chaos }: SandboxRequest
     return ctx.engine.holdUnanswered(res);
   }
   if (chaos.earlyReceipt) await delivered;
-  sendJson(res, answer.status, answer.body);
+  const lost = answer.status < 300 ? ctx.calls.lostAnswers.take(command) : undefined;
+  if (!lost) return sendJson(res, answer.status, answer.body);
+  bump(ctx.calls.stats.lost_answers, command);
+  if (lost.status === null) return void res.destroy();
+  sendJson(res, lost.status, telnyxErrors('10007', 'Unexpected error', 'Sandbox lose_command_answers: the command was carried out, its answer lost.'));
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { request } from 'node:http';
 import { AccountsService } from '../../../src/modules/accounts/accounts.service.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
@@ -17,16 +18,19 @@ describe('API key authentication, account scoping and the per-key rate limit', (
   let db: TestDatabase;
   let app: TestApp;
   let limited: TestApp;
+  let guarded: TestApp;
   let accounts: AccountsService;
 
   beforeAll(async () => {
     db = await createTestDatabase();
     app = await startTestApp({ databaseUrl: db.url });
     limited = await startTestApp({ databaseUrl: db.url, env: { API_RATE_LIMIT_PER_MINUTE: '3' } });
+    guarded = await startTestApp({ databaseUrl: db.url, env: { API_AUTH_FAILURES_PER_MINUTE: '3' } });
     accounts = app.app.get(AccountsService);
   });
   afterAll(async () => {
     await limited?.close();
+    await guarded?.close();
     await app?.close();
     await db?.drop();
   });
@@ -99,4 +103,40 @@ describe('API key authentication, account scoping and the per-key rate limit', (
 
     expect((await get(limited, '/v2/api_keys', other.api_key)).status).toBe(200);
   });
+
+  it('issue 25: made-up keys from one address are 429 with Retry-After past the per-address budget; a valid key from that address still passes, another address still gets 401', async () => {
+    const { api_key } = await accounts.createAccount('nat-neighbour');
+    // The window is a clock minute: 7 failures fall in at most two windows, so with a budget of 3
+    // at least one window overflows wherever the minute boundary falls.
+    const replies: Awaited<ReturnType<typeof get>>[] = [];
+    for (let i = 0; i < 7; i++) replies.push(await get(guarded, '/v2/api_keys', `olk_guess${i}`));
+    const statuses = replies.map((r) => r.status);
+    expect(statuses.every((s) => s === 401 || s === 429)).toBe(true);
+    expect(statuses.filter((s) => s === 401).length).toBeGreaterThanOrEqual(3);
+    const throttled = replies.find((r) => r.status === 429);
+    expect(throttled).toBeDefined();
+    expect(Number(throttled!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(Number(throttled!.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+    expectErrorBody(throttled!.body, 'rate_limited');
+    // Throttled right now (a minute boundary may have passed: guess until it is) ...
+    let now = replies[6];
+    for (let i = 0; i < 5 && now.status !== 429; i++) now = await get(guarded, '/v2/api_keys', `olk_again${i}`);
+    expect(now.status).toBe(429);
+    // ... yet the real key from the same address is served, and is not counted as a failure.
+    expect((await get(guarded, '/v2/api_keys', api_key)).status).toBe(200);
+    // Another (loopback) address has a budget of its own.
+    expect(await statusFrom('127.0.0.2', guarded, '/v2/api_keys', 'olk_elsewhere')).toBe(401);
+  });
 });
+
+/** A GET sent from a given local address (any of 127.0.0.0/8 is this machine). */
+function statusFrom(localAddress: string, app: TestApp, path: string, key: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${app.url}${path}`, { localAddress, headers: { authorization: `Bearer ${key}` } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { BillingLinks } from '../../../src/modules/accounts/billing-links.js';
 import { Plans } from '../../../src/modules/entitlements/plans.js';
 import { VerifyService } from '../../../src/platform/verify/verify.service.js';
 import { DEV_STRIPE_WEBHOOK_SECRET } from '../../../src/telephony/dev-credentials.js';
@@ -45,7 +46,8 @@ describe('balances: granted, used, remaining per type, from grants and the usage
     await p.sendAndWaitSent(OUR_NUMBER, '+13125550100', 'before any bundle');
     await waitFor(usageRows, (n) => n === 1, { what: 'the first usage row' });
 
-    expect((await p.customer.request('PATCH', '/v2/account', { billing_customer_id: customerId })).status).toBe(200);
+    // The operator links the customer (accounts:link-billing runs this).
+    await p.app.app.get(BillingLinks).link(p.customer.accountId, customerId, 'test-operator');
     const granted = await deliverPaid('in_balance_1', [{ lookupKey: 'small_sms' }, { lookupKey: 'minutes_30' }]);
     expect(granted.body.outcome).toBe('applied');
     expect(await balances()).toEqual([

@@ -33,6 +33,20 @@ describe('admin CLI: plans and billing customers', () => {
     expect((await db.pool.query(`SELECT type, quantity::int FROM plans`)).rows).toEqual([{ type: 'sms_segments', quantity: 1200 }]);
   }, SLOW);
 
+  it('plans:list prints every plan by lookup key, as plans:upsert left them', async () => {
+    await cli('plans:upsert', '--lookup-key', 'calls_60', '--type', 'call_minutes', '--quantity', '60');
+    const list = await cli('plans:list');
+    expect(list.code).toBe(0);
+    expect(oneDocument(list)).toEqual({
+      data: [
+        { lookup_key: 'calls_60', type: 'call_minutes', quantity: 60, created_at: expect.any(String), updated_at: expect.any(String) },
+        { lookup_key: 'sms_1000', type: 'sms_segments', quantity: 1200, created_at: expect.any(String), updated_at: expect.any(String) },
+      ],
+    });
+    const human = await runNode(['dist/cli.js', 'plans:list'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+    expect(human.stdout).toBe('calls_60  60 call_minutes per unit\nsms_1000  1200 sms_segments per unit\n');
+  }, SLOW);
+
   it('accounts:create --billing-customer links the account; a customer already linked is refused', async () => {
     const created = await cli('accounts:create', '--name', 'Paying', '--billing-customer', 'cus_cli_1');
     expect(created.code).toBe(0);
@@ -41,5 +55,27 @@ describe('admin CLI: plans and billing customers', () => {
     expect(twice.code).not.toBe(0);
     expect(oneDocument(twice).errors[0].detail).toMatch(/billing customer cus_cli_1 belongs to another account/);
     expect(await db.count(`SELECT count(*) FROM accounts`)).toBe(1);
+  }, SLOW);
+
+  it('accounts:link-billing relinks an account and prints its audit line; a taken customer, or both --billing-customer and --unlink, are refused; --unlink removes the link', async () => {
+    const created = oneDocument(await cli('accounts:create', '--name', 'Relinked'));
+    const account = created.account.id;
+    const linked = await cli('accounts:link-billing', '--account', account, '--billing-customer', 'cus_cli_2', '--by', 'ops');
+    expect(linked.code).toBe(0);
+    expect(oneDocument(linked)).toEqual({
+      account: { id: account, record_type: 'account', name: 'Relinked', billing_customer_id: 'cus_cli_2', created_at: expect.any(String) },
+      audit: { id: expect.any(String), account_id: account, previous_customer_id: null, customer_id: 'cus_cli_2', changed_by: 'ops', changed_at: expect.any(String) },
+    });
+    const taken = await cli('accounts:link-billing', '--account', account, '--billing-customer', 'cus_cli_1');
+    expect(taken.code).not.toBe(0);
+    expect(oneDocument(taken).errors[0].detail).toMatch(/billing customer cus_cli_1 belongs to another account/);
+    const both = await cli('accounts:link-billing', '--account', account, '--billing-customer', 'cus_cli_3', '--unlink');
+    expect(oneDocument(both).errors[0].detail).toMatch(/exactly one of --billing-customer <id> and --unlink/);
+    const human = await runNode(['dist/cli.js', 'accounts:link-billing', '--account', account, '--unlink', '--by', 'ops'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+    expect(human.stdout).toMatch(new RegExp(`^audit \\d+: \\S+Z ops linked account ${account} to billing customer \\(none\\) \\(was cus_cli_2\\)`));
+    expect((await db.pool.query(`SELECT previous_customer_id, customer_id, changed_by FROM billing_link_audit WHERE account_id = $1 ORDER BY id`, [account])).rows).toEqual([
+      { previous_customer_id: null, customer_id: 'cus_cli_2', changed_by: 'ops' },
+      { previous_customer_id: 'cus_cli_2', customer_id: null, changed_by: 'ops' },
+    ]);
   }, SLOW);
 });

@@ -1,8 +1,11 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { AccountsService } from '../../../src/modules/accounts/accounts.service.js';
+import { BillingLinks } from '../../../src/modules/accounts/billing-links.js';
 import { Plans } from '../../../src/modules/entitlements/plans.js';
+import fc from 'fast-check';
 import { ApiClient } from '../../support/api-client.js';
+import { deepJsonText, HOSTILE_SIGNED_RUNS, longId, longWord, unstorableText, withRawJson, type Hostile } from '../../support/hostile-values.js';
 import { pausePoint } from '../../support/pause.js';
 import { deliverStripe, invoicePaid, PERIOD_END, PERIOD_START, stripeEvent, stripeEventId, stripeHeaders, TEST_STRIPE_SECRET, type InvoicePaidSpec } from '../../support/stripe-signing.js';
 import { waitFor } from '../../support/wait.js';
@@ -220,19 +223,85 @@ describe('Stripe invoice.paid → entitlements', () => {
     });
   });
 
-  it('PATCH /v2/account links the billing customer: one account per customer (409), a bad id is 422', async () => {
+  /** An invoice.paid of one sms_1000 line, changed by `change` (the parsed event), then signed. */
+  function hostileInvoice(change: (event: any) => void, raw?: string): { body: string; eventId: string; invoiceId: string } {
+    const [eventId, invoiceId] = [stripeEventId(), unique('in')];
+    const event = JSON.parse(paid(invoiceId, [{ lookupKey: 'sms_1000' }], eventId));
+    change(event);
+    const body = raw === undefined ? JSON.stringify(event) : withRawJson(JSON.stringify(event), raw);
+    return { body, eventId, invoiceId };
+  }
+  const line = (event: any) => event.data.object.lines.data[0];
+  const badNumber = fc.oneof(fc.constantFrom(-1, 1.5, 1e15, 1e300, Number.MAX_SAFE_INTEGER + 2), fc.integer({ min: 1_000_001, max: Number.MAX_SAFE_INTEGER }));
+  const badUnixTime = fc.oneof(fc.constantFrom(-1, 1.5, 1e15, 8.64e15), fc.integer({ min: 253_402_300_800, max: Number.MAX_SAFE_INTEGER }));
+  const hostileStripe: fc.Arbitrary<Hostile<ReturnType<typeof hostileInvoice>>> = fc.oneof(
+    longId.map((v) => ({ case: 'event id too long', names: 'event.id', make: () => hostileInvoice((e) => (e.id = v)) })),
+    longWord.map((v) => ({ case: 'event type too long', names: 'event.type', make: () => hostileInvoice((e) => (e.type = v)) })),
+    longId.map((v) => ({ case: 'invoice id too long', names: 'data.object.id', make: () => hostileInvoice((e) => (e.data.object.id = v)) })),
+    longId.map((v) => ({ case: 'customer too long', names: 'data.object.customer', make: () => hostileInvoice((e) => (e.data.object.customer = v)) })),
+    longId.map((v) => ({ case: 'lookup_key too long', names: 'lookup_key', make: () => hostileInvoice((e) => (line(e).price.lookup_key = v)) })),
+    badNumber.map((v) => ({ case: 'quantity out of range', names: 'quantity', make: () => hostileInvoice((e) => (line(e).quantity = v)) })),
+    badUnixTime.map((v) => ({ case: 'period.start out of range', names: 'period.start', make: () => hostileInvoice((e) => (line(e).period.start = v)) })),
+    unstorableText.map((v) => ({ case: 'unstorable text', names: 'data.object.currency', make: () => hostileInvoice((e) => (e.data.object.currency = v)) })),
+    deepJsonText.map((raw) => ({ case: 'nested too deep', names: 'nests deeper than 64 levels', make: () => hostileInvoice((e) => (e.data.object.metadata = '__DEEP__'), raw) })),
+  );
+
+  it('property (issue 25): a signed event with a hostile id, depth, number or text is refused alone with a 400 naming the field, records and grants nothing; good events beside it are applied once', async () => {
+    await fc.assert(
+      fc.asyncProperty(hostileStripe, async (h) => {
+        const bad = await h.make();
+        const goods = Array.from({ length: 4 }, () => hostileInvoice(() => undefined));
+        const before = await billingEvents();
+        const [badReply, ...goodReplies] = await Promise.all([bad, ...goods].map((d) => deliver(d.body)));
+
+        expect(badReply.status).toBe(400);
+        expect(badReply.body).toEqual({ errors: [expect.objectContaining({ code: 'invalid_event', detail: expect.stringContaining(h.names) })] });
+        expect(goodReplies.map((r) => [r.status, r.body.outcome])).toEqual(Array(4).fill([200, 'applied']));
+        expect(await count(`SELECT count(*) FROM billing_events WHERE provider_event_id = ANY($1)`, [goods.map((g) => g.eventId)])).toBe(4);
+        expect(await count(`SELECT count(*) FROM entitlements WHERE invoice_id = ANY($1)`, [goods.map((g) => g.invoiceId)])).toBe(4);
+        // Nothing of the hostile one: exactly the four good events are new, and its invoice granted nothing.
+        expect(await billingEvents()).toBe(before + 4);
+        expect(await grantsOf(bad.invoiceId)).toBe(0);
+      }),
+      { numRuns: HOSTILE_SIGNED_RUNS, endOnFailure: true },
+    );
+  });
+
+  it('issue 25: PATCH /v2/account cannot set billing_customer_id (422 naming the field, nothing changed, no word on whether an id is taken); the account reads the operator\'s link', async () => {
     const other = await ApiClient.forNewAccount(t.app, 'Other');
-    const taken = await other.request('PATCH', '/v2/account', { billing_customer_id: customerId });
-    expect(taken.status).toBe(409);
-    expect(taken.body.errors[0].code).toBe('billing_customer_taken');
-    expect((await other.request('PATCH', '/v2/account', { billing_customer_id: 'has space' })).status).toBe(422);
+    const free = unique('cus');
+    for (const value of [customerId, free, null, 'has space', 42]) {
+      const refused = await other.request('PATCH', '/v2/account', { billing_customer_id: value });
+      expect(refused.status).toBe(422);
+      expect(refused.body.errors).toEqual([expect.objectContaining({ code: 'validation_failed', source: { pointer: '/billing_customer_id' }, detail: expect.stringMatching(/^billing_customer_id is not settable/) })]);
+    }
+    expect((await other.get('/v2/account')).body.data.billing_customer_id).toBeNull();
+    // The customer claimed through the API is still nobody's: its paid invoice grants nothing to the claimant.
+    expect((await deliver(invoicePaid({ invoiceId: unique('in'), customer: free, lines: [{ lookupKey: 'sms_1000' }] }))).body.outcome).toBe('ignored');
+    expect((await other.get('/v2/entitlements')).body.data).toEqual([]);
+    // The account reads the link the operator made.
+    expect((await customer.get('/v2/account')).body.data).toMatchObject({ id: customer.accountId, billing_customer_id: customerId });
+    expect((await customer.request('PATCH', '/v2/account', {})).body.data.billing_customer_id).toBe(customerId);
+  });
+
+  it('the operator relinks (BillingLinks, behind accounts:link-billing): one statement changes the link and writes its audit row; a customer another account has is refused', async () => {
+    const links = t.app.app.get(BillingLinks);
+    const other = await ApiClient.forNewAccount(t.app, 'Relinked');
     const own = unique('cus');
-    const linked = await other.request('PATCH', '/v2/account', { billing_customer_id: own });
-    expect(linked.status).toBe(200);
-    expect(linked.body.data).toMatchObject({ id: other.accountId, billing_customer_id: own });
+    const linked = await links.link(other.accountId, own, 'ops@example.test');
+    expect(linked.account).toMatchObject({ id: other.accountId, billing_customer_id: own });
+    expect(linked.audit).toEqual({ id: expect.any(String), account_id: other.accountId, previous_customer_id: null, customer_id: own, changed_by: 'ops@example.test', changed_at: expect.anything() });
     const invoiceId = unique('in');
     expect((await deliver(invoicePaid({ invoiceId, customer: own, lines: [{ lookupKey: 'sms_1000' }] }))).body.outcome).toBe('applied');
     expect((await other.get('/v2/entitlements')).body.data).toEqual([expect.objectContaining({ invoice_id: invoiceId })]);
-    expect((await other.request('PATCH', '/v2/account', { billing_customer_id: null })).body.data.billing_customer_id).toBeNull();
+
+    await expect(links.link(other.accountId, customerId, 'ops@example.test')).rejects.toMatchObject({ status: 409 });
+    const unlinked = await links.link(other.accountId, null, 'ops@example.test');
+    expect(unlinked.audit).toMatchObject({ previous_customer_id: own, customer_id: null });
+    expect((await t.db.pool.query(`SELECT previous_customer_id, customer_id, changed_by FROM billing_link_audit WHERE account_id = $1 ORDER BY id`, [other.accountId])).rows).toEqual([
+      { previous_customer_id: null, customer_id: own, changed_by: 'ops@example.test' },
+      { previous_customer_id: own, customer_id: null, changed_by: 'ops@example.test' },
+    ]);
+    await expect(links.link('acct_missing', own, 'ops')).rejects.toMatchObject({ status: 404 });
   });
 });

@@ -21,7 +21,8 @@ interface Reply {
  * Group commit of carrier webhooks, made deterministic: one batch at a time
  * (INGEST_BATCH_CONCURRENCY=1), and a test trigger that holds a batch holding a `hold-` event on
  * an advisory lock this test owns. While that batch waits, the deliveries sent next queue up and
- * must all go into the following transaction. A `poison-` event makes its whole batch fail.
+ * must all go into the following transaction. A `poison-` event makes its whole batch fail; a
+ * `toolong-` or `toodeep-` event fails it as Postgres does for that row's data (SQLSTATE class 54).
  */
 describe('ingest group commit', () => {
   let db: TestDatabase;
@@ -35,6 +36,11 @@ describe('ingest group commit', () => {
       BEGIN
         IF NEW.carrier_event_id LIKE 'hold-%' THEN PERFORM pg_advisory_xact_lock(${GATE_LOCK}); END IF;
         IF NEW.carrier_event_id LIKE 'poison-%' THEN RAISE EXCEPTION 'poisoned batch' USING ERRCODE = 'XX000'; END IF;
+        -- What Postgres answers for a key past its index's limit (a 4,000-character id) and for
+        -- JSON nested past the stack depth: this row's data, not the batch's.
+        IF NEW.carrier_event_id LIKE 'baddata-%' THEN RAISE EXCEPTION 'unsupported Unicode escape sequence' USING ERRCODE = '22P05'; END IF;
+        IF NEW.carrier_event_id LIKE 'toolong-%' THEN RAISE EXCEPTION 'index row size exceeds maximum' USING ERRCODE = '54000'; END IF;
+        IF NEW.carrier_event_id LIKE 'toodeep-%' THEN RAISE EXCEPTION 'stack depth limit exceeded' USING ERRCODE = '54001'; END IF;
         RETURN NEW;
       END $$;
       CREATE TRIGGER test_ingest_gate BEFORE INSERT ON carrier_events FOR EACH ROW EXECUTE FUNCTION test_ingest_gate();
@@ -128,13 +134,40 @@ describe('ingest group commit', () => {
   });
 
   it('a body Postgres cannot store does not spoil its batch: it alone is refused with 400', async () => {
+    // A NUL in the body is refused at the edge now (issue 25), before any batch: the trigger
+    // raises what jsonb raises for it (22P05), as for anything the edge bounds would miss.
     const good = Array.from({ length: 5 }, () => telnyxFixture('message.sent.json', { id: randomUUID() }));
-    const bad = telnyxEvent('message.received', { id: 'm1', from: { phone_number: '+1' }, to: [{ phone_number: '+2' }], text: 'a\u0000b' });
+    const bad = telnyxFixture('message.sent.json', { id: `baddata-${randomUUID()}` });
     const replies = await sendAsOneBatch([...good, bad]);
 
     expect(replies.slice(0, 5).map((r) => [r.status, r.body.status, r.rowsAtAnswer])).toEqual(Array(5).fill([200, 'accepted', 1]));
     expect(replies[5]).toMatchObject({ status: 400, rowsAtAnswer: 0 });
-    expect(replies[5].body).toEqual({ errors: [expect.objectContaining({ code: expect.any(String) })] });
+    expect(replies[5].body).toEqual({ errors: [expect.objectContaining({ code: 'invalid_event', detail: expect.stringMatching(/NUL character/) })] });
+  });
+
+  it('a NUL in a signed body is refused at the edge with 400 naming the field, before any batch', async () => {
+    const bad = telnyxEvent('message.received', { id: 'm1', from: { phone_number: '+1' }, to: [{ phone_number: '+2' }], text: 'a\u0000b' });
+    const reply = await post(bad);
+    expect(reply).toMatchObject({ status: 400, rowsAtAnswer: 0 });
+    expect(reply.body).toEqual({ errors: [expect.objectContaining({ code: 'invalid_event', detail: expect.stringMatching(/^data\.payload\.text holds a NUL/) })] });
+    expect(await waitingDeliveries()).toBe(0);
+  });
+
+  it.each([
+    ['toolong', /too long to store/],
+    ['toodeep', /nested too deeply/],
+  ])('a delivery whose row Postgres refuses past a limit (%s, SQLSTATE class 54) is refused alone with 400; its 30 neighbours are stored once', async (prefix, detail) => {
+    const goodIds = Array.from({ length: 30 }, () => randomUUID());
+    const good = goodIds.map((id) => telnyxFixture('message.sent.json', { id }));
+    const bad = telnyxFixture('message.sent.json', { id: `${prefix}-${randomUUID()}` });
+    const replies = await sendAsOneBatch([...good.slice(0, 15), bad, ...good.slice(15)]);
+
+    const [refused] = replies.splice(15, 1);
+    expect(replies.map((r) => [r.status, r.body.status, r.rowsAtAnswer])).toEqual(Array(30).fill([200, 'accepted', 1]));
+    expect(refused).toMatchObject({ status: 400, rowsAtAnswer: 0 });
+    expect(refused.body).toEqual({ errors: [{ code: 'invalid_event', title: 'Not a valid carrier event', detail: expect.stringMatching(detail) }] });
+    expect(await db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = ANY($1)`, [goodIds])).toBe(30);
+    expect(await db.count(`SELECT count(*) FROM outbox_jobs o JOIN carrier_events e ON e.id = o.job_id WHERE e.carrier_event_id = ANY($1)`, [goodIds])).toBe(30);
   });
 
   it('past INGEST_PENDING_MAX deliveries in hand, the next is answered 503 + Retry-After at once and nothing of it stored; the carrier’s retry is accepted', async () => {

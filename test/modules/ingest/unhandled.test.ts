@@ -186,7 +186,7 @@ describe('carrier events with no handler for their kind', () => {
 
     const replay = await runNode(['dist/cli.js', 'carrier-events:replay', '--all-unhandled', '--json'], env);
     expect(replay.code).toBe(0);
-    const replayed = JSON.parse(replay.stdout).data;
+    const replayed = JSON.parse(replay.stdout);
     expect(replayed.results).toEqual(expect.arrayContaining([{ id: sms, outcome: 'processed' }, { id: call, outcome: 'processed' }]));
     expect(replayed.outcomes.processed).toBeGreaterThanOrEqual(2);
     expect((await eventRow(db, sms)).processed_at).not.toBeNull();

@@ -146,6 +146,8 @@ describe('phone numbers, messages and usage API', () => {
       expect(again.status).toBe(202);
       expect(again.headers.get('idempotent-replayed')).toBe('true');
       expect(again.body).toEqual(first.body);
+      // the same document, key for key in the same order (jsonb would have sorted them)
+      expect(JSON.stringify(again.body)).toBe(JSON.stringify(first.body));
       expect(await db.count(`SELECT count(*) FROM messages WHERE to_number = '+15558880000'`)).toBe(1);
     });
 

@@ -266,12 +266,29 @@ describe('hostile input at every route', () => {
     expect((await customer.get('/v2/messages')).status).toBe(200);
   });
 
+  it('issue 25: PATCH /v2/phone_numbers/:id with 10,000 targets is refused at the array bound with one small error; 11 bad targets get at most 20 errors', async () => {
+    const numberId = realIds[1];
+    // 20 KB, as in the issue: within the body size limit.
+    const targets = Array.from({ length: 10_000 }, () => ({}));
+    const huge = await customer.request('PATCH', `/v2/phone_numbers/${numberId}`, { voice: { ring_plan: { targets } } });
+    expect(huge.status).toBe(422);
+    expect(huge.body.errors).toEqual([expect.objectContaining({ code: 'validation_failed', source: { pointer: '/voice/ring_plan/targets' }, detail: expect.stringContaining('at most 100 items') })]);
+    expect(JSON.stringify(huge.body).length).toBeLessThan(1_000);
+
+    const eleven = await customer.request('PATCH', `/v2/phone_numbers/${numberId}`, { voice: { ring_plan: { targets: targets.slice(0, 11).map(() => ({ to: 'nope', timeout_secs: 1 })) } } });
+    expect(eleven.status).toBe(422);
+    expect(eleven.body.errors.length).toBeLessThanOrEqual(20);
+    expect(eleven.body.errors).toContainEqual(expect.objectContaining({ detail: 'targets must hold at most 10 targets', source: { pointer: '/voice/ring_plan/targets' } }));
+  });
+
   it.each([
-    ['a NUL in text (22021)', `SELECT $1::text`, ['a\u0000b']],
-    ['a date Postgres cannot hold (22008)', `SELECT $1::timestamptz`, ['-271821-04-20T00:00:00Z']],
-  ])('backstop: %s reaching the error filter is a 400 that does not repeat the database text', async (_, sql, params) => {
+    ['a NUL in text (22021)', `SELECT $1::text`, ['a\u0000b'], /NUL/],
+    ['a date Postgres cannot hold (22009)', `SELECT $1::timestamptz`, ['-271821-04-20T00:00:00Z'], /date or time out of range/],
+    ['a number past its type (22003)', `SELECT $1::int`, ['99999999999'], /number out of range/],
+    ['JSON nested past the stack depth limit (54001)', `SELECT $1::jsonb`, [`${'['.repeat(100_000)}${']'.repeat(100_000)}`], /nested too deeply/],
+  ])('backstop: %s reaching the error filter is a 400 that does not repeat the database text', async (_, sql, params, detail) => {
     const refused = await db.pool.query(sql, params).then(() => undefined, (err: Error) => err);
-    expect((refused as { code?: string })?.code).toMatch(/^22/);
+    expect((refused as { code?: string })?.code).toMatch(/^(22|54)/);
     const sent: { status?: number; body?: unknown } = {};
     const reply = {
       status: (status: number) => ((sent.status = status), reply),
@@ -281,7 +298,7 @@ describe('hostile input at every route', () => {
     };
     const host = { switchToHttp: () => ({ getResponse: () => reply, getRequest: () => ({ id: 'req_backstop' }) }) };
     new ErrorsFilter().catch(refused, host as unknown as ArgumentsHost);
-    expect(sent).toEqual({ status: 400, body: { errors: [expect.objectContaining({ code: 'bad_request', title: 'Bad request' })] } });
+    expect(sent).toEqual({ status: 400, body: { errors: [expect.objectContaining({ code: 'bad_request', title: 'Bad request', detail: expect.stringMatching(detail) })] } });
     expect(JSON.stringify(sent.body)).not.toContain(refused!.message);
     expect(JSON.stringify(sent.body)).not.toMatch(INTERNALS);
   });

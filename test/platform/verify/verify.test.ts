@@ -19,6 +19,9 @@ const SLOW = 180_000;
 const OUR_NUMBER = '+17735550002'; // the `to` of the Telnyx inbound fixture
 const INVARIANTS = [
   'billing.usage_has_resource',
+  'calls.answered_announced_once',
+  'calls.answered_event_only_if_answered',
+  'calls.answered_leg_was_live',
   'calls.end_announced_once',
   'calls.minutes_billed_once',
   'calls.one_dial_per_try',
@@ -79,6 +82,16 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
     } finally {
       const u = rows[0];
       await sql(`INSERT INTO usage_records VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [u.id, u.account_id, u.kind, u.resource_id, u.quantity, u.unit_price_micros, u.amount_micros, u.created_at]);
+    }
+  }
+
+  /** Runs `body` with a copy of the flow call's `type` customer event planted, then removes it. */
+  async function withCallEventTwice(type: string, body: () => Promise<void>): Promise<void> {
+    await sql(`INSERT INTO outbound_events (id, account_id, type, event_version, payload) SELECT 'evt_planted_copy', account_id, type, event_version, payload FROM outbound_events WHERE type = $2 AND payload->>'id' = $1`, [flow.call, type]);
+    try {
+      await body();
+    } finally {
+      await sql(`DELETE FROM outbound_events WHERE id = 'evt_planted_copy'`);
     }
   }
 
@@ -173,11 +186,56 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
   }, SLOW);
 
   it('calls.end_announced_once: an ended call announced twice, and one still up announced as completed', async () => {
-    await sql(`INSERT INTO outbound_events (id, account_id, type, event_version, payload) SELECT 'evt_planted_end', account_id, type, event_version, payload FROM outbound_events WHERE type = 'call.completed' AND payload->>'id' = $1`, [flow.call]);
+    await withCallEventTwice('call.completed', () => expectOnlyBroken('calls.end_announced_once', 1, [flow.call]));
+  }, SLOW);
+
+  it('calls.answered_leg_was_live: the winner is a leg whose hangup was recorded before its answer, a failed leg, a leg that ended before it answered, or no leg of the call', async () => {
+    const { rows } = await sql(`SELECT l.* FROM call_legs l JOIN calls c ON c.answered_leg = l.id WHERE c.id = $1`, [flow.call]);
+    expect(rows).toHaveLength(1);
+    const leg = rows[0];
+    // the clean call's winner answered and was live then
+    expect(leg.answered_at).not.toBeNull();
+    const answeredAt = new Date(leg.answered_at).getTime();
+    const plants: [string, unknown[]][] = [
+      // issue 24: its call.hangup came first, so its late answer recorded nothing on the leg
+      [`UPDATE call_legs SET status = 'ended', answered_at = NULL, ended_at = $2 WHERE id = $1`, [leg.id, new Date(answeredAt - 1000)]],
+      [`UPDATE call_legs SET status = 'failed', ended_at = $2 WHERE id = $1`, [leg.id, new Date(answeredAt + 1000)]],
+      [`UPDATE call_legs SET status = 'ended', ended_at = $2 WHERE id = $1`, [leg.id, new Date(answeredAt - 1000)]],
+      [`UPDATE calls SET answered_leg = 'leg_planted_elsewhere' WHERE id = $1`, [flow.call]],
+    ];
+    for (const [plant, params] of plants) {
+      await sql(plant, params);
+      try {
+        await expectOnlyBroken('calls.answered_leg_was_live', 1, [flow.call]);
+      } finally {
+        await sql(`UPDATE call_legs SET status = $2, answered_at = $3, ended_at = $4 WHERE id = $1`, [leg.id, leg.status, leg.answered_at, leg.ended_at]);
+        await sql(`UPDATE calls SET answered_leg = $2 WHERE id = $1`, [flow.call, leg.id]);
+      }
+    }
+  }, 4 * SLOW);
+
+  it('calls.answered_announced_once: a call announced answered a second time', async () => {
+    expect(await db.count(`SELECT count(*) FROM outbound_events WHERE type = 'call.answered' AND payload->>'id' = $1`, [flow.call])).toBe(1);
+    await withCallEventTwice('call.answered', () => expectOnlyBroken('calls.answered_announced_once', 1, [flow.call]));
+  }, SLOW);
+
+  it('calls.answered_event_only_if_answered: a call that ended missed after announcing call.answered (issue 24: the winner was written off)', async () => {
+    await sql(
+      `INSERT INTO calls (id, account_id, direction, from_number, to_number, status, carrier, carrier_call_id, ended_at, duration_seconds, billable_minutes)
+       SELECT 'call_planted_missed', account_id, direction, from_number, to_number, 'missed', carrier, 'planted-session', now(), 0, 0 FROM calls WHERE id = $1`,
+      [flow.call],
+    );
+    await sql(
+      `INSERT INTO outbound_events (id, account_id, type, event_version, payload)
+       SELECT 'evt_planted_' || t, account_id, 'call.' || t, event_version, jsonb_set(payload, '{id}', '"call_planted_missed"') FROM outbound_events, unnest(ARRAY['answered', 'missed']) t
+        WHERE type = 'call.completed' AND payload->>'id' = $1`,
+      [flow.call],
+    );
     try {
-      await expectOnlyBroken('calls.end_announced_once', 1, [flow.call]);
+      await expectOnlyBroken('calls.answered_event_only_if_answered', 1, ['call_planted_missed']);
     } finally {
-      await sql(`DELETE FROM outbound_events WHERE id = 'evt_planted_end'`);
+      await sql(`DELETE FROM outbound_events WHERE id IN ('evt_planted_answered', 'evt_planted_missed')`);
+      await sql(`DELETE FROM calls WHERE id = 'call_planted_missed'`);
     }
   }, SLOW);
 

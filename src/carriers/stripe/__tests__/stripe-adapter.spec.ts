@@ -16,7 +16,7 @@ const event = (type: string, object: unknown) => JSON.stringify({ id: 'evt_1', o
 
 function webhook(body: string, { secret = SECRET, timestamp = nowSeconds }: { secret?: string; timestamp?: number } = {}): InboundWebhook {
   const signature = Stripe.webhooks.generateTestHeaderString({ payload: body, secret, timestamp });
-  return { rawBody: Buffer.from(body), body: JSON.parse(body), headers: { 'stripe-signature': signature }, url: '/webhooks/billing/stripe' };
+  return { rawBody: Buffer.from(body), body: JSON.parse(body), headers: { 'stripe-signature': signature }, url: '/webhooks/billing/stripe', peerAddress: '127.0.0.1' };
 }
 
 const adapter = (env: Record<string, string> = { STRIPE_WEBHOOK_SECRET: SECRET }) => new StripeAdapter(loadConfig(env));
@@ -65,7 +65,7 @@ describe('StripeAdapter', () => {
   it('a signed body that is not JSON, or not an event, is malformed (checked after the signature)', () => {
     for (const body of ['not json', '[]', JSON.stringify({ id: 'evt_1', type: 'invoice.paid' })]) {
       const signature = Stripe.webhooks.generateTestHeaderString({ payload: body, secret: SECRET, timestamp: nowSeconds });
-      const inbound = { rawBody: Buffer.from(body), body: undefined, headers: { 'stripe-signature': signature }, url: '/' };
+      const inbound = { rawBody: Buffer.from(body), body: undefined, headers: { 'stripe-signature': signature }, url: '/', peerAddress: '127.0.0.1' };
       expect(refusal(() => adapter().accept(inbound, NOW_MS))).toBeInstanceOf(MalformedWebhook);
     }
   });

@@ -6,11 +6,13 @@ import { CallsAudit, parseCarrierLog, type CallAuditReport } from '../calls-audi
 
 interface AuditOptions extends OutputOptions {
   carrierLog?: string;
+  since?: Date;
+  account?: string;
 }
 
 @Command({
   name: 'audit:calls',
-  description: "Reads the carrier's call log (JSON lines) beside our calls: carrier-completed calls we have no row for, our ended calls it does not list, durations more than 5 s apart; exit 1 on any finding",
+  description: "Reads the carrier's call log (JSON lines) beside our calls: carrier-completed calls we have no row for, our ended calls it does not list, durations more than 5 s apart, calls it billed that we recorded unanswered; exit 1 on any finding",
 })
 export class AuditCallsCommand extends JsonCommand {
   constructor(private readonly audit: CallsAudit) {
@@ -22,13 +24,25 @@ export class AuditCallsCommand extends JsonCommand {
     return value;
   }
 
+  @Option({ flags: '--since <time>', description: 'only the calls that ended at or after this ISO 8601 time, on both sides (default: our calls ended within 5 min of the log)' })
+  parseSince(value: string): Date {
+    const since = new Date(value);
+    if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(since.getTime())) throw new Error(`--since must be an ISO 8601 time, got "${value}"`);
+    return since;
+  }
+
+  @Option({ flags: '--account <id>', description: "only this account's calls (default: every account's)" })
+  parseAccount(value: string): string {
+    return value;
+  }
+
   async run(_: string[], options: AuditOptions): Promise<void> {
     const file = requireOption(options, 'carrierLog');
     const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
       throw new Error(`cannot read --carrier-log ${file}: ${err.code ?? err.message}`);
     });
     const { entries, invalidLines } = parseCarrierLog(text);
-    const report = await this.audit.compare(entries, invalidLines);
+    const report = await this.audit.compare(entries, invalidLines, { since: options.since, accountId: options.account });
     printResult(options, report, human(report));
     if (!report.ok) process.exitCode = 1;
   }
@@ -39,6 +53,7 @@ function human(report: CallAuditReport): string {
     ...report.missing_here.map((m) => `MISSING HERE       ${m.carrier_call_id}  carrier says ${m.status}${m.start_time ? ` at ${m.start_time}` : ''}, we have no call`),
     ...report.missing_at_carrier.map((m) => `MISSING AT CARRIER ${m.call_id}  (${m.carrier_call_id}, ${m.status}) is not in the carrier's log`),
     ...report.duration_mismatches.map((m) => `DURATION           ${m.call_id}  (${m.carrier_call_id}) ours ${m.ours} s, carrier ${m.carrier} s`),
+    ...report.unanswered_here.map((m) => `UNANSWERED HERE    ${m.call_id}  (${m.carrier_call_id}, ${m.status}) carrier billed ${m.carrier_duration} s, we recorded no answer`),
     ...(report.invalid_lines.length ? [`INVALID LINES      ${report.invalid_lines.join(', ')}`] : []),
   ];
   const summary = `${report.carrier_calls} carrier calls, ${report.our_calls} of ours compared: ${report.ok ? 'they agree' : `${lines.length} finding(s)`}`;

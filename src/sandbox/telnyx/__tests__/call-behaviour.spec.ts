@@ -13,6 +13,8 @@ describe('parseStep / parseSteps', () => {
     expect(parseStep({ sip_error: 408 }, 'x').reaction).toEqual({ kind: 'sip_error', sip: 408, afterMs: 100 });
     expect(parseStep({ dial_error: 500, times: 2 }, 'x')).toEqual({ reaction: { kind: 'dial_error', status: 500 }, times: 2 });
     expect(parseStep({ transcript: ['hi'] }, 'x').reaction).toMatchObject({ kind: 'answer', transcript: ['hi'] });
+    expect(parseStep({ answer_then_drop: true }, 'x').reaction).toEqual({ kind: 'answer', afterMs: 300, talkMs: null, transcript: null, dropAfterMs: 0 });
+    expect(parseStep({ answer_after_ms: 20, drop_after_ms: 50 }, 'x').reaction).toEqual({ kind: 'answer', afterMs: 20, talkMs: null, transcript: null, dropAfterMs: 50 });
   });
 
   it('refuses what makes no sense, naming the field', () => {
@@ -26,6 +28,9 @@ describe('parseStep / parseSteps', () => {
     expect(() => parseStep({ explode: 1 }, 'x')).toThrow(/unknown field explode/);
     expect(() => parseStep('answer', 'x')).toThrow(BehaviourError);
     expect(() => parseStep({ transcript: [] }, 'x')).toThrow(/transcript/);
+    expect(() => parseStep({ answer_then_drop: false }, 'x')).toThrow(/x.answer_then_drop must be true/);
+    expect(() => parseStep({ drop_after_ms: 5, talk_ms: 5 }, 'x')).toThrow(/talk_ms and answer_then_drop \/ drop_after_ms exclude each other/);
+    expect(() => parseStep({ busy: true, answer_then_drop: true }, 'x')).toThrow(/x.answer_then_drop applies only to answer/);
     expect(() => parseSteps([], 'x')).toThrow(/list of 1 to 20/);
     expect(() => parseSteps([{ busy: true }, { nope: 1 }], 'n')).toThrow(/n\[1\]: unknown field nope/);
   });
@@ -34,6 +39,7 @@ describe('parseStep / parseSteps', () => {
     const reactions: TargetReaction[] = [
       DEFAULT_REACTION,
       { kind: 'answer', afterMs: 10, talkMs: null, transcript: ['a', 'b'] },
+      { kind: 'answer', afterMs: 10, talkMs: null, transcript: null, dropAfterMs: 0 },
       { kind: 'decline', afterMs: 7 },
       { kind: 'busy', afterMs: 0 },
       { kind: 'sip_error', sip: 504, afterMs: 3 },
@@ -78,6 +84,8 @@ describe('planDialedLeg', () => {
   it('answers before the ring timeout, or times out', () => {
     expect(planDialedLeg({ kind: 'answer', afterMs: 300, talkMs: 2000, transcript: null }, 1000)).toEqual({ at: 300, then: 'answer', talkMs: 2000 });
     expect(planDialedLeg({ kind: 'answer', afterMs: 1000, talkMs: 2000, transcript: null }, 1000)).toEqual({ at: 1000, then: 'hangup', hangup: TARGET_HANGUPS.timeout });
+    expect(planDialedLeg({ kind: 'answer', afterMs: 300, talkMs: null, transcript: null, dropAfterMs: 0 }, 1000)).toEqual({ at: 300, then: 'answer', talkMs: 0, hangupFirst: true });
+    expect(planDialedLeg({ kind: 'answer', afterMs: 1000, talkMs: null, transcript: null, dropAfterMs: 0 }, 1000).then).toBe('hangup');
     expect(planDialedLeg({ kind: 'no_answer' }, 200)).toEqual({ at: 200, then: 'hangup', hangup: { cause: 'timeout', source: 'unknown', sip: '487' } });
   });
 

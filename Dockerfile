@@ -1,6 +1,6 @@
 # The Onceline app for `docker compose up` (see docker-compose.yml). Two stages: build with the
 # dev dependencies, run with production dependencies only.
-FROM node:20-bookworm-slim AS build
+FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -8,7 +8,7 @@ COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:22-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
 # Inside a container the published port arrives on its network interface, not loopback.

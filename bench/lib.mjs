@@ -205,15 +205,17 @@ export function peakRssBytes(pid) {
 }
 
 /**
- * `node dist/cli.js accounts:create --name bench --json` against the app's env, then POST
- * /v2/phone_numbers on `base` with its key. Returns { account, auth } (auth: the JSON request headers).
+ * `node dist/cli.js accounts:create --name bench --json` against the app's env, then the operator's
+ * `numbers:assign` gives it the number. Returns { account, auth } (auth: the JSON request headers).
  */
 export async function createAccountWithNumber(base, env, { phoneNumber = '+15550100000', carrier = 'telnyx' } = {}) {
   const out = execFileSync(process.execPath, ['dist/cli.js', 'accounts:create', '--name', 'bench', '--json'], { cwd: ROOT, env: { ...process.env, ...env } });
   const account = JSON.parse(out.toString());
   const auth = { authorization: `Bearer ${account.api_key}`, 'content-type': 'application/json' };
-  const number = await request(`${base}/v2/phone_numbers`, { method: 'POST', headers: auth, body: JSON.stringify({ phone_number: phoneNumber, carrier }) });
-  if (number.status !== 201) throw new Error(`number: ${number.status} ${number.body}`);
+  execFileSync(process.execPath, ['dist/cli.js', 'numbers:assign', '--account', account.account.id, '--number', phoneNumber, '--carrier', carrier, '--json'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+  });
   return { account, auth };
 }
 

@@ -58,27 +58,6 @@ export interface paths {
         patch: operations["AccountController_update"];
         trace?: never;
     };
-    "/v2/phone_numbers": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List the account's phone numbers, newest first */
-        get: operations["PhoneNumbersController_list"];
-        put?: never;
-        /**
-         * Register a phone number
-         * @description One account per number: the first to register it owns it.
-         */
-        post: operations["PhoneNumbersController_create"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v2/phone_numbers/{id}": {
         parameters: {
             query?: never;
@@ -90,7 +69,11 @@ export interface paths {
         get: operations["PhoneNumbersController_get"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Release a phone number
+         * @description It stops routing at once (status releasing) and is released at the carrier once no call on it is in progress (status released, event number.released once). Repeating it changes nothing.
+         */
+        delete: operations["PhoneNumbersController_release"];
         options?: never;
         head?: never;
         /**
@@ -98,6 +81,81 @@ export interface paths {
          * @description `{"voice": {...}}` sets the ring plan and transcription, `{"voice": null}` switches calls off, `{}` changes nothing.
          */
         patch: operations["PhoneNumbersController_update"];
+        trace?: never;
+    };
+    "/v2/phone_numbers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the account's phone numbers, newest first */
+        get: operations["PhoneNumbersController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/available_phone_numbers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search numbers a carrier offers
+         * @description Asks the carrier (Telnyx, Twilio or Vonage) and answers in one shape, with the monthly rental charged here. Order one with POST /v2/phone_number_orders.
+         */
+        get: operations["AvailablePhoneNumbersController_search"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/phone_number_orders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List number orders, newest first */
+        get: operations["NumberOrdersController_list"];
+        put?: never;
+        /**
+         * Order numbers
+         * @description Orders numbers found by a search. The answer is the order, pending: the carrier is called after it is stored, and the numbers are configured to send their webhooks here. It moves to success (at least one number bought; each number says) or failed once, with the order.completed or order.failed event; a bought number is yours (active) from then on.
+         */
+        post: operations["NumberOrdersController_place"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/phone_number_orders/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a number order */
+        get: operations["NumberOrdersController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v2/usage": {
@@ -158,26 +216,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v2/messages/{id}/cancel": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Cancel a queued or scheduled message
-         * @description Exactly one of cancelled or sent happens, whatever the timing against its dispatch: the answer is the message cancelled (message.cancelled, never billed), or 409 message_not_cancellable once dispatch has taken it.
-         */
-        post: operations["MessagesController_cancel"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v2/messages/{id}": {
         parameters: {
             query?: never;
@@ -189,8 +227,7 @@ export interface paths {
         get: operations["MessagesController_get"];
         put?: never;
         post?: never;
-        /** Cancel a queued or scheduled message (as POST /v2/messages/{id}/cancel) */
-        delete: operations["MessagesController_remove"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -544,66 +581,6 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
-    "message.opted_out": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Sent when a handset replied STOP (or STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT, REVOKE, OPTOUT) to one of your numbers; once per change, however often the keyword is repeated
-         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
-         */
-        post: operations["messageOptedOutWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "message.opted_in": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Sent when an opted-out handset replied START (or UNSTOP, YES); once per change
-         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
-         */
-        post: operations["messageOptedInWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "message.cancelled": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Sent when a queued or scheduled message was cancelled before its dispatch took it (final; never sent, never billed)
-         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
-         */
-        post: operations["messageCancelledWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "call.initiated": {
         parameters: {
             query?: never;
@@ -764,6 +741,66 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "order.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when a number order succeeded: at least one number was bought and is yours (each number of the order says); once per order
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["orderCompletedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when a number order failed: the carrier bought none of its numbers (error says why); once per order
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["orderFailedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "number.released": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when a number you released was let go at the carrier (after any call on it ended); once
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["numberReleasedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -871,19 +908,6 @@ export interface components {
             /** @description Not settable: the billing customer is linked by the operator (accounts:create --billing-customer, accounts:link-billing). Sent, it is refused with 422 naming this field. */
             readonly billing_customer_id?: string | null;
         };
-        CreatePhoneNumberDto: {
-            /**
-             * @description E.164
-             * @example +15550001111
-             */
-            phone_number: string;
-            /**
-             * @description The carrier that serves the number
-             * @example telnyx
-             * @enum {string}
-             */
-            carrier: "telnyx" | "twilio" | "vonage";
-        };
         RingTarget: {
             /** @example +15550002222 */
             to: string;
@@ -929,6 +953,12 @@ export interface components {
              * @enum {string}
              */
             carrier: "telnyx" | "twilio" | "vonage";
+            /**
+             * @description ordering: its order is at the carrier; active: yours, it routes; releasing: stopped routing, released at the carrier once no call is in progress; released; failed: its order failed
+             * @example active
+             * @enum {string}
+             */
+            status: "ordering" | "active" | "releasing" | "released" | "failed";
             /** @description Voice settings (ring plan, transcription); null: calls to this number are not taken */
             voice: components["schemas"]["VoiceSettings"] | null;
             /**
@@ -984,6 +1014,114 @@ export interface components {
             data: components["schemas"]["PhoneNumber"][];
             meta: components["schemas"]["ListMeta"];
         };
+        AvailablePhoneNumber: {
+            /** @enum {string} */
+            record_type: "available_phone_number";
+            /** @example +13125550143 */
+            phone_number: string;
+            /**
+             * @example telnyx
+             * @enum {string}
+             */
+            carrier: "telnyx" | "twilio" | "vonage";
+            /**
+             * @example [
+             *       "sms",
+             *       "voice"
+             *     ]
+             */
+            features: ("sms" | "voice")[];
+            /** @example IL */
+            region: string | null;
+            /**
+             * @description Monthly rental in micro-units of currency, billed once per calendar month (not prorated)
+             * @example 1000000
+             */
+            monthly_price_micros: number;
+            /** @example USD */
+            currency: string;
+        };
+        AvailablePhoneNumberList: {
+            /** @description Newest first */
+            data: components["schemas"]["AvailablePhoneNumber"][];
+            meta: components["schemas"]["ListMeta"];
+        };
+        PlaceNumberOrderDto: {
+            /**
+             * @description The carrier the numbers were found at (GET /v2/available_phone_numbers)
+             * @example telnyx
+             * @enum {string}
+             */
+            carrier: "telnyx" | "twilio" | "vonage";
+            /**
+             * @description E.164 numbers from a search
+             * @example [
+             *       "+13125550143"
+             *     ]
+             */
+            phone_numbers: string[];
+            /**
+             * @description ISO 3166-1 alpha-2 country of the numbers
+             * @default US
+             * @example US
+             */
+            country?: string;
+        };
+        NumberOrderPhoneNumber: {
+            /**
+             * @description The number, as GET /v2/phone_numbers/{id} shows it once active
+             * @example num_01jd5x2m3n4p5q6r7s8t9v0w1x
+             */
+            id: string;
+            /** @example +13125550143 */
+            phone_number: string;
+            /**
+             * @example ordering
+             * @enum {string}
+             */
+            status: "ordering" | "active" | "releasing" | "released" | "failed";
+        };
+        NumberOrder: {
+            /** @example ord_01jd5x2m3n4p5q6r7s8t9v0w1x */
+            id: string;
+            /** @enum {string} */
+            record_type: "phone_number_order";
+            /**
+             * @example telnyx
+             * @enum {string}
+             */
+            carrier: "telnyx" | "twilio" | "vonage";
+            /**
+             * @description pending until the carrier settles it (Telnyx: asynchronously); success when at least one number was bought (each number says), failed when none was
+             * @example pending
+             * @enum {string}
+             */
+            status: "pending" | "success" | "failed";
+            phone_numbers: components["schemas"]["NumberOrderPhoneNumber"][];
+            /**
+             * @description Why the carrier bought nothing
+             * @example null
+             */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-03T10:15:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example null
+             */
+            completed_at: string | null;
+        };
+        NumberOrderResponse: {
+            data: components["schemas"]["NumberOrder"];
+        };
+        NumberOrderList: {
+            /** @description Newest first */
+            data: components["schemas"]["NumberOrder"][];
+            meta: components["schemas"]["ListMeta"];
+        };
         UsageSummary: {
             /** @example 20 */
             sms_outbound_segments: number;
@@ -991,6 +1129,11 @@ export interface components {
             sms_inbound_segments: number;
             /** @example 3 */
             call_minutes: number;
+            /**
+             * @description Monthly number rentals (one per number per calendar month)
+             * @example 2
+             */
+            number_months: number;
             /**
              * @description Micro-units of currency
              * @example 141000
@@ -1011,14 +1154,14 @@ export interface components {
              * @example sms_outbound_segments
              * @enum {string}
              */
-            kind: "sms_outbound_segments" | "sms_inbound_segments" | "call_minutes";
+            kind: "sms_outbound_segments" | "sms_inbound_segments" | "call_minutes" | "number_months";
             /**
-             * @description The message or call billed
+             * @description The message or call billed; for number_months `<number id>:<YYYY-MM>`
              * @example msg_01jd5x2m3n4p5q6r7s8t9v0w1x
              */
             resource_id: string;
             /**
-             * @description Segments or minutes
+             * @description Segments, minutes or number-months
              * @example 2
              */
             quantity: number;
@@ -1079,11 +1222,11 @@ export interface components {
             /** @example Your code is 1234 */
             text: string;
             /**
-             * @description queued, scheduled, sending, sent, delivered, failed, cancelled (outbound) or received (inbound); delivered, failed and cancelled are final
+             * @description queued, scheduled, sending, sent, delivered, failed (outbound) or received (inbound); delivered and failed are final
              * @example queued
              * @enum {string}
              */
-            status: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received" | "cancelled";
+            status: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received";
             /**
              * @description GSM-7: 160 for one, 153 per part; UCS-2: 70 / 67 (UTF-16 code units)
              * @example 1
@@ -1136,7 +1279,7 @@ export interface components {
              * @example queued
              * @enum {string}
              */
-            status: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received" | "cancelled";
+            status: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received";
             /**
              * Format: date-time
              * @example 2026-11-03T10:15:00.000Z
@@ -1160,11 +1303,11 @@ export interface components {
             /** @example Your code is 1234 */
             text: string;
             /**
-             * @description queued, scheduled, sending, sent, delivered, failed, cancelled (outbound) or received (inbound); delivered, failed and cancelled are final
+             * @description queued, scheduled, sending, sent, delivered, failed (outbound) or received (inbound); delivered and failed are final
              * @example queued
              * @enum {string}
              */
-            status: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received" | "cancelled";
+            status: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received";
             /**
              * @description GSM-7: 160 for one, 153 per part; UCS-2: 70 / 67 (UTF-16 code units)
              * @example 1
@@ -1231,7 +1374,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[];
+            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[];
             /** @example Production receiver */
             description?: string;
         };
@@ -1248,7 +1391,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[];
+            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[];
             /** @example Production receiver */
             description: string | null;
             /** @example true */
@@ -1292,7 +1435,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[];
+            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[];
             /** @example Production receiver */
             description: string | null;
             /** @example true */
@@ -1332,7 +1475,7 @@ export interface components {
              *       "call.completed"
              *     ]
              */
-            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted")[] | null;
+            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[] | null;
             /** @example Staging receiver */
             description?: string | null;
         };
@@ -1380,7 +1523,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            event_type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
+            event_type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
             /** @example we_01jd5x2m3n4p5q6r7s8t9v0w1x */
             endpoint_id: string;
             /**
@@ -1413,7 +1556,7 @@ export interface components {
             meta: components["schemas"]["ListMeta"];
         };
         /** @description The resource the event is about, as the REST API returns it */
-        EventData: components["schemas"]["Message"] | components["schemas"]["OptOut"] | components["schemas"]["Call"] | components["schemas"]["Entitlement"];
+        EventData: components["schemas"]["Message"] | components["schemas"]["Call"] | components["schemas"]["Entitlement"] | components["schemas"]["NumberOrder"] | components["schemas"]["PhoneNumber"];
         Event: {
             /**
              * @description Also the webhook-id header of every delivery attempt
@@ -1426,7 +1569,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
+            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
             /** @example 1 */
             event_version: number;
             /**
@@ -1453,7 +1596,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
+            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
             /** @example 1 */
             event_version: number;
             /**
@@ -1716,40 +1859,6 @@ export interface components {
         BalanceList: {
             data: components["schemas"]["Balance"][];
         };
-        OptOut: {
-            /**
-             * @description The inbound message that carried the keyword: the change is known by it
-             * @example msg_01jd5x2m3n4p5q6r7s8t9v0w1x
-             */
-            id: string;
-            /** @enum {string} */
-            record_type: "opt_out";
-            /**
-             * @description The handset that sent the keyword
-             * @example +15550002222
-             */
-            handset: string;
-            /**
-             * @description Your number it applies to; null when it applies to every number of the account (scope account)
-             * @example +15550001111
-             */
-            number: string | null;
-            /**
-             * @example number
-             * @enum {string}
-             */
-            scope: "number" | "account";
-            /**
-             * @description true after STOP and its synonyms, false after START, UNSTOP or YES
-             * @example true
-             */
-            opted_out: boolean;
-            /**
-             * Format: date-time
-             * @example 2026-11-03T10:15:00.000Z
-             */
-            changed_at: string;
-        };
         /** @description The body of a message.received delivery */
         MessageReceivedEvent: {
             /** @constant */
@@ -1787,39 +1896,6 @@ export interface components {
         MessageFailedEvent: {
             /** @constant */
             type: "message.failed";
-            /**
-             * Format: date-time
-             * @description When the event happened; the same on every attempt
-             */
-            timestamp: string;
-            data: components["schemas"]["Message"];
-        };
-        /** @description The body of a message.opted_out delivery */
-        MessageOptedOutEvent: {
-            /** @constant */
-            type: "message.opted_out";
-            /**
-             * Format: date-time
-             * @description When the event happened; the same on every attempt
-             */
-            timestamp: string;
-            data: components["schemas"]["OptOut"];
-        };
-        /** @description The body of a message.opted_in delivery */
-        MessageOptedInEvent: {
-            /** @constant */
-            type: "message.opted_in";
-            /**
-             * Format: date-time
-             * @description When the event happened; the same on every attempt
-             */
-            timestamp: string;
-            data: components["schemas"]["OptOut"];
-        };
-        /** @description The body of a message.cancelled delivery */
-        MessageCancelledEvent: {
-            /** @constant */
-            type: "message.cancelled";
             /**
              * Format: date-time
              * @description When the event happened; the same on every attempt
@@ -1914,6 +1990,39 @@ export interface components {
              */
             timestamp: string;
             data: components["schemas"]["Entitlement"];
+        };
+        /** @description The body of a order.completed delivery */
+        OrderCompletedEvent: {
+            /** @constant */
+            type: "order.completed";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["NumberOrder"];
+        };
+        /** @description The body of a order.failed delivery */
+        OrderFailedEvent: {
+            /** @constant */
+            type: "order.failed";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["NumberOrder"];
+        };
+        /** @description The body of a number.released delivery */
+        NumberReleasedEvent: {
+            /** @constant */
+            type: "number.released";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["PhoneNumber"];
         };
     };
     responses: never;
@@ -2179,170 +2288,6 @@ export interface operations {
             };
         };
     };
-    PhoneNumbersController_list: {
-        parameters: {
-            query?: {
-                "page[size]"?: number;
-                /** @description meta.next_cursor of the previous page */
-                "page[after]"?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PhoneNumberList"];
-                };
-            };
-            /** @description Missing, unknown or revoked API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Validation failed: each errors[] entry names the body field (source.pointer) or query parameter (source.parameter) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Over the API key's requests per minute; retry after Retry-After */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Temporarily unavailable (database); retry after Retry-After */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    PhoneNumbersController_create: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreatePhoneNumberDto"];
-            };
-        };
-        responses: {
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PhoneNumberResponse"];
-                };
-            };
-            /** @description Malformed request: the body is not JSON, nests too deeply, or a header is malformed */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Missing, unknown or revoked API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The number is registered already (code phone_number_taken) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Request body over 256 KiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Validation failed: each errors[] entry names the body field (source.pointer) or query parameter (source.parameter) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Over the API key's requests per minute; retry after Retry-After */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Temporarily unavailable (database); retry after Retry-After */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
     PhoneNumbersController_get: {
         parameters: {
             query?: never;
@@ -2374,6 +2319,77 @@ export interface operations {
             };
             /** @description No such resource in your account */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    PhoneNumbersController_release: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PhoneNumberResponse"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource in your account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The number is still being ordered (code order_in_progress) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2476,6 +2492,373 @@ export interface operations {
             };
             /** @description Validation failed: 1 to 10 E.164 targets, timeout_secs 5 to 120, a known fallback (forward with its to); each errors[] entry names the field */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    PhoneNumbersController_list: {
+        parameters: {
+            query?: {
+                "page[size]"?: number;
+                /** @description meta.next_cursor of the previous page */
+                "page[after]"?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PhoneNumberList"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation failed: each errors[] entry names the body field (source.pointer) or query parameter (source.parameter) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    AvailablePhoneNumbersController_search: {
+        parameters: {
+            query?: {
+                /** @description 1 to 50; default 10 */
+                limit?: unknown;
+                /** @description Comma-separated: sms, voice */
+                features?: unknown;
+                /** @description Digits the number contains */
+                contains?: unknown;
+                area_code?: unknown;
+                /** @description ISO 3166-1 alpha-2; default US */
+                country?: unknown;
+                /** @description Default telnyx */
+                carrier?: "telnyx" | "twilio" | "vonage";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AvailablePhoneNumberList"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A query parameter is invalid, or the carrier refused the search; source.parameter names it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    NumberOrdersController_list: {
+        parameters: {
+            query?: {
+                "page[size]"?: number;
+                /** @description meta.next_cursor of the previous page */
+                "page[after]"?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NumberOrderList"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation failed: each errors[] entry names the body field (source.pointer) or query parameter (source.parameter) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    NumberOrdersController_place: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key + same body replays the first answer (24 h); a concurrent twin waits for the first */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PlaceNumberOrderDto"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    /** @description "true" when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NumberOrderResponse"];
+                };
+            };
+            /** @description Malformed request: the body is not JSON, nests too deeply, or a header is malformed; or an Idempotency-Key that is not 1 to 255 of A-Z a-z 0-9 _ : - */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still in progress (code idempotency_key_in_use); retry shortly */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over 256 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation failed: each errors[] entry names the body field (source.pointer) or query parameter (source.parameter); or the Idempotency-Key was used with another body (code idempotency_key_reused) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    NumberOrdersController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NumberOrderResponse"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource in your account */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2640,7 +3023,7 @@ export interface operations {
                 "page[size]"?: number;
                 /** @description meta.next_cursor of the previous page */
                 "page[after]"?: string;
-                status?: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received" | "cancelled";
+                status?: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received";
                 direction?: "outbound" | "inbound";
             };
             header?: never;
@@ -2772,79 +3155,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation failed: from not one of your numbers, send_at not in the next 30 days, ...; each errors[] entry names the field. recipient_opted_out: the handset replied STOP (or a synonym) to this number, or to any of your numbers when your account scope is account; or the Idempotency-Key was used with another body (code idempotency_key_reused) */
+            /** @description Validation failed: from not one of your numbers, send_at not in the next 30 days, ...; each errors[] entry names the field; or the Idempotency-Key was used with another body (code idempotency_key_reused) */
             422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Over the API key's requests per minute; retry after Retry-After */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Temporarily unavailable (database); retry after Retry-After */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    MessagesController_cancel: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["MessageResponse"];
-                };
-            };
-            /** @description Missing, unknown or revoked API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such resource in your account */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description message_not_cancellable: the message is already sending, sent, delivered, failed or cancelled */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2907,77 +3219,6 @@ export interface operations {
             };
             /** @description No such resource in your account */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Over the API key's requests per minute; retry after Retry-After */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Temporarily unavailable (database); retry after Retry-After */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    MessagesController_remove: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["MessageResponse"];
-                };
-            };
-            /** @description Missing, unknown or revoked API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such resource in your account */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description message_not_cancellable */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3658,7 +3899,7 @@ export interface operations {
                 "page[size]"?: number;
                 /** @description meta.next_cursor of the previous page */
                 "page[after]"?: string;
-                type?: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted";
+                type?: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
             };
             header?: never;
             path?: never;
@@ -4424,135 +4665,6 @@ export interface operations {
             };
         };
     };
-    messageOptedOutWebhook: {
-        parameters: {
-            query?: never;
-            header: {
-                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
-                "webhook-id": string;
-                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
-                "webhook-timestamp": string;
-                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
-                "webhook-signature": string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["MessageOptedOutEvent"];
-            };
-        };
-        responses: {
-            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
-            "2XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
-    messageOptedInWebhook: {
-        parameters: {
-            query?: never;
-            header: {
-                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
-                "webhook-id": string;
-                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
-                "webhook-timestamp": string;
-                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
-                "webhook-signature": string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["MessageOptedInEvent"];
-            };
-        };
-        responses: {
-            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
-            "2XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
-    messageCancelledWebhook: {
-        parameters: {
-            query?: never;
-            header: {
-                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
-                "webhook-id": string;
-                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
-                "webhook-timestamp": string;
-                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
-                "webhook-signature": string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["MessageCancelledEvent"];
-            };
-        };
-        responses: {
-            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
-            "2XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
     callInitiatedWebhook: {
         parameters: {
             query?: never;
@@ -4871,6 +4983,135 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["EntitlementGrantedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    orderCompletedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrderCompletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    orderFailedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrderFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    numberReleasedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NumberReleasedEvent"];
             };
         };
         responses: {

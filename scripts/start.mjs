@@ -2,6 +2,7 @@
 // project-local ones under .data/ when needed), applies migrations, runs every role as child
 // processes, prints the URLs once /health/ready answers, and stops everything gracefully on
 // SIGINT/SIGTERM (including the .data/ services this run started).
+import './load-env.mjs'; // first: .env under the environment, as the app and the CLI read it
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,8 +23,8 @@ if (env.TELNYX_PUBLIC_KEY && env.TELNYX_PUBLIC_KEY !== sandboxTelnyxKey) {
   say('TELNYX_PUBLIC_KEY is set and is not the sandbox key: the app will refuse (401) the Telnyx webhooks the sandbox sends');
 }
 const READY_TIMEOUT_MS = 60_000;
-/** After this long a graceful stop becomes a kill. */
-const STOP_GRACE_MS = 30_000;
+/** After this long a graceful stop becomes a kill: inside the 10 s a process manager (docker, systemd) usually grants. */
+const STOP_GRACE_MS = 8_000;
 
 /**
  * One child per entry. The carrier sandbox arrives with its own issue: once main.ts accepts the
@@ -71,9 +72,10 @@ let stopping = false;
 let exitCode = 0;
 
 for (const role of ROLES) {
-  // detached: a terminal Ctrl-C reaches only this process, which forwards one signal; a second
-  // signal would cut Nest's graceful shutdown short.
-  const child = spawn(process.execPath, ['dist/main.js', role], { cwd: ROOT, stdio: 'inherit', env, detached: true });
+  // detached: a terminal Ctrl-C reaches only this process, which forwards one signal. The IPC
+  // channel is the child's lifeline: when this process dies however it dies (even SIGKILL), the
+  // channel closes and the child stops gracefully by itself (src/platform/lifecycle/graceful-stop.ts).
+  const child = spawn(process.execPath, ['dist/main.js', role], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env, detached: true });
   children.set(role, child);
   child.on('exit', (code, signal) => {
     children.delete(role);
@@ -84,6 +86,7 @@ for (const role of ROLES) {
     }
     if (children.size === 0) {
       stopStartedServices();
+      say('stopped');
       process.exit(exitCode);
     }
   });
@@ -100,6 +103,13 @@ function stop(signal) {
 }
 process.on('SIGINT', () => stop('SIGINT'));
 process.on('SIGTERM', () => stop('SIGTERM'));
+// `npm start` runs this with `exec`, so npm's own signal forwarding reaches it; should the parent
+// die without passing a signal on (SIGKILL, a shell that does not forward), this process is
+// re-parented and stops too rather than running on unsupervised.
+const parentPid = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parentPid) stop('its parent went away');
+}, 500).unref();
 
 async function waitUntilReady() {
   const urls = [`http://127.0.0.1:${port}/health/ready`, `http://127.0.0.1:${sandboxPort}/sandbox/health`];
@@ -133,7 +143,7 @@ if (await waitUntilReady()) {
     `  Demo        npm run demo   (another terminal: account, numbers, webhook receiver, SMS under chaos, counts)`,
     `  Webhooks    WEBHOOK_ALLOWED_CIDRS=${env.WEBHOOK_ALLOWED_CIDRS} (endpoints on 127.0.0.0/8 allowed in dev)`,
     `  Admin CLI   node dist/cli.js --help   (e.g. node dist/cli.js accounts:create --name demo)`,
-    'Ctrl-C stops it gracefully.',
+    `Ctrl-C, or SIGTERM / SIGINT to this process or to npm's (pid ${process.ppid}), stops it gracefully.`,
     '',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

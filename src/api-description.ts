@@ -103,7 +103,8 @@ export function describeApi(app: INestApplication): OpenAPIObject {
     .setDescription('SMS, calls, usage and customer webhooks: every carrier rumor becomes exactly one fact.')
     .setVersion('2')
     .addServer('/', 'This server')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'API key (olk_...)' });
+    // addSecurity, not addBearerAuth: that one adds `bearerFormat: JWT`, and an olk_ key is opaque, not a JWT.
+    .addSecurity('bearer', { type: 'http', scheme: 'bearer', description: 'API key (olk_...)' });
   for (const [name, description] of TAGS) builder.addTag(name, description);
   const document = SwaggerModule.createDocument(app, builder.build(), {
     extraModels: [ErrorBody, ...Object.values(CUSTOMER_EVENT_PAYLOADS).map((p) => p.data)],

@@ -7,7 +7,7 @@ import { ConfigModule } from './platform/config/config.module.js';
 import { DatabaseModule } from './platform/database/database.module.js';
 import { MigrateCommand } from './platform/database/commands/migrate.command.js';
 import { EntitlementsModule } from './modules/entitlements/entitlements.module.js';
-import { UpsertPlanCommand } from './modules/entitlements/commands/plans.commands.js';
+import { ListPlansCommand, UpsertPlanCommand } from './modules/entitlements/commands/plans.commands.js';
 import { ListCarrierEventsCommand, ReplayCarrierEventsCommand } from './modules/ingest/commands/carrier-events.commands.js';
 import { IngestModule } from './modules/ingest/ingest.module.js';
 import { MessagingModule } from './modules/messaging/messaging.module.js';
@@ -21,6 +21,10 @@ import { VerifyModule } from './platform/verify/verify.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { CallsModule } from './modules/calls/calls.module.js';
 import { AuditCallsCommand } from './modules/calls/commands/audit-calls.command.js';
+import { NumbersModule } from './modules/numbers/numbers.module.js';
+import {
+  AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RunRentalsCommand, SearchNumbersCommand,
+} from './modules/numbers/commands/numbers.commands.js';
 
 /** The admin CLI: thin commands over the same services the API uses. */
 @Module({})
@@ -28,8 +32,9 @@ export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CliModule,
-      imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule],
-      providers: [ProgramName, MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand],
+      imports: [ConfigModule.forRoot(config), RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule, NumbersModule],
+      providers: [ProgramName, MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand, ListPlansCommand,
+        AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RunRentalsCommand, SearchNumbersCommand],
     };
   }
 

@@ -2,8 +2,13 @@ import 'reflect-metadata';
 import { CommandFactory } from 'nest-commander';
 import { CliModule } from './cli.module.js';
 import { printError } from './platform/cli/output.js';
-import { ConfigError, loadConfig } from './platform/config/app-config.js';
+import { type AppConfig, ConfigError, loadConfig } from './platform/config/app-config.js';
+import { redactUrl, withDotEnv, type LoadedEnv } from './platform/config/dot-env.js';
 import { createPino, PinoNestLogger } from './platform/logging/logger.js';
+
+/** The configuration read, kept for error messages that must say where a setting came from. */
+let loaded: LoadedEnv | undefined;
+let config: AppConfig | undefined;
 
 async function main(): Promise<void> {
   const json = process.argv.includes('--json');
@@ -14,12 +19,12 @@ async function main(): Promise<void> {
     reported = true;
   };
   const fail = (err: unknown) => {
-    report(err);
+    report(explainUnreachableDatabase(err));
     process.exit(1);
   };
-  let config;
   try {
-    config = loadConfig();
+    loaded = withDotEnv();
+    config = loadConfig(loaded.env);
   } catch (err) {
     if (err instanceof ConfigError) return fail(err);
     throw err;
@@ -46,7 +51,20 @@ async function main(): Promise<void> {
   });
 }
 
+/** Errors that mean PostgreSQL could not be reached or refused us, not that a command went wrong. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', '28P01', '28000', '3D000', '57P03']);
+
+/** Which URL was tried and where it came from (environment, .env, default), its password hidden. */
+function explainUnreachableDatabase(err: unknown): unknown {
+  const e = err as { code?: string; message?: string };
+  if (!loaded || !config) return err;
+  if (!UNREACHABLE.has(e?.code ?? '') && !/ECONNREFUSED|ENOTFOUND|getaddrinfo|password authentication failed|does not exist/.test(e?.message ?? '')) return err;
+  const source = loaded.sourceOf('DATABASE_URL');
+  const where = source === '.env' ? `.env (${loaded.file})` : source === 'environment' ? 'the environment' : 'the default; set DATABASE_URL in the environment or .env';
+  return new Error(`cannot reach PostgreSQL at ${redactUrl(config.DATABASE_URL)} (DATABASE_URL from ${where}): ${e.message}`);
+}
+
 main().catch((err) => {
-  printError(process.argv.includes('--json'), err);
+  printError(process.argv.includes('--json'), explainUnreachableDatabase(err));
   process.exit(1);
 });

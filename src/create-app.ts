@@ -9,6 +9,7 @@ import { randomBytesPooled } from './platform/ids.js';
 import { MetricsRegistry } from './platform/metrics/metrics-registry.js';
 import { answerClientError, answerFrameworkError } from './platform/http/client-errors.js';
 import { ErrorsFilter } from './platform/http/errors.filter.js';
+import { refuseNonJsonBodies } from './platform/http/json-bodies.js';
 import { createPino, PinoNestLogger } from './platform/logging/logger.js';
 import { PrintablePathParams } from './platform/http/path-params.js';
 import { MAX_BODY_BYTES, validationPipe } from './platform/http/validation.js';
@@ -31,13 +32,13 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     logger: new PinoNestLogger(log),
     abortOnError: false,
   });
-  app.enableShutdownHooks();
   app.useGlobalFilters(new ErrorsFilter());
   // Pipes run before the handler: a path id no id can equal is 404 before any query sees it.
   app.useGlobalPipes(new PrintablePathParams(), validationPipe());
 
   const metrics = app.get(MetricsRegistry);
   const fastify = app.getHttpAdapter().getInstance();
+  refuseNonJsonBodies(fastify);
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

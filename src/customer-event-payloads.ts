@@ -2,6 +2,8 @@ import type { Type } from '@nestjs/common';
 import { CallView } from './modules/calls/call-view.js';
 import { EntitlementView } from './modules/entitlements/entitlement-view.js';
 import { MessageView } from './modules/messaging/message-view.js';
+import { NumberOrderView } from './modules/numbers/number-order.dto.js';
+import { PhoneNumberView } from './modules/numbers/phone-number.dto.js';
 import { OptOutView } from './modules/messaging/opt-out-view.js';
 import type { CustomerEventType } from './modules/webhooks/event-types.js';
 
@@ -33,4 +35,7 @@ export const CUSTOMER_EVENT_PAYLOADS = {
   'call.voicemail': { data: CallView, when: 'a voicemail was recorded (voicemail_url)' },
   'call.transcribed': { data: CallView, when: "an ended call's transcript is complete (transcript)" },
   'entitlement.granted': { data: EntitlementView, when: 'a paid invoice granted a prepaid bundle (once per invoice and type, however often the billing provider told us)' },
+  'order.completed': { data: NumberOrderView, when: 'a number order succeeded: at least one number was bought and is yours (each number of the order says); once per order' },
+  'order.failed': { data: NumberOrderView, when: 'a number order failed: the carrier bought none of its numbers (error says why); once per order' },
+  'number.released': { data: PhoneNumberView, when: 'a number you released was let go at the carrier (after any call on it ended); once' },
 } satisfies Record<CustomerEventType, CustomerEventPayload>;

@@ -1,5 +1,7 @@
 import 'reflect-metadata';
 import { ConfigError, loadConfig } from './platform/config/app-config.js';
+import { withDotEnv } from './platform/config/dot-env.js';
+import { stopGracefullyOnSignal } from './platform/lifecycle/graceful-stop.js';
 import { loadSandboxConfig, SandboxConfigError } from './sandbox/sandbox-config.js';
 import { SandboxRefused, startSandbox } from './sandbox/sandbox-server.js';
 
@@ -16,7 +18,7 @@ async function main(): Promise<void> {
   if (role === 'sandbox') return runSandbox();
   let config;
   try {
-    config = loadConfig();
+    config = loadConfig(withDotEnv().env);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -31,6 +33,8 @@ async function main(): Promise<void> {
     import('./platform/outbox/outbox-relay.js'),
   ]);
   const app = await createApp(config);
+  // Nest's hooks close the relay, then the workers (jobs in hand finish), then HTTP and the pools.
+  stopGracefullyOnSignal(role, () => app.close());
   await app.init();
   if (role === 'relay' || role === 'all') await app.get(OutboxRelay).start();
   if (role === 'worker' || role === 'all') app.get(JobWorkers).start();
@@ -49,7 +53,7 @@ async function main(): Promise<void> {
 async function runSandbox(): Promise<void> {
   let config;
   try {
-    config = loadSandboxConfig();
+    config = loadSandboxConfig(withDotEnv().env);
   } catch (err) {
     if (err instanceof SandboxConfigError) {
       process.stderr.write(`Invalid configuration: ${err.message}\n`);
@@ -68,9 +72,7 @@ async function runSandbox(): Promise<void> {
     }
     throw err;
   }
-  const stop = () => void sandbox.close().then(() => process.exit(0));
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  stopGracefullyOnSignal('sandbox', () => sandbox.close());
   process.stderr.write(`onceline sandbox started on ${sandbox.url} (webhooks to ${config.publicBaseUrl}, chaos ${config.SANDBOX_CHAOS || 'off'})\n`);
 }
 

@@ -33,8 +33,13 @@ export function isRetryableStatus(status: number): boolean {
 
 /** fetch with a deadline; transport failures become CarrierUnavailableError. */
 export async function postToCarrier(url: string, init: RequestInit): Promise<Response> {
+  return callCarrier(url, { ...init, method: 'POST' });
+}
+
+/** As postToCarrier, with the method in `init` (GET when none). */
+export async function callCarrier(url: string, init: RequestInit): Promise<Response> {
   try {
-    return await fetch(url, { ...init, method: 'POST', redirect: 'manual', signal: AbortSignal.timeout(CARRIER_SEND_TIMEOUT_MS) });
+    return await fetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(CARRIER_SEND_TIMEOUT_MS) });
   } catch (err) {
     throw new CarrierUnavailableError(`carrier unreachable: ${(err as Error).message}`);
   }

@@ -1,3 +1,5 @@
+import type { OrderPlacement } from './number-provider.js';
+
 /**
  * The one event type every carrier adapter produces. Carrier vocabulary (Telnyx and Twilio field
  * names and status words, Vonage's) stops at src/carriers/<carrier>/; everything past an adapter speaks this.
@@ -100,13 +102,21 @@ export interface CallTranscription extends CallEventBase {
   final: boolean;
 }
 
+/** A carrier settled (or reports still pending) a number order it had answered asynchronously. */
+export interface NumberOrderCompleted extends EventBase {
+  kind: 'number.order.completed';
+  /** Our order id, as we gave it to the carrier (Telnyx customer_reference); absent: not an order of ours. */
+  orderId?: string;
+  placement: OrderPlacement;
+}
+
 /** A carrier event we store but do not act on (unknown or unneeded type). */
 export interface IgnoredEvent extends EventBase {
   kind: 'ignored';
   carrierEventType: string;
 }
 
-export type NormalizedEvent = MessageReceived | MessageStatusChanged | CallEvent | CallRecordingSaved | CallTranscription | IgnoredEvent;
+export type NormalizedEvent = MessageReceived | MessageStatusChanged | CallEvent | CallRecordingSaved | CallTranscription | NumberOrderCompleted | IgnoredEvent;
 export type NormalizedEventKind = NormalizedEvent['kind'];
 
 /** Every kind a module can own, for the boot check of carrier event handlers. */
@@ -120,4 +130,5 @@ export const HANDLED_KINDS = [
   'call.status',
   'call.recording.saved',
   'call.transcription',
+  'number.order.completed',
 ] as const satisfies readonly Exclude<NormalizedEventKind, 'ignored'>[];

@@ -16,6 +16,7 @@ export const IdPrefix = {
   OutboxJob: 'job',
   WebhookDelivery: 'dlv',
   Entitlement: 'ent',
+  NumberOrder: 'ord',
 } as const;
 export type IdPrefix = (typeof IdPrefix)[keyof typeof IdPrefix];
 

@@ -31,6 +31,12 @@ export interface SandboxConfig {
   /** The HS256 secret the sandbox signs Vonage webhook tokens with. */
   VONAGE_SIGNATURE_SECRET: string;
   LOG_LEVEL: string;
+  /** Percent of number purchases refused (sold to someone else between search and order). */
+  SANDBOX_NUMBER_FAILURE_PERCENT: number;
+  /** Percent of number purchases whose answer is lost (the purchase happens, the connection is cut). */
+  SANDBOX_NUMBER_LOST_ANSWER_PERCENT: number;
+  /** How long a Telnyx number order stays pending before number_order.complete. */
+  SANDBOX_NUMBER_ORDER_DELAY_MS: number;
 }
 
 export class SandboxConfigError extends Error {}
@@ -81,5 +87,8 @@ export function loadSandboxConfig(env: Record<string, string | undefined> = proc
     VONAGE_API_SECRET: text(env, 'VONAGE_API_SECRET', DEV_VONAGE_API_SECRET),
     VONAGE_SIGNATURE_SECRET: text(env, 'VONAGE_SIGNATURE_SECRET', DEV_VONAGE_SIGNATURE_SECRET),
     LOG_LEVEL: text(env, 'LOG_LEVEL', 'info'),
+    SANDBOX_NUMBER_FAILURE_PERCENT: whole(env, 'SANDBOX_NUMBER_FAILURE_PERCENT', 0, 0, 100),
+    SANDBOX_NUMBER_LOST_ANSWER_PERCENT: whole(env, 'SANDBOX_NUMBER_LOST_ANSWER_PERCENT', 0, 0, 100),
+    SANDBOX_NUMBER_ORDER_DELAY_MS: whole(env, 'SANDBOX_NUMBER_ORDER_DELAY_MS', 500, 0, 600_000),
   };
 }

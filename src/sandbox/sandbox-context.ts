@@ -5,6 +5,7 @@ import type { Chaos } from './chaos.js';
 import type { SandboxEngine } from './sandbox-engine.js';
 import type { TelnyxCallControl } from './telnyx/telnyx-call-control.js';
 import type { TwilioVoiceCalls } from './twilio/twilio-voice-call.js';
+import type { SandboxNumbers } from './numbers/sandbox-numbers.js';
 
 /** What a carrier route of the sandbox needs. */
 export interface SandboxContext {
@@ -16,6 +17,8 @@ export interface SandboxContext {
   calls: TelnyxCallControl;
   /** The emulated Twilio Voice (inbound calls that follow the app's TwiML). */
   twilioCalls: TwilioVoiceCalls;
+  /** The three carriers' number inventories (search, order, release). */
+  numbers: SandboxNumbers;
 }
 
 export interface SandboxRequest {

@@ -20,6 +20,10 @@ import { twilioSendRoute } from './twilio/twilio-send-route.js';
 import { TwilioVoiceCalls } from './twilio/twilio-voice-call.js';
 import { vonageInbound } from './vonage/vonage-sandbox.js';
 import { vonageSendRoute } from './vonage/vonage-send-route.js';
+import { SandboxNumbers, type NumberStats } from './numbers/sandbox-numbers.js';
+import { isTelnyxNumbersPath, telnyxNumbersRoute } from './numbers/telnyx-numbers.js';
+import { isTwilioNumbersPath, twilioNumbersRoute } from './numbers/twilio-numbers.js';
+import { isVonageNumbersPath, vonageNumbersRoute } from './numbers/vonage-numbers.js';
 
 /** The sandbox will not start: bad chaos syntax, or webhooks would leave this machine. */
 export class SandboxRefused extends Error {}
@@ -27,7 +31,7 @@ export class SandboxRefused extends Error {}
 export interface Sandbox {
   /** http://127.0.0.1:<port> */
   url: string;
-  stats(): SandboxStats;
+  stats(): SandboxStats & { numbers: NumberStats };
   close(): Promise<void>;
 }
 
@@ -40,6 +44,7 @@ const TWILIO_MESSAGES = /^\/twilio\/2010-04-01\/Accounts\/([^/]+)\/Messages\.jso
  * Twilio Voice calls that follow the app's TwiML (twilio/twilio-voice-call.ts).
  * Control: GET /sandbox/stats, POST /sandbox/stats/reset, GET|POST /sandbox/chaos,
  * POST /sandbox/inbound {from,to,text,carrier?}, /sandbox/calls/... (sandbox-call-routes), GET /sandbox/health.
+ * Numbers (search, order, release) of the three carriers: numbers/; GET|POST /sandbox/numbers.
  */
 export async function startSandbox(config: SandboxConfig, log: (line: string) => void = () => undefined): Promise<Sandbox> {
   const allowRemote = config.SANDBOX_ALLOW_REMOTE === '1';
@@ -66,7 +71,8 @@ export async function startSandbox(config: SandboxConfig, log: (line: string) =>
   const twilioCalls = new TwilioVoiceCalls(engine, calls.behaviours, {
     publicBaseUrl, accountSid: config.TWILIO_ACCOUNT_SID, authToken: config.TWILIO_AUTH_TOKEN, timeScale: () => calls.timeScale,
   });
-  const ctx: SandboxContext = { engine, config, telnyxPrivateKey, calls, twilioCalls };
+  const numbers = new SandboxNumbers(config.SANDBOX_NUMBER_FAILURE_PERCENT, config.SANDBOX_NUMBER_LOST_ANSWER_PERCENT, config.SANDBOX_NUMBER_ORDER_DELAY_MS);
+  const ctx: SandboxContext = { engine, config, telnyxPrivateKey, calls, twilioCalls, numbers };
 
   const server = http.createServer((req, res) => {
     handle(ctx, req, res).catch((err) => {
@@ -83,7 +89,7 @@ export async function startSandbox(config: SandboxConfig, log: (line: string) =>
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    stats: () => engine.stats,
+    stats: () => ({ ...engine.stats, numbers: numbers.stats }),
     async close() {
       await engine.close();
       server.closeAllConnections();
@@ -99,11 +105,14 @@ async function handle(ctx: SandboxContext, req: http.IncomingMessage, res: http.
   const route = `${req.method} ${path}`;
 
   if (route === 'GET /sandbox/health') return sendJson(res, 200, { status: 'ok' });
-  if (route === 'GET /sandbox/stats') return sendJson(res, 200, { chaos: engine.chaosSpec, ...engine.stats });
+  if (route === 'GET /sandbox/stats') return sendJson(res, 200, { chaos: engine.chaosSpec, ...engine.stats, numbers: ctx.numbers.stats });
   if (route === 'POST /sandbox/stats/reset') {
     engine.resetStats();
-    return sendJson(res, 200, { chaos: engine.chaosSpec, ...engine.stats });
+    ctx.numbers.resetStats();
+    return sendJson(res, 200, { chaos: engine.chaosSpec, ...engine.stats, numbers: ctx.numbers.stats });
   }
+  if (route === 'GET /sandbox/numbers') return sendJson(res, 200, numbersControl(ctx));
+  if (route === 'POST /sandbox/numbers') return numbersControlRoute(ctx, res, body);
   if (route === 'GET /sandbox/chaos') return sendJson(res, 200, { chaos: engine.chaosSpec });
   if (route === 'POST /sandbox/chaos') {
     const json = parseJsonObject(body);
@@ -125,6 +134,10 @@ async function handle(ctx: SandboxContext, req: http.IncomingMessage, res: http.
     return problem(res, 400, `x-sandbox-chaos: ${(err as Error).message}`);
   }
   const request: SandboxRequest = { req, res, body, chaos };
+  const query = new URLSearchParams(search);
+  if (isTelnyxNumbersPath(path)) return telnyxNumbersRoute(ctx, request, path, query);
+  if (isTwilioNumbersPath(path)) return twilioNumbersRoute(ctx, request, path, query);
+  if (isVonageNumbersPath(path)) return vonageNumbersRoute(ctx, request, path, query);
   if (route === 'POST /v2/messages') return telnyxSendRoute(ctx, request);
   if (route === 'POST /v1/messages') return vonageSendRoute(ctx, request);
   if (isCallControlPath(path)) return telnyxCallsRoute(ctx, request, path);
@@ -133,6 +146,26 @@ async function handle(ctx: SandboxContext, req: http.IncomingMessage, res: http.
   if (twilio) return twilioSendRoute(ctx, decodeURIComponent(twilio[1]!), request);
   if (route === 'POST /sandbox/inbound') return inboundRoute(ctx, request);
   return problem(res, 404, `no sandbox route ${route}`);
+}
+
+/** The numbers emulation's settings, counters and holdings: GET /sandbox/numbers. */
+function numbersControl({ numbers }: SandboxContext) {
+  return {
+    failure_percent: numbers.failurePercent,
+    lost_answer_percent: numbers.lostAnswerPercent,
+    stats: numbers.stats,
+    held: [...numbers.held.entries()].map(([phone_number, h]) => ({ phone_number, carrier: h.carrier, id: h.id, config: h.config })),
+  };
+}
+
+/** POST /sandbox/numbers {failure_percent?, lost_answer_percent?}: the chaos of buying numbers, 0 to 100 each. */
+function numbersControlRoute(ctx: SandboxContext, res: http.ServerResponse, body: string): void {
+  const json = parseJsonObject(body) ?? {};
+  const percent = (key: string) => json[key] === undefined || (Number.isInteger(json[key]) && (json[key] as number) >= 0 && (json[key] as number) <= 100);
+  if (!percent('failure_percent') || !percent('lost_answer_percent')) return problem(res, 400, 'failure_percent and lost_answer_percent must be whole numbers from 0 to 100');
+  if (json.failure_percent !== undefined) ctx.numbers.failurePercent = json.failure_percent as number;
+  if (json.lost_answer_percent !== undefined) ctx.numbers.lostAnswerPercent = json.lost_answer_percent as number;
+  sendJson(res, 200, numbersControl(ctx));
 }
 
 /** POST /sandbox/inbound {from, to, text, carrier?}: a handset texts one of our numbers. */

@@ -29,7 +29,7 @@ describe('the typed client on calls, against the running app', () => {
   it('sets voice settings, rings, answers and ends a call, and shows it, its timeline and its webhooks as described', async () => {
     const endpoint = await api.POST('/v2/webhook_endpoints', { body: { url: `${receiver.url}/calls`, event_types: ['call.initiated', 'call.answered', 'call.completed'] } });
     expect(endpoint.response.status).toBe(201);
-    const number = (await api.POST('/v2/phone_numbers', { body: { phone_number: OURS, carrier: 'telnyx' } })).data!.data;
+    const number = await voice.customer.assignNumber(OURS, 'telnyx');
     const set = await api.PATCH('/v2/phone_numbers/{id}', {
       params: { path: { id: number.id } },
       body: { voice: { ring_plan: { targets: [{ to: TARGET, timeout_secs: 15 }], fallback: { action: 'voicemail' } } } },

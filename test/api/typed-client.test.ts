@@ -27,24 +27,26 @@ describe('the typed client generated from the API description, against the runni
   const t = withTestApp({ relay: true, worker: true, env: () => ({ ...carrier.env(), API_RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT) }) });
   let described: DescribedApi;
   let api: TypedClient;
+  let customer: ApiClient;
 
   beforeAll(async () => {
     described = new DescribedApi((await (await fetch(`${t.app.url}/docs-json`)).json()) as OpenApiDocument);
-    api = typedClient(t.app.url, (await ApiClient.forNewAccount(t.app)).apiKey, described);
+    customer = await ApiClient.forNewAccount(t.app);
+    api = typedClient(t.app.url, customer.apiKey, described);
   });
   afterAll(async () => {
     await receiver?.close();
     await carrier.stop();
   });
 
-  it('creates a number, sends a message, lists its events, and receives its webhook as described', async () => {
+  it('is assigned a number, sends a message, lists its events, and receives its webhook as described', async () => {
     const endpoint = await api.POST('/v2/webhook_endpoints', { body: { url: `${receiver.url}/hooks`, event_types: ['message.sent'] } });
     expect(endpoint.response.status).toBe(201);
     const secret = endpoint.data!.data.secret;
 
-    const number = await api.POST('/v2/phone_numbers', { body: { phone_number: OUR_NUMBER, carrier: 'telnyx' } });
-    expect(number.response.status).toBe(201);
-    expect(number.data!.data).toMatchObject({ record_type: 'phone_number', phone_number: OUR_NUMBER });
+    const assigned = await customer.assignNumber(OUR_NUMBER, 'telnyx');
+    const number = await api.GET('/v2/phone_numbers/{id}', { params: { path: { id: assigned.id } } });
+    expect(number.data!.data).toMatchObject({ record_type: 'phone_number', phone_number: OUR_NUMBER, status: 'active' });
 
     const send = () => api.POST('/v2/messages', { body: { from: OUR_NUMBER, to: '+15550102020', text: 'hello, typed world' }, params: { header: { 'Idempotency-Key': 'typed-client-1' } } });
     const sent = await send();
@@ -89,9 +91,9 @@ describe('the typed client generated from the API description, against the runni
     expect(missing.response.status).toBe(404);
 
     const other = typedClient(t.app.url, (await ApiClient.forNewAccount(t.app, 'other')).apiKey, described);
-    const taken = await other.POST('/v2/phone_numbers', { body: { phone_number: OUR_NUMBER, carrier: 'twilio' } });
+    const taken = await other.POST('/v2/phone_number_orders', { body: { carrier: 'telnyx', phone_numbers: [OUR_NUMBER] } });
     expect(taken.response.status).toBe(409);
-    expect(taken.error!.errors[0].code).toBe('phone_number_taken');
+    expect(taken.error!.errors[0]).toMatchObject({ code: 'phone_number_taken', source: { pointer: '/phone_numbers/0' } });
 
     const invalid = await api.POST('/v2/messages', { body: { from: OUR_NUMBER, to: 'not a number', text: '' } });
     expect(invalid.response.status).toBe(422);
@@ -108,7 +110,7 @@ describe('the typed client generated from the API description, against the runni
     expect(Number(answer.response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
 
     expect([...described.checked]).toEqual(expect.arrayContaining([
-      'GET /v2/messages → 401', 'GET /v2/messages/{id} → 404', 'POST /v2/phone_numbers → 409', 'POST /v2/messages → 422', 'GET /v2/phone_numbers → 429',
+      'GET /v2/messages → 401', 'GET /v2/messages/{id} → 404', 'POST /v2/phone_number_orders → 409', 'POST /v2/messages → 422', 'GET /v2/phone_numbers → 429',
     ]));
   });
 });

@@ -244,8 +244,24 @@ describe('Telnyx adapter normalization', () => {
 
   it('an unknown event type is kept as ignored', async () => {
     const body = JSON.parse(telnyxFixture('message.sent.json'));
+    body.data.event_type = 'fax.received';
+    expect(await normalize(JSON.stringify(body))).toMatchObject({ kind: 'ignored', carrierEventType: 'fax.received' });
+  });
+
+  it('number_order.complete: our order id (customer_reference) and what became of each number', async () => {
+    const body = JSON.parse(telnyxFixture('message.sent.json'));
     body.data.event_type = 'number_order.complete';
-    expect(await normalize(JSON.stringify(body))).toMatchObject({ kind: 'ignored', carrierEventType: 'number_order.complete' });
+    body.data.payload = {
+      record_type: 'number_order', id: 'f1486bae-f067-460c-ad43-73a92848f902', status: 'success', customer_reference: 'ord_01jd5x2m3n4p5q6r7s8t9v0w1x',
+      phone_numbers: [{ id: 'dc8e4d67-33a0-4b80-9d33-7d5d8f2ee1a7', phone_number: '+13125550143', status: 'success' }],
+    };
+    expect(await normalize(JSON.stringify(body))).toMatchObject({
+      kind: 'number.order.completed',
+      orderId: 'ord_01jd5x2m3n4p5q6r7s8t9v0w1x',
+      placement: { outcome: 'settled', carrierOrderId: 'f1486bae-f067-460c-ad43-73a92848f902', numbers: [{ phoneNumber: '+13125550143', bought: true }] },
+    });
+    body.data.payload.phone_numbers = 'none';
+    await expect(normalize(JSON.stringify(body))).rejects.toThrow(/phone_numbers must be an array/);
   });
 
   it.each([

@@ -34,19 +34,24 @@ describe('sandbox call log and call chaos', () => {
     const text = await res.text();
     expect(text.endsWith('\n')).toBe(true);
     const lines = text.trimEnd().split('\n').map((l) => JSON.parse(l));
-    for (const line of lines) expect(Object.keys(line).sort()).toEqual(['call_session_id', 'duration_secs', 'end_time', 'start_time', 'status']);
+    for (const line of lines) expect(Object.keys(line).sort()).toEqual(['call_session_id', 'duration_secs', 'end_time', 'from', 'start_time', 'status', 'to']);
     const bySession = new Map(lines.map((l) => [l.call_session_id, l]));
     expect(bySession.size).toBe(3);
     expect(bySession.has(live.call_session_id)).toBe(false);
     const completed = bySession.get(answered.call_session_id);
     expect(completed).toMatchObject({ status: 'completed', duration_secs: expect.any(Number) });
     expect(new Date(completed.end_time).getTime()).toBeGreaterThan(new Date(completed.start_time).getTime());
+    expect(completed).toMatchObject({ from: '+13125550001', to: '+15550001111' });
     expect(bySession.get(abandoned.call_session_id)).toMatchObject({ status: 'canceled', duration_secs: 0 });
     expect(bySession.get(refused.call_session_id)).toMatchObject({ status: 'no-answer', duration_secs: 0 });
     expect(lines.map((l) => l.end_time)).toEqual(lines.map((l) => l.end_time).sort());
 
     expect((await fetch(`${s.url}/sandbox/calls/log?since=yesterday`)).status).toBe(400);
     expect(await (await fetch(`${s.url}/sandbox/calls/log?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).text()).toBe('');
+    // since: the calls that ended at or after it (the same cut audit:calls --since makes on our side)
+    const lastEnd = lines[lines.length - 1].end_time;
+    const fromLast = (await (await fetch(`${s.url}/sandbox/calls/log?since=${encodeURIComponent(lastEnd)}`)).text()).trimEnd().split('\n').map((l) => JSON.parse(l));
+    expect(fromLast.map((l) => l.call_session_id)).toEqual([lines[lines.length - 1].call_session_id]);
     await s.post(`/sandbox/calls/${encodeURIComponent(live.call_control_id)}/hangup`);
   });
 

@@ -65,9 +65,9 @@ describe('the app against the carrier sandbox with chaos on', () => {
       },
     });
     customer = await ApiClient.forNewAccount(app);
-    expect((await customer.post('/v2/phone_numbers', { phone_number: TELNYX_NUMBER, carrier: 'telnyx' })).status).toBe(201);
-    expect((await customer.post('/v2/phone_numbers', { phone_number: TWILIO_NUMBER, carrier: 'twilio' })).status).toBe(201);
-    expect((await customer.post('/v2/phone_numbers', { phone_number: VONAGE_NUMBER, carrier: 'vonage' })).status).toBe(201);
+    await customer.assignNumber(TELNYX_NUMBER, 'telnyx');
+    await customer.assignNumber(TWILIO_NUMBER, 'twilio');
+    await customer.assignNumber(VONAGE_NUMBER, 'vonage');
   });
   afterAll(async () => {
     await app?.close();

@@ -1,5 +1,6 @@
 import { expect } from '@jest/globals';
 import { ApiClient } from './api-client.js';
+import { assignNumbersIn } from './numbers.js';
 import { telnyxSigner, type TelnyxSigner } from './carrier-signing.js';
 import { freePort } from './ports.js';
 import { RoleProcess, waitHttpOk } from './processes.js';
@@ -78,9 +79,7 @@ export async function startCluster(databaseUrl: string, redisUrl: string, extraE
     const created = await runNode(['dist/cli.js', 'accounts:create', '--name', 'chaos', '--json'], env);
     const { account, api_key } = JSON.parse(created.stdout);
     customer = new ApiClient(url, account.id, api_key);
-    for (const phoneNumber of options.numbers ?? []) {
-      expect((await customer.post('/v2/phone_numbers', { phone_number: phoneNumber, carrier: 'telnyx' })).status).toBe(201);
-    }
+    await assignNumbersIn(env.DATABASE_URL, account.id, options.numbers ?? [], 'telnyx');
   } catch (err) {
     // A cluster that never came up stops its own processes: nobody else holds them yet.
     await stopAll();

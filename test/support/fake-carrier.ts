@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { LocalCarrierServer } from './local-carrier-server.js';
 
 export interface CarrierRequest {
   path: string;
@@ -28,13 +28,11 @@ interface Hold {
  * A real local HTTP server standing in for the Telnyx, Twilio and Vonage send APIs. It accepts by
  * default (same carrier id for the same Idempotency-Key, or Vonage client_ref), or answers from a script.
  */
-export class FakeCarrier {
+export class FakeCarrier extends LocalCarrierServer {
   readonly requests: CarrierRequest[] = [];
   private readonly script: ScriptedAnswer[] = [];
   private readonly holds: Hold[] = [];
   private readonly idsByKey = new Map<string, string>();
-  private server?: http.Server;
-  url = '';
 
   /** The next sends get these answers, in order; then it accepts again. */
   answerNext(...answers: ScriptedAnswer[]): void {
@@ -60,7 +58,7 @@ export class FakeCarrier {
   }
 
   async start(): Promise<this> {
-    this.server = http.createServer((req, res) => {
+    await this.listen((req, res) => {
       let body = '';
       req.on('data', (c) => (body += c));
       req.on('end', async () => {
@@ -84,18 +82,7 @@ export class FakeCarrier {
         res.end(JSON.stringify(scripted?.body ?? (status < 300 ? accepted : { errors: [{ code: String(status), title: 'scripted' }] })));
       });
     });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}`;
     return this;
-  }
-
-  /** Environment pointing the app's carrier clients here. */
-  env(): Record<string, string> {
-    return { TELNYX_API_URL: `${this.url}/v2`, TWILIO_API_URL: `${this.url}/twilio`, VONAGE_API_URL: this.url };
-  }
-
-  async stop(): Promise<void> {
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 }
 

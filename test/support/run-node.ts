@@ -56,3 +56,12 @@ export function oneJsonDocument(run: NodeRun): any {
     throw new Error(`stdout is not one JSON document:\n${run.stdout}\nstderr:\n${run.stderr}`);
   }
 }
+
+/** Parses the WHOLE of stdout: exactly one JSON document or the test fails. */
+export function oneDocument(run: NodeRun): any {
+  try {
+    return JSON.parse(run.stdout);
+  } catch {
+    throw new Error(`stdout is not one JSON document:\n${run.stdout}\nstderr:\n${run.stderr}`);
+  }
+}

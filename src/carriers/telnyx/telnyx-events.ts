@@ -1,5 +1,6 @@
 import type { CallEndReason, CallEvent, CallProgress, NormalizedEvent, ReceiptStatus } from '../normalized-event.js';
 import { decodeClientState } from './telnyx-client-state.js';
+import { readNumberOrder, telnyxPlacement } from './telnyx-numbers.js';
 import { MalformedWebhook } from '../carrier-adapter.js';
 import { address, BOUNDS, id, instant, isObject, object, optionalText, storableBody, text, word, type Json } from '../shape.js';
 
@@ -88,6 +89,10 @@ export function normalizeTelnyx(envelope: TelnyxEnvelope): NormalizedEvent {
         ...(error && { errorCode: optionalText(error, 'code'), errorDetail: optionalText(error, 'detail') ?? optionalText(error, 'title') }),
       };
     }
+  }
+  if (envelope.eventType === 'number_order.complete') {
+    const order = readNumberOrder(p, 'data.payload');
+    return { ...base, kind: 'number.order.completed', orderId: optionalText(p, 'customer_reference'), placement: telnyxPlacement(order) };
   }
   const leg = () => ({
     carrierCallId: id(p, 'call_control_id', 'data.payload'),

@@ -31,6 +31,8 @@ export class UsageLedger {
         return this.config.PRICE_SMS_INBOUND_SEGMENT_MICROS;
       case 'call_minutes':
         return this.config.PRICE_CALL_MINUTE_MICROS;
+      case 'number_months':
+        return this.config.PRICE_NUMBER_MONTH_MICROS;
     }
   }
 
@@ -67,6 +69,7 @@ export class UsageLedger {
       `SELECT coalesce(sum(quantity) FILTER (WHERE kind = 'sms_outbound_segments'), 0)::text AS sms_outbound_segments,
               coalesce(sum(quantity) FILTER (WHERE kind = 'sms_inbound_segments'), 0)::text AS sms_inbound_segments,
               coalesce(sum(quantity) FILTER (WHERE kind = 'call_minutes'), 0)::text AS call_minutes,
+              coalesce(sum(quantity) FILTER (WHERE kind = 'number_months'), 0)::text AS number_months,
               coalesce(sum(amount_micros), 0)::text AS amount_micros
          FROM usage_records
         WHERE account_id = $1 AND ($2::timestamptz IS NULL OR created_at >= $2) AND ($3::timestamptz IS NULL OR created_at < $3)`,
@@ -76,6 +79,7 @@ export class UsageLedger {
       sms_outbound_segments: Number(row.sms_outbound_segments),
       sms_inbound_segments: Number(row.sms_inbound_segments),
       call_minutes: Number(row.call_minutes),
+      number_months: Number(row.number_months),
       amount_micros: Number(row.amount_micros),
       currency: CURRENCY,
     };
@@ -87,7 +91,7 @@ export class UsageLedger {
       `SELECT kind, sum(quantity)::text AS quantity FROM usage_records WHERE account_id = $1 AND created_at >= $2 GROUP BY kind`,
       [accountId, since],
     );
-    const totals: Record<UsageKind, number> = { sms_outbound_segments: 0, sms_inbound_segments: 0, call_minutes: 0 };
+    const totals: Record<UsageKind, number> = { sms_outbound_segments: 0, sms_inbound_segments: 0, call_minutes: 0, number_months: 0 };
     for (const row of rows) totals[row.kind] = Number(row.quantity);
     return totals;
   }

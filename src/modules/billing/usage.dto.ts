@@ -1,6 +1,6 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 
-export const USAGE_KINDS = ['sms_outbound_segments', 'sms_inbound_segments', 'call_minutes'] as const;
+export const USAGE_KINDS = ['sms_outbound_segments', 'sms_inbound_segments', 'call_minutes', 'number_months'] as const;
 export type UsageKind = (typeof USAGE_KINDS)[number];
 
 /** One ledger row: a billable fact, written once by the transition that earned it. Integers only. */
@@ -9,8 +9,8 @@ export class UsageRecordView {
   @ApiProperty({ example: 'use_01jd5x2m3n4p5q6r7s8t9v0w1x' }) id!: string;
   @ApiProperty({ enum: ['usage_record'] }) record_type!: 'usage_record';
   @ApiProperty({ enum: USAGE_KINDS, example: 'sms_outbound_segments' }) kind!: UsageKind;
-  @ApiProperty({ example: 'msg_01jd5x2m3n4p5q6r7s8t9v0w1x', description: 'The message or call billed' }) resource_id!: string;
-  @ApiProperty({ type: 'integer', example: 2, description: 'Segments or minutes' }) quantity!: number;
+  @ApiProperty({ example: 'msg_01jd5x2m3n4p5q6r7s8t9v0w1x', description: 'The message or call billed; for number_months `<number id>:<YYYY-MM>`' }) resource_id!: string;
+  @ApiProperty({ type: 'integer', example: 2, description: 'Segments, minutes or number-months' }) quantity!: number;
   @ApiProperty({ type: 'integer', example: 4000, description: 'Micro-units of currency' }) unit_price_micros!: number;
   @ApiProperty({ type: 'integer', example: 8000, description: 'quantity × unit_price_micros' }) amount_micros!: number;
   @ApiProperty({ example: 'USD' }) currency!: string;
@@ -23,6 +23,7 @@ export class UsageSummary {
   @ApiProperty({ type: 'integer', example: 20 }) sms_outbound_segments!: number;
   @ApiProperty({ type: 'integer', example: 10 }) sms_inbound_segments!: number;
   @ApiProperty({ type: 'integer', example: 3 }) call_minutes!: number;
+  @ApiProperty({ type: 'integer', example: 2, description: 'Monthly number rentals (one per number per calendar month)' }) number_months!: number;
   @ApiProperty({ type: 'integer', example: 141000, description: 'Micro-units of currency' }) amount_micros!: number;
   @ApiProperty({ example: 'USD' }) currency!: string;
 }

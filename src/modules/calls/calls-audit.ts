@@ -12,8 +12,14 @@ export interface CarrierLogEntry {
 
 /** Durations further apart than this (seconds) are a mismatch: clocks and rounding differ by less. */
 export const DURATION_TOLERANCE_SECONDS = 5;
-/** Our calls are compared with a log only around the period it covers. */
+/** Without `since`, our calls are compared with a log only around the period it covers. */
 const WINDOW_MARGIN_MS = 5 * 60_000;
+
+/** What one audit covers: the calls that ended at or after `since` (both sides), of one account or of all. */
+export interface AuditScope {
+  since?: Date;
+  accountId?: string;
+}
 
 export interface CallAuditReport {
   ok: boolean;
@@ -62,26 +68,32 @@ export function parseCarrierLog(text: string): { entries: CarrierLogEntry[]; inv
 export class CallsAudit {
   constructor(private readonly dataSource: DataSource) {}
 
-  async compare(entries: CarrierLogEntry[], invalidLines: number[]): Promise<CallAuditReport> {
+  async compare(allEntries: CarrierLogEntry[], invalidLines: number[], scope: AuditScope = {}): Promise<CallAuditReport> {
+    const { since } = scope;
+    const entries = since ? allEntries.filter((e) => !e.endTime || Date.parse(e.endTime) >= since.getTime()) : allEntries;
     const byId = new Map<string, CarrierLogEntry>();
     for (const entry of entries) if (!byId.has(entry.carrierCallId) || entry.status === 'completed') byId.set(entry.carrierCallId, entry);
     const times = entries.flatMap((e) => [e.startTime, e.endTime]).filter((t): t is string => !!t).map(Date.parse);
-    const from = times.length ? new Date(Math.min(...times) - WINDOW_MARGIN_MS) : null;
-    const to = times.length ? new Date(Math.max(...times) + WINDOW_MARGIN_MS) : null;
+    const from = since ?? (times.length ? new Date(Math.min(...times) - WINDOW_MARGIN_MS) : null);
+    const to = since ? null : times.length ? new Date(Math.max(...times) + WINDOW_MARGIN_MS) : null;
+    const account = scope.accountId ?? null;
     const runner = this.dataSource.createQueryRunner();
     try {
       await runner.startTransaction('REPEATABLE READ');
       await runner.query('SET TRANSACTION READ ONLY');
       const listed: { id: string; carrier_call_id: string; status: string; duration_seconds: number | null; answered: boolean }[] = await runner.query(
-        `SELECT id, carrier_call_id, status, duration_seconds, answered_at IS NOT NULL AS answered FROM calls WHERE carrier_call_id = ANY($1::text[])`,
-        [[...byId.keys()]],
+        // WHERE: the calls the log names, of the audited account when there is one.
+        `SELECT id, carrier_call_id, status, duration_seconds, answered_at IS NOT NULL AS answered FROM calls
+          WHERE carrier_call_id = ANY($1::text[]) AND ($2::text IS NULL OR account_id = $2)`,
+        [[...byId.keys()], account],
       );
       const ours: { id: string; carrier_call_id: string; status: string }[] = await runner.query(
         `SELECT id, carrier_call_id, status FROM calls
           WHERE ended_at IS NOT NULL AND carrier_call_id <> id AND NOT (carrier_call_id = ANY($1::text[]))
             AND ($2::timestamptz IS NULL OR ended_at >= $2) AND ($3::timestamptz IS NULL OR ended_at <= $3)
+            AND ($4::text IS NULL OR account_id = $4)
           ORDER BY id`,
-        [[...byId.keys()], from, to],
+        [[...byId.keys()], from, to, account],
       );
       await runner.commitTransaction();
       const known = new Map(listed.map((c) => [c.carrier_call_id, c]));

@@ -55,6 +55,13 @@ export class Plans {
     return plan;
   }
 
+  /** Every plan, by lookup key. */
+  async list(): Promise<PlanView[]> {
+    // No WHERE: plans are few (one per price), an operator's list.
+    const rows: (Omit<PlanView, 'quantity'> & { quantity: string })[] = await this.dataSource.query(`SELECT ${COLUMNS} FROM plans ORDER BY lookup_key`);
+    return rows.map((row) => ({ ...row, quantity: Number(row.quantity) }));
+  }
+
   /** The plans of these lookup keys, read in the granting transaction. */
   async forLookupKeys(tx: Tx, lookupKeys: string[]): Promise<Map<string, Plan>> {
     const rows: { lookup_key: string; type: EntitlementType; quantity: string }[] = await tx.query(

@@ -1,8 +1,33 @@
 import { Module } from '@nestjs/common';
+import { NUMBER_PROVIDERS } from '../../carriers/number-providers.js';
+import { IdempotencyModule } from '../../platform/idempotency/idempotency.module.js';
+import { OutboxModule } from '../../platform/outbox/outbox.module.js';
 import { AccountsModule } from '../accounts/accounts.module.js';
+import { BillingModule } from '../billing/billing.module.js';
+import { NumberRentals } from './number-rentals.js';
+import { IngestModule } from '../ingest/ingest.module.js';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
+import { NumberOrderEvents } from './number-order-events.js';
+import { PlaceNumberOrderHandler, PollNumberOrderHandler } from './number-order.handlers.js';
+import { NumberOrderTransitions } from './number-order-transitions.js';
+import { AvailablePhoneNumbersController, NumberOrdersController } from './number-orders.controller.js';
+import { NumberOrders } from './number-orders.service.js';
+import { NumberReleases, ReleaseNumberHandler } from './number-releases.js';
+import { NumberSearchService } from './number-search.js';
 import { PhoneNumbersController } from './phone-numbers.controller.js';
 import { PhoneNumbers } from './phone-numbers.service.js';
 
-/** Phone numbers: ownership (one account per number) and the carrier each sends through. */
-@Module({ imports: [AccountsModule], controllers: [PhoneNumbersController], providers: [PhoneNumbers], exports: [PhoneNumbers] })
+/**
+ * Phone numbers: bought through the carrier (search, order, release) or assigned by an operator;
+ * ownership (one holder per number) and the carrier each sends through.
+ */
+@Module({
+  imports: [AccountsModule, BillingModule, IdempotencyModule, IngestModule, OutboxModule, WebhooksModule],
+  controllers: [PhoneNumbersController, AvailablePhoneNumbersController, NumberOrdersController],
+  providers: [
+    PhoneNumbers, NumberOrders, NumberOrderTransitions, PlaceNumberOrderHandler, PollNumberOrderHandler, NumberReleases, ReleaseNumberHandler, NumberSearchService, NumberOrderEvents, NumberRentals,
+    ...NUMBER_PROVIDERS,
+  ],
+  exports: [PhoneNumbers, NumberRentals, NumberOrders, NumberReleases, NumberSearchService, NumberOrderTransitions, ...NUMBER_PROVIDERS],
+})
 export class NumbersModule {}

@@ -1,32 +1,43 @@
-import { Body, Controller, Get, NotFoundException, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpException, HttpStatus, NotFoundException, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiExcludeEndpoint } from '@nestjs/swagger';
 import { AccountId } from '../accounts/api-key.guard.js';
 import { CustomerApi } from '../accounts/customer-api.js';
 import { toVoiceSettings } from '../sequential-ring/voice-settings.dto.js';
 import { ApiOperationDoc, ApiPageQuery, DataOf, ListOf } from '../../platform/http/api-docs.js';
 import { pageOf, parsePage } from '../../platform/http/pagination.js';
-import { CreatePhoneNumberDto, PhoneNumberView, UpdatePhoneNumberDto } from './phone-number.dto.js';
+import { PhoneNumberView, UpdatePhoneNumberDto } from './phone-number.dto.js';
 import { PhoneNumbers } from './phone-numbers.service.js';
+import { NumberReleases } from './number-releases.js';
 
 function numberNotFound(): NotFoundException {
   return new NotFoundException({ code: 'not_found', title: 'Resource not found', detail: 'no phone number with this id' });
 }
 
+const REGISTRATION_RETIRED = {
+  code: 'method_not_allowed',
+  title: 'Numbers are ordered, not registered',
+  detail:
+    'Search with GET /v2/available_phone_numbers and order with POST /v2/phone_number_orders; a number the platform already holds is assigned by an operator: onceline numbers:assign --account <id> --number <E.164> --carrier telnyx|twilio|vonage',
+  meta: { search: 'GET /v2/available_phone_numbers', order: 'POST /v2/phone_number_orders', operator_command: 'numbers:assign' },
+};
+
 @CustomerApi('Phone numbers')
 @Controller('v2/phone_numbers')
 export class PhoneNumbersController {
-  constructor(private readonly numbers: PhoneNumbers) {}
+  constructor(
+    private readonly numbers: PhoneNumbers,
+    private readonly releases: NumberReleases,
+  ) {}
 
+  /**
+   * The first-come registration is retired: numbers are ordered, or assigned by an operator.
+   * Left out of the description (an operation with no success is no operation); the contract
+   * names the 405.
+   */
   @Post()
-  @ApiOperationDoc({
-    summary: 'Register a phone number',
-    description: 'One account per number: the first to register it owns it.',
-    status: 201,
-    body: CreatePhoneNumberDto,
-    ok: DataOf(PhoneNumberView),
-    errors: [[409, 'The number is registered already (code phone_number_taken)']],
-  })
-  async create(@AccountId() accountId: string, @Body() body: CreatePhoneNumberDto) {
-    return { data: await this.numbers.claim(accountId, body.phone_number, body.carrier) };
+  @ApiExcludeEndpoint()
+  retiredRegistration(): never {
+    throw new HttpException({ errors: [REGISTRATION_RETIRED] }, HttpStatus.METHOD_NOT_ALLOWED);
   }
 
   @Get(':id')
@@ -51,6 +62,19 @@ export class PhoneNumbersController {
       body.voice === undefined ? await this.numbers.get(accountId, id) : await this.numbers.setVoice(accountId, id, body.voice === null ? null : toVoiceSettings(body.voice));
     if (!number) throw numberNotFound();
     return { data: number };
+  }
+
+  @Delete(':id')
+  @ApiOperationDoc({
+    summary: 'Release a phone number',
+    description:
+      'It stops routing at once (status releasing) and is released at the carrier once no call on it is in progress (status released, event number.released once). Repeating it changes nothing.',
+    status: 202,
+    ok: DataOf(PhoneNumberView),
+    errors: [404, [409, 'The number is still being ordered (code order_in_progress)']],
+  })
+  async release(@AccountId() accountId: string, @Param('id') id: string) {
+    return { data: await this.releases.request(accountId, id) };
   }
 
   @Get()

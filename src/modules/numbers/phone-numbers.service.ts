@@ -1,4 +1,5 @@
-import { ConflictException, Injectable } from '@nestjs/common';
+import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
+import { isForeignKeyViolation } from '../../platform/database/pg-errors.js';
 import { DataSource } from 'typeorm';
 import { newId, IdPrefix } from '../../platform/ids.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
@@ -8,7 +9,12 @@ import type { VoiceSettings } from '../sequential-ring/ring-plan.js';
 import type { PhoneNumberView } from './phone-number.dto.js';
 import type { CteStatement } from '../../platform/database/cte-statement.js';
 
-const COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, voice, created_at`;
+export const NUMBER_COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, status, voice, created_at`;
+
+/** A number that routes (calls, messages, sends): only an active one. A releasing number stops at once. */
+const ROUTES = `status = 'active'`;
+/** The statuses that hold a number (the partial unique index phone_numbers_held_idx). */
+export const HELD = `status IN ('ordering', 'active', 'releasing')`;
 
 /** Who takes calls to a number, and how. */
 export interface VoiceRoute {
@@ -25,18 +31,38 @@ export type OwnersOf = (rows: string, numberColumn: string) => string;
 export class PhoneNumbers {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** Claims a number for an account; the UNIQUE(phone_number) index decides between claimants. */
-  async claim(accountId: string, phoneNumber: string, carrier: CarrierName): Promise<PhoneNumberView> {
-    const { rows } = await exec<PhoneNumberView & { account_id: string }>(
-      this.dataSource.manager,
-      // ON CONFLICT DO NOTHING: an existing claim is never overwritten; RETURNING is empty then.
-      `INSERT INTO phone_numbers (id, account_id, phone_number, carrier) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (phone_number) DO NOTHING
-       RETURNING ${COLUMNS}`,
-      [newId(IdPrefix.PhoneNumber), accountId, phoneNumber, carrier],
-    );
+  /**
+   * Assigns a number the platform already holds at the carrier to an account (the operator's
+   * numbers:assign; tests use it too). Assigning it again to the same account returns it.
+   */
+  async assign(accountId: string, phoneNumber: string, carrier: CarrierName): Promise<PhoneNumberView> {
+    let rows: PhoneNumberView[];
+    try {
+      ({ rows } = await exec<PhoneNumberView>(
+        this.dataSource.manager,
+        // The held-number index decides: a new row, or the same account's active row locked and
+        // returned unchanged; another holder (or another carrier) makes RETURNING empty.
+        `INSERT INTO phone_numbers (id, account_id, phone_number, carrier, status, activated_at) VALUES ($1, $2, $3, $4, 'active', now())
+         ON CONFLICT (phone_number) WHERE ${HELD} DO UPDATE SET carrier = phone_numbers.carrier
+           WHERE phone_numbers.account_id = EXCLUDED.account_id AND phone_numbers.carrier = EXCLUDED.carrier AND phone_numbers.${ROUTES}
+         RETURNING ${NUMBER_COLUMNS}`,
+        [newId(IdPrefix.PhoneNumber), accountId, phoneNumber, carrier],
+      ));
+    } catch (err) {
+      if (isForeignKeyViolation(err)) throw new NotFoundException({ code: 'not_found', title: 'Resource not found', detail: `no account ${accountId}` });
+      throw err;
+    }
     if (rows.length === 1) return rows[0];
-    throw new ConflictException({ code: 'phone_number_taken', title: 'Phone number already registered', detail: `${phoneNumber} is already registered` });
+    throw new ConflictException({ code: 'phone_number_taken', title: 'Phone number held', detail: `${phoneNumber} is held by another account (or on another carrier)` });
+  }
+
+  /** Which of these numbers no account holds. */
+  async unassigned(phoneNumbers: string[]): Promise<string[]> {
+    const rows: { n: string }[] = await this.dataSource.query(
+      `SELECT n FROM unnest($1::text[]) AS n WHERE NOT EXISTS (SELECT FROM phone_numbers p WHERE p.phone_number = n AND p.${HELD}) ORDER BY n`,
+      [phoneNumbers],
+    );
+    return rows.map((r) => r.n);
   }
 
   /** Sets (or with null clears) a number's voice settings; undefined when the account has no such number. */
@@ -44,20 +70,20 @@ export class PhoneNumbers {
     // account_id in the WHERE: another account's number is not found, never changed.
     const { rows } = await exec<PhoneNumberView>(
       this.dataSource.manager,
-      `UPDATE phone_numbers SET voice = $3::jsonb WHERE id = $1 AND account_id = $2 RETURNING ${COLUMNS}`,
+      `UPDATE phone_numbers SET voice = $3::jsonb WHERE id = $1 AND account_id = $2 AND ${HELD} RETURNING ${NUMBER_COLUMNS}`,
       [id, accountId, voice === null ? null : JSON.stringify(voice)],
     );
     return rows[0];
   }
 
   async get(accountId: string, id: string): Promise<PhoneNumberView | undefined> {
-    const [row] = await this.dataSource.query(`SELECT ${COLUMNS} FROM phone_numbers WHERE id = $1 AND account_id = $2`, [id, accountId]);
+    const [row] = await this.dataSource.query(`SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE id = $1 AND account_id = $2`, [id, accountId]);
     return row;
   }
 
   async list(accountId: string, page: PageRequest): Promise<PhoneNumberView[]> {
     return this.dataSource.query(
-      `SELECT ${COLUMNS} FROM phone_numbers WHERE account_id = $1 AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
+      `SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE account_id = $1 AND ${HELD} AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
       [accountId, page.after ?? null, page.size + 1],
     );
   }
@@ -67,13 +93,13 @@ export class PhoneNumbers {
    * caller's transaction: a second pooled connection per transaction can exhaust the pool.
    */
   async findOwned(tx: Tx, accountId: string, phoneNumber: string): Promise<PhoneNumberView | undefined> {
-    const [row] = await tx.query(`SELECT ${COLUMNS} FROM phone_numbers WHERE account_id = $1 AND phone_number = $2`, [accountId, phoneNumber]);
+    const [row] = await tx.query(`SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE account_id = $1 AND phone_number = $2 AND ${ROUTES}`, [accountId, phoneNumber]);
     return row;
   }
 
   /** Who takes calls to this number and with which settings, if anyone owns it. */
   async findVoiceRoute(tx: Tx, phoneNumber: string): Promise<VoiceRoute | undefined> {
-    const [row] = await tx.query(`SELECT account_id, carrier, voice FROM phone_numbers WHERE phone_number = $1`, [phoneNumber]);
+    const [row] = await tx.query(`SELECT account_id, carrier, voice FROM phone_numbers WHERE phone_number = $1 AND ${ROUTES}`, [phoneNumber]);
     return row ? { accountId: row.account_id, carrier: row.carrier, voice: row.voice } : undefined;
   }
 
@@ -83,11 +109,11 @@ export class PhoneNumbers {
    * for each row whose `numberColumn` a number of ours is; none for a number nobody owns.
    */
   ownersCte(stmt: CteStatement, name: string, rows: string, numberColumn: string): string {
-    return stmt.with(name, `SELECT r.event_id, p.account_id, p.carrier FROM ${rows} r JOIN phone_numbers p ON p.phone_number = r.${numberColumn}`);
+    return stmt.with(name, `SELECT r.event_id, p.account_id, p.carrier FROM ${rows} r JOIN phone_numbers p ON p.phone_number = r.${numberColumn} AND p.${ROUTES}`);
   }
 
   async findOwner(tx: Tx, phoneNumber: string): Promise<{ accountId: string; carrier: CarrierName } | undefined> {
-    const [row] = await tx.query(`SELECT account_id, carrier FROM phone_numbers WHERE phone_number = $1`, [phoneNumber]);
+    const [row] = await tx.query(`SELECT account_id, carrier FROM phone_numbers WHERE phone_number = $1 AND ${ROUTES}`, [phoneNumber]);
     return row ? { accountId: row.account_id, carrier: row.carrier } : undefined;
   }
 }

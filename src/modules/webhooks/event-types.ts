@@ -18,6 +18,9 @@ export const CUSTOMER_EVENT_TYPES = [
   'call.voicemail',
   'call.transcribed',
   'entitlement.granted',
+  'order.completed',
+  'order.failed',
+  'number.released',
 ] as const;
 
 export type CustomerEventType = (typeof CUSTOMER_EVENT_TYPES)[number];

@@ -4,7 +4,7 @@ import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, valida
 import { isLoopbackUrl } from '../net/loopback.js';
 import {
   DEV_STRIPE_WEBHOOK_SECRET, DEV_TELNYX_API_KEY, DEV_TELNYX_CONNECTION_ID, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN,
-  DEV_VONAGE_API_KEY, DEV_VONAGE_API_SECRET, DEV_VONAGE_SIGNATURE_SECRET,
+  DEV_VONAGE_API_KEY, DEV_VONAGE_API_SECRET, DEV_VONAGE_SIGNATURE_SECRET, DEV_TELNYX_MESSAGING_PROFILE_ID, DEV_VONAGE_APPLICATION_ID,
 } from '../../telephony/dev-credentials.js';
 import { DEFAULT_SANDBOX_TELNYX_SEED, telnyxDevKeyPair } from '../../telephony/telnyx-dev-key.js';
 
@@ -62,6 +62,10 @@ export class AppConfig {
   @IsOptional() @IsString()
   TELNYX_CONNECTION_ID = DEV_TELNYX_CONNECTION_ID;
 
+  /** The Messaging Profile numbers we order are put on (their messaging webhooks come to us). */
+  @IsOptional() @IsString()
+  TELNYX_MESSAGING_PROFILE_ID = DEV_TELNYX_MESSAGING_PROFILE_ID;
+
   @IsOptional() @IsString()
   TWILIO_ACCOUNT_SID = DEV_TWILIO_ACCOUNT_SID;
 
@@ -85,6 +89,14 @@ export class AppConfig {
 
   @IsOptional() @IsString()
   VONAGE_API_SECRET = DEV_VONAGE_API_SECRET;
+
+  /** Vonage's Numbers API base (production https://rest.nexmo.com); VONAGE_API_URL (the sandbox) unless set. */
+  @IsOptional() @Matches(URL_RE, { message: 'must be an absolute URL' })
+  VONAGE_NUMBERS_API_URL?: string;
+
+  /** The Vonage application numbers we buy are linked to (its inbound and status URLs are ours). */
+  @IsOptional() @IsString()
+  VONAGE_APPLICATION_ID = DEV_VONAGE_APPLICATION_ID;
   /** Stripe webhook signing secret (`Stripe-Signature`); see stripeWebhookSecret for the development value. */
   @IsOptional() @Matches(/^whsec_[A-Za-z0-9+/=_-]+$/, { message: 'must be a Stripe webhook signing secret (whsec_...)' })
   STRIPE_WEBHOOK_SECRET = DEV_STRIPE_WEBHOOK_SECRET;
@@ -253,6 +265,22 @@ export class AppConfig {
   @Transform(toInt) @Min(0) @IsInt()
   PRICE_CALL_MINUTE_MICROS = 7000;
 
+  /** Monthly rental of one number, in micro-units of USD: one usage row per number per calendar month, not prorated. */
+  @Transform(toInt) @Min(0) @IsInt()
+  PRICE_NUMBER_MONTH_MICROS = 1_000_000;
+
+  /** Seconds between polls of a carrier order still pending (Telnyx number_order.complete late). */
+  @Transform(toInt) @Min(1) @Max(86400) @IsInt()
+  NUMBER_ORDER_POLL_SECONDS = 60;
+
+  /** Polls of a pending order before it is written off as failed. */
+  @Transform(toInt) @Min(1) @Max(10000) @IsInt()
+  NUMBER_ORDER_MAX_POLLS = 1440;
+
+  /** Seconds between checks whether a releasing number's call has ended. */
+  @Transform(toInt) @Min(1) @Max(3600) @IsInt()
+  NUMBER_RELEASE_RECHECK_SECONDS = 10;
+
   /** How carriers reach us, without a trailing slash (paths are appended to it). */
   get publicBaseUrl(): string {
     return (this.PUBLIC_BASE_URL ?? `http://127.0.0.1:${this.PORT}`).replace(/\/$/, '');
@@ -287,6 +315,11 @@ export class AppConfig {
    */
   get twilioWebhookAuthToken(): string | undefined {
     return trustedCredential(this.TWILIO_AUTH_TOKEN, DEV_TWILIO_AUTH_TOKEN, isLoopbackUrl(this.twilioApiUrl));
+  }
+
+  /** Where we search, buy and cancel Vonage numbers. */
+  get vonageNumbersApiUrl(): string {
+    return (this.VONAGE_NUMBERS_API_URL ?? this.vonageApiUrl).replace(/\/$/, '');
   }
 
   /** Where we call Vonage: the sandbox unless configured (production https://api.nexmo.com). */

@@ -20,6 +20,11 @@ export function isUniqueViolation(err: unknown): boolean {
   return sqlState(err) === '23505';
 }
 
+/** A foreign key refused the row (SQLSTATE 23503): what it refers to does not exist. */
+export function isForeignKeyViolation(err: unknown): boolean {
+  return sqlState(err) === '23503';
+}
+
 /**
  * Postgres refused a value that no retry can store: SQLSTATE class 22 (data exception: a \u0000
  * in JSON text, a lone surrogate, a number or date out of range) or class 54 (program limit

@@ -92,7 +92,7 @@ export class IdempotencyKeys {
         HttpStatus.UNPROCESSABLE_ENTITY,
       );
     }
-    return { kind: 'replay', response: { status: stored.response_status, body: stored.response_body } };
+    return { kind: 'replay', response: { status: stored.response_status, body: storedBody(stored.response_body) } };
   }
 
   /** Stores the response to replay, in the transaction that produced it. */
@@ -101,7 +101,9 @@ export class IdempotencyKeys {
     const { affected } = await exec(
       tx,
       `UPDATE idempotency_keys SET response_status = $3, response_body = $4 WHERE account_id = $1 AND key = $2 AND claimed_by = pg_current_xact_id()`,
-      [accountId, key, response.status, JSON.stringify(response.body)],
+      // As one JSON string inside the jsonb: jsonb would sort an object's keys its own way, and a
+      // replay must answer the first answer's document byte for byte, keys in the same order.
+      [accountId, key, response.status, JSON.stringify(JSON.stringify(response.body))],
     );
     if (affected !== 1) throw new Error(`Idempotency-Key ${key} was not claimed by this transaction`);
   }
@@ -111,4 +113,9 @@ export class IdempotencyKeys {
     const { affected } = await exec(tx, `DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => $1)`, [KEY_RETENTION_HOURS]);
     return affected;
   }
+}
+
+/** A stored body: the JSON text complete() keeps (rows stored before it kept the object itself). */
+function storedBody(value: unknown): unknown {
+  return typeof value === 'string' ? JSON.parse(value) : value;
 }

@@ -12,6 +12,8 @@ export enum QueueName {
   CarrierEvents = 'carrier-events',
   /** Call-control commands and call timers: dead air waits behind nothing else. */
   Calls = 'calls',
+  /** Number orders, polls and releases at the carriers. */
+  Numbers = 'numbers',
 }
 
 export enum JobName {
@@ -31,6 +33,12 @@ export enum JobName {
   CallJoinTimeout = 'call-join-timeout',
   /** Assembles an ended call's transcript from its fragments; `call.transcribed` once. */
   CallTranscript = 'call-transcript',
+  /** Places one number order at its carrier (external: the carrier's own idempotency makes a repeat buy nothing twice). */
+  PlaceNumberOrder = 'place-number-order',
+  /** Asks the carrier about an order still pending (Telnyx number_order.complete is late). */
+  PollNumberOrder = 'poll-number-order',
+  /** Releases one number at its carrier once no call is in progress on it (external). */
+  ReleaseNumber = 'release-number',
 }
 
 export interface JobPayloads {
@@ -43,6 +51,10 @@ export interface JobPayloads {
   [JobName.CallCommands]: { callId: string | null; commands: object[] };
   [JobName.CallJoinTimeout]: { callId: string; legId: string };
   [JobName.CallTranscript]: { callId: string };
+  [JobName.PlaceNumberOrder]: { orderId: string };
+  /** `poll`: 1 for the first poll; the order is written off as failed after NUMBER_ORDER_MAX_POLLS. */
+  [JobName.PollNumberOrder]: { orderId: string; poll: number };
+  [JobName.ReleaseNumber]: { numberId: string };
 }
 
 export interface JobSpec {
@@ -81,6 +93,10 @@ export const JOB_SPECS: { [K in JobName]: JobSpec } = {
   [JobName.CallCommands]: { queue: QueueName.Calls, mode: 'external', attempts: 8, backoffMs: 250 },
   [JobName.CallJoinTimeout]: { queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
   [JobName.CallTranscript]: { queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
+  // Carrier 408/429/5xx and transport errors retry with backoff, then the order fails (nothing bought is lost: a repeat finds it).
+  [JobName.PlaceNumberOrder]: { queue: QueueName.Numbers, mode: 'external', attempts: 8, backoffMs: 1000 },
+  [JobName.PollNumberOrder]: { queue: QueueName.Numbers, mode: 'external', attempts: 8, backoffMs: 1000 },
+  [JobName.ReleaseNumber]: { queue: QueueName.Numbers, mode: 'external', attempts: 8, backoffMs: 1000 },
 };
 
 export function queueOf(name: JobName): QueueName {

@@ -11,6 +11,9 @@ export type CallLogStatus = 'completed' | 'busy' | 'rejected' | 'no-answer' | 'c
 
 export interface CallLogLine {
   call_session_id: string;
+  /** Who called and the number called (for an outbound call: our number and the callee), as a carrier's call record has them. */
+  from: string;
+  to: string;
   status: CallLogStatus;
   /** When the call's first leg started (ISO 8601, ms). */
   start_time: string;
@@ -22,6 +25,8 @@ export interface CallLogLine {
 
 export interface EndedLeg {
   callSessionId: string;
+  from: string;
+  to: string;
   startedAt: Date;
   answeredAt?: Date;
   endedAt: Date;
@@ -48,6 +53,8 @@ export function callLogStatus(leg: Pick<EndedLeg, 'answeredAt' | 'hangup'>): Cal
 export function callLogLine(leg: EndedLeg): CallLogLine {
   return {
     call_session_id: leg.callSessionId,
+    from: leg.from,
+    to: leg.to,
     status: callLogStatus(leg),
     start_time: leg.startedAt.toISOString(),
     end_time: leg.endedAt.toISOString(),

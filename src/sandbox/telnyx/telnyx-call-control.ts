@@ -264,11 +264,11 @@ export class TelnyxCallControl {
     if (partner) this.endLeg(partner, ourHangup(side(partner)));
   }
 
-  /** The call log: every call whose first leg ended (and started at or after `since`), in the order they ended. */
+  /** The call log: every call whose first leg ended (at or after `since`), in the order they ended. */
   log(since?: Date): CallLogLine[] {
     const lines: CallLogLine[] = [];
     for (const { legs: [first] } of this.sessions.values()) {
-      if (!first?.endedAt || !first.hangup || (since && first.startedAt < since)) continue;
+      if (!first?.endedAt || !first.hangup || (since && first.endedAt < since)) continue;
       lines.push(callLogLine({ ...first, endedAt: first.endedAt, hangup: first.hangup }));
     }
     return lines.sort((a, b) => a.end_time.localeCompare(b.end_time));

@@ -104,7 +104,7 @@ export class TwilioVoiceCalls {
 
   /** Ended calls for GET /sandbox/calls/log (`call_sid` lines, as `audit:calls` reads them). */
   log(since?: Date): TwilioCallLogLine[] {
-    return this.ended.filter((line) => !since || new Date(line.start_time) >= since);
+    return this.ended.filter((line) => !since || new Date(line.end_time) >= since);
   }
 
   private async run(call: LiveCall, firstReply: () => void): Promise<void> {
@@ -137,9 +137,10 @@ export class TwilioVoiceCalls {
     const fields: Record<string, string> = { DialCallSid: sid('CA'), DialCallStatus: status };
     if (status === 'completed') {
       // answerOnBridge: the caller is answered when the target is.
-      call.answeredAt ??= new Date();
+      const answeredAt = new Date();
+      call.answeredAt ??= answeredAt;
       await this.sleep(talkMs);
-      fields.DialCallDuration = String(Math.round(talkMs / 1000));
+      fields.DialCallDuration = String(realSeconds(answeredAt, new Date()));
     }
     return this.ask(call, verb.action, this.fields(call, { CallStatus: 'in-progress', ...fields }));
   }
@@ -155,9 +156,11 @@ export class TwilioVoiceCalls {
   /** The call is over: its log line, and the status callback (a webhook series, under the call's chaos). */
   private finish(call: LiveCall, status: string): void {
     const endedAt = new Date();
-    // In call time, like the behaviours' times (real time is call time × the time scale).
-    const seconds = call.answeredAt ? Math.round((endedAt.getTime() - call.answeredAt.getTime()) / this.settings.timeScale() / 1000) : 0;
-    this.ended.push({ call_sid: call.callSid, status: status as CallLogLine['status'], start_time: call.startedAt.toISOString(), end_time: endedAt.toISOString(), duration_secs: seconds });
+    const seconds = call.answeredAt ? realSeconds(call.answeredAt, endedAt) : 0;
+    this.ended.push({
+      call_sid: call.callSid, from: call.from, to: call.to, status: status as CallLogLine['status'],
+      start_time: call.startedAt.toISOString(), end_time: endedAt.toISOString(), duration_secs: seconds,
+    });
     const url = `${this.settings.publicBaseUrl}/webhooks/twilio/voice/status`;
     void this.engine.runSeries(call.chaos, [this.signed(`twilio voice status ${status}`, url, this.fields(call, { CallStatus: status, CallDuration: String(seconds) }))]);
   }
@@ -217,6 +220,15 @@ export class TwilioVoiceCalls {
   private sleep(callMs: number): Promise<void> {
     return this.engine.timers.sleep(Math.round(callMs * this.settings.timeScale()));
   }
+}
+
+/**
+ * A Twilio duration (CallDuration, DialCallDuration): real seconds, like the Telnyx events' real
+ * `occurred_at`, so both carriers bill the same call alike whatever the time scale; rounded down,
+ * so the answer it implies (the end minus it) is never before the call began.
+ */
+function realSeconds(from: Date, to: Date): number {
+  return Math.floor((to.getTime() - from.getTime()) / 1000);
 }
 
 /** What a dial to a target with `reaction` comes to within `timeoutMs` (call time): Twilio's DialCallStatus words. */

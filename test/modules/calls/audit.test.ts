@@ -79,4 +79,35 @@ describe('audit:calls --carrier-log: our calls beside the carrier\'s call log', 
     expect(missing.code).not.toBe(0);
     expect(JSON.parse(missing.stdout).errors[0].detail).toMatch(/cannot read --carrier-log/);
   }, 120_000);
+
+  it('--since and --account: only that account\'s calls ended at or after since, on both sides; no findings from earlier runs or other accounts', async () => {
+    const accounts = t.app.app.get(AccountsService);
+    const [{ account: mine }, { account: other }] = [await accounts.createAccount('audit since'), await accounts.createAccount('audit other')];
+    const since = Date.now() - 60_000;
+    const iso = (ms: number) => new Date(ms).toISOString();
+    // ended 2 s before since (a run before this one), its log line left in the file as the carrier's log keeps it
+    await endedCall(mine.id, 'sess-earlier', since - 10_000, 8);
+    const ours = await endedCall(mine.id, 'sess-ours', since + 1000, 5);
+    await endedCall(other.id, 'sess-other-account', since + 1000, 5);
+    const file = join(mkdtempSync(join(tmpdir(), 'audit-')), 'calls.jsonl');
+    writeFileSync(file, [
+      { call_session_id: 'sess-earlier', status: 'completed', start_time: iso(since - 11_000), end_time: iso(since - 1000), duration_secs: 12 },
+      { call_session_id: 'sess-ours', status: 'completed', start_time: iso(since + 500), end_time: iso(since + 6000), duration_secs: 5 },
+    ].map((line) => JSON.stringify(line)).join('\n'));
+    const audit = (...args: string[]) => runNode(['dist/cli.js', 'audit:calls', '--carrier-log', file, ...args, '--json'], { DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
+
+    const scoped = await audit('--since', iso(since), '--account', mine.id);
+    expect(JSON.parse(scoped.stdout)).toMatchObject({ ok: true, carrier_calls: 1, our_calls: 1, missing_here: [], missing_at_carrier: [], duration_mismatches: [] });
+    expect(scoped.code).toBe(0);
+    expect(scoped.stdout).not.toContain('sess-earlier');
+
+    // Without the scope: the window of the log, every account: the other account's call is a finding.
+    const everyone = JSON.parse((await audit()).stdout);
+    expect(everyone.missing_at_carrier).toEqual([expect.objectContaining({ carrier_call_id: 'sess-other-account' })]);
+    expect(JSON.stringify(everyone)).not.toContain(ours);
+
+    const bad = await audit('--since', 'yesterday');
+    expect(bad.code).not.toBe(0);
+    expect(JSON.parse(bad.stdout).errors[0].detail).toMatch(/--since must be an ISO 8601 time/);
+  }, 120_000);
 });

@@ -22,11 +22,7 @@ describe('Twilio Voice in any order', () => {
     voice = await VoicePipeline.start();
     twilio = new TwilioVoiceCaller(voice.app);
     base = voice.app.config.publicBaseUrl;
-    const number = async (phone_number: string, ring: object) => {
-      const created = await voice.customer.post('/v2/phone_numbers', { phone_number, carrier: 'twilio' });
-      expect(created.status).toBe(201);
-      expect((await voice.customer.request('PATCH', `/v2/phone_numbers/${created.body.data.id}`, { voice: ring })).status).toBe(200);
-    };
+    const number = (phone_number: string, ring: object) => voice.customer.assignNumber(phone_number, 'twilio', ring);
     await number(RINGING, { ring_plan: { targets: [{ to: T0, timeout_secs: 15 }, { to: T1, timeout_secs: 15 }], fallback: { action: 'hangup' } } });
     await number(WITH_VOICEMAIL, { ring_plan: { targets: [{ to: T0, timeout_secs: 10 }], fallback: { action: 'voicemail' } } });
   });

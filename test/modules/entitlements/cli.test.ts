@@ -33,6 +33,20 @@ describe('admin CLI: plans and billing customers', () => {
     expect((await db.pool.query(`SELECT type, quantity::int FROM plans`)).rows).toEqual([{ type: 'sms_segments', quantity: 1200 }]);
   }, SLOW);
 
+  it('plans:list prints every plan by lookup key, as plans:upsert left them', async () => {
+    await cli('plans:upsert', '--lookup-key', 'calls_60', '--type', 'call_minutes', '--quantity', '60');
+    const list = await cli('plans:list');
+    expect(list.code).toBe(0);
+    expect(oneDocument(list)).toEqual({
+      data: [
+        { lookup_key: 'calls_60', type: 'call_minutes', quantity: 60, created_at: expect.any(String), updated_at: expect.any(String) },
+        { lookup_key: 'sms_1000', type: 'sms_segments', quantity: 1200, created_at: expect.any(String), updated_at: expect.any(String) },
+      ],
+    });
+    const human = await runNode(['dist/cli.js', 'plans:list'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+    expect(human.stdout).toBe('calls_60  60 call_minutes per unit\nsms_1000  1200 sms_segments per unit\n');
+  }, SLOW);
+
   it('accounts:create --billing-customer links the account; a customer already linked is refused', async () => {
     const created = await cli('accounts:create', '--name', 'Paying', '--billing-customer', 'cus_cli_1');
     expect(created.code).toBe(0);

@@ -26,7 +26,7 @@ describe('inbound SMS processed in batches', () => {
 
   beforeAll(async () => {
     const customer = await ApiClient.forNewAccount(t.app, 'batches');
-    expect((await customer.post('/v2/phone_numbers', { phone_number: OUR_NUMBER, carrier: 'telnyx' })).status).toBe(201);
+    await customer.assignNumber(OUR_NUMBER, 'telnyx');
     expect((await customer.post('/v2/webhook_endpoints', { url: 'http://127.0.0.1:9/hook', event_types: ['message.received'] })).status).toBe(201);
   });
 

@@ -30,7 +30,7 @@ describe('jobs that run as one statement, raced against a twin run', () => {
     receiver = await startWebhookReceiver();
     app = await startTestApp({ databaseUrl: db.url, env: { TELNYX_PUBLIC_KEY: signer.publicKey } });
     customer = await ApiClient.forNewAccount(app);
-    expect((await customer.post('/v2/phone_numbers', { phone_number: OUR_NUMBER, carrier: 'telnyx' })).status).toBe(201);
+    await customer.assignNumber(OUR_NUMBER, 'telnyx');
     expect((await customer.post('/v2/webhook_endpoints', { url: `${receiver.url}/hook`, event_types: ['message.received'] })).status).toBe(201);
   });
   afterAll(async () => {

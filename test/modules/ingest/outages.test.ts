@@ -10,7 +10,7 @@ import { waitFor } from '../../support/wait.js';
 
 const signer = telnyxSigner();
 
-async function deliver(app: TestApp, body = telnyxEvent('number_order.complete', {})): Promise<{ status: number; retryAfter: string | null; body: any }> {
+async function deliver(app: TestApp, body = telnyxEvent('fax.received', {})): Promise<{ status: number; retryAfter: string | null; body: any }> {
   const res = await fetch(`${app.url}/webhooks/telnyx`, { method: 'POST', headers: signer.headers(body), body });
   return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.json() };
 }
@@ -33,13 +33,13 @@ describe('Postgres unavailable', () => {
   it('answers 503 with Retry-After while the database is down (the carrier retries), and 200 once it is back', async () => {
     expect((await deliver(app)).body).toEqual({ status: 'accepted' });
     pg.stop();
-    const down = await deliver(app, telnyxEvent('number_order.complete', {}, { id: randomUUID() }));
+    const down = await deliver(app, telnyxEvent('fax.received', {}, { id: randomUUID() }));
     expect(down.status).toBe(503);
     expect(down.retryAfter).toMatch(/^\d+$/);
     expect(down.body.errors[0]).toMatchObject({ code: 'service_unavailable' });
     await pg.start();
     const id = randomUUID();
-    const back = await waitFor(() => deliver(app, telnyxEvent('number_order.complete', {}, { id })), (r) => r.status === 200, { what: 'ingest to recover' });
+    const back = await waitFor(() => deliver(app, telnyxEvent('fax.received', {}, { id })), (r) => r.status === 200, { what: 'ingest to recover' });
     expect(back.body).toEqual({ status: 'accepted' });
   });
 });
@@ -73,8 +73,8 @@ describe('Redis unavailable', () => {
     redis.stop();
     redisDown = true;
     const [queued, runHere] = [randomUUID(), randomUUID()];
-    expect(await deliver(viaRedis, telnyxEvent('number_order.complete', {}, { id: queued }))).toMatchObject({ status: 200, body: { status: 'accepted' } });
-    expect(await deliver(afterCommit, telnyxEvent('number_order.complete', {}, { id: runHere }))).toMatchObject({ status: 200, body: { status: 'accepted' } });
+    expect(await deliver(viaRedis, telnyxEvent('fax.received', {}, { id: queued }))).toMatchObject({ status: 200, body: { status: 'accepted' } });
+    expect(await deliver(afterCommit, telnyxEvent('fax.received', {}, { id: runHere }))).toMatchObject({ status: 200, body: { status: 'accepted' } });
     // Run right after its commit, with no Redis in the path.
     await waitFor(() => processed(runHere), (n) => n === 1, { what: 'the event run after commit to be processed while Redis is down' });
     expect(await processed(queued)).toBe(0);

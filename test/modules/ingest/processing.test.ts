@@ -78,9 +78,9 @@ describe('carrier event processing', () => {
   }
 
   it('an unknown event type is stored and marked processed as ignored', async () => {
-    const id = await deliver(app, telnyxEvent('number_order.complete', { id: 'no_1' }));
+    const id = await deliver(app, telnyxEvent('fax.received', { id: 'no_1' }));
     const row = await settled(db, id, 'the ignored event to be processed');
-    expect(row).toMatchObject({ error: null, note: 'ignored: carrier event type number_order.complete' });
+    expect(row).toMatchObject({ error: null, note: 'ignored: carrier event type fax.received' });
     expect(row.processed_at).not.toBeNull();
   });
 
@@ -204,11 +204,11 @@ describe('carrier event processing', () => {
 
     const replay = await runNode(['dist/cli.js', 'carrier-events:replay', row.id, '--json'], env);
     expect(replay.code).toBe(0);
-    expect(JSON.parse(replay.stdout)).toEqual({ data: { replayed: 1, outcomes: { processed: 1 }, results: [{ id: row.id, outcome: 'processed' }] } });
+    expect(JSON.parse(replay.stdout)).toEqual({ replayed: 1, outcomes: { processed: 1 }, results: [{ id: row.id, outcome: 'processed' }] });
     expect((await eventRow(db, id)).processed_at).not.toBeNull();
 
     const again = await runNode(['dist/cli.js', 'carrier-events:replay', '--all-failed', '--json'], env);
-    expect(JSON.parse(again.stdout)).toEqual({ data: { replayed: 0, outcomes: {}, results: [] } });
+    expect(JSON.parse(again.stdout)).toEqual({ replayed: 0, outcomes: {}, results: [] });
 
     const missing = await runNode(['dist/cli.js', 'carrier-events:replay', 'cev_nope', '--json'], env);
     expect(missing.code).not.toBe(0);

@@ -102,7 +102,7 @@ describe('carrier events with no handler for their kind', () => {
   });
 
   it('an ignored carrier event type is still processed at once, not kept as unhandled', async () => {
-    const body = JSON.stringify({ data: { event_type: 'number_order.complete', id: randomUUID(), occurred_at: new Date().toISOString(), record_type: 'event', payload: {} }, meta: { attempt: 1 } });
+    const body = JSON.stringify({ data: { event_type: 'fax.received', id: randomUUID(), occurred_at: new Date().toISOString(), record_type: 'event', payload: {} }, meta: { attempt: 1 } });
     const res = await fetch(`${app.url}/webhooks/telnyx`, { method: 'POST', headers: signer.headers(body), body });
     expect(res.status).toBe(200);
     const row = await waitFor(
@@ -110,7 +110,7 @@ describe('carrier events with no handler for their kind', () => {
       (r) => Boolean(r?.processed_at),
       { what: 'the ignored event to be processed' },
     );
-    expect(row).toMatchObject({ unhandled_since: null, note: 'ignored: carrier event type number_order.complete' });
+    expect(row).toMatchObject({ unhandled_since: null, note: 'ignored: carrier event type fax.received' });
   });
 
   it('race: a replay that finds a handler and one that finds none, on the same event: processed once, never marked unhandled after', async () => {
@@ -186,7 +186,7 @@ describe('carrier events with no handler for their kind', () => {
 
     const replay = await runNode(['dist/cli.js', 'carrier-events:replay', '--all-unhandled', '--json'], env);
     expect(replay.code).toBe(0);
-    const replayed = JSON.parse(replay.stdout).data;
+    const replayed = JSON.parse(replay.stdout);
     expect(replayed.results).toEqual(expect.arrayContaining([{ id: sms, outcome: 'processed' }, { id: call, outcome: 'processed' }]));
     expect(replayed.outcomes.processed).toBeGreaterThanOrEqual(2);
     expect((await eventRow(db, sms)).processed_at).not.toBeNull();

@@ -18,8 +18,8 @@ describe('phone numbers, messages and usage API', () => {
     app = await startTestApp({ databaseUrl: db.url, relay: true, worker: true, env: carrier.env() });
     alice = await ApiClient.forNewAccount(app, 'Alice');
     bob = await ApiClient.forNewAccount(app, 'Bob');
-    expect((await alice.post('/v2/phone_numbers', { phone_number: '+15550001111', carrier: 'telnyx' })).status).toBe(201);
-    expect((await alice.post('/v2/phone_numbers', { phone_number: '+15550001112', carrier: 'twilio' })).status).toBe(201);
+    await alice.assignNumber('+15550001111', 'telnyx');
+    await alice.assignNumber('+15550001112', 'twilio');
   });
   afterAll(async () => {
     await app.close();
@@ -28,22 +28,22 @@ describe('phone numbers, messages and usage API', () => {
   });
 
   describe('phone numbers', () => {
-    it('belong to one account: another account claiming one gets 409 and nothing is written', async () => {
-      const taken = await bob.post('/v2/phone_numbers', { phone_number: '+15550001111', carrier: 'twilio' });
-      expect(taken.status).toBe(409);
-      expect(taken.body.errors[0].code).toBe('phone_number_taken');
+    it('an assigned number belongs to one account: assigning it to another is a 409 and writes nothing; to the same account again returns it', async () => {
+      await expect(bob.assignNumber('+15550001111', 'twilio')).rejects.toMatchObject({ status: 409, response: { code: 'phone_number_taken' } });
       expect(await db.count(`SELECT count(*) FROM phone_numbers WHERE account_id = $1`, [bob.accountId])).toBe(0);
+      const [first] = (await alice.get('/v2/phone_numbers')).body.data.filter((n: { phone_number: string }) => n.phone_number === '+15550001111');
+      expect(await alice.assignNumber('+15550001111', 'telnyx')).toMatchObject({ id: first.id, status: 'active' });
     });
 
     it.each([
-      [{ phone_number: '5550001111', carrier: 'telnyx' }, '/phone_number'],
-      [{ phone_number: '+15550009999', carrier: 'bandwidth' }, '/carrier'],
-      [{ phone_number: '+15550009999', carrier: 'telnyx', extra: 1 }, '/extra'],
-    ])('rejects %j with 422 and a pointer, writing nothing', async (body, pointer) => {
+      { phone_number: '+15550009999', carrier: 'telnyx' },
+      { phone_number: '5550001111', carrier: 'bandwidth' },
+    ])('the first-come registration is retired: %j answers 405 pointing to ordering and numbers:assign, writing nothing', async (body) => {
       const before = await db.count(`SELECT count(*) FROM phone_numbers`);
       const res = await alice.post('/v2/phone_numbers', body);
-      expect(res.status).toBe(422);
-      expect(res.body.errors.map((e: { source: { pointer: string } }) => e.source.pointer)).toContain(pointer);
+      expect(res.status).toBe(405);
+      expect(res.body.errors[0]).toMatchObject({ code: 'method_not_allowed', detail: expect.stringContaining('POST /v2/phone_number_orders') });
+      expect(res.body.errors[0].detail).toContain('numbers:assign');
       expect(await db.count(`SELECT count(*) FROM phone_numbers`)).toBe(before);
     });
 
@@ -146,6 +146,8 @@ describe('phone numbers, messages and usage API', () => {
       expect(again.status).toBe(202);
       expect(again.headers.get('idempotent-replayed')).toBe('true');
       expect(again.body).toEqual(first.body);
+      // the same document, key for key in the same order (jsonb would have sorted them)
+      expect(JSON.stringify(again.body)).toBe(JSON.stringify(first.body));
       expect(await db.count(`SELECT count(*) FROM messages WHERE to_number = '+15558880000'`)).toBe(1);
     });
 
@@ -156,7 +158,7 @@ describe('phone numbers, messages and usage API', () => {
     });
 
     it('keys are per account', async () => {
-      expect((await bob.post('/v2/phone_numbers', { phone_number: '+15550002221', carrier: 'telnyx' })).status).toBe(201);
+      await bob.assignNumber('+15550002221', 'telnyx');
       const res = await bob.post('/v2/messages', { ...body, from: '+15550002221' }, { 'Idempotency-Key': 'order-1' });
       expect(res.status).toBe(202);
       expect(res.headers.get('idempotent-replayed')).toBeNull();
@@ -227,6 +229,7 @@ describe('phone numbers, messages and usage API', () => {
         sms_outbound_segments: outbound,
         sms_inbound_segments: 0,
         call_minutes: 0,
+        number_months: 0,
         amount_micros: outbound * app.config.PRICE_SMS_OUTBOUND_SEGMENT_MICROS,
         currency: 'USD',
       });

@@ -50,7 +50,7 @@ describe('first webhook attempts run by the worker right after the commit that c
       env: { TELNYX_PUBLIC_KEY: signer.publicKey, WEBHOOK_TIMEOUT_MS: '1000', WORKER_AFTER_COMMIT_GRACE_SECONDS: String(GRACE_SECONDS) },
     });
     customer = await ApiClient.forNewAccount(app, 'after-commit');
-    expect((await customer.post('/v2/phone_numbers', { phone_number: OUR_NUMBER, carrier: 'telnyx' })).status).toBe(201);
+    await customer.assignNumber(OUR_NUMBER, 'telnyx');
     expect((await customer.post('/v2/webhook_endpoints', { url: `${receiver.url}/hook`, event_types: ['message.received', 'message.delivered'] })).status).toBe(201);
   });
   afterAll(async () => {

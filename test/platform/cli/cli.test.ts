@@ -1,22 +1,17 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { databaseUrl, TEST_PG_BASE, TEST_REDIS_URL } from '../../support/env.js';
 import { freePort } from '../../support/ports.js';
-import { mapLimit, runNode, type NodeRun } from '../../support/run-node.js';
+import { mapLimit, oneDocument, runNode, type NodeRun } from '../../support/run-node.js';
 
 // Each command boots a Node process; on a busy 2-core machine a test of several takes a while.
 const SLOW = 180_000;
 
-/** Parses the WHOLE of stdout: exactly one JSON document or the test fails. */
-function oneDocument(run: NodeRun): any {
-  try {
-    return JSON.parse(run.stdout);
-  } catch {
-    throw new Error(`stdout is not one JSON document:\n${run.stdout}\nstderr:\n${run.stderr}`);
-  }
-}
 
 function expectFailure(run: NodeRun, code: string, detail: RegExp): void {
   expect(run.code).not.toBe(0);
@@ -125,5 +120,23 @@ describe('admin CLI: every command with --json prints exactly one JSON document 
     const [status, migrate] = await Promise.all([cli(['outbox:status'], { DATABASE_URL: nobody }), cli(['migrate'], { DATABASE_URL: nobody })]);
     expectFailure(status, 'command_failed', /ECONNREFUSED/);
     expectFailure(migrate, 'command_failed', /ECONNREFUSED/);
+  }, SLOW);
+
+  it('a database it cannot reach: the message names the URL tried (password hidden) and where it came from, environment or .env', async () => {
+    const port = await freePort();
+    const fromEnv = await cli(['outbox:status'], { DATABASE_URL: `postgres://bob:s3cret-pw@127.0.0.1:${port}/onceline` });
+    expectFailure(fromEnv, 'command_failed', new RegExp(`cannot reach PostgreSQL at postgres://bob:\\*\\*\\*@127\\.0\\.0\\.1:${port}/onceline \\(DATABASE_URL from the environment\\)`));
+    expect(fromEnv.stdout + fromEnv.stderr).not.toContain('s3cret-pw');
+
+    // The same file the app, the demo and the scripts read (ONCELINE_ENV_FILE names it; by default .env in the package root).
+    const file = join(mkdtempSync(join(tmpdir(), 'onceline-env-')), 'test.env');
+    writeFileSync(file, `# a second install\nDATABASE_URL=postgres://carol:hunter2@127.0.0.1:${port}/second\nQUEUE_PREFIX=second\n`);
+    const fromFile = await runNode(['dist/cli.js', 'outbox:status', '--json'], { ONCELINE_ENV_FILE: file, REDIS_URL: TEST_REDIS_URL });
+    expectFailure(fromFile, 'command_failed', new RegExp(`postgres://carol:\\*\\*\\*@127\\.0\\.0\\.1:${port}/second \\(DATABASE_URL from \\.env \\(${file.replace(/[.]/g, '\\.')}\\)\\)`));
+    expect(fromFile.stdout + fromFile.stderr).not.toContain('hunter2');
+    // The environment wins over the file.
+    const both = await runNode(['dist/cli.js', 'outbox:status', '--json'], { ONCELINE_ENV_FILE: file, DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+    expect(both.code).toBe(0);
+    rmSync(file);
   }, SLOW);
 });

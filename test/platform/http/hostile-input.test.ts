@@ -3,6 +3,7 @@ import type { ArgumentsHost } from '@nestjs/common';
 import fc from 'fast-check';
 import { AccountsService } from '../../../src/modules/accounts/accounts.service.js';
 import { ErrorsFilter } from '../../../src/platform/http/errors.filter.js';
+import { FakeNumberCarrier } from '../../support/fake-number-carrier.js';
 import { ApiClient } from '../../support/api-client.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { telnyxSigner } from '../../support/carrier-signing.js';
@@ -158,24 +159,28 @@ describe('hostile input at every route', () => {
   let realIds: string[];
   let routes: AppRoute[];
   let openapi: OpenApi;
+  // The numbers search asks a carrier: one that answers (an unreachable one is rightly a 503).
+  const numbersCarrier = new FakeNumberCarrier();
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    app = await startTestApp({ databaseUrl: db.url, env: { TELNYX_PUBLIC_KEY: signer.publicKey, API_RATE_LIMIT_PER_MINUTE: '1000000' } });
+    await numbersCarrier.start();
+    app = await startTestApp({ databaseUrl: db.url, env: { ...numbersCarrier.env(), TELNYX_PUBLIC_KEY: signer.publicKey, API_RATE_LIMIT_PER_MINUTE: '1000000' } });
     customer = await ApiClient.forNewAccount(app);
     const accounts = app.app.get(AccountsService);
     const spare = await accounts.createApiKey(customer.accountId);
     await accounts.revokeApiKey(spare.id);
     revokedKey = spare.api_key;
     const endpoint = await customer.post('/v2/webhook_endpoints', { url: 'http://127.0.0.1:9/hook' });
-    const number = await customer.post('/v2/phone_numbers', { phone_number: '+15550001111', carrier: 'telnyx' });
+    const number = await customer.assignNumber('+15550001111', 'telnyx');
     const message = await customer.post('/v2/messages', { from: '+15550001111', to: '+15550002222', text: 'hi' });
-    realIds = [endpoint.body.data.id, number.body.data.id, message.body.data.id, spare.id];
+    realIds = [endpoint.body.data.id, number.id, message.body.data.id, spare.id];
     routes = appRoutes(app.app);
     openapi = (await customer.get('/docs-json')).body;
   });
   afterAll(async () => {
     await app.close();
+    await numbersCarrier.stop();
     await db.drop();
   });
 

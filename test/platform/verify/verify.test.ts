@@ -107,7 +107,7 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
       const deliver = (body: string) => fetch(`${app.url}/webhooks/telnyx`, { method: 'POST', headers: telnyx.headers(body), body }).then((r) => r.status);
       const customer = await ApiClient.forNewAccount(app);
       flow.accountId = customer.accountId;
-      expect((await customer.post('/v2/phone_numbers', { phone_number: OUR_NUMBER, carrier: 'telnyx' })).status).toBe(201);
+      await customer.assignNumber(OUR_NUMBER, 'telnyx');
       const endpoint = await customer.post('/v2/webhook_endpoints', { url: `${receiver.url}/hooks` });
       expect(endpoint.status).toBe(201);
       flow.endpoint = endpoint.body.data.id;

@@ -6,6 +6,8 @@ import { CallsAudit, parseCarrierLog, type CallAuditReport } from '../calls-audi
 
 interface AuditOptions extends OutputOptions {
   carrierLog?: string;
+  since?: Date;
+  account?: string;
 }
 
 @Command({
@@ -22,13 +24,25 @@ export class AuditCallsCommand extends JsonCommand {
     return value;
   }
 
+  @Option({ flags: '--since <time>', description: 'only the calls that ended at or after this ISO 8601 time, on both sides (default: our calls ended within 5 min of the log)' })
+  parseSince(value: string): Date {
+    const since = new Date(value);
+    if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(since.getTime())) throw new Error(`--since must be an ISO 8601 time, got "${value}"`);
+    return since;
+  }
+
+  @Option({ flags: '--account <id>', description: "only this account's calls (default: every account's)" })
+  parseAccount(value: string): string {
+    return value;
+  }
+
   async run(_: string[], options: AuditOptions): Promise<void> {
     const file = requireOption(options, 'carrierLog');
     const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
       throw new Error(`cannot read --carrier-log ${file}: ${err.code ?? err.message}`);
     });
     const { entries, invalidLines } = parseCarrierLog(text);
-    const report = await this.audit.compare(entries, invalidLines);
+    const report = await this.audit.compare(entries, invalidLines, { since: options.since, accountId: options.account });
     printResult(options, report, human(report));
     if (!report.ok) process.exitCode = 1;
   }

@@ -29,3 +29,16 @@ export class UpsertPlanCommand extends JsonCommand {
     return value;
   }
 }
+
+@Command({ name: 'plans:list', description: 'The plans: which price lookup_key grants which entitlement type and quantity per unit' })
+export class ListPlansCommand extends JsonCommand {
+  constructor(private readonly plans: Plans) {
+    super();
+  }
+
+  async run(_: string[], options: OutputOptions): Promise<void> {
+    const plans = await this.plans.list();
+    const human = plans.length === 0 ? 'no plans yet (plans:upsert adds one)' : plans.map((p) => `${p.lookup_key}  ${p.quantity} ${p.type} per unit`).join('\n');
+    printResult(options, { data: plans }, human);
+  }
+}

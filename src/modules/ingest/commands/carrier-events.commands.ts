@@ -97,6 +97,7 @@ export class ReplayCarrierEventsCommand extends JsonCommand {
     const human = results.length === 0
       ? 'nothing to replay'
       : results.map((r) => `${r.id}  ${r.outcome}${r.error ? `: ${r.error}` : ''}`).join('\n');
-    printResult(options, { data: { replayed: results.length, outcomes: counts, results } }, human);
+    // The shape README documents, like every other single-document command: no `data` wrapper.
+    printResult(options, { replayed: results.length, outcomes: counts, results }, human);
   }
 }

@@ -1,0 +1,82 @@
+import { CarrierUnavailableError, isRetryableStatus } from './message-sender.js';
+import type { CarrierName } from './normalized-event.js';
+
+export type NumberFeature = 'sms' | 'voice';
+export const NUMBER_FEATURES = ['sms', 'voice'] as const satisfies readonly NumberFeature[];
+
+export interface NumberSearch {
+  /** ISO 3166-1 alpha-2. */
+  country: string;
+  areaCode?: string;
+  /** Digits the number contains. */
+  contains?: string;
+  features: NumberFeature[];
+  limit: number;
+}
+
+/** A number the carrier offers, in our words. */
+export interface OfferedNumber {
+  phoneNumber: string;
+  features: NumberFeature[];
+  region: string | null;
+}
+
+/** What the carrier said about one number of an order. */
+export interface OrderedNumber {
+  phoneNumber: string;
+  bought: boolean;
+  /** The carrier's id of the number (Telnyx phone number id, Twilio PN sid): what release names. */
+  carrierNumberId?: string;
+  error?: string;
+}
+
+/** The carrier's answer to an order: settled now, or (Telnyx) later by number_order.complete or a poll. */
+export type OrderPlacement =
+  | { outcome: 'settled'; carrierOrderId?: string; numbers: OrderedNumber[] }
+  | { outcome: 'pending'; carrierOrderId: string };
+
+/** One of our numbers at the carrier. */
+export interface HeldNumber {
+  phoneNumber: string;
+  carrierNumberId?: string;
+  country?: string;
+}
+
+/**
+ * Search, order and release at one carrier. Carrier vocabulary stays in the implementations
+ * (src/carriers/<carrier>/). Errors: CarrierUnavailableError means "not answered, try again";
+ * every other carrier answer is returned.
+ */
+export interface NumberProvider {
+  readonly carrier: CarrierName;
+  search(query: NumberSearch): Promise<OfferedNumber[]>;
+  /**
+   * Orders `phoneNumbers` (of `country`) as our order `orderId`, configured to send their
+   * webhooks to us. Safe to repeat after a lost answer: what the first call bought is found and
+   * reported, never bought twice (Telnyx: customer_reference = orderId; Twilio, Vonage: by number).
+   */
+  order(orderId: string, country: string, phoneNumbers: string[]): Promise<OrderPlacement>;
+  /** The current state of a pending order (Telnyx); settled carriers never return pending. */
+  orderStatus(carrierOrderId: string): Promise<OrderPlacement>;
+  /** Releases the number at the carrier; a number the carrier no longer has counts as released. */
+  release(number: HeldNumber): Promise<void>;
+  /** Every number our carrier account holds. */
+  listHeld(): Promise<HeldNumber[]>;
+}
+
+/** A carrier refusal of a search, release or listing (4xx that is not 408/429), which is final. */
+export class CarrierRefusedError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Throws CarrierUnavailableError (retry) or CarrierRefusedError for an answer that is not 2xx. */
+export function expectOk(carrier: string, response: Response, body: unknown): void {
+  if (response.ok) return;
+  if (isRetryableStatus(response.status)) throw new CarrierUnavailableError(`${carrier} answered ${response.status}`);
+  throw new CarrierRefusedError(response.status, `${carrier} refused (${response.status}): ${JSON.stringify(body).slice(0, 300)}`);
+}

@@ -1,0 +1,90 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { CarrierUnavailableError } from '../../carriers/message-sender.js';
+import { NumberProviders } from '../../carriers/number-providers.js';
+import type { OrderPlacement } from '../../carriers/number-provider.js';
+import { AppConfig } from '../../platform/config/app-config.js';
+import { UnitOfWork } from '../../platform/database/unit-of-work.js';
+import { JOB_SPECS, JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
+import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
+import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import { NumberOrderTransitions } from './number-order-transitions.js';
+
+/** How long one run may call the carrier before another may (a run that died). */
+const PLACING_LEASE_SECONDS = 60;
+
+/**
+ * Places one order at its carrier, outside any transaction, under a lease no other run calls
+ * the carrier during. A repeat (BullMQ retry after a lost answer, a run after a lease ran out)
+ * calls the carrier again and relies on the carrier's idempotency: Telnyx finds the order by
+ * customer_reference (our order id), Twilio and Vonage find the number already ours. The
+ * outcome is recorded by a guarded transition, so it is recorded once.
+ */
+@Injectable()
+@HandlesJob(JobName.PlaceNumberOrder)
+export class PlaceNumberOrderHandler implements JobHandler<JobName.PlaceNumberOrder> {
+  private readonly logger = new Logger(PlaceNumberOrderHandler.name);
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly transitions: NumberOrderTransitions,
+    private readonly providers: NumberProviders,
+    private readonly outbox: OutboxService,
+    private readonly config: AppConfig,
+  ) {}
+
+  async handle({ orderId }: JobPayloads[JobName.PlaceNumberOrder], { attempt }: JobContext): Promise<void> {
+    const outcome = await this.uow.run(async (tx) => {
+      const claimed = await this.transitions.claimForPlacing(tx, orderId, PLACING_LEASE_SECONDS);
+      // Another run holds the lease: one run at its end follows up, in case the holder died.
+      if (claimed.kind === 'leased') await this.outbox.enqueue(tx, { name: JobName.PlaceNumberOrder, data: { orderId }, jobId: `place-${orderId}-${claimed.until.getTime()}`, runAt: claimed.until });
+      return claimed;
+    });
+    if (outcome.kind !== 'claimed') return;
+    const order = outcome.claim;
+    let placement: OrderPlacement;
+    try {
+      placement = await this.providers.for(order.carrier).order(order.id, order.country, order.phoneNumbers);
+    } catch (err) {
+      if (err instanceof CarrierUnavailableError && attempt >= JOB_SPECS[JobName.PlaceNumberOrder].attempts) {
+        this.logger.warn(`giving up on order ${orderId} after ${attempt} attempts: ${err.message}`);
+        await this.uow.run((tx) => this.transitions.settle(tx, orderId, { numbers: [], error: `carrier unavailable: ${err.message}` }));
+        return;
+      }
+      await this.uow.run((tx) => this.transitions.releaseLease(tx, orderId, outcome.lease)).catch((releaseErr: Error) => this.logger.warn(`lease on ${orderId} not given back: ${releaseErr.message}`));
+      throw err;
+    }
+    await this.uow.run(async (tx) => {
+      if (placement.outcome === 'pending') await this.transitions.recordPending(tx, orderId, placement.carrierOrderId, this.config.NUMBER_ORDER_POLL_SECONDS);
+      else await this.transitions.settle(tx, orderId, placement);
+    });
+  }
+}
+
+/**
+ * Asks the carrier about an order still pending: its number_order.complete webhook is late or
+ * lost. Settles it through the same guarded transition the webhook uses (whichever comes first
+ * wins, once); still pending: another poll, up to NUMBER_ORDER_MAX_POLLS, then failed.
+ */
+@Injectable()
+@HandlesJob(JobName.PollNumberOrder)
+export class PollNumberOrderHandler implements JobHandler<JobName.PollNumberOrder> {
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly transitions: NumberOrderTransitions,
+    private readonly providers: NumberProviders,
+    private readonly outbox: OutboxService,
+    private readonly config: AppConfig,
+  ) {}
+
+  async handle({ orderId, poll }: JobPayloads[JobName.PollNumberOrder]): Promise<void> {
+    const [order] = await this.uow.run((tx) => tx.query(`SELECT carrier, carrier_order_id FROM number_orders WHERE id = $1 AND status = 'pending'`, [orderId]));
+    if (!order?.carrier_order_id) return;
+    const placement = await this.providers.for(order.carrier).orderStatus(order.carrier_order_id);
+    await this.uow.run(async (tx) => {
+      if (placement.outcome === 'settled') return void (await this.transitions.settle(tx, orderId, placement));
+      if (poll >= this.config.NUMBER_ORDER_MAX_POLLS) return void (await this.transitions.settle(tx, orderId, { numbers: [], error: `the carrier did not complete the order in ${poll} polls` }));
+      const next = poll + 1;
+      await this.outbox.enqueue(tx, { name: JobName.PollNumberOrder, data: { orderId, poll: next }, jobId: `poll-${orderId}-${next}`, runAt: new Date(Date.now() + this.config.NUMBER_ORDER_POLL_SECONDS * 1000) });
+    });
+  }
+}

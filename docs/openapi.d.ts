@@ -216,6 +216,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/messages/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a queued or scheduled message
+         * @description Exactly one of cancelled or sent happens, whatever the timing against its dispatch: the answer is the message cancelled (message.cancelled, never billed), or 409 message_not_cancellable once dispatch has taken it.
+         */
+        post: operations["MessagesController_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/messages/{id}": {
         parameters: {
             query?: never;
@@ -227,7 +247,8 @@ export interface paths {
         get: operations["MessagesController_get"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Cancel a queued or scheduled message (as POST /v2/messages/{id}/cancel) */
+        delete: operations["MessagesController_remove"];
         options?: never;
         head?: never;
         patch?: never;
@@ -575,6 +596,66 @@ export interface webhooks {
          * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
          */
         post: operations["messageFailedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "message.opted_out": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when a handset replied STOP (or STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT, REVOKE, OPTOUT) to one of your numbers; once per change, however often the keyword is repeated
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["messageOptedOutWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "message.opted_in": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when an opted-out handset replied START (or UNSTOP, YES); once per change
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["messageOptedInWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "message.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when a queued or scheduled message was cancelled before its dispatch took it (final; never sent, never billed)
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["messageCancelledWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1222,11 +1303,11 @@ export interface components {
             /** @example Your code is 1234 */
             text: string;
             /**
-             * @description queued, scheduled, sending, sent, delivered, failed (outbound) or received (inbound); delivered and failed are final
+             * @description queued, scheduled, sending, sent, delivered, failed, cancelled (outbound) or received (inbound); delivered, failed and cancelled are final
              * @example queued
              * @enum {string}
              */
-            status: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received";
+            status: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received" | "cancelled";
             /**
              * @description GSM-7: 160 for one, 153 per part; UCS-2: 70 / 67 (UTF-16 code units)
              * @example 1
@@ -1279,7 +1360,7 @@ export interface components {
              * @example queued
              * @enum {string}
              */
-            status: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received";
+            status: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received" | "cancelled";
             /**
              * Format: date-time
              * @example 2026-11-03T10:15:00.000Z
@@ -1303,11 +1384,11 @@ export interface components {
             /** @example Your code is 1234 */
             text: string;
             /**
-             * @description queued, scheduled, sending, sent, delivered, failed (outbound) or received (inbound); delivered and failed are final
+             * @description queued, scheduled, sending, sent, delivered, failed, cancelled (outbound) or received (inbound); delivered, failed and cancelled are final
              * @example queued
              * @enum {string}
              */
-            status: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received";
+            status: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received" | "cancelled";
             /**
              * @description GSM-7: 160 for one, 153 per part; UCS-2: 70 / 67 (UTF-16 code units)
              * @example 1
@@ -1374,7 +1455,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[];
+            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[];
             /** @example Production receiver */
             description?: string;
         };
@@ -1391,7 +1472,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[];
+            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[];
             /** @example Production receiver */
             description: string | null;
             /** @example true */
@@ -1435,7 +1516,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[];
+            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[];
             /** @example Production receiver */
             description: string | null;
             /** @example true */
@@ -1475,7 +1556,7 @@ export interface components {
              *       "call.completed"
              *     ]
              */
-            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[] | null;
+            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[] | null;
             /** @example Staging receiver */
             description?: string | null;
         };
@@ -1523,7 +1604,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            event_type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
+            event_type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
             /** @example we_01jd5x2m3n4p5q6r7s8t9v0w1x */
             endpoint_id: string;
             /**
@@ -1556,7 +1637,7 @@ export interface components {
             meta: components["schemas"]["ListMeta"];
         };
         /** @description The resource the event is about, as the REST API returns it */
-        EventData: components["schemas"]["Message"] | components["schemas"]["Call"] | components["schemas"]["Entitlement"] | components["schemas"]["NumberOrder"] | components["schemas"]["PhoneNumber"];
+        EventData: components["schemas"]["Message"] | components["schemas"]["OptOut"] | components["schemas"]["Call"] | components["schemas"]["Entitlement"] | components["schemas"]["NumberOrder"] | components["schemas"]["PhoneNumber"];
         Event: {
             /**
              * @description Also the webhook-id header of every delivery attempt
@@ -1569,7 +1650,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
+            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
             /** @example 1 */
             event_version: number;
             /**
@@ -1596,7 +1677,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
+            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
             /** @example 1 */
             event_version: number;
             /**
@@ -1859,6 +1940,40 @@ export interface components {
         BalanceList: {
             data: components["schemas"]["Balance"][];
         };
+        OptOut: {
+            /**
+             * @description The inbound message that carried the keyword: the change is known by it
+             * @example msg_01jd5x2m3n4p5q6r7s8t9v0w1x
+             */
+            id: string;
+            /** @enum {string} */
+            record_type: "opt_out";
+            /**
+             * @description The handset that sent the keyword
+             * @example +15550002222
+             */
+            handset: string;
+            /**
+             * @description Your number it applies to; null when it applies to every number of the account (scope account)
+             * @example +15550001111
+             */
+            number: string | null;
+            /**
+             * @example number
+             * @enum {string}
+             */
+            scope: "number" | "account";
+            /**
+             * @description true after STOP and its synonyms, false after START, UNSTOP or YES
+             * @example true
+             */
+            opted_out: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-03T10:15:00.000Z
+             */
+            changed_at: string;
+        };
         /** @description The body of a message.received delivery */
         MessageReceivedEvent: {
             /** @constant */
@@ -1896,6 +2011,39 @@ export interface components {
         MessageFailedEvent: {
             /** @constant */
             type: "message.failed";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["Message"];
+        };
+        /** @description The body of a message.opted_out delivery */
+        MessageOptedOutEvent: {
+            /** @constant */
+            type: "message.opted_out";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["OptOut"];
+        };
+        /** @description The body of a message.opted_in delivery */
+        MessageOptedInEvent: {
+            /** @constant */
+            type: "message.opted_in";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["OptOut"];
+        };
+        /** @description The body of a message.cancelled delivery */
+        MessageCancelledEvent: {
+            /** @constant */
+            type: "message.cancelled";
             /**
              * Format: date-time
              * @description When the event happened; the same on every attempt
@@ -3023,7 +3171,7 @@ export interface operations {
                 "page[size]"?: number;
                 /** @description meta.next_cursor of the previous page */
                 "page[after]"?: string;
-                status?: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received";
+                status?: "queued" | "scheduled" | "sending" | "sent" | "delivered" | "failed" | "received" | "cancelled";
                 direction?: "outbound" | "inbound";
             };
             header?: never;
@@ -3155,8 +3303,79 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation failed: from not one of your numbers, send_at not in the next 30 days, ...; each errors[] entry names the field; or the Idempotency-Key was used with another body (code idempotency_key_reused) */
+            /** @description Validation failed: from not one of your numbers, send_at not in the next 30 days, ...; each errors[] entry names the field. recipient_opted_out: the handset replied STOP (or a synonym) to this number, or to any of your numbers when your account scope is account; or the Idempotency-Key was used with another body (code idempotency_key_reused) */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    MessagesController_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageResponse"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource in your account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description message_not_cancellable: the message is already sending, sent, delivered, failed or cancelled */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3219,6 +3438,77 @@ export interface operations {
             };
             /** @description No such resource in your account */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    MessagesController_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageResponse"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource in your account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description message_not_cancellable */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3899,7 +4189,7 @@ export interface operations {
                 "page[size]"?: number;
                 /** @description meta.next_cursor of the previous page */
                 "page[after]"?: string;
-                type?: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
+                type?: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
             };
             header?: never;
             path?: never;
@@ -4639,6 +4929,135 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["MessageFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    messageOptedOutWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageOptedOutEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    messageOptedInWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageOptedInEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    messageCancelledWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageCancelledEvent"];
             };
         };
         responses: {

@@ -90,6 +90,11 @@ export class AfterCommitJobs {
     };
   }
 
+  /** Places held now: statements not yet returned, and after-commit jobs not yet run (0: idle). */
+  get held(): number {
+    return this.reserved;
+  }
+
   /**
    * Stops taking places, then waits until every place is given back: statements that hold one
    * have returned and their jobs have run (called once the workers stopped).

@@ -78,7 +78,8 @@ export const JOB_SPECS: { [K in JobName]: JobSpec } = {
   // A new event's processing runs in the process that stored it, when that one is also a worker (`all`).
   [JobName.ProcessCarrierEvent]: { queue: QueueName.CarrierEvents, mode: 'transactional', attempts: 10, backoffMs: 1000, runsAfterCommit: true },
   // Carrier 5xx and transport errors repeat the same commands with the same command ids (~1 min in all).
-  [JobName.CallCommands]: { queue: QueueName.Calls, mode: 'external', attempts: 8, backoffMs: 250 },
+  // Sent by the process whose transaction decided them, right after its commit (the outbox row is the backstop).
+  [JobName.CallCommands]: { queue: QueueName.Calls, mode: 'external', attempts: 8, backoffMs: 250, runsAfterCommit: true },
   [JobName.CallJoinTimeout]: { queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
   [JobName.CallTranscript]: { queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
 };

@@ -31,10 +31,10 @@ export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
 }
 
-/** fetch with a deadline; transport failures become CarrierUnavailableError. */
-export async function postToCarrier(url: string, init: RequestInit): Promise<Response> {
+/** fetch with a deadline (`timeoutMs`, the answer's body included); transport failures become CarrierUnavailableError. */
+export async function postToCarrier(url: string, init: RequestInit, timeoutMs = CARRIER_SEND_TIMEOUT_MS): Promise<Response> {
   try {
-    return await fetch(url, { ...init, method: 'POST', redirect: 'manual', signal: AbortSignal.timeout(CARRIER_SEND_TIMEOUT_MS) });
+    return await fetch(url, { ...init, method: 'POST', redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
   } catch (err) {
     throw new CarrierUnavailableError(`carrier unreachable: ${(err as Error).message}`);
   }

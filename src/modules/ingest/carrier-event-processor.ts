@@ -29,6 +29,11 @@ export interface ProcessResult {
 /** Most earlier untried events of a call one run takes first (the rest take their own turns). */
 const EARLIER_EVENTS_MAX = 50;
 
+/** The turn of an event of a call (AfterCommitJob.turn): its call session; none for other events. */
+export function callTurn(event: NormalizedEvent | undefined): string | undefined {
+  return event && 'callSessionId' in event ? event.callSessionId : undefined;
+}
+
 /** Errors the whole job should be retried for (by BullMQ): the database, not the event, failed. */
 export function isTransient(err: unknown): boolean {
   return isDatabaseUnavailable(err) || isSerializationConflict(err);

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
+import { ConnectionBudget, type Lane } from '../database/connection-budget.js';
 import { JOB_SPECS, queueOf, type JobName, type QueueName } from './job-catalogue.js';
 import { JobRunner } from './job-runner.js';
 import { OutboxMetrics } from './outbox-metrics.js';
@@ -10,7 +11,18 @@ export interface AfterCommitJob {
   jobId: string;
   /** What the creator already holds about the job's subject (JobContext.prefetched). */
   prefetched?: unknown;
+  /**
+   * Jobs with the same turn (the events of one call) run here one after another, in the order
+   * they were handed over, so they do not each hold a connection waiting on one another's lock.
+   */
+  turn?: string;
 }
+
+/**
+ * Runs waiting per connection of their lane past which that lane takes no new after-commit
+ * places: a run queued behind more than a few others waits longer than the relay takes.
+ */
+const WAITING_RUNS_PER_CONNECTION = 4;
 
 /** A reserved place for the jobs of one statement; exactly one of run() or release() is called. */
 export interface AfterCommitSlot {
@@ -29,8 +41,10 @@ export interface AfterCommitSlot {
  * worker died) is taken by the relay when the grace is over. A run that threw is recorded and
  * handed to the relay at once, to be retried from Redis.
  *
- * Places are reserved before the statement is built, so a process that already runs
- * WORKER_AFTER_COMMIT_JOBS such jobs writes the next ones due now, for the relay: when this
+ * Places are reserved before the statement is built, per lane (JobSpec.lane): a process that
+ * already runs WORKER_REALTIME_AFTER_COMMIT_JOBS realtime or WORKER_AFTER_COMMIT_JOBS bulk such
+ * jobs writes the next ones of that lane due now, for the relay, so customer webhook deliveries
+ * stuck on a slow endpoint never take a call's places. When this
  * process falls behind, its runs pile up, its places fill, and new jobs go through Redis to any
  * worker. Runs are not awaited by the statement's caller: a slow customer endpoint holds a place
  * here, never a processing slot, and a carrier's answer never waits on processing.
@@ -40,14 +54,17 @@ export class AfterCommitJobs {
   private readonly logger = new Logger(AfterCommitJobs.name);
   /** The queues this process works (JobWorkers.start); empty: every job goes through the relay. */
   private queues = new Set<QueueName>();
-  /** Places held: by statements not yet returned, and by their jobs until these have run. */
-  private reserved = 0;
+  /** Places held per lane: by statements not yet returned, and by their jobs until these have run. */
+  private readonly reserved: Record<Lane, number> = { realtime: 0, bulk: 0 };
   private idleWaiters: (() => void)[] = [];
+  /** The last run of each turn handed over here and not yet ended: the next one of that turn starts after it. */
+  private readonly turns = new Map<string, Promise<void>>();
 
   constructor(
     private readonly runner: JobRunner,
     private readonly config: AppConfig,
     private readonly metrics: OutboxMetrics,
+    private readonly budget: ConnectionBudget,
   ) {}
 
   /** The worker role turns this on for the queues it works; elsewhere every job goes through the relay. */
@@ -65,8 +82,13 @@ export class AfterCommitJobs {
    */
   reserve(name: JobName, places = 1): AfterCommitSlot | undefined {
     if (!JOB_SPECS[name].runsAfterCommit || !this.queues.has(queueOf(name))) return undefined;
-    if (places < 1 || this.reserved + places > this.config.WORKER_AFTER_COMMIT_JOBS) return undefined;
-    this.reserved += places;
+    const lane = JOB_SPECS[name].lane;
+    if (places < 1 || this.reserved[lane] + places > this.placesOf(lane)) return undefined;
+    // Backpressure: a lane whose runs already queue for its connections takes no more here; the
+    // jobs go through the relay to whichever worker has room (or wait in Postgres, not in memory).
+    const gate = this.budget.gates[lane];
+    if (gate.waiting > WAITING_RUNS_PER_CONNECTION * gate.limit) return undefined;
+    this.reserved[lane] += places;
     let held = places;
     let settled = false;
     const settle = () => {
@@ -78,21 +100,21 @@ export class AfterCommitJobs {
         settle();
         // Places the statement did not use come back now, the rest once its jobs have run.
         const used = Math.min(held, jobs.length);
-        this.giveBack(held - used);
+        this.giveBack(lane, held - used);
         held = used;
         // runOne records its own failures; the places come back however the runs ended.
-        void Promise.allSettled(jobs.map((job) => this.runOne(job))).then(() => this.giveBack(held));
+        void Promise.allSettled(jobs.map((job) => this.inTurn(job))).then(() => this.giveBack(lane, held));
       },
       release: () => {
         settle();
-        this.giveBack(held);
+        this.giveBack(lane, held);
       },
     };
   }
 
   /** Places held now: statements not yet returned, and after-commit jobs not yet run (0: idle). */
   get held(): number {
-    return this.reserved;
+    return this.reserved.realtime + this.reserved.bulk;
   }
 
   /**
@@ -101,12 +123,29 @@ export class AfterCommitJobs {
    */
   async drain(): Promise<void> {
     this.queues = new Set();
-    if (this.reserved > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    if (this.held > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
-  private giveBack(places: number): void {
-    this.reserved -= places;
-    if (this.reserved === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+  private placesOf(lane: Lane): number {
+    return lane === 'realtime' ? this.config.WORKER_REALTIME_AFTER_COMMIT_JOBS : this.config.WORKER_AFTER_COMMIT_JOBS;
+  }
+
+  private giveBack(lane: Lane, places: number): void {
+    this.reserved[lane] -= places;
+    if (this.held === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+  }
+
+  /** Runs the job once the previous run of its turn has ended (at once without a turn). */
+  private inTurn(job: AfterCommitJob): Promise<void> {
+    if (job.turn === undefined) return this.runOne(job);
+    const key = job.turn;
+    const run = (this.turns.get(key) ?? Promise.resolve()).then(() => this.runOne(job));
+    this.turns.set(key, run);
+    // The last of a turn forgets it, so the map holds only turns with runs pending.
+    void run.then(() => {
+      if (this.turns.get(key) === run) this.turns.delete(key);
+    });
+    return run;
   }
 
   private async runOne({ name, jobId, prefetched }: AfterCommitJob): Promise<void> {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { ConnectionBudget } from '../../../src/platform/database/connection-budget.js';
 import { JobName } from '../../../src/platform/outbox/job-catalogue.js';
 import { JobRunner } from '../../../src/platform/outbox/job-runner.js';
 import { pausePoint } from '../../support/pause.js';
@@ -54,14 +55,18 @@ describe('call work after commit, with no relay', () => {
       await pause.hold();
       const call = await voice.incoming(CALLER, RING);
       await pause.waitUntilPaused();
-      // The caller leaves at once: this event's run must wait for the first one's commit.
+      // The caller leaves at once. This process runs it after the first (one turn per call); a run
+      // of its job elsewhere (from Redis, another process) must wait for the first one's commit.
       expect(await voice.callerEvent(call, 'call.hangup', { hangup_cause: 'normal_clearing' })).toBe(200);
+      const [hangup] = (await voice.db.pool.query<{ id: string }>(`SELECT id FROM carrier_events WHERE normalized->>'callSessionId' = $1 AND event_type = 'call.hangup'`, [call.session])).rows;
+      const elsewhere = voice.app.app.get(JobRunner).run(JobName.ProcessCarrierEvent, hangup.id, 1);
       await waitFor(
         () => voice.db.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`),
         (n) => n >= 2,
         { what: "the hangup's run waiting on the call's lock" },
       );
       await pause.release();
+      expect(['completed', 'skipped']).toContain(await elsewhere);
       const callId = await voice.callId(call);
       await voice.settled();
       expect(await voice.call(callId)).toMatchObject({ status: 'missed' });
@@ -77,7 +82,7 @@ describe('events of one call in arrival order, with nothing run after commit', (
   let voice: VoicePipeline;
 
   beforeAll(async () => {
-    voice = await VoicePipeline.start({ WORKER_AFTER_COMMIT_JOBS: '0' }, { relay: false });
+    voice = await VoicePipeline.start({ WORKER_AFTER_COMMIT_JOBS: '0', WORKER_REALTIME_AFTER_COMMIT_JOBS: '0', INGEST_LANE_BACKLOG_MAX: '2' }, { relay: false });
     await voice.number(RING, { ring_plan: { targets: [{ to: A }], fallback: { action: 'hangup' } } });
   });
   afterAll(async () => {
@@ -99,5 +104,20 @@ describe('events of one call in arrival order, with nothing run after commit', (
     expect(await voice.call(callId)).toMatchObject({ status: 'missed' });
     expect(await runner.run(JobName.ProcessCarrierEvent, events[0].id, 1)).toBe('completed');
     expect(await voice.db.count(`SELECT count(*) FROM outbox_jobs WHERE name = 'process-carrier-event' AND job_id LIKE '%-w%'`)).toBe(0);
+  });
+
+  it("backpressure: with more realtime runs waiting for a connection than INGEST_LANE_BACKLOG_MAX, ingest answers 503 and stores nothing", async () => {
+    const gate = voice.app.app.get(ConnectionBudget).gates.realtime;
+    // The lane's every connection taken, and three runs waiting behind them.
+    const taken = Array.from({ length: gate.limit + 3 }, () => gate.acquire());
+    expect(gate.waiting).toBe(3);
+    const before = await voice.db.count(`SELECT count(*) FROM carrier_events`);
+    const call = { session: 'backlogged-session', caller: 'v3:caller-backlogged', from: CALLER, to: RING };
+    expect(await voice.callerEvent(call, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(503);
+    expect(await voice.db.count(`SELECT count(*) FROM carrier_events`)).toBe(before);
+    for (let i = 0; i < taken.length; i++) gate.release();
+    await Promise.all(taken);
+    expect(gate.waiting).toBe(0);
+    expect(await voice.callerEvent(call, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(200);
   });
 });

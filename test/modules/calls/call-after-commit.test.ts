@@ -22,7 +22,7 @@ describe('call work after commit, with no relay', () => {
   let voice: VoicePipeline;
 
   beforeAll(async () => {
-    voice = await VoicePipeline.start({}, { relay: false });
+    voice = await VoicePipeline.start({ CALL_COMMAND_TIMEOUT_MS: '500' }, { relay: false });
     await voice.number(RING, { ring_plan: { targets: [{ to: A }, { to: B }], fallback: { action: 'hangup' } } });
   });
   afterAll(async () => {
@@ -46,6 +46,23 @@ describe('call work after commit, with no relay', () => {
     );
     expect(jobs.rows.length).toBeGreaterThanOrEqual(3);
     expect(jobs.rows.every((job) => job.done && !job.relayed)).toBe(true);
+  });
+
+  it('a dial the carrier does not answer within CALL_COMMAND_TIMEOUT_MS is sent once more at once under the same command_id; the leg it names rings on', async () => {
+    voice.telnyx.holdNext('dial');
+    const call = await voice.incoming(CALLER, RING);
+    const callId = await voice.callId(call);
+    const first = await voice.dial(callId);
+    // Far sooner than the 10 s carrier send timeout: the resend follows the short command deadline.
+    const again = await voice.telnyx.next((c) => c.action === 'dial' && c.clientState?.call_id === callId, 2, 8000);
+    voice.telnyx.releaseHeld();
+    expect(again.body.command_id).toBe(first.body.command_id);
+    // The answered resend names the leg: it rings on, not written off as a dial not answered.
+    await waitFor(() => voice.db.pool.query(`SELECT control_id, ended_at FROM call_legs WHERE call_id = $1`, [callId]).then((r) => r.rows), (rows) => rows.length === 1 && rows[0].control_id === first.controlId && rows[0].ended_at === null, { what: 'the leg named by the resent dial' });
+    await voice.callerEvent(call, 'call.hangup', { hangup_cause: 'normal_clearing' });
+    await voice.settled();
+    expect(voice.telnyx.distinct('dial', (c) => c.clientState?.call_id === callId)).toHaveLength(1);
+    expect(await voice.db.count(`SELECT sends FROM call_command_sends WHERE command_id = $1`, [first.body.command_id])).toBe(2);
   });
 
   it("an event of a call waits on the call's lock while an earlier one is being handled, then runs: no re-queue with a delay", async () => {

@@ -165,11 +165,12 @@ export class AppConfig {
   OUTBOX_RETENTION_HOURS = 72;
 
   /**
-   * How long a worker's hold on a job lasts without renewal; a worker killed mid-job has its job
-   * handed to another after about this long (BullMQ's stalled-job check runs at the same period).
+   * How long a worker's hold on a job lasts without renewal (BullMQ renews it every half); a
+   * worker killed mid-job has its job handed to another within about 1.5 times this long
+   * (BullMQ's stalled-job check runs every half of it).
    */
   @Transform(toInt) @Min(1000) @IsInt()
-  WORKER_LOCK_DURATION_MS = 30000;
+  WORKER_LOCK_DURATION_MS = 6000;
 
   /** Worker concurrency per queue. */
   @Transform(toInt) @Min(1) @Max(1000) @IsInt()
@@ -197,19 +198,14 @@ export class AppConfig {
   WORKER_REALTIME_AFTER_COMMIT_JOBS = 512;
 
   /**
-   * How long the outbox row of a job run after commit waits before the relay hands it to Redis
-   * anyway (the worker died, or could not run it). Must outlast one run, so no twin run starts
-   * while the first is still calling out.
+   * The lease on the outbox row of a job run after commit: the row is written due this far ahead,
+   * and the process running it pushes that forward every third of it while the run lasts
+   * (AfterCommitJobs), so a run that outlasts it (a slow customer endpoint) is never taken twice,
+   * and the rows of a process that died (SIGKILL) are due for the relay, and so for any worker,
+   * within this long.
    */
   @Transform(toInt) @Min(1) @Max(3600) @IsInt()
-  @ValidateBy({
-    name: 'outlastsWebhookTimeout',
-    validator: {
-      validate: (value, args) => typeof value === 'number' && value * 1000 > (args?.object as AppConfig).WEBHOOK_TIMEOUT_MS,
-      defaultMessage: () => 'must be longer than WEBHOOK_TIMEOUT_MS',
-    },
-  })
-  WORKER_AFTER_COMMIT_GRACE_SECONDS = 60;
+  WORKER_AFTER_COMMIT_GRACE_SECONDS = 10;
 
   /**
    * Dispatch: how long a run's claim on a message lasts. No other run calls the carrier for that

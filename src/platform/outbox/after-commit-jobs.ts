@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import { ConnectionBudget, type Lane } from '../database/connection-budget.js';
 import { JOB_SPECS, queueOf, type JobName, type QueueName } from './job-catalogue.js';
@@ -37,8 +38,10 @@ export interface AfterCommitSlot {
  * new event's first webhook attempt costs no relay batch, no Redis add and no BullMQ fetch and
  * completion. The outbox row stays the source of truth: it is written with run_at a grace period
  * ahead (WORKER_AFTER_COMMIT_GRACE_SECONDS), the run gives it its outcome through JobRunner (the
- * same guards as a run from Redis) and stamps it relayed, and a row whose run never ended (the
- * worker died) is taken by the relay when the grace is over. A run that threw is recorded and
+ * same guards as a run from Redis) and stamps it relayed. The row's run_at is a lease this process
+ * renews while it holds the job (waiting for its turn or a connection, or running), so a run
+ * that lasts is never taken twice, and the row of a process that died (SIGKILL) is taken by the
+ * relay within one lease (WORKER_AFTER_COMMIT_GRACE_SECONDS). A run that threw is recorded and
  * handed to the relay at once, to be retried from Redis.
  *
  * Places are reserved before the statement is built, per lane (JobSpec.lane): a process that
@@ -59,17 +62,26 @@ export class AfterCommitJobs {
   private idleWaiters: (() => void)[] = [];
   /** The last run of each turn handed over here and not yet ended: the next one of that turn starts after it. */
   private readonly turns = new Map<string, Promise<void>>();
+  /** Jobs handed over here and not yet ended (how many times each): their rows' leases are renewed. */
+  private readonly leased = new Map<string, number>();
+  private renewal?: NodeJS.Timeout;
+  private renewing = false;
 
   constructor(
     private readonly runner: JobRunner,
     private readonly config: AppConfig,
     private readonly metrics: OutboxMetrics,
     private readonly budget: ConnectionBudget,
+    private readonly dataSource: DataSource,
   ) {}
 
   /** The worker role turns this on for the queues it works; elsewhere every job goes through the relay. */
   start(queues: readonly QueueName[]): void {
     this.queues = new Set(queues);
+    if (!this.renewal && queues.length > 0) {
+      this.renewal = setInterval(() => void this.renewLeases(), (this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS * 1000) / 3);
+      this.renewal.unref();
+    }
   }
 
   /**
@@ -103,7 +115,7 @@ export class AfterCommitJobs {
         this.giveBack(lane, held - used);
         held = used;
         // runOne records its own failures; the places come back however the runs ended.
-        void Promise.allSettled(jobs.map((job) => this.inTurn(job))).then(() => this.giveBack(lane, held));
+        void Promise.allSettled(jobs.map((job) => this.leasedWhile(job.jobId, this.inTurn(job)))).then(() => this.giveBack(lane, held));
       },
       release: () => {
         settle();
@@ -124,6 +136,39 @@ export class AfterCommitJobs {
   async drain(): Promise<void> {
     this.queues = new Set();
     if (this.held > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    clearInterval(this.renewal);
+    this.renewal = undefined;
+  }
+
+  /** Holds the lease of job `jobId`'s row until `run` has ended. */
+  private leasedWhile(jobId: string, run: Promise<void>): Promise<void> {
+    this.leased.set(jobId, (this.leased.get(jobId) ?? 0) + 1);
+    return run.finally(() => {
+      const left = this.leased.get(jobId)! - 1;
+      if (left > 0) this.leased.set(jobId, left);
+      else this.leased.delete(jobId);
+    });
+  }
+
+  /**
+   * Pushes the lease of every row this process still holds one lease ahead. Only rows no relay
+   * took and with no outcome; SKIP LOCKED: a row locked now is being completed (or claimed by a
+   * relay whose lease ran out) and needs none, and the renewal never waits on a job's own locks.
+   */
+  private async renewLeases(): Promise<void> {
+    if (this.renewing || this.leased.size === 0) return;
+    this.renewing = true;
+    try {
+      await this.dataSource.query(
+        `UPDATE outbox_jobs SET run_at = now() + make_interval(secs => $2)
+          WHERE id IN (SELECT id FROM outbox_jobs WHERE job_id = ANY ($1) AND relayed_at IS NULL AND completed_at IS NULL AND failed_at IS NULL FOR UPDATE SKIP LOCKED)`,
+        [[...this.leased.keys()], this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS],
+      );
+    } catch (err) {
+      this.logger.warn(`after-commit leases not renewed (the relay may hand their jobs to Redis, where their guards make a second run a no-op): ${(err as Error).message}`);
+    } finally {
+      this.renewing = false;
+    }
   }
 
   private placesOf(lane: Lane): number {

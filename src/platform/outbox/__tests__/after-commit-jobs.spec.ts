@@ -5,6 +5,7 @@ import type { JobRunner } from '../job-runner.js';
 import type { AppConfig } from '../../config/app-config.js';
 import type { OutboxMetrics } from '../outbox-metrics.js';
 import { ConnectionBudget } from '../../database/connection-budget.js';
+import type { DataSource } from 'typeorm';
 
 /** A runner whose runs end when the test says so. */
 function heldRunner() {
@@ -23,7 +24,7 @@ function heldRunner() {
 /** `places` for both lanes unless `bulkPlaces` is given. */
 function afterCommitJobs(places: number, runner: JobRunner, bulkPlaces = places, budget?: ConnectionBudget) {
   const metrics = { jobOutcomes: { inc: () => undefined } } as unknown as OutboxMetrics;
-  return new AfterCommitJobs(runner, { WORKER_REALTIME_AFTER_COMMIT_JOBS: places, WORKER_AFTER_COMMIT_JOBS: bulkPlaces } as AppConfig, metrics, budget ?? new ConnectionBudget({ realtime: 2, bulk: 2 }));
+  return new AfterCommitJobs(runner, { WORKER_REALTIME_AFTER_COMMIT_JOBS: places, WORKER_AFTER_COMMIT_JOBS: bulkPlaces } as AppConfig, metrics, budget ?? new ConnectionBudget({ realtime: 2, bulk: 2 }), {} as DataSource);
 }
 
 const jobs = (n: number) => Array.from({ length: n }, (_, i) => ({ name: JobName.ProcessCarrierEvent, jobId: `cev_${i}` }));

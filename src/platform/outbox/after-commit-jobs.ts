@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
-import { ConnectionBudget, type Lane } from '../database/connection-budget.js';
+import type { Lane } from '../database/connection-budget.js';
 import { JOB_SPECS, queueOf, type JobName, type QueueName } from './job-catalogue.js';
 import { JobRunner } from './job-runner.js';
 import { OutboxMetrics } from './outbox-metrics.js';
@@ -18,12 +18,6 @@ export interface AfterCommitJob {
    */
   turn?: string;
 }
-
-/**
- * Runs waiting per connection of their lane past which that lane takes no new after-commit
- * places: a run queued behind more than a few others waits longer than the relay takes.
- */
-const WAITING_RUNS_PER_CONNECTION = 4;
 
 /** A reserved place for the jobs of one statement; exactly one of run() or release() is called. */
 export interface AfterCommitSlot {
@@ -71,7 +65,6 @@ export class AfterCommitJobs {
     private readonly runner: JobRunner,
     private readonly config: AppConfig,
     private readonly metrics: OutboxMetrics,
-    private readonly budget: ConnectionBudget,
     private readonly dataSource: DataSource,
   ) {}
 
@@ -96,10 +89,6 @@ export class AfterCommitJobs {
     if (!JOB_SPECS[name].runsAfterCommit || !this.queues.has(queueOf(name))) return undefined;
     const lane = JOB_SPECS[name].lane;
     if (places < 1 || this.reserved[lane] + places > this.placesOf(lane)) return undefined;
-    // Backpressure: a lane whose runs already queue for its connections takes no more here; the
-    // jobs go through the relay to whichever worker has room (or wait in Postgres, not in memory).
-    const gate = this.budget.gates[lane];
-    if (gate.waiting > WAITING_RUNS_PER_CONNECTION * gate.limit) return undefined;
     this.reserved[lane] += places;
     let held = places;
     let settled = false;

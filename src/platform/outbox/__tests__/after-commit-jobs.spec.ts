@@ -4,7 +4,6 @@ import { JobName, QueueName } from '../job-catalogue.js';
 import type { JobRunner } from '../job-runner.js';
 import type { AppConfig } from '../../config/app-config.js';
 import type { OutboxMetrics } from '../outbox-metrics.js';
-import { ConnectionBudget } from '../../database/connection-budget.js';
 import type { DataSource } from 'typeorm';
 
 /** A runner whose runs end when the test says so. */
@@ -22,9 +21,9 @@ function heldRunner() {
 }
 
 /** `places` for both lanes unless `bulkPlaces` is given. */
-function afterCommitJobs(places: number, runner: JobRunner, bulkPlaces = places, budget?: ConnectionBudget) {
+function afterCommitJobs(places: number, runner: JobRunner, bulkPlaces = places) {
   const metrics = { jobOutcomes: { inc: () => undefined } } as unknown as OutboxMetrics;
-  return new AfterCommitJobs(runner, { WORKER_REALTIME_AFTER_COMMIT_JOBS: places, WORKER_AFTER_COMMIT_JOBS: bulkPlaces } as AppConfig, metrics, budget ?? new ConnectionBudget({ realtime: 2, bulk: 2 }), {} as DataSource);
+  return new AfterCommitJobs(runner, { WORKER_REALTIME_AFTER_COMMIT_JOBS: places, WORKER_AFTER_COMMIT_JOBS: bulkPlaces } as AppConfig, metrics, {} as DataSource);
 }
 
 const jobs = (n: number) => Array.from({ length: n }, (_, i) => ({ name: JobName.ProcessCarrierEvent, jobId: `cev_${i}` }));
@@ -77,20 +76,6 @@ describe('AfterCommitJobs lanes and turns', () => {
     expect(jobsHere.reserve(JobName.ProcessCarrierEvent)).toBeDefined();
     expect(jobsHere.reserve(JobName.CallCommands)).toBeDefined();
     expect(jobsHere.reserve(JobName.CallCommands)).toBeUndefined();
-  });
-
-  it("a lane whose runs already queue for its connections takes no new places (backpressure); the other lane still does", async () => {
-    const budget = new ConnectionBudget({ realtime: 1, bulk: 1 });
-    const jobsHere = afterCommitJobs(100, heldRunner().runner, 100, budget);
-    jobsHere.start([QueueName.CarrierEvents, QueueName.Webhooks]);
-    // One run holds the realtime lane's connection and five wait for it.
-    const holders = Array.from({ length: 6 }, () => budget.gates.realtime.acquire());
-    expect(budget.gates.realtime.waiting).toBe(5);
-    expect(jobsHere.reserve(JobName.ProcessCarrierEvent)).toBeUndefined();
-    expect(jobsHere.reserve(JobName.WebhookDeliveryAttempt)).toBeDefined();
-    budget.gates.realtime.release();
-    await holders[1];
-    expect(jobsHere.reserve(JobName.ProcessCarrierEvent)).toBeDefined();
   });
 
   it('jobs of one turn run one after another in the order handed over; other turns run beside them', async () => {

@@ -30,7 +30,7 @@ export interface AfterCommitSlot {
 /**
  * Jobs run by the worker whose autocommit statement created them, right after it returned: a
  * new event's first webhook attempt costs no relay batch, no Redis add and no BullMQ fetch and
- * completion. The outbox row stays the source of truth: it is written with run_at a grace period
+ * completion. The outbox row stays the source of truth: it is written with run_at a lease
  * ahead (WORKER_AFTER_COMMIT_GRACE_SECONDS), the run gives it its outcome through JobRunner (the
  * same guards as a run from Redis) and stamps it relayed. The row's run_at is a lease this process
  * renews while it holds the job (waiting for its turn or a connection, or running), so a run
@@ -193,7 +193,7 @@ export class AfterCommitJobs {
         const outcome = await this.runner.recordFailure(name, jobId, err, this.runner.isPermanent(err));
         this.metrics.jobOutcomes.inc({ queue, name, outcome });
       } catch (e) {
-        this.logger.warn(`job ${jobId} failed after commit (${(err as Error).message}) and could not be recorded: ${(e as Error).message}; the relay takes it after the grace period`);
+        this.logger.warn(`job ${jobId} failed after commit (${(err as Error).message}) and could not be recorded: ${(e as Error).message}; the relay takes it once its lease runs out`);
       }
     }
   }

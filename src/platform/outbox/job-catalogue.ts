@@ -70,7 +70,7 @@ export interface JobSpec {
   /**
    * May be run by the worker process whose autocommit statement created it, right after that
    * statement returned, instead of going through the relay and Redis (AfterCommitJobs); its row
-   * then waits WORKER_AFTER_COMMIT_GRACE_SECONDS before the relay hands it to Redis anyway.
+   * is leased for WORKER_AFTER_COMMIT_GRACE_SECONDS (renewed while the run lasts) before the relay may hand it to Redis.
    */
   runsAfterCommit?: boolean;
 }

@@ -68,7 +68,7 @@ export class JobRunner {
     return inLane(JOB_SPECS[name].lane, () => this.uow.run(async (tx) => {
       // Only a job with no outcome yet; whether this failure is final is decided here, from the row it changed.
       // A row no relay has taken yet (a run after commit, AfterCommitJobs) becomes due now, so
-      // the relay hands it to Redis for the retry instead of waiting out its grace.
+      // the relay hands it to Redis for the retry instead of waiting out its lease.
       const { rows } = await exec<{ data: never; final: boolean }>(
         tx,
         `UPDATE outbox_jobs

@@ -45,7 +45,8 @@ export class OutboxService {
    *
    * A job due now that may run after commit (JobSpec.runsAfterCommit: a call's commands) and for
    * which this process has a place (AfterCommitJobs.reserve) is run here from memory once the
-   * transaction commits; its row waits out the grace first, the backstop if that run never ends.
+   * transaction commits; its row is written a lease ahead (renewed while the run lasts), the
+   * backstop if that run never ends.
    * A rollback gives the place back and runs nothing.
    */
   async enqueueMany(tx: Tx, requests: EnqueueRequest<JobName>[]): Promise<number> {
@@ -108,7 +109,7 @@ export class OutboxService {
    */
   jobsFromCte<N extends JobName>(stmt: CteStatement, cteName: string, source: string, name: N, job: { id: string; data: string; runAt?: string }): string {
     // A job due now that this process runs right after the statement (stmt.jobRunAfterCommit):
-    // its row waits out the grace before the relay takes it, the backstop if that run never ends.
+    // its row is leased (renewed while the run lasts) before the relay may take it, the backstop if that run never ends.
     const afterCommit = stmt.jobRunAfterCommit === name && JOB_SPECS[name].runsAfterCommit === true && job.runAt === undefined;
     const runAt = afterCommit ? `now() + make_interval(secs => ${stmt.param(this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS, 'int')})` : (job.runAt ?? 'now()');
     // queue and name come from the catalogue's enums (lowercase words and dashes): safe literals.

@@ -27,17 +27,17 @@ describe('error responses', () => {
   it('a JSON route given a body of another type (curl -d alone: a form) is 415 naming application/json, before anything is written', async () => {
     const { api_key, account } = await accounts().createAccount('content types');
     const auth = { authorization: `Bearer ${api_key}` };
-    const body = JSON.stringify({ phone_number: '+15550007777', carrier: 'telnyx' });
+    const body = JSON.stringify({ carrier: 'telnyx', phone_numbers: ['+15550007777'] });
     for (const type of [undefined, 'application/x-www-form-urlencoded', 'text/plain', 'multipart/form-data; boundary=x']) {
-      const res = await fetch(`${app.url}/v2/phone_numbers`, { method: 'POST', headers: { ...auth, ...(type && { 'content-type': type }) }, body });
+      const res = await fetch(`${app.url}/v2/phone_number_orders`, { method: 'POST', headers: { ...auth, ...(type && { 'content-type': type }) }, body });
       expect(res.status).toBe(415);
       expect(await res.json()).toEqual({
         errors: [{ code: 'unsupported_media_type', title: expect.any(String), detail: expect.stringContaining('Content-Type: application/json'), source: { header: 'Content-Type' } }],
       });
     }
     expect(await db.count(`SELECT count(*) FROM phone_numbers WHERE account_id = $1`, [account.id])).toBe(0);
-    const json = await fetch(`${app.url}/v2/phone_numbers`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json; charset=utf-8' }, body });
-    expect(json.status).toBe(201);
+    const json = await fetch(`${app.url}/v2/phone_number_orders`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json; charset=utf-8' }, body });
+    expect(json.status).toBe(202);
     // A body-less POST and carrier webhooks (forms) are not held to it.
     const twilio = await fetch(`${app.url}/webhooks/twilio/messaging`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'a=b' });
     expect(twilio.status).not.toBe(415);

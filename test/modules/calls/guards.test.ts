@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { AccountsService } from '../../../src/modules/accounts/accounts.service.js';
+import { CallFlow } from '../../../src/modules/calls/call-flow.js';
 import { CallTransitions } from '../../../src/modules/calls/call-transitions.js';
 import type { CallRow } from '../../../src/modules/calls/call-view.js';
 import { startPlan } from '../../../src/modules/sequential-ring/ring-plan.js';
@@ -17,6 +18,7 @@ describe('call guards under interleaving', () => {
   const t = withTestApp({ http: false });
   const transitions = () => t.app.app.get(CallTransitions);
   const uow = () => t.app.app.get(UnitOfWork);
+  const flow = () => t.app.app.get(CallFlow);
 
   /** A ringing call whose plan rings target 0 (try 1), with that leg dialed: `leg0`; `leg1` is target 1's leg, not the current try. */
   async function ringingCall(): Promise<CallRow & { leg0: string; leg1: string }> {
@@ -116,9 +118,11 @@ describe('call guards under interleaving', () => {
   it('the hangup guard: two hangups at once end the call once and bill it once', async () => {
     const call = await ringingCall();
     await uow().run((tx) => transitions().answerByLeg(tx, call.id, call.leg0, new Date(Date.now() - 90_000).toISOString()));
-    const end = async () => (await uow().run((tx) => transitions().end(tx, call.id, new Date().toISOString(), 'normal_clearing')))?.status ?? null;
+    // CallFlow.endCall: the guard (CallTransitions.end) and the minutes it bills, in one transaction.
+    const end = () => uow().run((tx) => flow().endCall(tx, call, new Date().toISOString(), 'normal_clearing', 'caller'));
     const [first, second] = await interleave('calls', onCall(call.id, `NEW.ended_at IS NOT NULL`), end, end);
-    expect([first, second]).toEqual(['completed', null]);
+    expect([first, second]).toEqual([true, false]);
+    expect(await t.db.count(`SELECT count(*) FROM calls WHERE id = $1 AND status = 'completed'`, [call.id])).toBe(1);
     expect(await t.db.count(`SELECT count(*) FROM usage_records WHERE resource_id = $1`, [call.id])).toBe(1);
     expect(await t.db.count(`SELECT quantity FROM usage_records WHERE resource_id = $1`, [call.id])).toBe(2);
   });

@@ -9,6 +9,7 @@ import { Statements } from '../../platform/database/statements.js';
 import { AfterCommitJobs, type AfterCommitJob } from '../../platform/outbox/after-commit-jobs.js';
 import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import { callTurn } from './carrier-event-processor.js';
 import { IngestMetrics } from './ingest-metrics.js';
 
 export type IngestStatus = 'accepted' | 'duplicate';
@@ -114,8 +115,9 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
     const afterCommit = rows[0]?.afterCommit ?? [];
     if (afterCommit.length > 0) {
       // Each job's id is its event's id: the run starts from the event held here, not a read.
+      // The events of one call run in turn (callTurn), not side by side waiting on its lock.
       const stored = new Map(ids.map((id, i) => [id, { id, normalized: items[i].event }]));
-      slot!.run(afterCommit.map((job) => ({ ...job, prefetched: stored.get(job.jobId) })));
+      slot!.run(afterCommit.map((job) => ({ ...job, prefetched: stored.get(job.jobId), turn: callTurn(stored.get(job.jobId)?.normalized) })));
     } else slot?.release();
     this.outbox.jobsWritten(rows[0]?.jobs ?? 0);
     const inserted = new Set(rows.map((r) => r.id));

@@ -19,7 +19,7 @@ const STALE = 'stale: the leg is not live: hung up';
  * What Calls does with the carrier's call events. Each handler first locks the call the event
  * belongs to (by our client_state on legs we dialed, else by the carrier's session id), so every
  * decision below is taken from the row the guards see; events of one call take turns.
- * Direction and status are read before acting (seed 001): our own leg's call.initiated creates
+ * Direction and status are read before acting (read before acting, docs/exactly-once.md): our own leg's call.initiated creates
  * nothing, an outgoing call without our state is the customer's own endpoint calling out, and
  * only hangups end a call. An event for a call not recorded yet is retried, never dropped.
  */

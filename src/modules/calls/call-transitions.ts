@@ -167,7 +167,7 @@ export class CallTransitions {
   }
 
   /**
-   * The ring cursor's compare-and-set (seed 000): moves the plan from `expected` to `next` only if
+   * The ring cursor's compare-and-set (the guard rule, docs/exactly-once.md): moves the plan from `expected` to `next` only if
    * the call still rings and its plan is exactly `expected`. A duplicate or late hangup, an
    * answer, or the caller leaving got there first when it returns false: walk away.
    */
@@ -276,7 +276,7 @@ export class CallTransitions {
   }
 
   /**
-   * The hangup guard (seed 000): ends the call once (in_progress → completed, ringing → missed),
+   * The hangup guard (the guard rule, docs/exactly-once.md): ends the call once (in_progress → completed, ringing → missed),
    * with its duration from the answer's to the hangup's carrier time, and bills ceil(duration/60)
    * minutes (at least 1 once answered) in this same transaction. A second hangup finds ended_at
    * set: nothing ends, nothing is billed.

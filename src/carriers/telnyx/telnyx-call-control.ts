@@ -24,8 +24,8 @@ export class TelnyxCallControl implements CallControl {
     let response: Response;
     let answer: Record<string, unknown>;
     try {
-      // A short deadline (CALL_COMMAND_TIMEOUT_MS): a command not answered in time is resent at
-      // once under the same command_id, which the carrier does once.
+      // A short deadline (CALL_COMMAND_TIMEOUT_MS): a command not answered in time is asked again
+      // under the same command_id (the carrier does it once, and a repeat gets the first answer).
       response = await postToCarrier(
         `${this.config.telnyxApiUrl}${path}`,
         { headers: { authorization: `Bearer ${this.config.TELNYX_API_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ ...body, command_id: command.commandId }) },
@@ -33,9 +33,9 @@ export class TelnyxCallControl implements CallControl {
       );
       answer = await readJson(response);
     } catch (err) {
-      if (err instanceof CarrierUnavailableError) return { outcome: 'unanswered', detail: err.message };
+      if (err instanceof CarrierUnavailableError) return { outcome: 'unanswered', detail: err.message, silent: true };
       // The body cut off by the deadline: not an answer we can act on.
-      if ((err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError') return { outcome: 'unanswered', detail: `carrier answer not read in time: ${(err as Error).message}` };
+      if ((err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError') return { outcome: 'unanswered', detail: `carrier answer not read in time: ${(err as Error).message}`, silent: true };
       throw err;
     }
     if (response.ok) {

@@ -65,6 +65,28 @@ describe('call work after commit, with no relay', () => {
     expect(await voice.db.count(`SELECT sends FROM call_command_sends WHERE command_id = $1`, [first.body.command_id])).toBe(2);
   });
 
+  it('a dial whose answer misses the deadline twice (the carrier slow, the leg created) is asked again under its command_id: no write-off, no other target dialed', async () => {
+    // The carrier carries out the dial at once but answers it (and the resend) too late.
+    voice.telnyx.holdNext('dial', 2);
+    const call = await voice.incoming(CALLER, RING);
+    const callId = await voice.callId(call);
+    const first = await voice.dial(callId);
+    const third = await voice.telnyx.next((c) => c.action === 'dial' && c.clientState?.call_id === callId, 3);
+    voice.telnyx.releaseHeld();
+    expect(third.body.command_id).toBe(first.body.command_id);
+    await voice.legEvent(call, first, 'call.initiated', { state: 'bridging' });
+    await voice.settled();
+    const legs = (await voice.db.pool.query(`SELECT control_id, ended_at FROM call_legs WHERE call_id = $1`, [callId])).rows;
+    expect(legs).toEqual([{ control_id: first.controlId, ended_at: null }]);
+    expect(voice.telnyx.distinct('dial', (c) => c.clientState?.call_id === callId)).toHaveLength(1);
+    await voice.legEvent(call, first, 'call.answered');
+    const bridge = await voice.telnyx.next((c) => c.action === 'bridge' && c.controlId === call.caller);
+    expect(bridge.body.call_control_id).toBe(first.controlId);
+    await voice.callerEvent(call, 'call.hangup', { hangup_cause: 'normal_clearing' });
+    await voice.settled();
+    expect(await voice.call(callId)).toMatchObject({ status: 'completed' });
+  });
+
   it("an event of a call waits on the call's lock while an earlier one is being handled, then runs: no re-queue with a delay", async () => {
     // The caller's call.initiated stops inside its transaction, after it wrote the call row.
     const pause = await pausePoint(voice.db.url, { table: 'calls', on: 'INSERT', when: `NEW.to_number = '${RING}'` });

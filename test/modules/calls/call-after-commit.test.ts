@@ -87,6 +87,21 @@ describe('call work after commit, with no relay', () => {
     expect(await voice.call(callId)).toMatchObject({ status: 'completed' });
   });
 
+  it('a hangup whose answer misses the deadline twice is asked again under its command_id, not given up with the leg left up', async () => {
+    const call = await voice.incoming(CALLER, RING);
+    const callId = await voice.callId(call);
+    const leg = await voice.dial(callId);
+    await voice.legEvent(call, leg, 'call.initiated', { state: 'bridging' });
+    await voice.settled();
+    voice.telnyx.holdNext('hangup', 2);
+    await voice.callerEvent(call, 'call.hangup', { hangup_cause: 'normal_clearing' });
+    await voice.telnyx.next((c) => c.action === 'hangup' && c.controlId === leg.controlId, 3);
+    voice.telnyx.releaseHeld();
+    await voice.settled();
+    expect(voice.telnyx.distinct('hangup', (c) => c.controlId === leg.controlId)).toHaveLength(1);
+    expect(await voice.call(callId)).toMatchObject({ status: 'missed' });
+  });
+
   it("an event of a call waits on the call's lock while an earlier one is being handled, then runs: no re-queue with a delay", async () => {
     // The caller's call.initiated stops inside its transaction, after it wrote the call row.
     const pause = await pausePoint(voice.db.url, { table: 'calls', on: 'INSERT', when: `NEW.to_number = '${RING}'` });

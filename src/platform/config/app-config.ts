@@ -245,8 +245,9 @@ export class AppConfig {
 
   /**
    * Calls: how long one call-control command waits for the carrier's answer. A command not
-   * answered in time is sent once more at once under the same command_id (the carrier does it
-   * once), so a slow carrier costs a ring hand-off this much, not a 10 s send timeout.
+   * answered in time is asked again under the same command_id, at once and then with backoff
+   * (the carrier does it once, and a repeat gets the first answer), so a slow carrier costs a
+   * ring hand-off this much, not a 10 s send timeout, and is never taken for a refusal.
    */
   @Transform(toInt) @Min(50) @Max(CARRIER_SEND_TIMEOUT_MS) @IsInt()
   CALL_COMMAND_TIMEOUT_MS = 800;

@@ -23,7 +23,7 @@ function heldRunner() {
 /** `places` for both lanes unless `bulkPlaces` is given. */
 function afterCommitJobs(places: number, runner: JobRunner, bulkPlaces = places) {
   const metrics = { jobOutcomes: { inc: () => undefined } } as unknown as OutboxMetrics;
-  return new AfterCommitJobs(runner, { WORKER_REALTIME_AFTER_COMMIT_JOBS: places, WORKER_AFTER_COMMIT_JOBS: bulkPlaces } as AppConfig, metrics, {} as DataSource);
+  return new AfterCommitJobs(runner, { WORKER_REALTIME_AFTER_COMMIT_JOBS: places, WORKER_AFTER_COMMIT_JOBS: bulkPlaces } as AppConfig, metrics, { query: async () => [] } as unknown as DataSource);
 }
 
 const jobs = (n: number) => Array.from({ length: n }, (_, i) => ({ name: JobName.ProcessCarrierEvent, jobId: `cev_${i}` }));

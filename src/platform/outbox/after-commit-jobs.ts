@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import type { Lane } from '../database/connection-budget.js';
+import type { CteStatement } from '../database/cte-statement.js';
 import { JOB_SPECS, queueOf, type JobName, type QueueName } from './job-catalogue.js';
 import { JobRunner } from './job-runner.js';
 import { OutboxMetrics } from './outbox-metrics.js';
@@ -111,6 +112,31 @@ export class AfterCommitJobs {
         this.giveBack(lane, held);
       },
     };
+  }
+
+  /**
+   * The after-commit protocol around one autocommit statement that may create jobs named `name`
+   * (at most `places` expected): reserve the places, so `stmt` writes those jobs a lease ahead for
+   * this process instead of due now for the relay (OutboxService.jobsFromCte reads
+   * stmt.jobRunAfterCommit: build the statement inside `execute`); run the statement; hand the
+   * jobs `handOver` picks from its result to this process's runs, or give the places back if it
+   * threw or handed nothing over. The statement's caller never waits for those runs.
+   */
+  async aroundStatement<R>(name: JobName, places: number, stmt: CteStatement, execute: () => Promise<R>, handOver: (result: R) => AfterCommitJob[]): Promise<R> {
+    const slot = this.reserve(name, places);
+    if (slot) stmt.jobRunAfterCommit = name;
+    let result: R;
+    try {
+      result = await execute();
+    } catch (err) {
+      slot?.release();
+      throw err;
+    }
+    // The statement has committed: its after-commit jobs run now.
+    const jobs = slot ? handOver(result) : [];
+    if (jobs.length > 0) slot!.run(jobs);
+    else slot?.release();
+    return result;
   }
 
   /** Places held now: statements not yet returned, and after-commit jobs not yet run (0: idle). */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { CteStatement } from '../../database/cte-statement.js';
 import { AfterCommitJobs } from '../after-commit-jobs.js';
 import { JobName, QueueName } from '../job-catalogue.js';
 import type { JobRunner } from '../job-runner.js';
@@ -64,6 +65,36 @@ describe('AfterCommitJobs places', () => {
     slot.release();
     expect(() => slot.release()).toThrow(/settled once/);
     expect(() => slot.run(jobs(1))).toThrow(/settled once/);
+  });
+});
+
+describe('AfterCommitJobs around one statement', () => {
+  it('the statement is told to write its jobs for this process, the jobs it hands over run here, the rest of the places come back', async () => {
+    const held = heldRunner();
+    const jobsHere = afterCommitJobs(4, held.runner);
+    jobsHere.start([QueueName.CarrierEvents]);
+    const stmt = new CteStatement();
+    const result = await jobsHere.aroundStatement(JobName.ProcessCarrierEvent, 3, stmt, async () => ({ written: stmt.jobRunAfterCommit }), () => jobs(2));
+    expect(result).toEqual({ written: JobName.ProcessCarrierEvent });
+    expect(held.runningIds()).toEqual(['cev_0', 'cev_1']);
+    expect(jobsHere.held).toBe(2);
+    held.finishAll();
+    await settled();
+    expect(jobsHere.held).toBe(0);
+  });
+
+  it('a statement that throws or hands nothing over gives every place back; with no place free it writes its jobs for the relay', async () => {
+    const held = heldRunner();
+    const jobsHere = afterCommitJobs(2, held.runner);
+    jobsHere.start([QueueName.CarrierEvents]);
+    await expect(jobsHere.aroundStatement(JobName.ProcessCarrierEvent, 2, new CteStatement(), async () => Promise.reject(new Error('refused')), () => jobs(2))).rejects.toThrow('refused');
+    expect(jobsHere.held).toBe(0);
+    await jobsHere.aroundStatement(JobName.ProcessCarrierEvent, 2, new CteStatement(), async () => undefined, () => []);
+    expect(jobsHere.held).toBe(0);
+    const stmt = new CteStatement();
+    await jobsHere.aroundStatement(JobName.ProcessCarrierEvent, 3, stmt, async () => undefined, () => jobs(3));
+    expect(stmt.jobRunAfterCommit).toBeUndefined();
+    expect(held.running()).toBe(0);
   });
 });
 

@@ -22,8 +22,8 @@ const base = `http://127.0.0.1:${port}`;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Signs and posts one Telnyx call event to the app, retrying until it answers 200 (as Telnyx does). */
-async function deliver(eventType, payload) {
-  const body = JSON.stringify({ data: { event_type: eventType, id: randomUUID(), occurred_at: new Date().toISOString(), record_type: 'event', payload }, meta: { attempt: 1, delivered_to: `${base}/webhooks/telnyx` } });
+async function deliver(eventType, payload, id = randomUUID()) {
+  const body = JSON.stringify({ data: { event_type: eventType, id, occurred_at: new Date().toISOString(), record_type: 'event', payload }, meta: { attempt: 1, delivered_to: `${base}/webhooks/telnyx` } });
   for (let attempt = 0; attempt < 20; attempt++) {
     const res = await request(`${base}/webhooks/telnyx`, { method: 'POST', headers: telnyxHeaders(privateKey, body), body }).catch(() => ({ status: 0 }));
     if (res.status === 200) return;
@@ -32,8 +32,13 @@ async function deliver(eventType, payload) {
   throw new Error(`${eventType} never accepted`);
 }
 
-const sessions = new Map(); // session → { caller, dials: [{target, attempt, commandId, at}], hangupSentAt: Map<target, ms>, bridged }
+const sessions = new Map(); // session → { caller, startedAt, dials: [{target, attempt, commandId}], hangupSentAt: Map<target, ms>, answerSentAt, bridged }
 const latencies = [];
+/** Call start (caller's call.initiated sent) → first dial at the carrier; answer sent → bridge at the carrier. */
+const firstDialLatencies = [];
+const bridgeLatencies = [];
+/** Each hand-off: the leg events sent (their ids), when, and the next dial's command id, for the stage breakdown. */
+const handOffs = [];
 const commandIds = new Map(); // command_id → call_control_id (the carrier does a command once)
 let retriedCommands = 0;
 
@@ -70,16 +75,24 @@ function onDial(body, controlId) {
   const state = JSON.parse(Buffer.from(body.client_state, 'base64').toString());
   const now = performance.now();
   const previous = call.hangupSentAt.get(state.target - 1);
-  if (previous !== undefined) latencies.push(now - previous);
+  if (previous !== undefined) {
+    latencies.push(now - previous);
+    handOffs.push({ eventIds: call.hangupEventIds.get(state.target - 1), sentAt: call.hangupWallAt.get(state.target - 1), dialCommandId: body.command_id, dialAt: Date.now() });
+  }
+  if (state.target === 0) firstDialLatencies.push(now - call.startedAt);
   call.dials.push({ target: state.target, attempt: state.attempt, commandId: body.command_id });
   const leg = { call_control_id: controlId, call_session_id: session, client_state: body.client_state, from: body.from, to: body.to, direction: 'outgoing' };
   setTimeout(async () => {
     await deliver('call.initiated', { ...leg, state: 'bridging' });
     if (state.target < 2) {
+      const ids = [randomUUID(), randomUUID()];
       call.hangupSentAt.set(state.target, performance.now());
+      call.hangupWallAt.set(state.target, Date.now());
+      call.hangupEventIds.set(state.target, ids);
       const hangup = { ...leg, hangup_cause: 'timeout', hangup_source: 'callee', sip_hangup_cause: '487' };
-      await Promise.all([deliver('call.hangup', hangup), deliver('call.hangup', hangup)]);
+      await Promise.all(ids.map((id) => deliver('call.hangup', hangup, id)));
     } else {
+      call.answerSentAt = performance.now();
       await Promise.all([deliver('call.answered', leg), deliver('call.answered', leg)]);
     }
   }, RING_MS);
@@ -89,6 +102,7 @@ function onBridge(callerControlId) {
   const [session, call] = sessionOfCaller(callerControlId);
   if (!call) return;
   call.bridged++;
+  if (call.answerSentAt !== undefined) bridgeLatencies.push(performance.now() - call.answerSentAt);
   setTimeout(() => deliver('call.hangup', { call_control_id: call.caller, call_session_id: session, client_state: null, from: '+15559000000', to: OUR_NUMBER, hangup_cause: 'normal_clearing', hangup_source: 'caller' }), RING_MS);
 }
 
@@ -110,7 +124,7 @@ try {
   await Promise.all(Array.from({ length: CALLS }, async (_, i) => {
     const session = randomUUID();
     const caller = `v3:caller-${randomUUID()}`;
-    sessions.set(session, { caller, dials: [], hangupSentAt: new Map(), bridged: 0 });
+    sessions.set(session, { caller, startedAt: performance.now(), dials: [], hangupSentAt: new Map(), hangupWallAt: new Map(), hangupEventIds: new Map(), bridged: 0 });
     await deliver('call.initiated', { call_control_id: caller, call_session_id: session, client_state: null, from: `+1555900${String(i).padStart(4, '0')}`, to: OUR_NUMBER, direction: 'incoming', state: 'parked' });
   }));
   const deadline = Date.now() + 180_000;
@@ -132,20 +146,32 @@ try {
             (SELECT coalesce(sum(order_waits), 0) FROM carrier_events)::int AS "orderWaits",
             (SELECT count(*) FROM outbox_jobs WHERE attempts > 1 OR last_error IS NOT NULL)::int AS "jobRetries"`,
   )).rows;
-  // Where a hand-off's time goes: ingest → handled, and the dial's outbox job committed → in Redis → done.
-  const [stages] = (await pool.query(
-    `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - created_at)) * 1000 AS handled,
-            (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM relayed_at - created_at)) * 1000 FROM outbox_jobs WHERE name = 'call-commands') AS relayed,
-            (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - relayed_at)) * 1000 FROM outbox_jobs WHERE name = 'call-commands') AS sent,
-            (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM relayed_at - created_at)) * 1000 FROM outbox_jobs WHERE name = 'process-carrier-event') AS "eventRelayed",
-            (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at - relayed_at)) * 1000 FROM outbox_jobs WHERE name = 'process-carrier-event') AS "eventRun"
-       FROM carrier_events WHERE kind = 'call.hangup'`,
-  )).rows;
+  // Where a hand-off's time goes, from the first of its two leg hangups: sent → stored (ingest's
+  // statement) → its processing began (the transaction's now()) → the next dial's first send
+  // recorded (call_command_sends) → the dial at the carrier. Database and bench clocks are one machine's.
+  const { rows: stageRows } = await pool.query(
+    `SELECT h.i, extract(epoch FROM min(e.created_at)) * 1000 AS stored, extract(epoch FROM min(e.processed_at)) * 1000 AS processed,
+            extract(epoch FROM (SELECT first_sent_at FROM call_command_sends s WHERE s.command_id = h.dial)) * 1000 AS claimed
+       FROM jsonb_to_recordset($1::jsonb) AS h(i int, ids text[], dial text)
+       JOIN carrier_events e ON e.carrier_event_id = ANY (h.ids)
+      GROUP BY h.i, h.dial`,
+    [JSON.stringify(handOffs.map((h, i) => ({ i, ids: h.eventIds, dial: h.dialCommandId })))],
+  );
+  const stage = (f) => stageRows.map((r) => f(r, handOffs[r.i])).filter(Number.isFinite);
+  const stages = {
+    stored: stage((r, h) => r.stored - h.sentAt),
+    processed: stage((r) => r.processed - r.stored),
+    claimed: stage((r) => r.claimed - r.processed),
+    sent: stage((r, h) => h.dialAt - r.claimed),
+  };
+  const p = (values) => `${fmt(percentile(values, 50))} / ${fmt(percentile(values, 99))}`;
   const bridgedTwice = [...sessions.values()].filter((s) => s.bridged !== 1).length;
   console.log(`\n## Calls (${new Date().toISOString()})\nmachine: ${machine()}\ncommand: npm run bench:calls -- --calls ${CALLS} --ring-ms ${RING_MS}\n`);
   console.log(`${CALLS} inbound calls at once, three-target plans, every leg hangup and answer delivered twice (two event ids, at once); targets 0 and 1 ring ${RING_MS} ms and time out, target 2 answers.\n`);
   console.log('| measure | value |\n|---|---|');
   console.log(`| carrier leg hangup → next dial issued, p50 / p99 (${latencies.length} hand-offs) | ${fmt(percentile(latencies, 50))} ms / ${fmt(percentile(latencies, 99))} ms |`);
+  console.log(`| leg answered → bridge issued, p50 / p99 (${bridgeLatencies.length} calls) | ${p(bridgeLatencies)} ms |`);
+  console.log(`| call start (caller's call.initiated) → first dial issued, p50 / p99 | ${p(firstDialLatencies)} ms |`);
   console.log(`| calls completed | ${completed} of ${CALLS} in ${fmt(elapsed)} s |`);
   console.log(`| wrong dials (a target try dialed twice, or beyond the plan) | ${wrongDials} |`);
   console.log(`| legs dialed per call (min / max) | ${Math.min(...legsPerCall)} / ${Math.max(...legsPerCall)} |`);
@@ -153,8 +179,10 @@ try {
   console.log(`| call_minutes usage rows / call.completed events | ${usage} / ${events} |`);
   console.log(`| carrier events stored / retried for a call not recorded yet / turns given to an earlier event of the call | ${carrierEvents} / ${retries} / ${orderWaits} |`);
   console.log(`| jobs BullMQ had to run again (infrastructure errors: pool timeouts, deadlocks) | ${jobRetries} |`);
-  console.log(`| p50 stages: leg hangup stored → handled / dial job committed → in Redis / → sent | ${fmt(stages.handled)} ms / ${fmt(stages.relayed)} ms / ${fmt(stages.sent)} ms |`);
-  console.log(`| p50 stages of a carrier event's job: committed → in Redis / → done | ${fmt(stages.eventRelayed)} ms / ${fmt(stages.eventRun)} ms |`);
+  console.log(`| hand-off stages p50 / p99: hangup sent → stored | ${p(stages.stored)} ms |`);
+  console.log(`| … stored → its processing began | ${p(stages.processed)} ms |`);
+  console.log(`| … processing began → next dial's send recorded | ${p(stages.claimed)} ms |`);
+  console.log(`| … send recorded → dial at the carrier | ${p(stages.sent)} ms |`);
   console.log(`| commands the carrier saw again under the same command_id (retries, done once) | ${retriedCommands} |`);
   if (wrongDials > 0 || completed < CALLS) process.exitCode = 1;
 } finally {

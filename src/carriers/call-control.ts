@@ -18,12 +18,14 @@ export type CallCommand =
  * 4xx, which is an answer (the retry table, docs/exactly-once.md: never retried). `unanswered`: no answer we can act
  * on (a transport failure, 408, 5xx), so the carrier may or may not have done it: the sender may
  * send it once more with the same command id while the carrier still honours that id; a 429
- * (`retryAfterMs`) may be waited out inside that window.
+ * (`retryAfterMs`) may be waited out inside that window. `silent`: no answer reached us at all
+ * (our deadline passed, or the connection dropped): the carrier may have carried it out, and only
+ * asking again under the same command id tells us what it did.
  */
 export type CallCommandResult =
   | { outcome: 'done'; controlId?: string }
   | { outcome: 'refused'; status: number; code: string; detail: string }
-  | { outcome: 'unanswered'; detail: string; retryAfterMs?: number };
+  | { outcome: 'unanswered'; detail: string; retryAfterMs?: number; silent?: true };
 
 export interface CallControl {
   /** How long the carrier ignores a repeated command_id (does the command once): nothing is resent later. */

@@ -31,15 +31,15 @@ export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
 }
 
-/** fetch with a deadline; transport failures become CarrierUnavailableError. */
-export async function postToCarrier(url: string, init: RequestInit): Promise<Response> {
-  return callCarrier(url, { ...init, method: 'POST' });
+/** fetch with a deadline (`timeoutMs`, the answer's body included); transport failures become CarrierUnavailableError. */
+export async function postToCarrier(url: string, init: RequestInit, timeoutMs = CARRIER_SEND_TIMEOUT_MS): Promise<Response> {
+  return callCarrier(url, { ...init, method: 'POST' }, timeoutMs);
 }
 
 /** As postToCarrier, with the method in `init` (GET when none). */
-export async function callCarrier(url: string, init: RequestInit): Promise<Response> {
+export async function callCarrier(url: string, init: RequestInit, timeoutMs = CARRIER_SEND_TIMEOUT_MS): Promise<Response> {
   try {
-    return await fetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(CARRIER_SEND_TIMEOUT_MS) });
+    return await fetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
   } catch (err) {
     throw new CarrierUnavailableError(`carrier unreachable: ${(err as Error).message}`);
   }

@@ -52,9 +52,9 @@ export async function startCluster(databaseUrl: string, redisUrl: string, extraE
     OUTBOX_POLL_MS: '50',
     OUTBOX_REDRIVE_AFTER_SECONDS: '2',
     WORKER_LOCK_DURATION_MS: '3000',
-    // A first webhook attempt left by a killed worker is relayed this soon (it must outlast one
-    // attempt, WEBHOOK_TIMEOUT_MS: 15 s by default, which a loaded CI machine needs).
-    WORKER_AFTER_COMMIT_GRACE_SECONDS: '16',
+    // The lease on a job run after commit: a killed worker's are relayed this soon. Renewed every
+    // third of it, so generous enough that a loaded CI machine never misses a renewal.
+    WORKER_AFTER_COMMIT_GRACE_SECONDS: '6',
     // Bounds what a killed worker can leave half-done (the multi-process test counts on it).
     WORKER_AFTER_COMMIT_JOBS: '32',
     CARRIER_EVENT_RETRY_BASE_MS: '200',

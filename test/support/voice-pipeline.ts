@@ -5,6 +5,7 @@ import { startTestApp, type TestApp } from './app.js';
 import { telnyxEvent, telnyxSigner, type TelnyxSigner } from './carrier-signing.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { FakeCallControl, type ReceivedCommand } from './fake-call-control.js';
+import { AfterCommitJobs } from '../../src/platform/outbox/after-commit-jobs.js';
 import { waitFor } from './wait.js';
 
 /** An inbound call as the test (playing Telnyx) started it. */
@@ -30,13 +31,14 @@ export class VoicePipeline {
     readonly customer: ApiClient,
   ) {}
 
-  static async start(env: Record<string, string> = {}): Promise<VoicePipeline> {
+  /** `relay: false`: no relay runs, so only jobs run after their commit (AfterCommitJobs) ever run. */
+  static async start(env: Record<string, string> = {}, { relay = true } = {}): Promise<VoicePipeline> {
     const db = await createTestDatabase();
     const telnyx = await new FakeCallControl().start();
     const signer = telnyxSigner();
     const app = await startTestApp({
       databaseUrl: db.url,
-      relay: true,
+      relay,
       worker: true,
       env: { ...telnyx.env(), TELNYX_PUBLIC_KEY: signer.publicKey, CARRIER_EVENT_RETRY_BASE_MS: '100', CALL_TRANSCRIPT_SETTLE_MS: '200', ...env },
     });
@@ -109,14 +111,20 @@ export class VoicePipeline {
     return this.db.count(`SELECT count(*) FROM usage_records WHERE kind = 'call_minutes' AND resource_id = $1`, [callId]);
   }
 
-  /** Every carrier event stored so far has been processed (or failed / waits for a handler). */
+  /**
+   * Every carrier event stored so far has been processed (or failed / waits for a handler), every
+   * due job has finished, and so has every job run after its commit (whose row is not due yet).
+   */
   async settled(): Promise<void> {
+    const afterCommit = this.app.app.get(AfterCommitJobs);
     await waitFor(
-      () => this.db.count(`SELECT count(*) FROM carrier_events WHERE processed_at IS NULL AND error IS NULL AND unhandled_since IS NULL`),
+      async () =>
+        (await this.db.count(`SELECT count(*) FROM carrier_events WHERE processed_at IS NULL AND error IS NULL AND unhandled_since IS NULL`)) +
+        (await this.db.count(`SELECT count(*) FROM outbox_jobs WHERE completed_at IS NULL AND failed_at IS NULL AND run_at <= now()`)) +
+        afterCommit.held,
       (n) => n === 0,
-      { what: 'every carrier event processed' },
+      { what: 'every carrier event processed, every due job and every after-commit job finished' },
     );
-    await waitFor(() => this.db.count(`SELECT count(*) FROM outbox_jobs WHERE completed_at IS NULL AND failed_at IS NULL AND run_at <= now()`), (n) => n === 0, { what: 'every due job finished' });
   }
 
   async stop(): Promise<void> {

@@ -22,16 +22,22 @@ export class TelnyxCallControl implements CallControl {
   async send(command: CallCommand): Promise<CallCommandResult> {
     const { path, body } = this.request(command);
     let response: Response;
+    let answer: Record<string, unknown>;
     try {
-      response = await postToCarrier(`${this.config.telnyxApiUrl}${path}`, {
-        headers: { authorization: `Bearer ${this.config.TELNYX_API_KEY}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ ...body, command_id: command.commandId }),
-      });
+      // A short deadline (CALL_COMMAND_TIMEOUT_MS): a command not answered in time is asked again
+      // under the same command_id (the carrier does it once, and a repeat gets the first answer).
+      response = await postToCarrier(
+        `${this.config.telnyxApiUrl}${path}`,
+        { headers: { authorization: `Bearer ${this.config.TELNYX_API_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ ...body, command_id: command.commandId }) },
+        this.config.CALL_COMMAND_TIMEOUT_MS,
+      );
+      answer = await readJson(response);
     } catch (err) {
-      if (err instanceof CarrierUnavailableError) return { outcome: 'unanswered', detail: err.message };
+      if (err instanceof CarrierUnavailableError) return { outcome: 'unanswered', detail: err.message, silent: true };
+      // The body cut off by the deadline: not an answer we can act on.
+      if ((err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError') return { outcome: 'unanswered', detail: `carrier answer not read in time: ${(err as Error).message}`, silent: true };
       throw err;
     }
-    const answer = await readJson(response);
     if (response.ok) {
       const controlId = (answer.data as { call_control_id?: unknown } | undefined)?.call_control_id;
       return { outcome: 'done', ...(typeof controlId === 'string' && { controlId }) };

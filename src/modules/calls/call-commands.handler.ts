@@ -14,8 +14,15 @@ type Payload = JobPayloads[JobName.CallCommands];
 
 /** No resend closer than this to the end of the carrier's command_id window (the request still has to arrive). */
 const WINDOW_MARGIN_MS = 5_000;
-/** Sends of one command_id at the most, across runs and restarts: the first, one resend, and 429 waits. */
-const MAX_SENDS = 4;
+/**
+ * Sends of one command_id at the most, across runs and restarts: the first, one resend after a
+ * 408/5xx, 429 waits, and the repeats of a command no answer came back for (about 15 inside the
+ * window, SILENT_RESEND_MAX_MS apart at most).
+ */
+const MAX_SENDS = 20;
+/** A command no answer came back for is asked again at once, then 250 ms, 500 ms, … later, at most this far apart. */
+const SILENT_RESEND_BASE_MS = 250;
+const SILENT_RESEND_MAX_MS = 4_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -23,9 +30,14 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * Sends a batch of call-control commands in order, outside any transaction, each only while its
  * call still wants it (CallCommandSends.claim). The carrier retry table (docs/exactly-once.md):
  * any 4xx is an answer, so a refused dial is that target failing and the plan moves on;
- * a command the carrier did not answer (transport error, 408, 5xx) is sent once more with the
- * same command id; a 429 is waited out; nothing is resent once the carrier's command_id window
- * (Telnyx: 60 s) is closing, since a late resend could create a second physical leg.
+ * a command the carrier answered 408 or 5xx is sent once more with the same command id; a 429 is
+ * waited out; a command no answer came back for (our CALL_COMMAND_TIMEOUT_MS passed, or the
+ * connection dropped) may have been carried out, so it is asked again under the same command id,
+ * at once and then with backoff, until the carrier answers (a repeat gets the first answer: a
+ * dial names the leg it created) or its call no longer wants it: a slow carrier is never taken
+ * for a failed dial, which would ring the next target beside a leg that exists. Nothing is resent
+ * once the carrier's command_id window (Telnyx: 60 s) is closing, since a late resend could
+ * create a second physical leg.
  */
 @Injectable()
 @HandlesJob(JobName.CallCommands)
@@ -61,20 +73,16 @@ export class CallCommandsHandler implements JobHandler<JobName.CallCommands> {
 
   /** One command, sent and resent by the retry table; `not_wanted` when its call no longer wants it. */
   private async send(callId: string | null, command: QueuedCommand): Promise<CallCommandResult | 'not_wanted'> {
-    let resent = false;
+    const unanswered = { answered: 0, silent: 0 };
     for (;;) {
       const send = await this.sends.claim(callId, command);
       if (!send) return 'not_wanted';
       if (!this.insideWindow(send, 0)) return { outcome: 'unanswered', detail: `not resent: ${send.sends - 1} sends already, the carrier's command_id window is closing` };
       const result = await this.control.send(command);
       if (result.outcome !== 'unanswered') return result;
-      if (result.retryAfterMs !== undefined) {
-        if (!this.insideWindow(send, result.retryAfterMs)) return result;
-        await sleep(result.retryAfterMs);
-        continue;
-      }
-      if (resent) return result;
-      resent = true;
+      const delayMs = resendDelayMs(result, unanswered);
+      if (delayMs === undefined || !this.insideWindow(send, delayMs)) return result;
+      if (delayMs > 0) await sleep(delayMs);
     }
   }
 
@@ -118,6 +126,16 @@ export class CallCommandsHandler implements JobHandler<JobName.CallCommands> {
     }
     await this.flow.advanceAfterLeg(tx, call, leg, 'dial_refused');
   }
+}
+
+/**
+ * How long to wait before sending a command the carrier did not answer once more, or undefined:
+ * not again. `unanswered` counts the unanswered sends so far, by kind.
+ */
+function resendDelayMs(result: CallCommandResult & { outcome: 'unanswered' }, unanswered: { answered: number; silent: number }): number | undefined {
+  if (result.retryAfterMs !== undefined) return result.retryAfterMs;
+  if (result.silent) return unanswered.silent++ === 0 ? 0 : Math.min(SILENT_RESEND_MAX_MS, SILENT_RESEND_BASE_MS * 2 ** (unanswered.silent - 2));
+  return unanswered.answered++ === 0 ? 0 : undefined;
 }
 
 function describe(result: CallCommandResult): string {

@@ -26,8 +26,13 @@ export interface ProcessResult {
   error?: string;
 }
 
-/** First wait of an event whose call has an earlier event in flight: about one handler's run. */
-const ORDER_WAIT_BASE_MS = 25;
+/** Most earlier untried events of a call one run takes first (the rest take their own turns). */
+const EARLIER_EVENTS_MAX = 50;
+
+/** The turn of an event of a call (AfterCommitJob.turn): its call session; none for other events. */
+export function callTurn(event: NormalizedEvent | undefined): string | undefined {
+  return event && 'callSessionId' in event ? event.callSessionId : undefined;
+}
 
 /** Errors the whole job should be retried for (by BullMQ): the database, not the event, failed. */
 export function isTransient(err: unknown): boolean {
@@ -76,7 +81,49 @@ export class CarrierEventProcessor {
     return rows[0].note ?? undefined;
   }
 
+  /**
+   * A call's events take turns on the call's lock (a transaction advisory lock on its session:
+   * the call row may not exist before its first event), and each run first processes, in arrival
+   * order and in this transaction, the earlier events of the call that nobody has tried yet.
+   * Workers run events in parallel, so a hangup can reach a worker before the answer that came
+   * in ahead of it: the answer is then handled first, by the hangup's run, instead of the hangup
+   * being sent round the outbox again with a delay. A twin run of an event in flight waits on the
+   * lock and then finds it processed. Only untried events count: one already waiting for
+   * something (a call not recorded yet) does not hold later ones up.
+   */
   async process(tx: Tx, id: string, { replay = false } = {}): Promise<ProcessResult> {
+    for (const earlier of await this.lockCallAndListEarlier(tx, id)) await this.processOne(tx, earlier, false);
+    return this.processOne(tx, id, replay);
+  }
+
+  /**
+   * Takes the lock of the event's call (none for an event of no call) and returns the call's
+   * earlier untried events, oldest first. Two statements: the lock must be held before the list
+   * is read, so that it shows what the previous holder committed.
+   */
+  private async lockCallAndListEarlier(tx: Tx, id: string): Promise<string[]> {
+    // Locks only when the event names a call session; an event of no call returns no row.
+    const { rows } = await exec<{ session: string }>(
+      tx,
+      `SELECT e.session, pg_advisory_xact_lock(hashtextextended('call-session:' || e.session, 0))::text AS locked
+         FROM (SELECT normalized->>'callSessionId' AS session FROM carrier_events
+                WHERE id = $1 AND normalized ? 'callSessionId' AND processed_at IS NULL) e`,
+      [id],
+    );
+    if (rows.length === 0) return [];
+    // Untried (no attempt, no error, not waiting for a handler) and unprocessed, before this one by arrival.
+    const earlier = await exec<{ id: string }>(
+      tx,
+      `SELECT id FROM carrier_events
+        WHERE normalized ? 'callSessionId' AND normalized->>'callSessionId' = $2 AND processed_at IS NULL
+          AND attempts = 0 AND error IS NULL AND unhandled_since IS NULL AND (created_at, id) < (SELECT created_at, id FROM carrier_events WHERE id = $1)
+        ORDER BY created_at, id LIMIT ${EARLIER_EVENTS_MAX}`,
+      [id, rows[0].session],
+    );
+    return earlier.rows.map((row) => row.id);
+  }
+
+  private async processOne(tx: Tx, id: string, replay: boolean): Promise<ProcessResult> {
     // FOR UPDATE: a job run and a replay of one event take turns; the second sees processed_at.
     const { rows } = await exec<{ normalized: NormalizedEvent; attempts: number; age_ms: number; processed: boolean; created_at: Date }>(
       tx,
@@ -103,10 +150,6 @@ export class CarrierEventProcessor {
     if (!handler) {
       await this.markUnhandled(tx, id, event.kind);
       return { id, outcome: 'unhandled' };
-    }
-    const session = 'callSessionId' in event ? event.callSessionId : undefined;
-    if (session && row.age_ms < this.config.CARRIER_EVENT_RETRY_DEADLINE_SECONDS * 1000 && (await this.earlierEventWaits(tx, id, session, row.created_at))) {
-      return this.letEarlierGoFirst(tx, id, session);
     }
     // A savepoint, so a failed handler's partial writes go while the outcome is still recorded
     // and the job still completes in this transaction.
@@ -159,39 +202,6 @@ export class CarrierEventProcessor {
       runAt: new Date(Date.now() + delayMs),
     });
     return { id, outcome: 'retry_scheduled', error: storedMessage(err) };
-  }
-
-  /**
-   * Is an earlier event of this call (by arrival) still untried? Workers run events in parallel,
-   * so a hangup can reach a worker before the answer that came in ahead of it; the answer goes
-   * first. Only untried ones count: an earlier event already waiting for something (a call not
-   * recorded yet) does not hold later ones up, so no two events wait for each other.
-   */
-  private async earlierEventWaits(tx: Tx, id: string, session: string, createdAt: Date): Promise<boolean> {
-    const { rows } = await exec<{ waits: boolean }>(
-      tx,
-      `SELECT EXISTS (
-         SELECT 1 FROM carrier_events
-          WHERE normalized ? 'callSessionId' AND normalized->>'callSessionId' = $2 AND processed_at IS NULL
-            AND attempts = 0 AND error IS NULL AND unhandled_since IS NULL AND (created_at, id) < ($3, $1)
-       ) AS waits`,
-      [id, session, createdAt],
-    );
-    return rows[0].waits;
-  }
-
-  /** A new run of this event shortly, as its own outbox job; the handler has not run, so attempts stays. */
-  private async letEarlierGoFirst(tx: Tx, id: string, session: string): Promise<ProcessResult> {
-    // processed_at IS NULL (we hold the row lock): counts the turn given away and names the wait.
-    const { rows } = await exec<{ order_waits: number }>(
-      tx,
-      `UPDATE carrier_events SET order_waits = order_waits + 1, note = $2 WHERE id = $1 AND processed_at IS NULL RETURNING order_waits`,
-      [id, `waiting for an earlier event of call session ${session}`],
-    );
-    const waits = rows[0].order_waits;
-    const delayMs = Math.min(2000, ORDER_WAIT_BASE_MS * 2 ** Math.min(waits - 1, 10));
-    await this.outbox.enqueue(tx, { name: JobName.ProcessCarrierEvent, data: { carrierEventId: id }, jobId: `${id}-w${waits}`, runAt: new Date(Date.now() + delayMs) });
-    return { id, outcome: 'retry_scheduled', error: 'an earlier event of the same call goes first' };
   }
 
   /** Exponential (base × 2^(n-1), capped), with equal jitter so a burst of early receipts spreads out. */

@@ -9,6 +9,7 @@ import { Statements } from '../../platform/database/statements.js';
 import { AfterCommitJobs, type AfterCommitJob } from '../../platform/outbox/after-commit-jobs.js';
 import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import { callTurn } from './carrier-event-processor.js';
 import { IngestMetrics } from './ingest-metrics.js';
 
 export type IngestStatus = 'accepted' | 'duplicate';
@@ -91,8 +92,23 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
     // In a process that also works the carrier-events queue (the `all` role), the new events'
     // processing jobs run here once the statement returns, with no relay batch or Redis hop;
     // with too few places free (this process is behind), they go through the relay to any worker.
-    const slot = this.afterCommit.reserve(JobName.ProcessCarrierEvent, items.length);
-    if (slot) stmt.jobRunAfterCommit = JobName.ProcessCarrierEvent;
+    // Each job's id is its event's id: the run starts from the event held here, not a read, and
+    // the events of one call run in turn (callTurn), not side by side waiting on its lock.
+    const stored = new Map(ids.map((id, i) => [id, { id, normalized: items[i].event }]));
+    const rows = await this.afterCommit.aroundStatement(
+      JobName.ProcessCarrierEvent,
+      items.length,
+      stmt,
+      () => this.insertStatement(stmt, batch),
+      (inserted) => (inserted[0]?.afterCommit ?? []).map((job) => ({ ...job, prefetched: stored.get(job.jobId), turn: callTurn(stored.get(job.jobId)?.normalized) })),
+    );
+    this.outbox.jobsWritten(rows[0]?.jobs ?? 0);
+    const inserted = new Set(rows.map((r) => r.id));
+    return ids.map((id) => (inserted.has(id) ? 'accepted' : 'duplicate'));
+  }
+
+  /** The batch's rows, and a processing job for each row that was new (see insert). */
+  private insertStatement(stmt: CteStatement, batch: string): Promise<{ id: string; jobs: number; afterCommit: AfterCommitJob[] }[]> {
     const newEvents = stmt.with(
       'inserted',
       `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce)
@@ -103,23 +119,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
        RETURNING id`,
     );
     this.outbox.jobsFromCte(stmt, 'jobs', newEvents, JobName.ProcessCarrierEvent, { id: 'id', data: `jsonb_build_object('carrierEventId', id)` });
-    let rows: { id: string; jobs: number; afterCommit: AfterCommitJob[] }[];
-    try {
-      rows = await this.statements.query(stmt.text(`SELECT id, (${stmt.newJobsCount()})::int AS jobs, ${stmt.afterCommitJobs()} AS "afterCommit" FROM ${newEvents}`), stmt.params);
-    } catch (err) {
-      slot?.release();
-      throw err;
-    }
-    // Committed: the jobs written for this process run now, not awaited by the carrier's answer.
-    const afterCommit = rows[0]?.afterCommit ?? [];
-    if (afterCommit.length > 0) {
-      // Each job's id is its event's id: the run starts from the event held here, not a read.
-      const stored = new Map(ids.map((id, i) => [id, { id, normalized: items[i].event }]));
-      slot!.run(afterCommit.map((job) => ({ ...job, prefetched: stored.get(job.jobId) })));
-    } else slot?.release();
-    this.outbox.jobsWritten(rows[0]?.jobs ?? 0);
-    const inserted = new Set(rows.map((r) => r.id));
-    return ids.map((id) => (inserted.has(id) ? 'accepted' : 'duplicate'));
+    return this.statements.query(stmt.text(`SELECT id, (${stmt.newJobsCount()})::int AS jobs, ${stmt.afterCommitJobs()} AS "afterCommit" FROM ${newEvents}`), stmt.params);
   }
 }
 

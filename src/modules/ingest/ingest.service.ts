@@ -1,6 +1,7 @@
 import { BadRequestException, Injectable, Logger, ServiceUnavailableException, UnauthorizedException } from '@nestjs/common';
 import { MalformedWebhook, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../../carriers/carrier-adapter.js';
 import { AppConfig } from '../../platform/config/app-config.js';
+import { ConnectionBudget } from '../../platform/database/connection-budget.js';
 import { isUniqueViolation, unstorableReason } from '../../platform/database/pg-errors.js';
 import { AnsweredCarrierEvents, type AnsweredEvent, type EventResponder } from './answered-carrier-events.js';
 import { CarrierEventWriter, type IngestStatus } from './carrier-event-writer.js';
@@ -32,12 +33,13 @@ export class IngestService {
     private readonly answered: AnsweredCarrierEvents,
     private readonly metrics: IngestMetrics,
     private readonly config: AppConfig,
+    private readonly budget: ConnectionBudget,
   ) {}
 
   async ingest(adapter: CarrierAdapter, webhook: InboundWebhook): Promise<IngestStatus> {
     // Load shedding before any work: past the bound, a retry later costs less than a queue.
     const bound = this.config.INGEST_PENDING_MAX;
-    if (bound > 0 && this.pending >= bound) {
+    if ((bound > 0 && this.pending >= bound) || this.laneBacklogged()) {
       this.metrics.refusedOverloaded.inc();
       throw new ServiceUnavailableException({ code: 'service_unavailable', title: 'Too many deliveries at once, retry later', detail: 'nothing was stored; send the webhook again' });
     }
@@ -47,6 +49,15 @@ export class IngestService {
     } finally {
       this.pending--;
     }
+  }
+
+  /**
+   * The realtime lane of this process has more runs waiting for a database connection than
+   * INGEST_LANE_BACKLOG_MAX: a new event would wait behind them, so the carrier is asked to send
+   * it later (503 + Retry-After) before anything here waits long enough to time out.
+   */
+  private laneBacklogged(): boolean {
+    return this.budget.gates.realtime.waiting > this.config.INGEST_LANE_BACKLOG_MAX;
   }
 
   /**

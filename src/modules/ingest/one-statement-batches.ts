@@ -97,42 +97,37 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
   /** The batch's statement; returns the jobs whose claims it won. */
   private async write(handler: BatchCarrierEventHandler<HandledKind>, runs: BatchedRun[]): Promise<Set<string>> {
     const stmt = new CteStatement();
-    // Places for the first webhook attempts of the events' customer events, run here once the
-    // statement returns; without them those jobs are written due now, for the relay.
-    const slot = this.afterCommit.reserve(JobName.WebhookDeliveryAttempt, runs.length);
-    if (slot) stmt.jobRunAfterCommit = JobName.WebhookDeliveryAttempt;
-    let result: { claimed: string[]; jobs: number; afterCommit: AfterCommitJob[] };
-    try {
-      const ids = runs.map((run) => ({ eventId: run.event.id, jobId: run.jobId }));
-      const claimed = 'job_claimed';
-      buildBatchStatement(stmt, handler, runs.map((run) => run.event.normalized), ids, (input, note) => {
-        const locked = stmt.with('job_locked', lockJobsSql(stmt.param(runs.map((run) => run.jobId), 'text[]')));
-        stmt.with(claimed, claimLockedJobsSql(locked));
-        // processed_at IS NULL: one run consumes an event (a replay may have); only its job's
-        // claimant. c.id = ANY: the events by their key, whatever the planner makes of the recordset.
-        return stmt.with(
-          'cev_consumed',
-          `UPDATE carrier_events c SET processed_at = now(), error = NULL, note = ${note('i')}, attempts = c.attempts + 1, unhandled_since = NULL
+    // The first webhook attempts of the events' customer events run here once the statement
+    // returns; with too few places free they are written due now, for the relay.
+    const result = await this.afterCommit.aroundStatement(JobName.WebhookDeliveryAttempt, runs.length, stmt, () => this.writeStatement(stmt, handler, runs), (written) => written.afterCommit);
+    this.outbox.jobsWritten(result.jobs);
+    return new Set(result.claimed);
+  }
+
+  /** Builds and runs the batch's statement (the claims, the events' consumption, the handler's writes). */
+  private async writeStatement(stmt: CteStatement, handler: BatchCarrierEventHandler<HandledKind>, runs: BatchedRun[]): Promise<{ claimed: string[]; jobs: number; afterCommit: AfterCommitJob[] }> {
+    const ids = runs.map((run) => ({ eventId: run.event.id, jobId: run.jobId }));
+    const claimed = 'job_claimed';
+    buildBatchStatement(stmt, handler, runs.map((run) => run.event.normalized), ids, (input, note) => {
+      const locked = stmt.with('job_locked', lockJobsSql(stmt.param(runs.map((run) => run.jobId), 'text[]')));
+      stmt.with(claimed, claimLockedJobsSql(locked));
+      // processed_at IS NULL: one run consumes an event (a replay may have); only its job's
+      // claimant. c.id = ANY: the events by their key, whatever the planner makes of the recordset.
+      return stmt.with(
+        'cev_consumed',
+        `UPDATE carrier_events c SET processed_at = now(), error = NULL, note = ${note('i')}, attempts = c.attempts + 1, unhandled_since = NULL
              FROM ${input} i JOIN ${claimed} j ON j.job_id = i.job_id
             WHERE c.id = ANY (${stmt.param(runs.map((run) => run.event.id), 'text[]')}) AND c.id = i.event_id AND c.processed_at IS NULL
            RETURNING c.id AS consumed_event_id`,
-        );
-      });
-      [result] = await this.statements.query<typeof result>(
-        stmt.text(
-          `SELECT (SELECT coalesce(jsonb_agg(job_id), '[]'::jsonb) FROM ${claimed}) AS claimed,
-                  (${stmt.newJobsCount()})::int AS jobs, ${stmt.afterCommitJobs()} AS "afterCommit"`,
-        ),
-        stmt.params,
       );
-    } catch (err) {
-      slot?.release();
-      throw err;
-    }
-    // The statement has committed: its after-commit jobs run now, not awaited by these jobs.
-    if (result.afterCommit.length > 0) slot?.run(result.afterCommit);
-    else slot?.release();
-    this.outbox.jobsWritten(result.jobs);
-    return new Set(result.claimed);
+    });
+    const [result] = await this.statements.query<{ claimed: string[]; jobs: number; afterCommit: AfterCommitJob[] }>(
+      stmt.text(
+        `SELECT (SELECT coalesce(jsonb_agg(job_id), '[]'::jsonb) FROM ${claimed}) AS claimed,
+                  (${stmt.newJobsCount()})::int AS jobs, ${stmt.afterCommitJobs()} AS "afterCommit"`,
+      ),
+      stmt.params,
+    );
+    return result;
   }
 }

@@ -56,20 +56,15 @@ export class OneStatementRuns {
     const handler = event.kind === 'ignored' ? ignoreEvent : this.handlers.getOneStatement(event.kind);
     if (!handler) return undefined;
     const stmt = new CteStatement();
-    // A place for the jobs this statement creates that may run here once it returns (a new
-    // event's first webhook attempts); without one they are written due now, for the relay.
-    const slot = this.afterCommit.reserve(JobName.WebhookDeliveryAttempt);
-    if (slot) stmt.jobRunAfterCommit = JobName.WebhookDeliveryAttempt;
-    let result: Awaited<ReturnType<OneStatementRuns['runStatement']>>;
-    try {
-      result = await this.runStatement(stmt, handler, event, jobId, row.id);
-    } catch (err) {
-      slot?.release();
-      throw err;
-    }
-    // The statement has committed: its after-commit jobs run now, not awaited by this job.
-    if (result?.ready && result.afterCommit.length > 0) slot?.run(result.afterCommit);
-    else slot?.release();
+    // The jobs this statement creates that may run here once it returns (a new event's first
+    // webhook attempts); with no place free they are written due now, for the relay.
+    const result = await this.afterCommit.aroundStatement(
+      JobName.WebhookDeliveryAttempt,
+      1,
+      stmt,
+      () => this.runStatement(stmt, handler, event, jobId, row.id),
+      (written) => (written?.ready ? written.afterCommit : []),
+    );
     if (!result?.ready) return undefined;
     this.outbox.jobsWritten(result.jobs);
     return result.claimed ? 'completed' : 'skipped';

@@ -150,6 +150,32 @@ export class AppConfig {
   @Transform(toBoolean) @IsBoolean()
   DATABASE_PREPARED_STATEMENTS = true;
 
+  /** Database connections one process keeps at most (one pool: the lanes' budgets and the reserve below share it). */
+  @Transform(toInt) @Min(3) @Max(1000) @IsInt()
+  DATABASE_POOL_SIZE = 20;
+
+  /**
+   * Connections the realtime lane (call events and commands, join timeouts, inbound events'
+   * processing) may hold at once; its runs wait in memory for one. The pool's other connections
+   * beyond both lanes' budgets are reserved for the customer API, ingest and the relay.
+   */
+  @Transform(toInt) @Min(1) @IsInt()
+  @ValidateBy({
+    name: 'leavesAReserve',
+    validator: {
+      validate: (value, args) => {
+        const config = args?.object as AppConfig;
+        return typeof value === 'number' && value + config.DATABASE_BULK_CONNECTIONS <= config.DATABASE_POOL_SIZE - 2;
+      },
+      defaultMessage: () => 'with DATABASE_BULK_CONNECTIONS must leave at least 2 of DATABASE_POOL_SIZE for the API and ingest',
+    },
+  })
+  DATABASE_REALTIME_CONNECTIONS = 8;
+
+  /** Connections the bulk lane (customer webhook deliveries, outbound dispatch, transcripts, housekeeping) may hold at once. */
+  @Transform(toInt) @Min(1) @IsInt()
+  DATABASE_BULK_CONNECTIONS = 6;
+
   /** Relay: rows claimed per transaction. */
   @Transform(toInt) @Min(1) @Max(10000) @IsInt()
   OUTBOX_BATCH_SIZE = 500;
@@ -167,11 +193,12 @@ export class AppConfig {
   OUTBOX_RETENTION_HOURS = 72;
 
   /**
-   * How long a worker's hold on a job lasts without renewal; a worker killed mid-job has its job
-   * handed to another after about this long (BullMQ's stalled-job check runs at the same period).
+   * How long a worker's hold on a job lasts without renewal (BullMQ renews it every half); a
+   * worker killed mid-job has its job handed to another within about 1.5 times this long
+   * (BullMQ's stalled-job check runs every half of it).
    */
   @Transform(toInt) @Min(1000) @IsInt()
-  WORKER_LOCK_DURATION_MS = 30000;
+  WORKER_LOCK_DURATION_MS = 6000;
 
   /** Worker concurrency per queue. */
   @Transform(toInt) @Min(1) @Max(1000) @IsInt()
@@ -190,19 +217,23 @@ export class AppConfig {
   WORKER_AFTER_COMMIT_JOBS = 512;
 
   /**
-   * How long the outbox row of a job run after commit waits before the relay hands it to Redis
-   * anyway (the worker died, or could not run it). Must outlast one run, so no twin run starts
-   * while the first is still calling out.
+   * The realtime lane's own after-commit places (call events' processing, call commands, an
+   * inbound event's processing), apart from WORKER_AFTER_COMMIT_JOBS, which then bounds the bulk
+   * lane (customer webhook first attempts): a slow customer endpoint that fills those never sends
+   * a ring plan's next step through the relay. 0 sends every realtime job through the relay.
+   */
+  @Transform(toInt) @Min(0) @Max(1000) @IsInt()
+  WORKER_REALTIME_AFTER_COMMIT_JOBS = 512;
+
+  /**
+   * The lease on the outbox row of a job run after commit: the row is written due this far ahead,
+   * and the process running it pushes that forward every third of it while the run lasts
+   * (AfterCommitJobs), so a run that outlasts it (a slow customer endpoint) is never taken twice,
+   * and the rows of a process that died (SIGKILL) are due for the relay, and so for any worker,
+   * within this long.
    */
   @Transform(toInt) @Min(1) @Max(3600) @IsInt()
-  @ValidateBy({
-    name: 'outlastsWebhookTimeout',
-    validator: {
-      validate: (value, args) => typeof value === 'number' && value * 1000 > (args?.object as AppConfig).WEBHOOK_TIMEOUT_MS,
-      defaultMessage: () => 'must be longer than WEBHOOK_TIMEOUT_MS',
-    },
-  })
-  WORKER_AFTER_COMMIT_GRACE_SECONDS = 60;
+  WORKER_AFTER_COMMIT_GRACE_SECONDS = 10;
 
   /**
    * Dispatch: how long a run's claim on a message lasts. No other run calls the carrier for that
@@ -211,6 +242,15 @@ export class AppConfig {
    */
   @Transform(toInt) @Min(SEND_TIMEOUT_SECONDS + 1, { message: `must be longer than the carrier send timeout (${SEND_TIMEOUT_SECONDS} s)` }) @Max(3600) @IsInt()
   DISPATCH_LEASE_SECONDS = 60;
+
+  /**
+   * Calls: how long one call-control command waits for the carrier's answer. A command not
+   * answered in time is asked again under the same command_id, at once and then with backoff
+   * (the carrier does it once, and a repeat gets the first answer), so a slow carrier costs a
+   * ring hand-off this much, not a 10 s send timeout, and is never taken for a refusal.
+   */
+  @Transform(toInt) @Min(50) @Max(CARRIER_SEND_TIMEOUT_MS) @IsInt()
+  CALL_COMMAND_TIMEOUT_MS = 800;
 
   /** Calls: a leg that answered but is not bridged this long after is hung up, and the ring plan moves on. */
   @Transform(toInt) @Min(1) @Max(600) @IsInt()
@@ -248,6 +288,14 @@ export class AppConfig {
    */
   @Transform(toInt) @Min(0) @IsInt()
   INGEST_PENDING_MAX = 2048;
+
+  /**
+   * Ingest: runs of the realtime lane waiting for a database connection in this process past
+   * which a new carrier delivery is answered 503 + Retry-After before any work on it (backpressure:
+   * the carrier sends it again once the lane has caught up).
+   */
+  @Transform(toInt) @Min(0) @IsInt()
+  INGEST_LANE_BACKLOG_MAX = 256;
 
   /** Ingest: worker threads that verify Ed25519 signatures off the event loop (0: verify inline). */
   @Transform(toInt) @Min(0) @Max(16) @IsInt()

@@ -1,5 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
+import type { Lane } from '../database/connection-budget.js';
+import type { CteStatement } from '../database/cte-statement.js';
 import { JOB_SPECS, queueOf, type JobName, type QueueName } from './job-catalogue.js';
 import { JobRunner } from './job-runner.js';
 import { OutboxMetrics } from './outbox-metrics.js';
@@ -10,6 +13,11 @@ export interface AfterCommitJob {
   jobId: string;
   /** What the creator already holds about the job's subject (JobContext.prefetched). */
   prefetched?: unknown;
+  /**
+   * Jobs with the same turn (the events of one call) run here one after another, in the order
+   * they were handed over, so they do not each hold a connection waiting on one another's lock.
+   */
+  turn?: string;
 }
 
 /** A reserved place for the jobs of one statement; exactly one of run() or release() is called. */
@@ -23,14 +31,18 @@ export interface AfterCommitSlot {
 /**
  * Jobs run by the worker whose autocommit statement created them, right after it returned: a
  * new event's first webhook attempt costs no relay batch, no Redis add and no BullMQ fetch and
- * completion. The outbox row stays the source of truth: it is written with run_at a grace period
+ * completion. The outbox row stays the source of truth: it is written with run_at a lease
  * ahead (WORKER_AFTER_COMMIT_GRACE_SECONDS), the run gives it its outcome through JobRunner (the
- * same guards as a run from Redis) and stamps it relayed, and a row whose run never ended (the
- * worker died) is taken by the relay when the grace is over. A run that threw is recorded and
+ * same guards as a run from Redis) and stamps it relayed. The row's run_at is a lease this process
+ * renews while it holds the job (waiting for its turn or a connection, or running), so a run
+ * that lasts is never taken twice, and the row of a process that died (SIGKILL) is taken by the
+ * relay within one lease (WORKER_AFTER_COMMIT_GRACE_SECONDS). A run that threw is recorded and
  * handed to the relay at once, to be retried from Redis.
  *
- * Places are reserved before the statement is built, so a process that already runs
- * WORKER_AFTER_COMMIT_JOBS such jobs writes the next ones due now, for the relay: when this
+ * Places are reserved before the statement is built, per lane (JobSpec.lane): a process that
+ * already runs WORKER_REALTIME_AFTER_COMMIT_JOBS realtime or WORKER_AFTER_COMMIT_JOBS bulk such
+ * jobs writes the next ones of that lane due now, for the relay, so customer webhook deliveries
+ * stuck on a slow endpoint never take a call's places. When this
  * process falls behind, its runs pile up, its places fill, and new jobs go through Redis to any
  * worker. Runs are not awaited by the statement's caller: a slow customer endpoint holds a place
  * here, never a processing slot, and a carrier's answer never waits on processing.
@@ -40,19 +52,30 @@ export class AfterCommitJobs {
   private readonly logger = new Logger(AfterCommitJobs.name);
   /** The queues this process works (JobWorkers.start); empty: every job goes through the relay. */
   private queues = new Set<QueueName>();
-  /** Places held: by statements not yet returned, and by their jobs until these have run. */
-  private reserved = 0;
+  /** Places held per lane: by statements not yet returned, and by their jobs until these have run. */
+  private readonly reserved: Record<Lane, number> = { realtime: 0, bulk: 0 };
   private idleWaiters: (() => void)[] = [];
+  /** The last run of each turn handed over here and not yet ended: the next one of that turn starts after it. */
+  private readonly turns = new Map<string, Promise<void>>();
+  /** Jobs handed over here and not yet ended (how many times each): their rows' leases are renewed. */
+  private readonly leased = new Map<string, number>();
+  private renewal?: NodeJS.Timeout;
+  private renewing = false;
 
   constructor(
     private readonly runner: JobRunner,
     private readonly config: AppConfig,
     private readonly metrics: OutboxMetrics,
+    private readonly dataSource: DataSource,
   ) {}
 
   /** The worker role turns this on for the queues it works; elsewhere every job goes through the relay. */
   start(queues: readonly QueueName[]): void {
     this.queues = new Set(queues);
+    if (!this.renewal && queues.length > 0) {
+      this.renewal = setInterval(() => void this.renewLeases(), (this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS * 1000) / 3);
+      this.renewal.unref();
+    }
   }
 
   /**
@@ -65,8 +88,9 @@ export class AfterCommitJobs {
    */
   reserve(name: JobName, places = 1): AfterCommitSlot | undefined {
     if (!JOB_SPECS[name].runsAfterCommit || !this.queues.has(queueOf(name))) return undefined;
-    if (places < 1 || this.reserved + places > this.config.WORKER_AFTER_COMMIT_JOBS) return undefined;
-    this.reserved += places;
+    const lane = JOB_SPECS[name].lane;
+    if (places < 1 || this.reserved[lane] + places > this.placesOf(lane)) return undefined;
+    this.reserved[lane] += places;
     let held = places;
     let settled = false;
     const settle = () => {
@@ -78,16 +102,46 @@ export class AfterCommitJobs {
         settle();
         // Places the statement did not use come back now, the rest once its jobs have run.
         const used = Math.min(held, jobs.length);
-        this.giveBack(held - used);
+        this.giveBack(lane, held - used);
         held = used;
         // runOne records its own failures; the places come back however the runs ended.
-        void Promise.allSettled(jobs.map((job) => this.runOne(job))).then(() => this.giveBack(held));
+        void Promise.allSettled(jobs.map((job) => this.leasedWhile(job.jobId, this.inTurn(job)))).then(() => this.giveBack(lane, held));
       },
       release: () => {
         settle();
-        this.giveBack(held);
+        this.giveBack(lane, held);
       },
     };
+  }
+
+  /**
+   * The after-commit protocol around one autocommit statement that may create jobs named `name`
+   * (at most `places` expected): reserve the places, so `stmt` writes those jobs a lease ahead for
+   * this process instead of due now for the relay (OutboxService.jobsFromCte reads
+   * stmt.jobRunAfterCommit: build the statement inside `execute`); run the statement; hand the
+   * jobs `handOver` picks from its result to this process's runs, or give the places back if it
+   * threw or handed nothing over. The statement's caller never waits for those runs.
+   */
+  async aroundStatement<R>(name: JobName, places: number, stmt: CteStatement, execute: () => Promise<R>, handOver: (result: R) => AfterCommitJob[]): Promise<R> {
+    const slot = this.reserve(name, places);
+    if (slot) stmt.jobRunAfterCommit = name;
+    let result: R;
+    try {
+      result = await execute();
+    } catch (err) {
+      slot?.release();
+      throw err;
+    }
+    // The statement has committed: its after-commit jobs run now.
+    const jobs = slot ? handOver(result) : [];
+    if (jobs.length > 0) slot!.run(jobs);
+    else slot?.release();
+    return result;
+  }
+
+  /** Places held now: statements not yet returned, and after-commit jobs not yet run (0: idle). */
+  get held(): number {
+    return this.reserved.realtime + this.reserved.bulk;
   }
 
   /**
@@ -96,12 +150,62 @@ export class AfterCommitJobs {
    */
   async drain(): Promise<void> {
     this.queues = new Set();
-    if (this.reserved > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    if (this.held > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    clearInterval(this.renewal);
+    this.renewal = undefined;
   }
 
-  private giveBack(places: number): void {
-    this.reserved -= places;
-    if (this.reserved === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+  /** Holds the lease of job `jobId`'s row until `run` has ended. */
+  private leasedWhile(jobId: string, run: Promise<void>): Promise<void> {
+    this.leased.set(jobId, (this.leased.get(jobId) ?? 0) + 1);
+    return run.finally(() => {
+      const left = this.leased.get(jobId)! - 1;
+      if (left > 0) this.leased.set(jobId, left);
+      else this.leased.delete(jobId);
+    });
+  }
+
+  /**
+   * Pushes the lease of every row this process still holds one lease ahead. Only rows no relay
+   * took and with no outcome; SKIP LOCKED: a row locked now is being completed (or claimed by a
+   * relay whose lease ran out) and needs none, and the renewal never waits on a job's own locks.
+   */
+  private async renewLeases(): Promise<void> {
+    if (this.renewing || this.leased.size === 0) return;
+    this.renewing = true;
+    try {
+      await this.dataSource.query(
+        `UPDATE outbox_jobs SET run_at = now() + make_interval(secs => $2)
+          WHERE id IN (SELECT id FROM outbox_jobs WHERE job_id = ANY ($1) AND relayed_at IS NULL AND completed_at IS NULL AND failed_at IS NULL FOR UPDATE SKIP LOCKED)`,
+        [[...this.leased.keys()], this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS],
+      );
+    } catch (err) {
+      this.logger.warn(`after-commit leases not renewed (the relay may hand their jobs to Redis, where their guards make a second run a no-op): ${(err as Error).message}`);
+    } finally {
+      this.renewing = false;
+    }
+  }
+
+  private placesOf(lane: Lane): number {
+    return lane === 'realtime' ? this.config.WORKER_REALTIME_AFTER_COMMIT_JOBS : this.config.WORKER_AFTER_COMMIT_JOBS;
+  }
+
+  private giveBack(lane: Lane, places: number): void {
+    this.reserved[lane] -= places;
+    if (this.held === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+  }
+
+  /** Runs the job once the previous run of its turn has ended (at once without a turn). */
+  private inTurn(job: AfterCommitJob): Promise<void> {
+    if (job.turn === undefined) return this.runOne(job);
+    const key = job.turn;
+    const run = (this.turns.get(key) ?? Promise.resolve()).then(() => this.runOne(job));
+    this.turns.set(key, run);
+    // The last of a turn forgets it, so the map holds only turns with runs pending.
+    void run.then(() => {
+      if (this.turns.get(key) === run) this.turns.delete(key);
+    });
+    return run;
   }
 
   private async runOne({ name, jobId, prefetched }: AfterCommitJob): Promise<void> {
@@ -115,7 +219,7 @@ export class AfterCommitJobs {
         const outcome = await this.runner.recordFailure(name, jobId, err, this.runner.isPermanent(err));
         this.metrics.jobOutcomes.inc({ queue, name, outcome });
       } catch (e) {
-        this.logger.warn(`job ${jobId} failed after commit (${(err as Error).message}) and could not be recorded: ${(e as Error).message}; the relay takes it after the grace period`);
+        this.logger.warn(`job ${jobId} failed after commit (${(err as Error).message}) and could not be recorded: ${(e as Error).message}; the relay takes it once its lease runs out`);
       }
     }
   }

@@ -1,3 +1,5 @@
+import type { Lane } from '../database/connection-budget.js';
+
 /**
  * Every queue and job in the system, with the payload each job carries. A job is handled by
  * exactly one @JobHandler provider; JobRegistry fails boot otherwise.
@@ -60,6 +62,14 @@ export interface JobPayloads {
 export interface JobSpec {
   queue: QueueName;
   /**
+   * realtime: what a caller hears or waits for (call events and commands, join timeouts, an
+   * inbound event's processing); bulk: what can wait (customer webhooks, outbound dispatch,
+   * transcripts, housekeeping). Each lane has its own after-commit places and its own database
+   * connection budget (DATABASE_REALTIME_CONNECTIONS, DATABASE_BULK_CONNECTIONS), so bulk work
+   * never holds up a ring plan.
+   */
+  lane: Lane;
+  /**
    * transactional: the handler's writes and the job's completion commit together, so a job
    * redelivered by Redis runs its transaction once. external: the handler talks to the outside
    * world, is at least once, and must guard its own writes.
@@ -72,31 +82,32 @@ export interface JobSpec {
   /**
    * May be run by the worker process whose autocommit statement created it, right after that
    * statement returned, instead of going through the relay and Redis (AfterCommitJobs); its row
-   * then waits WORKER_AFTER_COMMIT_GRACE_SECONDS before the relay hands it to Redis anyway.
+   * is leased for WORKER_AFTER_COMMIT_GRACE_SECONDS (renewed while the run lasts) before the relay may hand it to Redis.
    */
   runsAfterCommit?: boolean;
 }
 
 export const JOB_SPECS: { [K in JobName]: JobSpec } = {
-  [JobName.Probe]: { queue: QueueName.System, mode: 'transactional', attempts: 5, backoffMs: 200 },
+  [JobName.Probe]: { lane: 'bulk', queue: QueueName.System, mode: 'transactional', attempts: 5, backoffMs: 200 },
   // Carrier 408/429/5xx and transport errors retry with backoff (~4 min in all); then the message fails.
-  [JobName.DispatchMessage]: { queue: QueueName.Messaging, mode: 'external', attempts: 8, backoffMs: 1000 },
+  [JobName.DispatchMessage]: { lane: 'bulk', queue: QueueName.Messaging, mode: 'external', attempts: 8, backoffMs: 1000 },
   // BullMQ retries only infrastructure errors here; the customer's retry schedule is one outbox job per attempt.
   // The first attempt of an event's deliveries runs in the worker that created them (one hop less).
-  [JobName.WebhookDeliveryAttempt]: { queue: QueueName.Webhooks, mode: 'external', attempts: 5, backoffMs: 1000, runsAfterCommit: true },
-  [JobName.WebhookParkedExpiry]: { queue: QueueName.Webhooks, mode: 'transactional', attempts: 5, backoffMs: 1000 },
+  [JobName.WebhookDeliveryAttempt]: { lane: 'bulk', queue: QueueName.Webhooks, mode: 'external', attempts: 5, backoffMs: 1000, runsAfterCommit: true },
+  [JobName.WebhookParkedExpiry]: { lane: 'bulk', queue: QueueName.Webhooks, mode: 'transactional', attempts: 5, backoffMs: 1000 },
   // BullMQ retries only infrastructure errors (database gone mid-run); an out-of-order event's
   // retries are new outbox jobs with run_at, bounded by CARRIER_EVENT_RETRY_DEADLINE_SECONDS.
   // A new event's processing runs in the process that stored it, when that one is also a worker (`all`).
-  [JobName.ProcessCarrierEvent]: { queue: QueueName.CarrierEvents, mode: 'transactional', attempts: 10, backoffMs: 1000, runsAfterCommit: true },
+  [JobName.ProcessCarrierEvent]: { lane: 'realtime', queue: QueueName.CarrierEvents, mode: 'transactional', attempts: 10, backoffMs: 1000, runsAfterCommit: true },
   // Carrier 5xx and transport errors repeat the same commands with the same command ids (~1 min in all).
-  [JobName.CallCommands]: { queue: QueueName.Calls, mode: 'external', attempts: 8, backoffMs: 250 },
-  [JobName.CallJoinTimeout]: { queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
-  [JobName.CallTranscript]: { queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
+  // Sent by the process whose transaction decided them, right after its commit (the outbox row is the backstop).
+  [JobName.CallCommands]: { lane: 'realtime', queue: QueueName.Calls, mode: 'external', attempts: 8, backoffMs: 250, runsAfterCommit: true },
+  [JobName.CallJoinTimeout]: { lane: 'realtime', queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
+  [JobName.CallTranscript]: { lane: 'bulk', queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
   // Carrier 408/429/5xx and transport errors retry with backoff, then the order fails (nothing bought is lost: a repeat finds it).
-  [JobName.PlaceNumberOrder]: { queue: QueueName.Numbers, mode: 'external', attempts: 8, backoffMs: 1000 },
-  [JobName.PollNumberOrder]: { queue: QueueName.Numbers, mode: 'external', attempts: 8, backoffMs: 1000 },
-  [JobName.ReleaseNumber]: { queue: QueueName.Numbers, mode: 'external', attempts: 8, backoffMs: 1000 },
+  [JobName.PlaceNumberOrder]: { lane: 'bulk', queue: QueueName.Numbers, mode: 'external', attempts: 8, backoffMs: 1000 },
+  [JobName.PollNumberOrder]: { lane: 'bulk', queue: QueueName.Numbers, mode: 'external', attempts: 8, backoffMs: 1000 },
+  [JobName.ReleaseNumber]: { lane: 'bulk', queue: QueueName.Numbers, mode: 'external', attempts: 8, backoffMs: 1000 },
 };
 
 export function queueOf(name: JobName): QueueName {

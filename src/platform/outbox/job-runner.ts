@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { inLane } from '../database/connection-budget.js';
 import { storedMessage } from '../database/pg-errors.js';
 import { exec } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -21,8 +22,15 @@ export class JobRunner {
     private readonly dataSource: DataSource,
   ) {}
 
-  /** `prefetched`: see JobContext.prefetched (a run right after the commit that created the job). */
-  async run(name: JobName, jobId: string, attempt: number, prefetched?: unknown): Promise<RunOutcome> {
+  /**
+   * `prefetched`: see JobContext.prefetched (a run right after the commit that created the job).
+   * The run's connections count against its job's lane budget (ConnectionBudget).
+   */
+  run(name: JobName, jobId: string, attempt: number, prefetched?: unknown): Promise<RunOutcome> {
+    return inLane(JOB_SPECS[name].lane, () => this.runInLane(name, jobId, attempt, prefetched));
+  }
+
+  private async runInLane(name: JobName, jobId: string, attempt: number, prefetched?: unknown): Promise<RunOutcome> {
     const handler = this.registry.get(name);
     // The fast path, where the handler has one: the whole job in one statement, or nothing
     // written and the general path below.
@@ -57,10 +65,10 @@ export class JobRunner {
   async recordFailure(name: JobName, jobId: string, error: unknown, final: boolean | 'when-spent'): Promise<'failed' | 'retried' | 'skipped'> {
     const message = storedMessage(error);
     const attemptsAllowed = final === 'when-spent' ? JOB_SPECS[name].attempts : null;
-    return this.uow.run(async (tx) => {
+    return inLane(JOB_SPECS[name].lane, () => this.uow.run(async (tx) => {
       // Only a job with no outcome yet; whether this failure is final is decided here, from the row it changed.
       // A row no relay has taken yet (a run after commit, AfterCommitJobs) becomes due now, so
-      // the relay hands it to Redis for the retry instead of waiting out its grace.
+      // the relay hands it to Redis for the retry instead of waiting out its lease.
       const { rows } = await exec<{ data: never; final: boolean }>(
         tx,
         `UPDATE outbox_jobs
@@ -75,7 +83,7 @@ export class JobRunner {
       const handler = this.registry.get(name);
       if (rows[0].final && handler.onFinalFailure) await handler.onFinalFailure(rows[0].data, message, tx);
       return rows[0].final ? 'failed' : 'retried';
-    });
+    }));
   }
 
   isPermanent(error: unknown): boolean {

@@ -37,7 +37,8 @@ export class JobWorkers implements BeforeApplicationShutdown {
         prefix: this.config.QUEUE_PREFIX,
         concurrency: this.config.WORKER_CONCURRENCY,
         lockDuration: this.config.WORKER_LOCK_DURATION_MS,
-        stalledInterval: this.config.WORKER_LOCK_DURATION_MS,
+        // Checked every half lock: a dead worker's job is taken again within 1.5 locks.
+        stalledInterval: Math.ceil(this.config.WORKER_LOCK_DURATION_MS / 2),
       });
       worker.on('error', (err) => this.logger.warn(`worker ${queue}: ${err.message}`));
       worker.on('failed', (job, err) => this.recordUnseenFailure(queue, job, err));

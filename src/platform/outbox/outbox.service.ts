@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { assertInTransaction, exec, type Tx } from '../database/tx.js';
-import { afterCommit } from '../database/unit-of-work.js';
+import { afterCommit, afterRollback } from '../database/unit-of-work.js';
+import { AfterCommitJobs, type AfterCommitSlot } from './after-commit-jobs.js';
 import type { CteStatement } from '../database/cte-statement.js';
 import { RelayWakeup } from './relay-wakeup.js';
 import { AppConfig } from '../config/app-config.js';
@@ -27,6 +28,7 @@ export class OutboxService {
     private readonly dataSource: DataSource,
     private readonly wakeup: RelayWakeup,
     private readonly config: AppConfig,
+    private readonly afterCommitJobs: AfterCommitJobs,
   ) {}
 
   /**
@@ -40,6 +42,12 @@ export class OutboxService {
   /**
    * Many jobs in one statement (a batch of ingested events, say), same rules as enqueue.
    * Returns how many were new.
+   *
+   * A job due now that may run after commit (JobSpec.runsAfterCommit: a call's commands) and for
+   * which this process has a place (AfterCommitJobs.reserve) is run here from memory once the
+   * transaction commits; its row is written a lease ahead (renewed while the run lasts), the
+   * backstop if that run never ends.
+   * A rollback gives the place back and runs nothing.
    */
   async enqueueMany(tx: Tx, requests: EnqueueRequest<JobName>[]): Promise<number> {
     assertInTransaction(tx);
@@ -47,23 +55,50 @@ export class OutboxService {
     for (const { jobId } of requests) {
       if (!JOB_ID_PATTERN.test(jobId)) throw new Error(`invalid jobId ${JSON.stringify(jobId)}`);
     }
-    // ON CONFLICT (job_id): a job id already in the outbox (or twice in this list) is one job.
-    const { affected } = await exec(
-      tx,
-      `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       SELECT job_id, queue, name, data::jsonb, coalesce(run_at, now())
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS j(job_id, queue, name, data, run_at)
-       ON CONFLICT (job_id) DO NOTHING`,
-      [
-        requests.map((r) => r.jobId),
-        requests.map((r) => queueOf(r.name)),
-        requests.map((r) => r.name),
-        requests.map((r) => JSON.stringify(r.data)),
-        requests.map((r) => r.runAt ?? null),
-      ],
-    );
-    if (affected > 0) afterCommit(tx, () => this.wakeup.hint());
-    return affected;
+    const slots = requests.map((r) => (r.runAt === undefined ? this.afterCommitJobs.reserve(r.name) : undefined));
+    let inserted: Set<string>;
+    try {
+      // ON CONFLICT (job_id): a job id already in the outbox (or twice in this list) is one job.
+      const { rows } = await exec<{ job_id: string }>(
+        tx,
+        `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
+         SELECT job_id, queue, name, data::jsonb, CASE WHEN here THEN now() + make_interval(secs => $7) ELSE coalesce(run_at, now()) END
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[]) AS j(job_id, queue, name, data, run_at, here)
+         ON CONFLICT (job_id) DO NOTHING
+         RETURNING job_id`,
+        [
+          requests.map((r) => r.jobId),
+          requests.map((r) => queueOf(r.name)),
+          requests.map((r) => r.name),
+          requests.map((r) => JSON.stringify(r.data)),
+          requests.map((r) => r.runAt ?? null),
+          slots.map((slot) => slot !== undefined),
+          this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS,
+        ],
+      );
+      inserted = new Set(rows.map((row) => row.job_id));
+    } catch (err) {
+      slots.forEach((slot) => slot?.release());
+      throw err;
+    }
+    const count = inserted.size;
+    this.runAfterCommit(tx, requests, slots, inserted);
+    if (count > 0) afterCommit(tx, () => this.wakeup.hint());
+    return count;
+  }
+
+  /** The new jobs that have a place run once `tx` commits; every place comes back if it rolls back. */
+  private runAfterCommit(tx: Tx, requests: EnqueueRequest<JobName>[], slots: (AfterCommitSlot | undefined)[], inserted: Set<string>): void {
+    const held = requests.flatMap((request, i) => {
+      const slot = slots[i];
+      if (!slot) return [];
+      // A job id twice in the list is one job, run once.
+      const isNew = inserted.delete(request.jobId);
+      return [{ slot, job: isNew ? [{ name: request.name, jobId: request.jobId }] : [] }];
+    });
+    if (held.length === 0) return;
+    afterCommit(tx, () => held.forEach(({ slot, job }) => slot.run(job)));
+    afterRollback(tx, () => held.forEach(({ slot }) => slot.release()));
   }
 
   /**
@@ -74,7 +109,7 @@ export class OutboxService {
    */
   jobsFromCte<N extends JobName>(stmt: CteStatement, cteName: string, source: string, name: N, job: { id: string; data: string; runAt?: string }): string {
     // A job due now that this process runs right after the statement (stmt.jobRunAfterCommit):
-    // its row waits out the grace before the relay takes it, the backstop if that run never ends.
+    // its row is leased (renewed while the run lasts) before the relay may take it, the backstop if that run never ends.
     const afterCommit = stmt.jobRunAfterCommit === name && JOB_SPECS[name].runsAfterCommit === true && job.runAt === undefined;
     const runAt = afterCommit ? `now() + make_interval(secs => ${stmt.param(this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS, 'int')})` : (job.runAt ?? 'now()');
     // queue and name come from the catalogue's enums (lowercase words and dashes): safe literals.

@@ -54,8 +54,8 @@ describe('Redis unavailable', () => {
   beforeAll(async () => {
     redis = await startPrivateRedis();
     db = await createTestDatabase();
-    // No after-commit places: every processing job goes through the relay and Redis.
-    viaRedis = await startTestApp({ databaseUrl: db.url, relay: true, worker: true, env: { TELNYX_PUBLIC_KEY: signer.publicKey, REDIS_URL: redis.url, WORKER_AFTER_COMMIT_JOBS: '0' } });
+    // No after-commit places in either lane: every processing job goes through the relay and Redis.
+    viaRedis = await startTestApp({ databaseUrl: db.url, relay: true, worker: true, env: { TELNYX_PUBLIC_KEY: signer.publicKey, REDIS_URL: redis.url, WORKER_AFTER_COMMIT_JOBS: '0', WORKER_REALTIME_AFTER_COMMIT_JOBS: '0' } });
     // The default: the process that stores an event and works its queue processes it right after the commit.
     afterCommit = await startTestApp({ databaseUrl: db.url, worker: true, env: { TELNYX_PUBLIC_KEY: signer.publicKey, REDIS_URL: redis.url, QUEUE_PREFIX: viaRedis.config.QUEUE_PREFIX } });
   });

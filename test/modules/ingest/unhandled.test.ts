@@ -40,11 +40,16 @@ function waitingForHandler(db: TestDatabase, id: string): Promise<EventRow> {
   return waitFor(() => eventRow(db, id), (r) => r.unhandled_since !== null, { what: `${id} to be marked unhandled`, timeoutMs: 20000 });
 }
 
-/** Transactions of this database blocked on a row lock (not on a test's advisory lock). */
+/**
+ * Transactions of this database blocked on a row lock or on a call's lock (the advisory lock a
+ * call event's processing takes on its session first: CarrierEventProcessor.process), not on a
+ * test's advisory lock.
+ */
 function rowLockWaiters(db: TestDatabase): Promise<number> {
   return db.count(
-    `SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')
-        AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database())`,
+    `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE NOT l.granted AND a.datname = current_database()
+        AND (l.locktype IN ('transactionid', 'tuple') OR (l.locktype = 'advisory' AND a.query LIKE '%call-session:%'))`,
   );
 }
 

@@ -11,8 +11,8 @@ const BAD: Array<[Record<string, string>, string[]]> = [
   [{ WEBHOOK_RETRY_SCHEDULE: 'a,b' }, ['WEBHOOK_RETRY_SCHEDULE']],
   [{ REDIS_URL: 'http://127.0.0.1:6379', OUTBOX_BATCH_SIZE: '0' }, ['REDIS_URL', 'OUTBOX_BATCH_SIZE']],
   [{ DATABASE_PREPARED_STATEMENTS: 'yes' }, ['DATABASE_PREPARED_STATEMENTS']],
-  // A job run after commit must end before the relay may hand its row to Redis.
-  [{ WEBHOOK_TIMEOUT_MS: '20000', WORKER_AFTER_COMMIT_GRACE_SECONDS: '20' }, ['WORKER_AFTER_COMMIT_GRACE_SECONDS', 'WEBHOOK_TIMEOUT_MS']],
+  // The lanes' connection budgets must leave connections for the API and ingest.
+  [{ DATABASE_POOL_SIZE: '10', DATABASE_REALTIME_CONNECTIONS: '5', DATABASE_BULK_CONNECTIONS: '4' }, ['DATABASE_REALTIME_CONNECTIONS', 'DATABASE_BULK_CONNECTIONS']],
 ];
 
 describe('invalid configuration stops start-up with one clear message', () => {

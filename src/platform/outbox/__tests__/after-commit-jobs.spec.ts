@@ -1,22 +1,30 @@
 import { describe, expect, it } from '@jest/globals';
+import { CteStatement } from '../../database/cte-statement.js';
 import { AfterCommitJobs } from '../after-commit-jobs.js';
 import { JobName, QueueName } from '../job-catalogue.js';
 import type { JobRunner } from '../job-runner.js';
 import type { AppConfig } from '../../config/app-config.js';
 import type { OutboxMetrics } from '../outbox-metrics.js';
+import type { DataSource } from 'typeorm';
 
 /** A runner whose runs end when the test says so. */
 function heldRunner() {
-  const pending: (() => void)[] = [];
+  const pending: { jobId: string; finish: () => void }[] = [];
   const runner = {
-    run: () => new Promise<'completed'>((resolve) => pending.push(() => resolve('completed'))),
+    run: (_name: JobName, jobId: string) => new Promise<'completed'>((resolve) => pending.push({ jobId, finish: () => resolve('completed') })),
   } as unknown as JobRunner;
-  return { runner, finishAll: () => pending.splice(0).forEach((finish) => finish()), running: () => pending.length };
+  return {
+    runner,
+    finishAll: () => pending.splice(0).forEach((run) => run.finish()),
+    running: () => pending.length,
+    runningIds: () => pending.map((run) => run.jobId),
+  };
 }
 
-function afterCommitJobs(places: number, runner: JobRunner) {
+/** `places` for both lanes unless `bulkPlaces` is given. */
+function afterCommitJobs(places: number, runner: JobRunner, bulkPlaces = places) {
   const metrics = { jobOutcomes: { inc: () => undefined } } as unknown as OutboxMetrics;
-  return new AfterCommitJobs(runner, { WORKER_AFTER_COMMIT_JOBS: places } as AppConfig, metrics);
+  return new AfterCommitJobs(runner, { WORKER_REALTIME_AFTER_COMMIT_JOBS: places, WORKER_AFTER_COMMIT_JOBS: bulkPlaces } as AppConfig, metrics, { query: async () => [] } as unknown as DataSource);
 }
 
 const jobs = (n: number) => Array.from({ length: n }, (_, i) => ({ name: JobName.ProcessCarrierEvent, jobId: `cev_${i}` }));
@@ -57,6 +65,67 @@ describe('AfterCommitJobs places', () => {
     slot.release();
     expect(() => slot.release()).toThrow(/settled once/);
     expect(() => slot.run(jobs(1))).toThrow(/settled once/);
+  });
+});
+
+describe('AfterCommitJobs around one statement', () => {
+  it('the statement is told to write its jobs for this process, the jobs it hands over run here, the rest of the places come back', async () => {
+    const held = heldRunner();
+    const jobsHere = afterCommitJobs(4, held.runner);
+    jobsHere.start([QueueName.CarrierEvents]);
+    const stmt = new CteStatement();
+    const result = await jobsHere.aroundStatement(JobName.ProcessCarrierEvent, 3, stmt, async () => ({ written: stmt.jobRunAfterCommit }), () => jobs(2));
+    expect(result).toEqual({ written: JobName.ProcessCarrierEvent });
+    expect(held.runningIds()).toEqual(['cev_0', 'cev_1']);
+    expect(jobsHere.held).toBe(2);
+    held.finishAll();
+    await settled();
+    expect(jobsHere.held).toBe(0);
+  });
+
+  it('a statement that throws or hands nothing over gives every place back; with no place free it writes its jobs for the relay', async () => {
+    const held = heldRunner();
+    const jobsHere = afterCommitJobs(2, held.runner);
+    jobsHere.start([QueueName.CarrierEvents]);
+    await expect(jobsHere.aroundStatement(JobName.ProcessCarrierEvent, 2, new CteStatement(), async () => Promise.reject(new Error('refused')), () => jobs(2))).rejects.toThrow('refused');
+    expect(jobsHere.held).toBe(0);
+    await jobsHere.aroundStatement(JobName.ProcessCarrierEvent, 2, new CteStatement(), async () => undefined, () => []);
+    expect(jobsHere.held).toBe(0);
+    const stmt = new CteStatement();
+    await jobsHere.aroundStatement(JobName.ProcessCarrierEvent, 3, stmt, async () => undefined, () => jobs(3));
+    expect(stmt.jobRunAfterCommit).toBeUndefined();
+    expect(held.running()).toBe(0);
+  });
+});
+
+describe('AfterCommitJobs lanes and turns', () => {
+  it("each lane has its own places: customer webhooks holding every bulk place leave a call's places free", () => {
+    const jobsHere = afterCommitJobs(2, heldRunner().runner, 3);
+    jobsHere.start([QueueName.CarrierEvents, QueueName.Webhooks, QueueName.Calls]);
+    expect(jobsHere.reserve(JobName.WebhookDeliveryAttempt, 3)).toBeDefined();
+    expect(jobsHere.reserve(JobName.WebhookDeliveryAttempt)).toBeUndefined();
+    expect(jobsHere.reserve(JobName.ProcessCarrierEvent)).toBeDefined();
+    expect(jobsHere.reserve(JobName.CallCommands)).toBeDefined();
+    expect(jobsHere.reserve(JobName.CallCommands)).toBeUndefined();
+  });
+
+  it('jobs of one turn run one after another in the order handed over; other turns run beside them', async () => {
+    const held = heldRunner();
+    const jobsHere = afterCommitJobs(8, held.runner);
+    jobsHere.start([QueueName.CarrierEvents]);
+    jobsHere.reserve(JobName.ProcessCarrierEvent, 3)!.run([
+      { name: JobName.ProcessCarrierEvent, jobId: 'a1', turn: 'call-a' },
+      { name: JobName.ProcessCarrierEvent, jobId: 'a2', turn: 'call-a' },
+      { name: JobName.ProcessCarrierEvent, jobId: 'b1', turn: 'call-b' },
+    ]);
+    await settled();
+    expect(held.runningIds()).toEqual(['a1', 'b1']);
+    held.finishAll();
+    await settled();
+    expect(held.runningIds()).toEqual(['a2']);
+    held.finishAll();
+    await settled();
+    expect(jobsHere.held).toBe(0);
   });
 });
 

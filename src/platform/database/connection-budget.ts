@@ -1,0 +1,131 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Pool, PoolClient } from 'pg';
+
+/**
+ * A lane of background work: `realtime` is what a caller hears (call events, call commands, join
+ * timeouts, an inbound event's processing), `bulk` what can wait (customer webhook deliveries,
+ * outbound dispatch, transcripts, housekeeping). Work outside any lane (the customer API, ingest,
+ * the relay) draws on the connections neither lane may take.
+ */
+export type Lane = 'realtime' | 'bulk';
+
+interface LaneRun {
+  lane: Lane;
+  /** Connections this run holds through its lane's budget (a nested one goes straight to the pool). */
+  holding: number;
+}
+
+const currentRun = new AsyncLocalStorage<LaneRun>();
+
+/** Runs `work` as one piece of `lane`'s work: the connections it takes count against that lane's budget. */
+export function inLane<T>(lane: Lane, work: () => Promise<T>): Promise<T> {
+  return currentRun.run({ lane, holding: 0 }, work);
+}
+
+/** A counting semaphore: `limit` holders at once, the rest wait in arrival order. */
+export class Gate {
+  private holders = 0;
+  private readonly waiters: (() => void)[] = [];
+
+  constructor(readonly limit: number) {}
+
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
+  get held(): number {
+    return this.holders;
+  }
+
+  acquire(): Promise<void> {
+    if (this.holders < this.limit) {
+      this.holders++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiters.shift();
+    // The place passes straight to the next waiter: the count stays.
+    if (next) next();
+    else this.holders--;
+  }
+}
+
+type ConnectCallback = (err: Error | undefined, client: PoolClient | undefined, release: (err?: unknown) => void) => void;
+
+/**
+ * Per-lane database connection budgets over the one pool: a lane's work waits for one of its own
+ * connections in memory (in order, with no timeout) instead of in the pool's queue, where it would
+ * crowd out the customer API and ingest and fail after the pool's connect timeout. The connections
+ * no lane may take (pool size minus both budgets) stay for work outside the lanes. A run that
+ * already holds a connection of its lane takes a second one straight from the pool, so a run never
+ * waits on its own lane while holding it.
+ */
+export class ConnectionBudget {
+  readonly gates: Record<Lane, Gate>;
+
+  constructor(budgets: Record<Lane, number>) {
+    this.gates = { realtime: new Gate(budgets.realtime), bulk: new Gate(budgets.bulk) };
+  }
+
+  /** A lane whose connections are all in use and that has work waiting for one: a sign to take on less. */
+  saturated(lane: Lane): boolean {
+    return this.gates[lane].waiting > 0;
+  }
+
+  /** Puts the budget in front of `pool.connect`, in both its promise and callback forms (pg's own query() uses the latter). */
+  install(pool: Pool): void {
+    const connect = pool.connect.bind(pool) as (cb?: ConnectCallback) => Promise<PoolClient> | void;
+    (pool as unknown as { connect: (cb?: ConnectCallback) => Promise<PoolClient> | void }).connect = (cb?: ConnectCallback) => {
+      const run = currentRun.getStore();
+      if (!run || run.holding > 0) return connect(cb);
+      const gate = this.gates[run.lane];
+      run.holding++;
+      let given = false;
+      const giveBack = () => {
+        if (given) return;
+        given = true;
+        run.holding--;
+        gate.release();
+      };
+      const acquired = gate.acquire();
+      if (cb) {
+        void acquired.then(() => {
+          connect((err, client, release) => {
+            if (err || !client) {
+              giveBack();
+              return cb(err, client, release);
+            }
+            cb(undefined, client, releasing(client, giveBack));
+          });
+        });
+        return undefined;
+      }
+      return acquired
+        .then(() => connect() as Promise<PoolClient>)
+        .then(
+          (client) => {
+            releasing(client, giveBack);
+            return client;
+          },
+          (err: unknown) => {
+            giveBack();
+            throw err;
+          },
+        );
+    };
+  }
+}
+
+/** Wraps this checkout's release (pg-pool sets a new one per checkout) so the budget comes back with the connection. */
+function releasing(client: PoolClient, giveBack: () => void): (err?: unknown) => void {
+  const release = client.release.bind(client) as (err?: unknown) => void;
+  const wrapped = (err?: unknown) => {
+    giveBack();
+    return release(err);
+  };
+  client.release = wrapped as PoolClient['release'];
+  return wrapped;
+}

@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { ConnectionBudget, inLane } from '../../../src/platform/database/connection-budget.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+
+/**
+ * Per-lane connection budgets over one real pool (issue #27): a lane's work beyond its budget
+ * waits in memory, in order, and never in the pool's queue, so the connections left over stay
+ * free for the customer API and ingest.
+ */
+describe('ConnectionBudget', () => {
+  let db: TestDatabase;
+  let pool: pg.Pool;
+  let budget: ConnectionBudget;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    pool = new pg.Pool({ connectionString: db.url, max: 3, connectionTimeoutMillis: 5000 });
+    budget = new ConnectionBudget({ realtime: 1, bulk: 1 });
+    budget.install(pool);
+  });
+  afterAll(async () => {
+    await pool.end();
+    await db.drop();
+  });
+
+  it("a lane's run beyond its budget waits for the lane's connection; the other lane and work outside the lanes are served at once", async () => {
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    let holding!: () => void;
+    const isHolding = new Promise<void>((resolve) => (holding = resolve));
+    const first = inLane('realtime', async () => {
+      const client = await pool.connect();
+      holding();
+      await held;
+      client.release();
+    });
+    await isHolding;
+    let secondDone = false;
+    const second = inLane('realtime', () => pool.query('SELECT 1')).then(() => (secondDone = true));
+    expect(budget.gates.realtime.waiting).toBe(1);
+    expect(budget.saturated('realtime')).toBe(true);
+    // The bulk lane and the API (no lane) each get one of the two connections left.
+    await expect(inLane('bulk', () => pool.query('SELECT 2 AS n'))).resolves.toMatchObject({ rows: [{ n: 2 }] });
+    await expect(pool.query('SELECT 3 AS n')).resolves.toMatchObject({ rows: [{ n: 3 }] });
+    expect(secondDone).toBe(false);
+    expect(pool.waitingCount).toBe(0);
+    letGo();
+    await Promise.all([first, second]);
+    expect(secondDone).toBe(true);
+    expect(budget.gates.realtime.held).toBe(0);
+    expect(budget.saturated('realtime')).toBe(false);
+  });
+
+  it('a run that holds its lane\'s only connection takes a second one straight from the pool, never waiting on itself', async () => {
+    await inLane('realtime', async () => {
+      const client = await pool.connect();
+      try {
+        await expect(pool.query('SELECT 4 AS n')).resolves.toMatchObject({ rows: [{ n: 4 }] });
+      } finally {
+        client.release();
+      }
+    });
+    expect(budget.gates.realtime.held).toBe(0);
+  });
+
+  it('a connection that fails gives its place back', async () => {
+    const broken = new pg.Pool({ connectionString: db.url.replace(/\/[^/]+$/, '/onceline_no_such_db'), max: 1 });
+    const small = new ConnectionBudget({ realtime: 1, bulk: 1 });
+    small.install(broken);
+    await expect(inLane('realtime', () => broken.query('SELECT 1'))).rejects.toThrow();
+    expect(small.gates.realtime.held).toBe(0);
+    await broken.end();
+  });
+});

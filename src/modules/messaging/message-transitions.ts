@@ -7,6 +7,9 @@ import type { EventBatchRun, OneStatementRun } from '../ingest/carrier-event-han
 import type { OwnersOf } from '../numbers/phone-numbers.service.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { HELD } from '../numbers/phone-numbers.service.js';
+import { sendRateSql } from './sender-pacing.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
 import { OptOutKeywords, optedOutSql } from './opt-out-keywords.js';
@@ -58,11 +61,13 @@ export type DispatchLease = Pick<DispatchClaim, 'id' | 'token'>;
 
 /**
  * What a dispatch run may do: call the carrier under its claim; leave the message to the run that
- * holds its lease until `until`; or nothing (gone, or past sending).
+ * holds its lease until `until`; leave it to its send slot `at` (a job is due then); or nothing
+ * (gone, or past sending).
  */
 export type DispatchClaimOutcome =
   | { kind: 'claimed'; claim: DispatchClaim }
   | { kind: 'leased'; holder: string; until: Date }
+  | { kind: 'paced'; at: Date }
   | { kind: 'done' };
 
 /**
@@ -85,8 +90,13 @@ export class MessageTransitions {
    * `sending` is claimed again only once its lease has ended (the run holding it died or stalled
    * past it); while the lease lasts another run must not call the carrier (Twilio ignores
    * Idempotency-Key: that would be a second SMS).
+   *
+   * Pacing: a waiting message first takes a send slot from its number (segments / rate after the
+   * number's last one, never inside a carrier's pause), by the same statement. A slot that is now
+   * is claimed at once; a later one is kept on the message with a dispatch job due then (the
+   * outbox row is the truth: a Redis that loses the job only delays it), and this run sends nothing.
    */
-  async claimForDispatch(tx: Tx, messageId: string, leaseSeconds: number): Promise<DispatchClaimOutcome> {
+  async claimForDispatch(tx: Tx, messageId: string, leaseSeconds: number, rateOverride?: number): Promise<DispatchClaimOutcome> {
     // The message's row first, alone: the statement that decides then reads the opt-outs with a
     // snapshot taken after any wait for this row, so a STOP committed before the claim (even one
     // committed while a twin held the row) is seen and refuses the send.
@@ -94,44 +104,117 @@ export class MessageTransitions {
     const stmt = new CteStatement();
     const [id, unsent, waiting] = [stmt.param(messageId, 'text'), stmt.param(UNSENT_STATUSES, 'text[]'), stmt.param(WAITING_STATUSES, 'text[]')];
     // `refused`: a message not yet picked up whose recipient has opted out (a keyword reply is
-    // the confirmation, sent whatever the consent).
+    // the confirmation, sent whatever the consent). `needs_slot`: waiting, from a number we hold,
+    // with no slot yet, or one that fell inside a carrier's pause (429 Retry-After) since.
     stmt.with(
       'locked',
-      `SELECT id AS locked_id, status AS previous, claim_token AS holder, claimed_until AS held_until,
-              (auto_reply IS NULL AND status = ANY(${waiting}) AND ${optedOutSql('account_id', 'from_number', 'to_number')}) AS refused
-         FROM messages WHERE id = ${id} AND direction = 'outbound' AND status = ANY(${unsent})`,
+      `SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot,
+              m.segments AS slot_segments, p.id AS number_id, ${sendRateSql('p', stmt.param(rateOverride ?? null, 'numeric'))} AS rate,
+              (m.auto_reply IS NULL AND m.status = ANY(${waiting}) AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')}) AS refused,
+              (m.status = ANY(${waiting}) AND p.id IS NOT NULL AND (m.send_slot IS NULL OR m.send_slot < p.send_paused_until)) AS needs_slot
+         FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.${HELD}
+        WHERE m.id = ${id} AND m.direction = 'outbound' AND m.status = ANY(${unsent})`,
+    );
+    // The slot: ONE guarded UPDATE of the number's row. A concurrent claim for another message of
+    // the same number waits on this row and then computes from what this one left, so no two
+    // messages get overlapping slots.
+    stmt.with(
+      'slot',
+      `UPDATE phone_numbers p SET next_send_at = greatest(p.next_send_at, p.send_paused_until, clock_timestamp()) + make_interval(secs => (locked.slot_segments / locked.rate)::float8)
+         FROM locked WHERE p.id = locked.number_id AND locked.needs_slot AND NOT locked.refused
+       RETURNING p.next_send_at - make_interval(secs => (locked.slot_segments / locked.rate)::float8) AS new_slot`,
+    );
+    stmt.with(
+      'paced',
+      `SELECT locked.*, s.new_slot, coalesce(s.new_slot, locked.held_slot) AS slot_at,
+              (coalesce(s.new_slot, locked.held_slot) IS NULL OR coalesce(s.new_slot, locked.held_slot) <= clock_timestamp()) AS due
+         FROM locked LEFT JOIN slot s ON true`,
     );
     const refused = stmt.with(
       'refused',
       `UPDATE messages m SET status = 'failed', error_code = 'recipient_opted_out', error_detail = 'the recipient replied with an opt-out keyword',
               claimed_until = NULL, updated_at = now()
-         FROM locked WHERE m.id = locked.locked_id AND locked.refused
+         FROM paced WHERE m.id = paced.locked_id AND paced.refused
        RETURNING ${MESSAGE_COLUMNS}`,
     );
     this.sideEffectsCtes(stmt, refused, 'failed', 'message.failed');
-    // The UPDATE's WHERE is the guard: a message not yet picked up, or one whose lease has ended.
+    // The UPDATE's WHERE is the guard: a message not yet picked up whose slot is now, or one whose lease has ended.
     stmt.with(
       'claimed',
       `UPDATE messages m SET status = 'sending', claim_token = ${stmt.param(randomUUID(), 'text')}, claimed_until = now() + make_interval(secs => ${stmt.param(leaseSeconds, 'int')}),
-              updated_at = CASE WHEN locked.previous = ANY(${waiting}) THEN now() ELSE m.updated_at END
-         FROM locked
-        WHERE m.id = locked.locked_id AND NOT locked.refused AND (locked.previous <> 'sending' OR locked.held_until IS NULL OR locked.held_until <= now())
-       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, locked.previous`,
+              send_slot = coalesce(paced.slot_at, m.send_slot), updated_at = CASE WHEN paced.previous = ANY(${waiting}) THEN now() ELSE m.updated_at END
+         FROM paced
+        WHERE m.id = paced.locked_id AND NOT paced.refused AND paced.due AND (paced.previous <> 'sending' OR paced.held_until IS NULL OR paced.held_until <= now())
+       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, paced.previous`,
     );
-    const { rows } = await exec<ClaimRow & { refused: boolean; jobs: number }>(
+    // A slot still to come: kept on the message, and its dispatch job due then.
+    const slotted = stmt.with(
+      'slotted',
+      `UPDATE messages m SET send_slot = paced.new_slot FROM paced
+        WHERE m.id = paced.locked_id AND paced.new_slot IS NOT NULL AND NOT paced.due
+       RETURNING m.id AS slotted_id, m.send_slot AS slotted_at`,
+    );
+    this.outbox.jobsFromCte(stmt, 'slotted_job', slotted, JobName.DispatchMessage, {
+      id: `'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM slotted_at) * 1000000)::bigint`,
+      data: `jsonb_build_object('messageId', slotted_id)`,
+      runAt: 'slotted_at',
+    });
+    const { rows } = await exec<ClaimRow & { found: MessageStatus; refused: boolean; slot_at: Date | null; jobs: number }>(
       tx,
-      stmt.text(`SELECT locked.holder, locked.held_until, locked.refused, (${stmt.newJobsCount()})::int AS jobs, claimed.* FROM locked LEFT JOIN claimed ON claimed.id = locked.locked_id`),
+      stmt.text(
+        `SELECT paced.previous AS found, paced.holder, paced.held_until, paced.refused, paced.slot_at, (${stmt.newJobsCount()})::int AS jobs, claimed.*
+           FROM paced LEFT JOIN claimed ON claimed.id = paced.locked_id`,
+      ),
       stmt.params,
     );
     if (rows.length === 0) return { kind: 'done' };
-    const { holder, held_until: heldUntil, refused: wasRefused, jobs, ...taken } = rows[0];
+    const { found, holder, held_until: heldUntil, refused: wasRefused, slot_at: slotAt, jobs, ...taken } = rows[0];
     this.outbox.jobsWritten(jobs, tx);
     if (wasRefused) return { kind: 'done' };
-    // not taken: a live lease (held_until > now()), so both are set
-    if (taken.id === null) return { kind: 'leased', holder: holder!, until: heldUntil! };
+    if (taken.id === null) {
+      // not taken: a live lease (held_until > now()), or a slot still to come (its job is due then)
+      if (found === 'sending') return { kind: 'leased', holder: holder!, until: heldUntil! };
+      return { kind: 'paced', at: slotAt! };
+    }
     const { previous, ...claim } = taken;
     if (WAITING_STATUSES.includes(previous)) await this.recordHistory(tx, messageId, 'sending');
     return { kind: 'claimed', claim };
+  }
+
+  /**
+   * The carrier answered 429 (too fast) to a run holding the lease: the message goes back to
+   * `queued` (history, no event, no charge), its number pauses for the carrier's Retry-After (no
+   * slot starts before then, and slots already given inside the pause are taken again), and a
+   * dispatch job is due at the pause's end. Under this run's token only: nothing is sent twice,
+   * nothing lost. Returns when the message will be tried again, or undefined when the lease was
+   * no longer this run's.
+   */
+  async requeueThrottled(tx: Tx, lease: DispatchLease, retryAfterSeconds: number): Promise<Date | undefined> {
+    const stmt = new CteStatement();
+    const pause = `clock_timestamp() + make_interval(secs => ${stmt.param(retryAfterSeconds, 'float8')})`;
+    // sending under this run's token: a lease another run has taken since is left alone.
+    const back = stmt.with(
+      'throttled',
+      `UPDATE messages SET status = 'queued', claimed_until = NULL, send_slot = NULL, updated_at = now()
+        WHERE id = ${stmt.param(lease.id, 'text')} AND status = 'sending' AND claim_token = ${stmt.param(lease.token, 'text')}
+       RETURNING id AS throttled_id, account_id AS throttled_account, from_number AS throttled_from`,
+    );
+    stmt.with(
+      'paused',
+      `UPDATE phone_numbers p SET send_paused_until = greatest(p.send_paused_until, ${pause}) FROM ${back} t
+        WHERE p.phone_number = t.throttled_from AND p.account_id = t.throttled_account AND p.${HELD}
+       RETURNING p.send_paused_until`,
+    );
+    stmt.with('throttled_history', `INSERT INTO message_status_history (message_id, status) SELECT throttled_id, 'queued' FROM ${back}`);
+    const resume = stmt.with('resume', `SELECT throttled_id, coalesce((SELECT send_paused_until FROM paused), ${pause}) AS resume_at FROM ${back}`);
+    this.outbox.jobsFromCte(stmt, 'resume_job', resume, JobName.DispatchMessage, {
+      id: `'dispatch-' || throttled_id || '-retry-' || ${stmt.param(lease.token, 'text')}`,
+      data: `jsonb_build_object('messageId', throttled_id)`,
+      runAt: 'resume_at',
+    });
+    const { rows } = await exec<{ resume_at: Date | null; jobs: number }>(tx, stmt.text(`SELECT (SELECT resume_at FROM ${resume}) AS resume_at, (${stmt.newJobsCount()})::int AS jobs`), stmt.params);
+    this.outbox.jobsWritten(rows[0].jobs, tx);
+    return rows[0].resume_at ?? undefined;
   }
 
   /**

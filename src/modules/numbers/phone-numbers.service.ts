@@ -7,9 +7,20 @@ import type { PageRequest } from '../../platform/http/pagination.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import type { VoiceSettings } from '../sequential-ring/ring-plan.js';
 import type { PhoneNumberView } from './phone-number.dto.js';
-import type { CteStatement } from '../../platform/database/cte-statement.js';
+import { isoTimestampSql, type CteStatement } from '../../platform/database/cte-statement.js';
+import { sendRateSql } from '../messaging/sender-pacing.js';
 
-export const NUMBER_COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, status, voice, created_at`;
+export const NUMBER_COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, status, voice,
+  jsonb_build_object('send_rate_per_second', ${sendRateSql('phone_numbers', 'NULL')}::float8,
+                     'send_rate_source', CASE WHEN phone_numbers.send_rate_per_second IS NULL THEN 'default' ELSE 'number' END,
+                     'paused_until', CASE WHEN phone_numbers.send_paused_until > now() THEN ${isoTimestampSql('phone_numbers.send_paused_until')} END) AS messaging,
+  created_at`;
+
+/** PATCH /v2/phone_numbers/:id: each setting given is replaced (null clears it), the others are kept. */
+export interface NumberSettingsChange {
+  voice?: VoiceSettings | null;
+  sendRatePerSecond?: number | null;
+}
 
 /** A number that routes (calls, messages, sends): only an active one. A releasing number stops at once. */
 const ROUTES = `status = 'active'`;
@@ -65,13 +76,20 @@ export class PhoneNumbers {
     return rows.map((r) => r.n);
   }
 
-  /** Sets (or with null clears) a number's voice settings; undefined when the account has no such number. */
-  async setVoice(accountId: string, id: string, voice: VoiceSettings | null): Promise<PhoneNumberView | undefined> {
-    // account_id in the WHERE: another account's number is not found, never changed.
+  /** Sets (or with null clears) the settings given; undefined when the account has no such number. */
+  async update(accountId: string, id: string, change: NumberSettingsChange): Promise<PhoneNumberView | undefined> {
+    // account_id in the WHERE: another account's number is not found, never changed. A setting
+    // not given keeps its value ($4/$6 false).
     const { rows } = await exec<PhoneNumberView>(
       this.dataSource.manager,
-      `UPDATE phone_numbers SET voice = $3::jsonb WHERE id = $1 AND account_id = $2 AND ${HELD} RETURNING ${NUMBER_COLUMNS}`,
-      [id, accountId, voice === null ? null : JSON.stringify(voice)],
+      `UPDATE phone_numbers SET voice = CASE WHEN $4 THEN $3::jsonb ELSE voice END,
+              send_rate_per_second = CASE WHEN $6 THEN $5::numeric ELSE send_rate_per_second END
+        WHERE id = $1 AND account_id = $2 AND ${HELD} RETURNING ${NUMBER_COLUMNS}`,
+      [
+        id, accountId,
+        change.voice ? JSON.stringify(change.voice) : null, change.voice !== undefined,
+        change.sendRatePerSecond ?? null, change.sendRatePerSecond !== undefined,
+      ],
     );
     return rows[0];
   }

@@ -147,6 +147,9 @@ export class MessageTransitions {
         WHERE m.id = paced.locked_id AND NOT paced.refused AND paced.due AND (paced.previous <> 'sending' OR paced.held_until IS NULL OR paced.held_until <= now())
        RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, paced.previous`,
     );
+    // Its `sending` history in the same statement: the number's row (locked by `slot`) is held
+    // only until this statement's commit, never across another round trip.
+    stmt.with('claim_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'sending' FROM claimed WHERE previous = ANY(${waiting})`);
     // A slot still to come: kept on the message, and its dispatch job due then.
     const slotted = stmt.with(
       'slotted',
@@ -176,8 +179,7 @@ export class MessageTransitions {
       if (found === 'sending') return { kind: 'leased', holder: holder!, until: heldUntil! };
       return { kind: 'paced', at: slotAt! };
     }
-    const { previous, ...claim } = taken;
-    if (WAITING_STATUSES.includes(previous)) await this.recordHistory(tx, messageId, 'sending');
+    const { previous: _previous, ...claim } = taken;
     return { kind: 'claimed', claim };
   }
 

@@ -9,7 +9,7 @@ import type { CarrierName } from '../../carriers/normalized-event.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
-import { sendRateSql } from './sender-pacing.js';
+import { burstToleranceSql, sendRateSql } from './sender-pacing.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
 import { OptOutKeywords, optedOutSql } from './opt-out-keywords.js';
@@ -93,8 +93,9 @@ export class MessageTransitions {
    *
    * Pacing: a waiting message first takes a send slot from its number (segments / rate after the
    * number's last one, never inside a carrier's pause), by the same statement. A slot that is now
-   * is claimed at once; a later one is kept on the message with a dispatch job due then (the
-   * outbox row is the truth: a Redis that loses the job only delays it), and this run sends nothing.
+   * is claimed at once, if the sends claimed so far leave room for it (SEND_BURST_SECONDS); a later
+   * one is kept on the message with a dispatch job due then (the outbox row is the truth: a Redis
+   * that loses the job only delays it), and this run sends nothing.
    */
   async claimForDispatch(tx: Tx, messageId: string, leaseSeconds: number, rateOverride?: number): Promise<DispatchClaimOutcome> {
     // The message's row first, alone: the statement that decides then reads the opt-outs with a
@@ -103,32 +104,47 @@ export class MessageTransitions {
     await exec(tx, `SELECT FROM messages WHERE id = $1 FOR UPDATE`, [messageId]);
     const stmt = new CteStatement();
     const [id, unsent, waiting] = [stmt.param(messageId, 'text'), stmt.param(UNSENT_STATUSES, 'text[]'), stmt.param(WAITING_STATUSES, 'text[]')];
+    const rate = sendRateSql('p', stmt.param(rateOverride ?? null, 'numeric'));
     // `refused`: a message not yet picked up whose recipient has opted out (a keyword reply is
     // the confirmation, sent whatever the consent). `needs_slot`: waiting, from a number we hold,
     // with no slot yet, or one that fell inside a carrier's pause (429 Retry-After) since.
     stmt.with(
       'locked',
-      `SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot,
-              m.segments AS slot_segments, p.id AS number_id, ${sendRateSql('p', stmt.param(rateOverride ?? null, 'numeric'))} AS rate,
+      `SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot, p.id AS number_id,
+              make_interval(secs => (m.segments / ${rate})::float8) AS spacing, ${burstToleranceSql(rate)} AS burst,
               (m.auto_reply IS NULL AND m.status = ANY(${waiting}) AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')}) AS refused,
               (m.status = ANY(${waiting}) AND p.id IS NOT NULL AND (m.send_slot IS NULL OR m.send_slot < p.send_paused_until)) AS needs_slot
          FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.${HELD}
         WHERE m.id = ${id} AND m.direction = 'outbound' AND m.status = ANY(${unsent})`,
     );
-    // The slot: ONE guarded UPDATE of the number's row. A concurrent claim for another message of
-    // the same number waits on this row and then computes from what this one left, so no two
-    // messages get overlapping slots.
+    // The number's row, locked for a waiting message: a claim for another message of the same
+    // number waits here, then reads what that one left (FOR UPDATE returns the newest version),
+    // so no two messages share a slot and no two sends break the burst bound.
     stmt.with(
-      'slot',
-      `UPDATE phone_numbers p SET next_send_at = greatest(p.next_send_at, p.send_paused_until, clock_timestamp()) + make_interval(secs => (locked.slot_segments / locked.rate)::float8)
-         FROM locked WHERE p.id = locked.number_id AND locked.needs_slot AND NOT locked.refused
-       RETURNING p.next_send_at - make_interval(secs => (locked.slot_segments / locked.rate)::float8) AS new_slot`,
+      'num',
+      `SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until
+         FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE l.previous = ANY(${waiting}) AND NOT l.refused FOR UPDATE OF p`,
     );
+    // The decision, from the locked row. A slot: segments / rate after the number's last one, never
+    // inside a pause. `may_send`: the slot is now, and the sends claimed so far (spaced at the rate)
+    // leave room for this one within the burst allowance, even when jobs ran late and several
+    // slots fall due at once; or a lease that ended. `wake_at`: when a job must look again.
     stmt.with(
       'paced',
-      `SELECT locked.*, s.new_slot, coalesce(s.new_slot, locked.held_slot) AS slot_at,
-              (coalesce(s.new_slot, locked.held_slot) IS NULL OR coalesce(s.new_slot, locked.held_slot) <= clock_timestamp()) AS due
-         FROM locked LEFT JOIN slot s ON true`,
+      `SELECT d.*, (NOT d.refused AND d.due AND CASE WHEN d.previous = 'sending' THEN d.held_until IS NULL OR d.held_until <= now() ELSE d.within_burst END) AS may_send
+         FROM (SELECT l.*, n.num_id, n.sends_paced_until, x.new_slot, c.clk, coalesce(x.new_slot, l.held_slot) AS slot_at,
+                      (coalesce(x.new_slot, l.held_slot) IS NULL OR coalesce(x.new_slot, l.held_slot) <= c.clk) AS due,
+                      (n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + l.burst) AS within_burst
+                 FROM locked l LEFT JOIN num n ON true
+                 CROSS JOIN LATERAL (SELECT clock_timestamp() AS clk) c
+                 CROSS JOIN LATERAL (SELECT CASE WHEN l.needs_slot AND n.num_id IS NOT NULL THEN greatest(n.next_send_at, n.send_paused_until, c.clk) END AS new_slot) x) d`,
+    );
+    // ONE UPDATE of the number's row (locked above): the slot handed out, the send counted.
+    stmt.with(
+      'num_moved',
+      `UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL THEN pc.new_slot + pc.spacing ELSE p.next_send_at END,
+              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, pc.clk) + pc.spacing ELSE p.sends_paced_until END
+         FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send)`,
     );
     const refused = stmt.with(
       'refused',
@@ -143,24 +159,27 @@ export class MessageTransitions {
       'claimed',
       `UPDATE messages m SET status = 'sending', claim_token = ${stmt.param(randomUUID(), 'text')}, claimed_until = now() + make_interval(secs => ${stmt.param(leaseSeconds, 'int')}),
               send_slot = coalesce(paced.slot_at, m.send_slot), updated_at = CASE WHEN paced.previous = ANY(${waiting}) THEN now() ELSE m.updated_at END
-         FROM paced
-        WHERE m.id = paced.locked_id AND NOT paced.refused AND paced.due AND (paced.previous <> 'sending' OR paced.held_until IS NULL OR paced.held_until <= now())
+         FROM paced WHERE m.id = paced.locked_id AND paced.may_send
        RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, paced.previous`,
     );
-    // Its `sending` history in the same statement: the number's row (locked by `slot`) is held
-    // only until this statement's commit, never across another round trip.
+    // Its `sending` history in the same statement: the number's row is held only until this
+    // statement's commit, never across another round trip.
     stmt.with('claim_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'sending' FROM claimed WHERE previous = ANY(${waiting})`);
-    // A slot still to come: kept on the message, and its dispatch job due then.
+    // Not now: a slot still to come (kept on the message), or a due slot held back by the burst
+    // bound; a dispatch job is due when it may go.
     const slotted = stmt.with(
       'slotted',
-      `UPDATE messages m SET send_slot = paced.new_slot FROM paced
-        WHERE m.id = paced.locked_id AND paced.new_slot IS NOT NULL AND NOT paced.due
-       RETURNING m.id AS slotted_id, m.send_slot AS slotted_at`,
+      `UPDATE messages m SET send_slot = coalesce(w.new_slot, m.send_slot)
+         FROM (SELECT locked_id, new_slot,
+                      CASE WHEN new_slot > clk THEN new_slot WHEN due AND NOT within_burst THEN greatest(sends_paced_until, clk) - burst END AS wake_at
+                 FROM paced WHERE NOT may_send AND NOT refused AND previous = ANY(${waiting})) w
+        WHERE m.id = w.locked_id AND w.wake_at IS NOT NULL
+       RETURNING m.id AS slotted_id, w.wake_at`,
     );
     this.outbox.jobsFromCte(stmt, 'slotted_job', slotted, JobName.DispatchMessage, {
-      id: `'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM slotted_at) * 1000000)::bigint`,
+      id: `'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint`,
       data: `jsonb_build_object('messageId', slotted_id)`,
-      runAt: 'slotted_at',
+      runAt: 'wake_at',
     });
     const { rows } = await exec<ClaimRow & { found: MessageStatus; refused: boolean; slot_at: Date | null; jobs: number }>(
       tx,

@@ -12,6 +12,7 @@ const LONG_CODE = '+17735550031';
 const TOLL_FREE = '+18005550031';
 const THROTTLED = '+17735550032';
 const RACED = '+17735550033';
+const LATE = '+17735550034';
 const HANDSET = '+13125550031';
 
 /**
@@ -38,7 +39,7 @@ describe('sender pacing', () => {
   const whenSent = (id: string) => waitFor(() => customer.get(`/v2/messages/${id}`), (r) => r.body.data.status === 'sent', { what: `${id} sent` });
 
   beforeAll(async () => {
-    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx' });
+    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx' });
     ({ db, app, carrier, customer } = pipeline);
     const { body } = await customer.get('/v2/phone_numbers');
     for (const n of body.data) numberIds[n.phone_number] = n.id;
@@ -98,6 +99,26 @@ describe('sender pacing', () => {
     const slots = await db.pool.query(`SELECT send_slot FROM messages WHERE id = ANY($1) ORDER BY send_slot`, [ids]);
     for (const { send_slot: slot } of slots.rows) expect(slot.getTime()).toBeGreaterThanOrEqual(rows[0].send_paused_until.getTime());
     expect(slots.rows[1].send_slot.getTime() - slots.rows[0].send_slot.getTime()).toBeGreaterThanOrEqual(500);
+  });
+
+  it('slots that fell due together (their jobs held up) do not go out as a burst: the send that does not fit waits, keeping its slot', async () => {
+    // 0.1 a second: a 10 s spacing, and no burst beyond one message.
+    expect((await setRate(LATE, 0.1)).status).toBe(200);
+    const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+    const ids: string[] = [];
+    for (const text of ['a', 'b']) ids.push((await customer.post('/v2/messages', { from: LATE, to: HANDSET, text, send_at: sendAt })).body.data.id);
+    // Planted: both were given slots long ago, and their jobs only run now.
+    await db.pool.query(`UPDATE messages SET send_slot = now() - interval '1 minute' WHERE id = ANY($1)`, [ids]);
+    const claim = (id: string) => app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, 60));
+    expect((await claim(ids[0])).kind).toBe('claimed');
+    expect((await claim(ids[1])).kind).toBe('paced');
+
+    const [number] = (await db.pool.query(`SELECT next_send_at, sends_paced_until FROM phone_numbers WHERE phone_number = $1`, [LATE])).rows;
+    expect(number.next_send_at).toBeNull(); // no new slot was handed out
+    const [held] = (await db.pool.query(`SELECT status, send_slot < now() - interval '50 seconds' AS kept_slot FROM messages WHERE id = $1`, [ids[1]])).rows;
+    expect(held).toEqual({ status: 'scheduled', kept_slot: true });
+    const jobs = await db.pool.query(`SELECT run_at FROM outbox_jobs WHERE job_id LIKE 'dispatch-' || $1 || '-at-%'`, [ids[1]]);
+    expect(jobs.rows.map((j) => j.run_at.getTime())).toEqual([number.sends_paced_until.getTime()]);
   });
 
   it('two dispatches claiming slots of one number at once get distinct slots one rate apart (the number row is the guard)', async () => {

@@ -2,7 +2,7 @@
 -- second (carriers count segments), so a carrier is never pushed into 429.
 
 -- send_rate_per_second: the number's own rate; NULL takes the default for its carrier and type
--- (src/modules/messaging/sender-pacing.ts). next_send_at: the end of the last slot handed out (a
+-- (src/modules/numbers/send-rates.ts). next_send_at: the end of the last slot handed out (a
 -- slot is claimed by one guarded UPDATE of this row: greatest(next_send_at, send_paused_until,
 -- now) + segments / rate). send_paused_until: a carrier's 429 Retry-After; no slot starts before it.
 -- sends_paced_until: where the sends actually claimed so far end when spaced at the rate (GCRA's

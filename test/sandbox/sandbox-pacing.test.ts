@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { ApiClient } from '../support/api-client.js';
-import { startTestApp, type TestApp } from '../support/app.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { freePort } from '../support/ports.js';
-import { startSandboxChild, type SandboxChild } from '../support/sandbox-child.js';
+import type { TestApp } from '../support/app.js';
+import type { TestDatabase } from '../support/database.js';
+import type { SandboxChild } from '../support/sandbox-child.js';
+import { startAppAgainstSandbox, type AppAgainstSandbox } from '../support/sandbox-app.js';
 import { waitFor } from '../support/wait.js';
 
 const PACED = '+17735550041';
@@ -60,18 +60,11 @@ describe('pacing and opt-outs against the carrier sandbox', () => {
       )
       .then((r) => r.rows.map((row) => row.id));
 
+  let running: AppAgainstSandbox | undefined;
+
   beforeAll(async () => {
-    db = await createTestDatabase();
-    const port = await freePort();
-    const publicBaseUrl = `http://127.0.0.1:${port}`;
-    sandbox = await startSandboxChild({ PUBLIC_BASE_URL: publicBaseUrl, SANDBOX_RECEIPT_DELAY_MS: '50', LOG_LEVEL: 'error' });
-    app = await startTestApp({
-      databaseUrl: db.url,
-      relay: true,
-      worker: true,
-      port,
-      env: { PUBLIC_BASE_URL: publicBaseUrl, TELNYX_API_URL: `${sandbox.url}/v2`, CARRIER_EVENT_RETRY_BASE_MS: '100' },
-    });
+    running = await startAppAgainstSandbox();
+    ({ db, app, sandbox } = running);
     customer = await ApiClient.forNewAccount(app);
     for (const n of [PACED, UNPACED, THROTTLED]) await customer.assignNumber(n, 'telnyx');
     const paced = (await customer.get('/v2/phone_numbers')).body.data.find((n: { phone_number: string }) => n.phone_number === PACED);
@@ -79,11 +72,7 @@ describe('pacing and opt-outs against the carrier sandbox', () => {
     // The carrier's limits: PACED's is the rate we were told, THROTTLED's is lower than ours (1000 in tests).
     await sandboxControl('/sandbox/throughput', { per_number: 0, numbers: { [PACED]: RATE, [THROTTLED]: 5 } });
   });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.drop();
-  });
+  afterAll(() => running?.stop());
   beforeEach(async () => {
     await waitFor(() => sandbox.stats(), (s) => s.webhooks.pending === 0, { timeoutMs: 30_000, what: 'the sandbox to finish its webhooks' });
     await sandboxControl('/sandbox/stats/reset', {});

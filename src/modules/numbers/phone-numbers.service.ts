@@ -8,7 +8,7 @@ import type { CarrierName } from '../../carriers/normalized-event.js';
 import type { VoiceSettings } from '../sequential-ring/ring-plan.js';
 import type { PhoneNumberView } from './phone-number.dto.js';
 import { isoTimestampSql, type CteStatement } from '../../platform/database/cte-statement.js';
-import { sendRateSql } from '../messaging/sender-pacing.js';
+import { sendRateSql } from './send-rates.js';
 
 export const NUMBER_COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, status, voice,
   jsonb_build_object('send_rate_per_second', ${sendRateSql('phone_numbers', 'NULL')}::float8,

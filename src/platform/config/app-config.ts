@@ -214,7 +214,7 @@ export class AppConfig {
 
   /**
    * Messaging: segments per second for every number that has no rate of its own, instead of the
-   * carrier's default for its type (src/modules/messaging/sender-pacing.ts). Unset in production;
+   * carrier's default for its type (src/modules/numbers/send-rates.ts). Unset in production;
    * tests and benchmarks that send bursts from one number set it high.
    */
   @IsOptional() @Transform(toInt) @Min(0.01) @Max(1000)

@@ -126,19 +126,24 @@ export class MessageTransitions {
       `SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until
          FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE l.previous = ANY(${waiting}) AND NOT l.refused FOR UPDATE OF p`,
     );
-    // The decision, from the locked row. A slot: segments / rate after the number's last one, never
-    // inside a pause. `may_send`: the slot is now, and the sends claimed so far (spaced at the rate)
-    // leave room for this one within the burst allowance, even when jobs ran late and several
-    // slots fall due at once; or a lease that ended. `wake_at`: when a job must look again.
+    // The decision, from the locked row. `within_burst`: the sends claimed so far, spaced at the
+    // rate, leave room for one more now. A new slot: after the number's last one, never inside a
+    // pause, and no sooner than the burst allowance leaves room; taken by a message without one,
+    // and by one whose slot fell due together with others (jobs ran late) and finds no room (it
+    // goes behind the queue rather than every such message waking at the same moment).
+    // `may_send`: the slot is now and there is room; or a lease that ended.
     stmt.with(
       'paced',
       `SELECT d.*, (NOT d.refused AND d.due AND CASE WHEN d.previous = 'sending' THEN d.held_until IS NULL OR d.held_until <= now() ELSE d.within_burst END) AS may_send
-         FROM (SELECT l.*, n.num_id, n.sends_paced_until, x.new_slot, c.clk, coalesce(x.new_slot, l.held_slot) AS slot_at,
-                      (coalesce(x.new_slot, l.held_slot) IS NULL OR coalesce(x.new_slot, l.held_slot) <= c.clk) AS due,
-                      (n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + l.burst) AS within_burst
+         FROM (SELECT l.*, n.num_id, n.sends_paced_until, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
+                      (coalesce(x.new_slot, l.held_slot) IS NULL OR coalesce(x.new_slot, l.held_slot) <= c.clk) AS due
                  FROM locked l LEFT JOIN num n ON true
                  CROSS JOIN LATERAL (SELECT clock_timestamp() AS clk) c
-                 CROSS JOIN LATERAL (SELECT CASE WHEN l.needs_slot AND n.num_id IS NOT NULL THEN greatest(n.next_send_at, n.send_paused_until, c.clk) END AS new_slot) x) d`,
+                 CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + l.burst AS within_burst) b
+                 CROSS JOIN LATERAL (
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND (l.needs_slot OR (l.held_slot <= c.clk AND NOT b.within_burst))
+                               THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - l.burst) END AS new_slot
+                 ) x) d`,
     );
     // ONE UPDATE of the number's row (locked above): the slot handed out, the send counted.
     stmt.with(
@@ -166,16 +171,12 @@ export class MessageTransitions {
     // Its `sending` history in the same statement: the number's row is held only until this
     // statement's commit, never across another round trip.
     stmt.with('claim_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'sending' FROM claimed WHERE previous = ANY(${waiting})`);
-    // Not now: a slot still to come (kept on the message), or a due slot held back by the burst
-    // bound; a dispatch job is due when it may go.
+    // Not now: a new slot still to come, kept on the message, with a dispatch job due then.
     const slotted = stmt.with(
       'slotted',
-      `UPDATE messages m SET send_slot = coalesce(w.new_slot, m.send_slot)
-         FROM (SELECT locked_id, new_slot,
-                      CASE WHEN new_slot > clk THEN new_slot WHEN due AND NOT within_burst THEN greatest(sends_paced_until, clk) - burst END AS wake_at
-                 FROM paced WHERE NOT may_send AND NOT refused AND previous = ANY(${waiting})) w
-        WHERE m.id = w.locked_id AND w.wake_at IS NOT NULL
-       RETURNING m.id AS slotted_id, w.wake_at`,
+      `UPDATE messages m SET send_slot = paced.new_slot FROM paced
+        WHERE m.id = paced.locked_id AND paced.new_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused
+       RETURNING m.id AS slotted_id, m.send_slot AS wake_at`,
     );
     this.outbox.jobsFromCte(stmt, 'slotted_job', slotted, JobName.DispatchMessage, {
       id: `'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint`,

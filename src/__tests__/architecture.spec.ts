@@ -91,6 +91,13 @@ describe('the folder tree is the architecture', () => {
     expect(wrong).toEqual([]);
   });
 
+  it('reaches another module only through what it exports, never its controllers', () => {
+    const wrong = imports
+      .filter(({ from, to }) => to.endsWith('.controller.ts') && unitOf(from) !== unitOf(to))
+      .map(({ from, to }) => `${from} → ${to}`);
+    expect(wrong).toEqual([]);
+  });
+
   it('has no cycle between folders', () => {
     const edges = new Map<string, Set<string>>();
     for (const { from, to } of imports) {

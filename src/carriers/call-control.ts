@@ -15,7 +15,7 @@ export type CallCommand =
 
 /**
  * The carrier's answer. `done`: it did it (a dial also says which leg it created); `refused`: a
- * 4xx, which is an answer (seed 001's table: never retried). `unanswered`: no answer we can act
+ * 4xx, which is an answer (the retry table, docs/exactly-once.md: never retried). `unanswered`: no answer we can act
  * on (a transport failure, 408, 5xx), so the carrier may or may not have done it: the sender may
  * send it once more with the same command id while the carrier still honours that id; a 429
  * (`retryAfterMs`) may be waited out inside that window.

@@ -52,7 +52,7 @@ export interface MessageSender {
 
 
 /**
- * The outbound retry table (seed 001): 408, 429 and 5xx mean "not answered", so retry; any other
+ * The outbound retry table (docs/exactly-once.md): 408, 429 and 5xx mean "not answered", so retry; any other
  * 4xx is the carrier's answer.
  */
 export function isRetryableStatus(status: number): boolean {

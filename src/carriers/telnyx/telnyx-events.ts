@@ -22,7 +22,7 @@ const CALL_EVENTS: Record<string, { kind: CallEvent['kind']; progress: CallProgr
   'call.hangup': { kind: 'call.hangup', progress: 'ended' },
 };
 
-/** SIP answers after which a dial is worth one more try (seed 001: a timeout is not a decision). */
+/** SIP answers after which a dial is worth one more try (the retry table, docs/exactly-once.md: a timeout is not a decision). */
 const RETRYABLE_SIP = new Set(['408', '503', '504']);
 
 /** Telnyx hangup_cause words → why the leg ended, in our words. */

@@ -19,7 +19,7 @@ const STALE = 'stale: the leg is not live: hung up';
  * What Calls does with the carrier's call events. Each handler first locks the call the event
  * belongs to (by our client_state on legs we dialed, else by the carrier's session id), so every
  * decision below is taken from the row the guards see; events of one call take turns.
- * Direction and status are read before acting (seed 001): our own leg's call.initiated creates
+ * Direction and status are read before acting (read before acting, docs/exactly-once.md): our own leg's call.initiated creates
  * nothing, an outgoing call without our state is the customer's own endpoint calling out, and
  * only hangups end a call. An event for a call not recorded yet is retried, never dropped.
  */
@@ -36,18 +36,18 @@ export class CallCarrierEvents {
 
   @HandlesCarrierEvent('call.initiated')
   async initiated(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    const elsewhere = answeredElsewhere(event);
-    if (elsewhere) return elsewhere;
-    if (event.ourLeg) {
-      const found = await this.locate(tx, event);
-      if (!found?.leg) return NOT_OURS;
+    if (!event.ourLeg) {
+      const elsewhere = answeredElsewhere(event);
+      if (elsewhere) return elsewhere;
+      return event.direction === 'outbound' ? this.ownEndpointCallingOut(event, tx, context) : this.incoming(event, tx, context);
+    }
+    return this.withLockedCall(tx, event, async (found) => {
+      if (!found.leg) return NOT_OURS;
       const leg = await this.liveLeg(tx, found as Required<LockedCall>, event, context);
       if (!leg) return STALE;
       await this.transitions.legRinging(tx, leg.id);
       await this.record(tx, found, event, context, 'ignored', 'our own leg: creates nothing');
-      return;
-    }
-    return event.direction === 'outbound' ? this.ownEndpointCallingOut(event, tx, context) : this.incoming(event, tx, context);
+    });
   }
 
   /** A call to one of our numbers: a ringing call and its first dial, a missed call, or a hangup. */
@@ -87,11 +87,11 @@ export class CallCarrierEvents {
   }
 
   @HandlesCarrierEvent('call.answered')
-  async answered(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    const elsewhere = answeredElsewhere(event);
-    if (elsewhere) return elsewhere;
-    const found = await this.locate(tx, event);
-    if (!found) return NOT_OURS;
+  answered(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    return this.withLockedCall(tx, event, (found) => this.answeredOnCall(found, event, tx, context));
+  }
+
+  private async answeredOnCall(found: LockedCall, event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
     const { call } = found;
     if (!found.leg) {
       // The call's own leg: a call our side placed, or the caller we answered for voicemail.
@@ -119,24 +119,22 @@ export class CallCarrierEvents {
   }
 
   @HandlesCarrierEvent('call.bridged')
-  async bridged(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    const elsewhere = answeredElsewhere(event);
-    if (elsewhere) return elsewhere;
-    const found = await this.locate(tx, event);
-    if (!found) return NOT_OURS;
-    if (found.leg && !(await this.liveLeg(tx, found as Required<LockedCall>, event, context))) return STALE;
-    // The join is what call.answered announces: once per call, only for the leg that won.
-    const joined = await this.transitions.markJoined(tx, found.call.id, found.leg?.id, event.occurredAt);
-    if (joined) await this.flow.announce(tx, joined, 'call.answered');
-    return this.record(tx, found, event, context, joined ? 'applied' : 'duplicate');
+  bridged(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    return this.withLockedCall(tx, event, async (found) => {
+      if (found.leg && !(await this.liveLeg(tx, found as Required<LockedCall>, event, context))) return STALE;
+      // The join is what call.answered announces: once per call, only for the leg that won.
+      const joined = await this.transitions.markJoined(tx, found.call.id, found.leg?.id, event.occurredAt);
+      if (joined) await this.flow.announce(tx, joined, 'call.answered');
+      return this.record(tx, found, event, context, joined ? 'applied' : 'duplicate');
+    });
   }
 
   @HandlesCarrierEvent('call.hangup')
-  async hangup(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    const elsewhere = answeredElsewhere(event);
-    if (elsewhere) return elsewhere;
-    const found = await this.locate(tx, event);
-    if (!found) return NOT_OURS;
+  hangup(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    return this.withLockedCall(tx, event, (found) => this.hangupOnCall(found, event, tx, context));
+  }
+
+  private async hangupOnCall(found: LockedCall, event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
     const { call } = found;
     if (!found.leg) {
       const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, 'caller');
@@ -180,34 +178,38 @@ export class CallCarrierEvents {
 
   /** Progress reports (ringing, early media) never end a call. */
   @HandlesCarrierEvent('call.status')
-  async progress(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    const elsewhere = answeredElsewhere(event);
-    if (elsewhere) return elsewhere;
-    const found = await this.locate(tx, event);
-    if (!found) return NOT_OURS;
-    return this.record(tx, found, event, context, 'ignored', `progress report (${event.carrierStatus}) ends nothing`);
+  progress(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    return this.withLockedCall(tx, event, (found) => this.record(tx, found, event, context, 'ignored', `progress report (${event.carrierStatus}) ends nothing`));
   }
 
   @HandlesCarrierEvent('call.recording.saved')
-  async recordingSaved(event: CallRecordingSaved, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    const elsewhere = answeredElsewhere(event);
-    if (elsewhere) return elsewhere;
-    const found = await this.locate(tx, event);
-    if (!found) return NOT_OURS;
-    const saved = await this.transitions.saveVoicemail(tx, found.call.id, event.recordingUrl);
-    if (saved) await this.flow.announce(tx, saved, 'call.voicemail');
-    return this.record(tx, found, event, context, saved ? 'applied' : 'duplicate');
+  recordingSaved(event: CallRecordingSaved, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    return this.withLockedCall(tx, event, async (found) => {
+      const saved = await this.transitions.saveVoicemail(tx, found.call.id, event.recordingUrl);
+      if (saved) await this.flow.announce(tx, saved, 'call.voicemail');
+      return this.record(tx, found, event, context, saved ? 'applied' : 'duplicate');
+    });
   }
 
   @HandlesCarrierEvent('call.transcription')
-  async transcription(event: CallTranscription, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+  transcription(event: CallTranscription, tx: Tx, context: CarrierEventContext): Promise<string | void> {
+    return this.withLockedCall(tx, event, async (found) => {
+      if (!event.final) return this.record(tx, found, event, context, 'ignored', 'interim fragment');
+      const added = await this.transitions.addTranscriptFragment(tx, found.call.id, event.occurredAt, event.text);
+      return this.record(tx, found, event, context, added ? 'applied' : 'duplicate');
+    });
+  }
+
+  /**
+   * Every handler's preamble: a carrier whose calls are decided elsewhere (or not built) stops
+   * here; otherwise the call the event belongs to is locked, and `act` runs with it (an event of
+   * no call of ours changes nothing).
+   */
+  private async withLockedCall(tx: Tx, event: AnyCallEvent, act: (found: LockedCall) => Promise<string | void>): Promise<string | void> {
     const elsewhere = answeredElsewhere(event);
     if (elsewhere) return elsewhere;
     const found = await this.locate(tx, event);
-    if (!found) return NOT_OURS;
-    if (!event.final) return this.record(tx, found, event, context, 'ignored', 'interim fragment');
-    const added = await this.transitions.addTranscriptFragment(tx, found.call.id, event.occurredAt, event.text);
-    return this.record(tx, found, event, context, added ? 'applied' : 'duplicate');
+    return found ? act(found) : NOT_OURS;
   }
 
   /**

@@ -21,8 +21,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Sends a batch of call-control commands in order, outside any transaction, each only while its
- * call still wants it (CallCommandSends.claim). The carrier retry table (seed 001, the issue's
- * rules): any 4xx is an answer, so a refused dial is that target failing and the plan moves on;
+ * call still wants it (CallCommandSends.claim). The carrier retry table (docs/exactly-once.md):
+ * any 4xx is an answer, so a refused dial is that target failing and the plan moves on;
  * a command the carrier did not answer (transport error, 408, 5xx) is sent once more with the
  * same command id; a 429 is waited out; nothing is resent once the carrier's command_id window
  * (Telnyx: 60 s) is closing, since a late resend could create a second physical leg.

@@ -3,6 +3,7 @@ import { AppConfig } from '../../platform/config/app-config.js';
 import type { Tx } from '../../platform/database/tx.js';
 import { JobName } from '../../platform/outbox/job-catalogue.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import { UsageLedger } from '../billing/usage-ledger.js';
 import { afterLegEnded, type LegEnd, type RingDecision } from '../sequential-ring/ring-plan.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
@@ -33,6 +34,7 @@ export class CallFlow {
     private readonly commands: CallCommands,
     private readonly events: CustomerEvents,
     private readonly outbox: OutboxService,
+    private readonly usage: UsageLedger,
     private readonly config: AppConfig,
   ) {}
 
@@ -92,7 +94,8 @@ export class CallFlow {
   }
 
   /**
-   * Ends the call through the hangup guard (which bills it in this transaction), announces it,
+   * Ends the call through the hangup guard and, only when that guard ended it, bills its minutes
+   * (this is where a hangup is billed), announces it,
    * hangs up every leg still up (and the caller, when a leg ended it), and queues the transcript.
    * Returns false when the call had ended already: a second hangup ends and bills nothing.
    * `call` is the row as this transaction locked it: a call that ends answered but was never
@@ -103,6 +106,9 @@ export class CallFlow {
   async endCall(tx: Tx, call: CallRow, at: string, cause: string | undefined, endedBy: 'caller' | LegRow, options: { reportedSeconds?: number; failed?: boolean } = {}): Promise<boolean> {
     const ended = await this.transitions.end(tx, call.id, at, cause, options);
     if (!ended) return false;
+    if (ended.billable_minutes && ended.billable_minutes > 0) {
+      await this.usage.record(tx, { accountId: ended.account_id, kind: 'call_minutes', resourceId: ended.id, quantity: ended.billable_minutes });
+    }
     if (ended.status === 'completed' && !call.bridged_at) await this.announce(tx, ended, 'call.answered');
     await this.announce(tx, ended, END_EVENTS[ended.status as keyof typeof END_EVENTS]);
     const legsUp = await this.transitions.closeLegsOfEndedCall(tx, call.id, at);

@@ -6,7 +6,7 @@ import { CallTransitions } from './call-transitions.js';
 
 /**
  * DIAL_JOIN_TIMEOUT_SECONDS after a leg won the answer: if it was never bridged, it is written
- * off (seed 001): hung up, the call rings again, and the plan takes its turn from that leg.
+ * off (the retry table, docs/exactly-once.md): hung up, the call rings again, and the plan takes its turn from that leg.
  */
 @Injectable()
 @HandlesJob(JobName.CallJoinTimeout)

@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { IdPrefix, newId } from '../../platform/ids.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
-import { UsageLedger } from '../billing/usage-ledger.js';
 import type { RingPlanState } from '../sequential-ring/ring-plan.js';
 import { CALL_COLUMNS, LEG_COLUMNS, type CallDirection, type CallRow, type CallStatus, type LegRow } from './call-view.js';
 
@@ -36,12 +35,11 @@ export interface LockedCall {
 /**
  * Every change of a call and its legs. Each is one statement whose WHERE clause is the guard;
  * the handlers that call these hold the call row's lock (lockBy*), so what they decide from is
- * what the guard sees, and the usage row and the customer event commit with the change.
+ * what the guard sees. They change rows and return what changed; deciding, billing and announcing
+ * are CallFlow's, in the same transaction.
  */
 @Injectable()
 export class CallTransitions {
-  constructor(private readonly usage: UsageLedger) {}
-
   /** A new call, once per carrier call however often its first event comes; undefined when it exists. */
   async create(tx: Tx, call: NewCall): Promise<CallRow | undefined> {
     const id = newId(IdPrefix.Call);
@@ -167,7 +165,7 @@ export class CallTransitions {
   }
 
   /**
-   * The ring cursor's compare-and-set (seed 000): moves the plan from `expected` to `next` only if
+   * The ring cursor's compare-and-set (the guard rule, docs/exactly-once.md): moves the plan from `expected` to `next` only if
    * the call still rings and its plan is exactly `expected`. A duplicate or late hangup, an
    * answer, or the caller leaving got there first when it returns false: walk away.
    */
@@ -276,10 +274,10 @@ export class CallTransitions {
   }
 
   /**
-   * The hangup guard (seed 000): ends the call once (in_progress → completed, ringing → missed),
-   * with its duration from the answer's to the hangup's carrier time, and bills ceil(duration/60)
-   * minutes (at least 1 once answered) in this same transaction. A second hangup finds ended_at
-   * set: nothing ends, nothing is billed.
+   * The hangup guard (the guard rule, docs/exactly-once.md): ends the call once (in_progress → completed, ringing → missed),
+   * with its duration from the answer's to the hangup's carrier time and its billable minutes,
+   * ceil(duration/60) (at least 1 once answered), which CallFlow.endCall bills from the returned
+   * row. A second hangup finds ended_at set: nothing ends, nothing is returned to bill.
    *
    * `reportedSeconds`: the carrier's own duration of the call (Twilio CallDuration), which then is
    * the duration; a call the carrier reports talk time for was answered (that long before its
@@ -301,11 +299,7 @@ export class CallTransitions {
        RETURNING ${CALL_COLUMNS}`,
       [callId, at, cause ?? null, reportedSeconds ?? null, failed],
     );
-    const ended = rows[0];
-    if (ended && ended.billable_minutes && ended.billable_minutes > 0) {
-      await this.usage.record(tx, { accountId: ended.account_id, kind: 'call_minutes', resourceId: ended.id, quantity: ended.billable_minutes });
-    }
-    return ended;
+    return rows[0];
   }
 
   /** The voicemail's recording, once. */

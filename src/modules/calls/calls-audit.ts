@@ -25,7 +25,7 @@ export interface CallAuditReport {
   ok: boolean;
   carrier_calls: number;
   our_calls: number;
-  /** The carrier completed (and charged) a call we have no row for: a bug every time (seed 001). */
+  /** The carrier completed (and charged) a call we have no row for: a bug every time (audit against the carrier, docs/exactly-once.md). */
   missing_here: { carrier_call_id: string; status: string; start_time: string | null }[];
   /** A call we ended that the carrier's log does not list. */
   missing_at_carrier: { call_id: string; carrier_call_id: string; status: string }[];
@@ -61,7 +61,7 @@ export function parseCarrierLog(text: string): { entries: CarrierLogEntry[]; inv
 }
 
 /**
- * Reads the carrier's call log beside our calls table (seed 001: the fastest check there is). Each
+ * Reads the carrier's call log beside our calls table (audit against the carrier, docs/exactly-once.md: the fastest check there is). Each
  * finding is listed once, with both sides' ids. Read only, one snapshot.
  */
 @Injectable()

@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
-import { TelnyxCallControl } from '../../carriers/telnyx/telnyx-call-control.js';
-import { TwilioTwiml } from '../../carriers/twilio/twilio-twiml.js';
+import { CarriersModule } from '../../carriers/carriers.module.js';
 import { IdempotencyModule } from '../../platform/idempotency/idempotency.module.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
 import { AccountsModule } from '../accounts/accounts.module.js';
@@ -33,11 +32,11 @@ import { VoiceWebhooksController } from './voice-webhooks.controller.js';
  * timeline, `POST /v2/calls`.
  */
 @Module({
-  imports: [AccountsModule, BillingModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, SequentialRingModule, WebhooksModule],
+  imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, SequentialRingModule, WebhooksModule],
   controllers: [CallsController, VoiceWebhooksController],
   providers: [
     CallCarrierEvents, CallCommands, CallCommandSends, CallCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
-    CallReplies, IncomingCalls, TelnyxCallControl, TwilioTwiml, CallsInvariants, CallsAudit,
+    CallReplies, IncomingCalls, CallsInvariants, CallsAudit,
   ],
   exports: [CallsQuery, CallsAudit],
 })

@@ -53,8 +53,8 @@ export class IncomingCalls {
 
   /**
    * A call placed by the customer's own endpoint (the carrier says outgoing, and it is no leg we
-   * dialed): an outbound call with no plan, never greeted as a customer calling in (seed 001's
-   * Direction rule). Recorded once (create's ON CONFLICT) when the calling number is ours.
+   * dialed): an outbound call with no plan, never greeted as a customer calling in (read before
+   * acting, docs/exactly-once.md). Recorded once (create's ON CONFLICT) when the calling number is ours.
    */
   async startOwnEndpointCall(tx: Tx, event: CallEvent): Promise<OwnEndpointCallStart> {
     const from = event.from ?? '';

@@ -3,7 +3,7 @@ import { ApiExcludeController } from '@nestjs/swagger';
 import type { InboundWebhook } from '../../carriers/carrier-adapter.js';
 import { TwilioAdapter } from '../../carriers/twilio/twilio-adapter.js';
 import { TwilioTwiml } from '../../carriers/twilio/twilio-twiml.js';
-import { inbound, type RawRequest } from '../ingest/ingest.controller.js';
+import { inboundWebhook, type RawRequest } from '../../carriers/inbound-webhook.js';
 import { IngestService } from '../ingest/ingest.service.js';
 import { CallReplies } from './call-replies.js';
 
@@ -57,7 +57,7 @@ export class VoiceWebhooksController {
   }
 
   private async answer(req: RawRequest, channel: InboundWebhook['channel']): Promise<string> {
-    const { reply } = await this.ingest.answer(this.twilio, inbound(req, channel), async (event, tx, context) => {
+    const { reply } = await this.ingest.answer(this.twilio, inboundWebhook(req, channel), async (event, tx, context) => {
       const decided = await this.replies.decide(event, tx, context);
       return { reply: this.twiml.render(decided.reply), note: decided.note };
     });

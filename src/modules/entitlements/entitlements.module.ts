@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { StripeAdapter } from '../../carriers/stripe/stripe-adapter.js';
+import { CarriersModule } from '../../carriers/carriers.module.js';
 import { AccountsModule } from '../accounts/accounts.module.js';
 import { BillingModule } from '../billing/billing.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
@@ -19,9 +19,9 @@ import { Plans } from './plans.js';
  * their business key, and balances computed from grants and Billing's usage ledger.
  */
 @Module({
-  imports: [AccountsModule, BillingModule, WebhooksModule],
+  imports: [AccountsModule, BillingModule, CarriersModule, WebhooksModule],
   controllers: [BillingWebhookController, EntitlementsController],
-  providers: [StripeAdapter, BillingWebhookService, BillingEvents, InvoiceGrants, EntitlementOutcomes, Plans, EntitlementsQuery, Balances, EntitlementsInvariants],
+  providers: [BillingWebhookService, BillingEvents, InvoiceGrants, EntitlementOutcomes, Plans, EntitlementsQuery, Balances, EntitlementsInvariants],
   exports: [Plans],
 })
 export class EntitlementsModule {}

@@ -1,18 +1,10 @@
 import { Controller, HttpCode, Post, Req } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import type { FastifyRequest } from 'fastify';
-import type { InboundWebhook } from '../../carriers/carrier-adapter.js';
+import { inboundWebhook, type RawRequest } from '../../carriers/inbound-webhook.js';
 import { TelnyxAdapter } from '../../carriers/telnyx/telnyx-adapter.js';
 import { TwilioAdapter } from '../../carriers/twilio/twilio-adapter.js';
 import { VonageAdapter } from '../../carriers/vonage/vonage-adapter.js';
 import { IngestService } from './ingest.service.js';
-
-export type RawRequest = FastifyRequest & { rawBody?: Buffer };
-
-export function inbound(req: RawRequest, channel?: InboundWebhook['channel']): InboundWebhook {
-  // The socket's peer, never X-Forwarded-For: a header proves nothing about where a request came from.
-  return { rawBody: req.rawBody ?? Buffer.alloc(0), body: req.body, headers: req.headers, url: req.url, channel, peerAddress: req.socket.remoteAddress };
-}
 
 /**
  * Carrier webhooks: no API key, the signature is the authentication (docs/contract.md, "Carrier
@@ -31,18 +23,18 @@ export class IngestController {
   @Post('telnyx')
   @HttpCode(200)
   async telnyxWebhook(@Req() req: RawRequest) {
-    return { status: await this.ingest.ingest(this.telnyx, inbound(req)) };
+    return { status: await this.ingest.ingest(this.telnyx, inboundWebhook(req)) };
   }
 
   @Post('twilio/messaging')
   @HttpCode(200)
   async twilioMessaging(@Req() req: RawRequest) {
-    return { status: await this.ingest.ingest(this.twilio, inbound(req, 'messaging')) };
+    return { status: await this.ingest.ingest(this.twilio, inboundWebhook(req, 'messaging')) };
   }
 
   @Post('vonage/messages')
   @HttpCode(200)
   async vonageMessages(@Req() req: RawRequest) {
-    return { status: await this.ingest.ingest(this.vonage, inbound(req)) };
+    return { status: await this.ingest.ingest(this.vonage, inboundWebhook(req)) };
   }
 }

@@ -1,8 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { TelnyxAdapter } from '../../carriers/telnyx/telnyx-adapter.js';
-import { TwilioAdapter } from '../../carriers/twilio/twilio-adapter.js';
-import { VonageAdapter } from '../../carriers/vonage/vonage-adapter.js';
+import { CarriersModule } from '../../carriers/carriers.module.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
 import { AnsweredCarrierEvents } from './answered-carrier-events.js';
 import { CarrierEventHandlers } from './carrier-event-handlers.js';
@@ -22,9 +20,9 @@ import { ProcessCarrierEventHandler } from './process-carrier-event.handler.js';
  * @HandlesCarrierEvent (a module imports this one for the decorator and RetryLaterError).
  */
 @Module({
-  imports: [DiscoveryModule, OutboxModule],
+  imports: [CarriersModule, DiscoveryModule, OutboxModule],
   controllers: [IngestController],
-  providers: [TelnyxAdapter, TwilioAdapter, VonageAdapter, IngestService, AnsweredCarrierEvents, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, OneStatementRuns, OneStatementBatches, CarrierEventsService, ProcessCarrierEventHandler, IngestInvariants],
-  exports: [CarrierEventHandlers, CarrierEventsService, IngestService, TwilioAdapter],
+  providers: [IngestService, AnsweredCarrierEvents, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, OneStatementRuns, OneStatementBatches, CarrierEventsService, ProcessCarrierEventHandler, IngestInvariants],
+  exports: [CarrierEventHandlers, CarrierEventsService, IngestService],
 })
 export class IngestModule {}

@@ -1,10 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AccountsModule } from '../accounts/accounts.module.js';
 import { BillingModule } from '../billing/billing.module.js';
-import { MessageSenders } from '../../carriers/message-senders.js';
-import { TelnyxMessageSender } from '../../carriers/telnyx/telnyx-message-sender.js';
-import { TwilioMessageSender } from '../../carriers/twilio/twilio-message-sender.js';
-import { VonageMessageSender } from '../../carriers/vonage/vonage-message-sender.js';
+import { CarriersModule } from '../../carriers/carriers.module.js';
 import { IdempotencyModule } from '../../platform/idempotency/idempotency.module.js';
 import { IngestModule } from '../ingest/ingest.module.js';
 import { NumbersModule } from '../numbers/numbers.module.js';
@@ -23,9 +20,9 @@ import { MessagingSettingsController } from './messaging-settings.controller.js'
 
 /** SMS: send (with Idempotency-Key), dispatch to carriers, receipts, inbound. */
 @Module({
-  imports: [AccountsModule, BillingModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, WebhooksModule],
+  imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, WebhooksModule],
   controllers: [MessagesController, MessagingSettingsController],
-  providers: [MessagesService, MessagesQuery, MessageTransitions, MessagingCarrierEvents, DispatchMessageHandler, MessageSenders, TelnyxMessageSender, TwilioMessageSender, VonageMessageSender, MessagingInvariants, OptOutKeywords, MessagingSettings],
+  providers: [MessagesService, MessagesQuery, MessageTransitions, MessagingCarrierEvents, DispatchMessageHandler, MessagingInvariants, OptOutKeywords, MessagingSettings],
   exports: [MessageTransitions],
 })
 export class MessagingModule {}

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { NUMBER_PROVIDERS } from '../../carriers/number-providers.js';
+import { CarriersModule } from '../../carriers/carriers.module.js';
 import { IdempotencyModule } from '../../platform/idempotency/idempotency.module.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
 import { AccountsModule } from '../accounts/accounts.module.js';
@@ -22,12 +22,11 @@ import { PhoneNumbers } from './phone-numbers.service.js';
  * ownership (one holder per number) and the carrier each sends through.
  */
 @Module({
-  imports: [AccountsModule, BillingModule, IdempotencyModule, IngestModule, OutboxModule, WebhooksModule],
+  imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, OutboxModule, WebhooksModule],
   controllers: [PhoneNumbersController, AvailablePhoneNumbersController, NumberOrdersController],
   providers: [
     PhoneNumbers, NumberOrders, NumberOrderTransitions, PlaceNumberOrderHandler, PollNumberOrderHandler, NumberReleases, ReleaseNumberHandler, NumberSearchService, NumberOrderEvents, NumberRentals,
-    ...NUMBER_PROVIDERS,
   ],
-  exports: [PhoneNumbers, NumberRentals, NumberOrders, NumberReleases, NumberSearchService, NumberOrderTransitions, ...NUMBER_PROVIDERS],
+  exports: [PhoneNumbers, NumberRentals, NumberOrders, NumberReleases, NumberSearchService, NumberOrderTransitions],
 })
 export class NumbersModule {}

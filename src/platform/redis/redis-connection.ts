@@ -42,7 +42,10 @@ export class ClosableRedis extends Redis {
    */
   closeWhenDisconnected(): void {
     for (const client of [this, ...this.copies]) {
-      if (client.status === 'ready') client.once('close', () => client.disconnect());
+      // A connected one ends on its next close instead of reconnecting (ioredis ends a client whose
+      // retryStrategy returns no delay). Calling disconnect() from its 'close' would instead arm
+      // ioredis' 2 s destroy timer on the socket that already closed, holding the process open.
+      if (client.status === 'ready') client.options.retryStrategy = () => null;
       else client.disconnect();
     }
   }
@@ -57,7 +60,9 @@ export function redisConnection(url: string, role: 'producer' | 'worker'): Closa
     role === 'producer'
       ? { maxRetriesPerRequest: 1, connectTimeout: 2000 }
       : { maxRetriesPerRequest: null };
-  const redis = new ClosableRedis(url, { ...options, lazyConnect: false, retryStrategy: (n) => Math.min(n * 200, 2000) });
+  // disconnectTimeout: ioredis destroys a socket that has not closed this long after disconnect();
+  // its timer (2 s by default) outlives a socket that had already closed, holding a stopping process open.
+  const redis = new ClosableRedis(url, { ...options, lazyConnect: false, disconnectTimeout: 250, retryStrategy: (n) => Math.min(n * 200, 2000) });
   redis.on('error', () => undefined); // reconnects on its own; readiness and the relay report outages
   return redis;
 }

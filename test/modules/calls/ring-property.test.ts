@@ -61,8 +61,11 @@ describe('ring policy under any delivery order (property, through the real handl
               if (seen.has(key)) continue;
               seen.add(key);
               const fate = fates[(dial.clientState!.target * 2 + dial.clientState!.attempt - 1) % fates.length];
-              for (const [type, extra] of eventsOf(fate)) {
-                const deliver = () => voice.legEvent(call, dial as ReceivedCommand, type, extra);
+              // The carrier stamps each event when it happens (in eventsOf order); only delivery is reordered.
+              const happenedAt = Date.now();
+              for (const [index, [type, extra]] of eventsOf(fate).entries()) {
+                const occurredAt = new Date(happenedAt + index * 10).toISOString();
+                const deliver = () => voice.legEvent(call, dial as ReceivedCommand, type, extra, { occurredAt });
                 pool.push(deliver);
                 if (twice[pool.length % twice.length]) pool.push(deliver);
               }

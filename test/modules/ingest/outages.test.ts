@@ -102,10 +102,12 @@ describe('A worker process stopping while Redis is down', () => {
     const app = await startTestApp({ databaseUrl: db.url, relay: true, worker: true, env: { TELNYX_PUBLIC_KEY: signer.publicKey, REDIS_URL: redis.url } });
     redis.stop();
     // Refused at once, every connection spends the outage waiting for its next attempt.
+    let deadline: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([
       app.close().then(() => 'closed'),
-      new Promise((resolve) => setTimeout(resolve, 20000, 'still closing after 20 s')),
+      new Promise((resolve) => (deadline = setTimeout(resolve, 20000, 'still closing after 20 s'))),
     ]);
+    clearTimeout(deadline);
     expect(outcome).toBe('closed');
   });
 });

@@ -64,11 +64,14 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
   const sql = (text: string, params: unknown[] = []) => db.pool.query(text, params);
   const verify = (...args: string[]) => runNode(['dist/cli.js', 'verify', ...args], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
 
-  /** Runs verify --json with a violation planted, and expects exactly `invariant` broken, by `examples`. */
-  async function expectOnlyBroken(invariant: string, count: number, examples: string[], args: string[] = []): Promise<void> {
-    const run = await verify('--json', ...args);
-    expect(run.code).toBe(1);
-    const report = oneDocument(run);
+  /**
+   * Runs the pass with a violation planted, and expects exactly `invariant` broken, by `examples`.
+   * In process (the pass the CLI runs, without booting a Node process per plant); the CLI's own
+   * output and exit codes are the first test's and the last plant's.
+   */
+  let checker: TestApp;
+  async function expectOnlyBroken(invariant: string, count: number, examples: string[], { limit = 10 }: { limit?: number } = {}): Promise<void> {
+    const report = await checker.app.get(VerifyService).run({ limit });
     expect(report.ok).toBe(false);
     expect(report.broken).toBe(1);
     expect(report.invariants.filter((i) => !i.ok)).toEqual([expect.objectContaining({ name: invariant, ok: false, count, examples })]);
@@ -138,8 +141,11 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
       // Nothing runs from here on: the plants below must stay as planted while verify reads them.
       await app.close();
     }
+    // Reads only: no HTTP, no relay, no workers.
+    checker = await startTestApp({ databaseUrl: db.url, http: false });
   }, SLOW);
   afterAll(async () => {
+    await checker?.close();
     await receiver?.close();
     await carrier?.stop();
     await db?.drop();
@@ -285,7 +291,7 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
       [flow.accountId, flow.outbound], // an outbound message's id billed as inbound: no inbound message has it
     );
     try {
-      await expectOnlyBroken('billing.usage_has_resource', 3, ['use_planted_1', 'use_planted_2'], ['--limit', '2']);
+      await expectOnlyBroken('billing.usage_has_resource', 3, ['use_planted_1', 'use_planted_2'], { limit: 2 });
     } finally {
       await sql(`DELETE FROM usage_records WHERE id LIKE 'use_planted_%'`);
     }

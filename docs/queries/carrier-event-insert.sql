@@ -1,0 +1,12 @@
+-- A carrier webhook stored once (unique index on the raw event) with its processing job
+-- Written in src/modules/ingest/carrier-event-writer.ts; captured by test/docs/queries.test.ts. Regenerate: npm run docs:queries
+WITH inserted AS (INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce)
+       SELECT id, carrier, carrier_event_id, event_type, kind, payload::jsonb, normalized::jsonb, signature_nonce
+         FROM json_to_recordset($1::json)
+              AS e(id text, carrier text, carrier_event_id text, event_type text, kind text, payload text, normalized text, signature_nonce text)
+       ON CONFLICT DO NOTHING
+       RETURNING id),
+jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
+       SELECT id, 'carrier-events', 'process-carrier-event', jsonb_build_object('carrierEventId', id), now() + make_interval(secs => $2::int) FROM inserted
+       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name)
+SELECT id, (0)::int AS jobs, (SELECT coalesce(jsonb_agg(jsonb_build_object('name', name, 'jobId', job_id)), '[]'::jsonb) FROM (SELECT name, job_id FROM jobs) AS after_commit) AS "afterCommit" FROM inserted;

@@ -1,0 +1,50 @@
+-- A delivery receipt applied to its message (status only forward), history, customer event, in one statement
+-- Written in src/modules/messaging/messaging-carrier-events.ts (applyReceipt); captured by test/docs/queries.test.ts. Regenerate: npm run docs:queries
+WITH rcpt_found AS (SELECT id AS found_id, status AS previous, direction = 'outbound' AS outbound FROM messages
+        WHERE carrier = $3::text AND carrier_message_id = $4::text FOR UPDATE),
+job_claimed AS (UPDATE outbox_jobs SET completed_at = now(), attempts = attempts + 1, relayed_at = coalesce(relayed_at, now())
+           WHERE job_id = $1::text AND completed_at IS NULL AND failed_at IS NULL AND (EXISTS (SELECT FROM rcpt_found))
+           RETURNING data),
+cev_consumed AS (UPDATE carrier_events SET processed_at = now(), error = NULL, note = CASE WHEN NOT EXISTS (SELECT FROM rcpt_found WHERE outbound AND previous <> ALL($6::text[]) AND previous <> $5::text) THEN $7::text END, attempts = attempts + 1, unhandled_since = NULL
+          WHERE id = $2::text AND processed_at IS NULL AND EXISTS (SELECT FROM job_claimed) RETURNING id AS consumed_event_id),
+rcpt_moved AS (UPDATE messages m SET status = $5::text, error_code = coalesce($8::text, error_code),
+              error_detail = coalesce($9::text, error_detail), updated_at = now()
+         FROM rcpt_found, cev_consumed
+        WHERE m.id = rcpt_found.found_id AND outbound AND previous <> ALL($6::text[]) AND previous <> $5::text
+       RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
+  segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at, created_at, updated_at, account_id),
+msg_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, $10::text FROM rcpt_moved),
+evt_emitted AS (INSERT INTO outbound_events (id, account_id, type, event_version, payload)
+       SELECT onceline_id('evt'), account_id, $11::text, $12::int, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
+  'text', text, 'status', status, 'segments', segments, 'encoding', encoding, 'carrier', carrier,
+  'carrier_message_id', carrier_message_id, 'error_code', error_code, 'error_detail', error_detail,
+  'send_at', to_char(send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'updated_at', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) FROM rcpt_moved
+       RETURNING id, account_id, type, payload, created_at),
+dlv_endpoints AS (SELECT w.id AS endpoint_id, w.enabled, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, e.id AS event_id, e.account_id
+         FROM evt_emitted e JOIN webhook_endpoints w ON w.account_id = e.account_id
+        WHERE w.deleted_at IS NULL AND (w.event_types IS NULL OR $13::text = ANY (w.event_types))
+        ORDER BY w.id FOR SHARE OF w),
+dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, account_id, status, parked_at, next_attempt_at)
+       SELECT onceline_id('dlv'), event_id, endpoint_id, account_id,
+              CASE WHEN enabled THEN 'pending' ELSE 'parked' END,
+              CASE WHEN enabled THEN NULL ELSE now() END,
+              CASE WHEN enabled THEN now() ELSE NULL END
+         FROM dlv_endpoints
+       ON CONFLICT (event_id, endpoint_id) DO NOTHING
+       RETURNING id, status, round, attempt_count, round_first_attempt, endpoint_id, event_id),
+dlv_first_attempts AS (SELECT id, 1 AS round, 1 AS attempt FROM dlv_created WHERE status = 'pending'),
+dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
+       SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt), now() + make_interval(secs => $14::int) FROM dlv_first_attempts
+       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
+dlv_prefetched AS MATERIALIZED (SELECT 'dlv-' || id || '-' || round || '-' || attempt AS job_id, prefetched FROM (
+             SELECT f.id, f.round, f.attempt,
+                    jsonb_build_object('id', d.id, 'status', d.status, 'round', d.round, 'attempt_count', d.attempt_count,
+            'round_first_attempt', d.round_first_attempt, 'endpoint_id', d.endpoint_id, 'url', w.url, 'enabled', w.enabled,
+            'deleted', false, 'secrets', to_jsonb(array_remove(ARRAY[w.secret, CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END], NULL)), 'event_id', e.id, 'type', e.type, 'payload', e.payload,
+            'event_created_at', to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) || jsonb_build_object('job_round', f.round, 'job_attempt', f.attempt) AS prefetched
+               FROM dlv_first_attempts f JOIN dlv_created d ON d.id = f.id
+               JOIN dlv_endpoints w ON w.endpoint_id = d.endpoint_id AND w.event_id = d.event_id
+               JOIN evt_emitted e ON e.id = d.event_id) AS first_attempt)
+SELECT (EXISTS (SELECT FROM rcpt_found)) AS ready, EXISTS (SELECT FROM job_claimed) AS claimed,
+                  (0)::int AS jobs, (SELECT coalesce(jsonb_agg(jsonb_build_object('name', a.name, 'jobId', a.job_id, 'prefetched', p.prefetched)), '[]'::jsonb)
+               FROM (SELECT name, job_id FROM dlv_jobs) AS a LEFT JOIN (SELECT job_id, prefetched FROM dlv_prefetched) AS p ON p.job_id = a.job_id) AS "afterCommit";

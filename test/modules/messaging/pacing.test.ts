@@ -151,5 +151,7 @@ describe('sender pacing', () => {
     expect(rows[1].send_slot.getTime() - rows[0].send_slot.getTime()).toBe(500);
     const [number] = (await db.pool.query(`SELECT next_send_at FROM phone_numbers WHERE id = $1`, [numberIds[RACED]])).rows;
     expect(number.next_send_at.getTime() - rows[1].send_slot.getTime()).toBe(500);
+    // The paced one goes out at its slot, through the job the claim wrote (and the file ends with nothing in flight).
+    await waitFor(() => db.count(`SELECT count(*) FROM messages WHERE id = ANY($1) AND status = 'sent'`, [ids]), (n) => n === 1, { what: 'the paced message sent at its slot' });
   });
 });

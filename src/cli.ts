@@ -1,6 +1,4 @@
 import 'reflect-metadata';
-import { CommandFactory } from 'nest-commander';
-import { CliModule } from './cli.module.js';
 import { printError } from './platform/cli/output.js';
 import { type AppConfig, ConfigError, loadConfig } from './platform/config/app-config.js';
 import { redactUrl, withDotEnv, type LoadedEnv } from './platform/config/dot-env.js';
@@ -29,6 +27,11 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError) return fail(err);
     throw err;
   }
+  // Loaded once the configuration is known good: a bad setting is reported without booting Nest.
+  // One after the other: nest-commander require()s @nestjs/common, which Node 22 refuses while a
+  // concurrent import() of the same ES module is still loading it.
+  const { CliModule } = await import('./cli.module.js');
+  const { CommandFactory } = await import('nest-commander');
   const root = process.argv[2] === 'migrate' ? CliModule.forMigrate(config) : CliModule.forRoot(config);
   await CommandFactory.run(root, {
     // Boot chatter stays out of the admin's way unless debugging was asked for.
@@ -58,7 +61,9 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOU
 function explainUnreachableDatabase(err: unknown): unknown {
   const e = err as { code?: string; message?: string };
   if (!loaded || !config) return err;
-  if (!UNREACHABLE.has(e?.code ?? '') && !/ECONNREFUSED|ENOTFOUND|getaddrinfo|password authentication failed|does not exist/.test(e?.message ?? '')) return err;
+  // 42P01 (a table missing): reached, but never migrated.
+  if (e?.code === '42P01') return new Error(`the database at ${redactUrl(config.DATABASE_URL)} has no Onceline tables yet: run \`onceline migrate\` (npm run migrate) first`);
+  if (!UNREACHABLE.has(e?.code ?? '') && !/ECONNREFUSED|ENOTFOUND|getaddrinfo|password authentication failed|database "[^"]*" does not exist/.test(e?.message ?? '')) return err;
   const source = loaded.sourceOf('DATABASE_URL');
   const where = source === '.env' ? `.env (${loaded.file})` : source === 'environment' ? 'the environment' : 'the default; set DATABASE_URL in the environment or .env';
   return new Error(`cannot reach PostgreSQL at ${redactUrl(config.DATABASE_URL)} (DATABASE_URL from ${where}): ${e.message}`);

@@ -2,7 +2,7 @@ import { ConflictException, Injectable, NotFoundException } from '@nestjs/common
 import { DataSource } from 'typeorm';
 import { newId, IdPrefix } from '../../platform/ids.js';
 import { isUniqueViolation } from '../../platform/database/pg-errors.js';
-import { exec, type Tx } from '../../platform/database/tx.js';
+import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { displayPrefix, generateApiKey, hashApiKey } from './api-key.js';
 import type { ApiKeyView } from './api-key.dto.js';
@@ -59,7 +59,7 @@ export class AccountsService {
   }
 
   async getAccount(accountId: string): Promise<AccountView> {
-    const [row] = await this.dataSource.query(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1`, [accountId]);
+    const [row] = await queryRows(this.dataSource.manager, `SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1`, [accountId]);
     if (!row) throw new NotFoundException(`account ${accountId} not found`);
     return row;
   }
@@ -83,14 +83,14 @@ export class AccountsService {
     // revoked_at IS NULL: the first revocation's time is the one kept.
     const { affected } = await exec(this.dataSource.manager, `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, [id]);
     if (affected === 1) return { id, revoked: true };
-    const [row] = await this.dataSource.query(`SELECT 1 FROM api_keys WHERE id = $1`, [id]);
+    const [row] = await queryRows(this.dataSource.manager, `SELECT 1 FROM api_keys WHERE id = $1`, [id]);
     if (!row) throw new NotFoundException(`api key ${id} not found`);
     return { id, revoked: false };
   }
 
   /** The account a presented key belongs to, or undefined for an unknown or revoked key. */
   async authenticate(presentedKey: string): Promise<Principal | undefined> {
-    const [row] = await this.dataSource.query(
+    const [row] = await queryRows(this.dataSource.manager,
       `SELECT id, account_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
       [hashApiKey(presentedKey)],
     );
@@ -98,12 +98,12 @@ export class AccountsService {
   }
 
   async listApiKeys(accountId: string): Promise<ApiKeyView[]> {
-    return this.dataSource.query(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE account_id = $1 ORDER BY id DESC`, [accountId]);
+    return queryRows(this.dataSource.manager, `SELECT ${KEY_COLUMNS} FROM api_keys WHERE account_id = $1 ORDER BY id DESC`, [accountId]);
   }
 
   /** Scoped by account: another account's key is not found. */
   async getApiKey(accountId: string, id: string): Promise<ApiKeyView> {
-    const [row] = await this.dataSource.query(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE account_id = $1 AND id = $2`, [accountId, id]);
+    const [row] = await queryRows(this.dataSource.manager, `SELECT ${KEY_COLUMNS} FROM api_keys WHERE account_id = $1 AND id = $2`, [accountId, id]);
     if (!row) throw new NotFoundException(`api key ${id} not found`);
     return row;
   }

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { IdPrefix } from '../../platform/ids.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import { AppConfig } from '../../platform/config/app-config.js';
-import { assertInTransaction, exec, type Tx } from '../../platform/database/tx.js';
+import { assertInTransaction, exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import type { PageRequest } from '../../platform/http/pagination.js';
 import type { UsageKind, UsageRecordView, UsageSummary } from './usage.dto.js';
 
@@ -65,7 +65,7 @@ export class UsageLedger {
   }
 
   async summary(accountId: string, from?: Date, to?: Date): Promise<UsageSummary> {
-    const [row] = await this.dataSource.query(
+    const [row] = await queryRows(this.dataSource.manager,
       `SELECT coalesce(sum(quantity) FILTER (WHERE kind = 'sms_outbound_segments'), 0)::text AS sms_outbound_segments,
               coalesce(sum(quantity) FILTER (WHERE kind = 'sms_inbound_segments'), 0)::text AS sms_inbound_segments,
               coalesce(sum(quantity) FILTER (WHERE kind = 'call_minutes'), 0)::text AS call_minutes,
@@ -87,7 +87,7 @@ export class UsageLedger {
 
   /** Quantity recorded per kind for the account from `since` on (what a prepaid bundle draws down). */
   async totalsSince(accountId: string, since: Date): Promise<Record<UsageKind, number>> {
-    const rows: { kind: UsageKind; quantity: string }[] = await this.dataSource.query(
+    const rows: { kind: UsageKind; quantity: string }[] = await queryRows(this.dataSource.manager,
       `SELECT kind, sum(quantity)::text AS quantity FROM usage_records WHERE account_id = $1 AND created_at >= $2 GROUP BY kind`,
       [accountId, since],
     );
@@ -97,7 +97,7 @@ export class UsageLedger {
   }
 
   async list(accountId: string, page: PageRequest): Promise<UsageRecordView[]> {
-    const rows = await this.dataSource.query(
+    const rows = await queryRows(this.dataSource.manager,
       `SELECT id, 'usage_record' AS record_type, kind, resource_id, quantity, unit_price_micros, amount_micros,
               $3::text AS currency, created_at
          FROM usage_records

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
-import { exec, type Tx } from '../../platform/database/tx.js';
+import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import { FLOW_OUTCOMES, type FlowOutcome } from './call-flow.js';
 
 const at = (example: string, description: string) => ({ format: 'date-time', example, description });
@@ -39,7 +39,7 @@ export class CallTimeline {
 
   /** In arrival order (when ingest stored each event), never sorted by the carrier's clock. */
   async list(callId: string): Promise<TimelineEntry[]> {
-    return this.dataSource.query(
+    return queryRows(this.dataSource.manager,
       `SELECT carrier_event_id, event_type, leg, outcome, note, occurred_at, received_at, recorded_at FROM call_timeline WHERE call_id = $1 ORDER BY received_at, carrier_event_id`,
       [callId],
     );

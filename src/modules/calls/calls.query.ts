@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import type { PageRequest } from '../../platform/http/pagination.js';
 import { CallTimeline, type TimelineEntry } from './call-timeline.js';
 import { CALL_COLUMNS, LEG_COLUMNS, toCallView, type CallDirection, type CallRow, type CallStatus, type CallView, type LegRow } from './call-view.js';
+import { queryRows } from '../../platform/database/tx.js';
 
 export interface CallFilters {
   status?: CallStatus;
@@ -22,13 +23,13 @@ export class CallsQuery {
   ) {}
 
   async get(accountId: string, id: string): Promise<CallView> {
-    const [call] = await this.dataSource.query(`SELECT ${CALL_COLUMNS} FROM calls WHERE account_id = $1 AND id = $2`, [accountId, id]);
+    const [call] = await queryRows(this.dataSource.manager, `SELECT ${CALL_COLUMNS} FROM calls WHERE account_id = $1 AND id = $2`, [accountId, id]);
     if (!call) throw callNotFound();
     return toCallView(call, await this.legsOf([id]).then((legs) => legs.get(id) ?? []));
   }
 
   async list(accountId: string, filters: CallFilters, page: PageRequest): Promise<CallView[]> {
-    const calls: CallRow[] = await this.dataSource.query(
+    const calls: CallRow[] = await queryRows(this.dataSource.manager,
       `SELECT ${CALL_COLUMNS} FROM calls
         WHERE account_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR direction = $3) AND ($4::text IS NULL OR id < $4)
         ORDER BY id DESC LIMIT $5`,
@@ -39,7 +40,7 @@ export class CallsQuery {
   }
 
   async timelineOf(accountId: string, id: string): Promise<TimelineEntry[]> {
-    const [call] = await this.dataSource.query(`SELECT id FROM calls WHERE account_id = $1 AND id = $2`, [accountId, id]);
+    const [call] = await queryRows(this.dataSource.manager, `SELECT id FROM calls WHERE account_id = $1 AND id = $2`, [accountId, id]);
     if (!call) throw callNotFound();
     return this.timeline.list(id);
   }
@@ -47,7 +48,7 @@ export class CallsQuery {
   private async legsOf(callIds: string[]): Promise<Map<string, LegRow[]>> {
     const byCall = new Map<string, LegRow[]>();
     if (callIds.length === 0) return byCall;
-    const legs: LegRow[] = await this.dataSource.query(`SELECT ${LEG_COLUMNS} FROM call_legs WHERE call_id = ANY($1) ORDER BY dialed_at, target_index, attempt`, [callIds]);
+    const legs: LegRow[] = await queryRows(this.dataSource.manager, `SELECT ${LEG_COLUMNS} FROM call_legs WHERE call_id = ANY($1) ORDER BY dialed_at, target_index, attempt`, [callIds]);
     for (const leg of legs) byCall.set(leg.call_id, [...(byCall.get(leg.call_id) ?? []), leg]);
     return byCall;
   }

@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { UsageLedger } from '../billing/usage-ledger.js';
 import { DRAWN_DOWN_BY, ENTITLEMENT_TYPES, type EntitlementType } from './entitlement-types.js';
+import { queryRows } from '../../platform/database/tx.js';
 
 @ApiSchema({ name: 'Balance', description: 'What is left of the prepaid bundles of one type' })
 export class BalanceView {
@@ -32,7 +33,7 @@ export class Balances {
   ) {}
 
   async forAccount(accountId: string): Promise<BalanceView[]> {
-    const grants: { type: EntitlementType; granted: string; since: Date }[] = await this.dataSource.query(
+    const grants: { type: EntitlementType; granted: string; since: Date }[] = await queryRows(this.dataSource.manager,
       `SELECT type, sum(quantity)::text AS granted, min(created_at) AS since FROM entitlements WHERE account_id = $1 GROUP BY type ORDER BY type`,
       [accountId],
     );

@@ -1,6 +1,6 @@
 import { ConflictException, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { exec, type Tx } from '../../platform/database/tx.js';
+import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import { isEntitlementType, type EntitlementType, ENTITLEMENT_TYPES } from './entitlement-types.js';
 
 /** A price's lookup key as plans hold it: printable, no spaces (Stripe allows at most 200 characters). */
@@ -58,7 +58,7 @@ export class Plans {
   /** Every plan, by lookup key. */
   async list(): Promise<PlanView[]> {
     // No WHERE: plans are few (one per price), an operator's list.
-    const rows: (Omit<PlanView, 'quantity'> & { quantity: string })[] = await this.dataSource.query(`SELECT ${COLUMNS} FROM plans ORDER BY lookup_key`);
+    const rows: (Omit<PlanView, 'quantity'> & { quantity: string })[] = await queryRows(this.dataSource.manager, `SELECT ${COLUMNS} FROM plans ORDER BY lookup_key`);
     return rows.map((row) => ({ ...row, quantity: Number(row.quantity) }));
   }
 

@@ -2,6 +2,7 @@ import { Injectable, NotFoundException } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { CarrierEventProcessor, type ProcessResult } from './carrier-event-processor.js';
+import { queryRows } from '../../platform/database/tx.js';
 
 export interface CarrierEventRow {
   id: string;
@@ -49,7 +50,7 @@ export class CarrierEventsService {
   async list({ failed = false, unhandled = false, limit = 50 }: ListOptions = {}): Promise<CarrierEventRow[]> {
     if (failed && unhandled) throw new Error('list either failed or unhandled events, not both');
     const where = failed ? WAITING.failed : unhandled ? WAITING.unhandled : 'true';
-    return this.dataSource.query(
+    return queryRows(this.dataSource.manager,
       `SELECT id, carrier, carrier_event_id, event_type, kind, attempts, processed_at, unhandled_since, note, error, created_at
          FROM carrier_events
         WHERE ${where}
@@ -81,11 +82,11 @@ export class CarrierEventsService {
    * is still waiting after its run is not picked up twice in one run.
    */
   private async replayAll(reason: WaitingEvents, onProgress?: (done: number, total: number) => void): Promise<ProcessResult[]> {
-    const [{ total }] = await this.dataSource.query(`SELECT count(*)::int AS total FROM carrier_events WHERE ${WAITING[reason]}`);
+    const [{ total }] = await queryRows(this.dataSource.manager, `SELECT count(*)::int AS total FROM carrier_events WHERE ${WAITING[reason]}`);
     const results: ProcessResult[] = [];
     let after = '';
     for (;;) {
-      const page: { id: string }[] = await this.dataSource.query(
+      const page: { id: string }[] = await queryRows(this.dataSource.manager,
         `SELECT id FROM carrier_events WHERE ${WAITING[reason]} AND id > $1 ORDER BY id LIMIT $2`,
         [after, REPLAY_PAGE],
       );

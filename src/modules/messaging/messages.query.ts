@@ -2,6 +2,7 @@ import { Injectable, NotFoundException } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { PageRequest } from '../../platform/http/pagination.js';
 import { MESSAGE_COLUMNS, toView, type MessageView } from './message-view.js';
+import { queryRows } from '../../platform/database/tx.js';
 
 export interface MessageFilters {
   direction?: 'outbound' | 'inbound';
@@ -14,14 +15,14 @@ export class MessagesQuery {
   constructor(private readonly dataSource: DataSource) {}
 
   async get(accountId: string, id: string): Promise<MessageView & { status_history: { status: string; at: string }[] }> {
-    const [row] = await this.dataSource.query(`SELECT ${MESSAGE_COLUMNS} FROM messages WHERE account_id = $1 AND id = $2`, [accountId, id]);
+    const [row] = await queryRows(this.dataSource.manager, `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE account_id = $1 AND id = $2`, [accountId, id]);
     if (!row) throw new NotFoundException(`message ${id} not found`);
-    const history = await this.dataSource.query(`SELECT status, at FROM message_status_history WHERE message_id = $1 ORDER BY id`, [id]);
+    const history = await queryRows(this.dataSource.manager, `SELECT status, at FROM message_status_history WHERE message_id = $1 ORDER BY id`, [id]);
     return { ...toView(row), status_history: history.map((h: { status: string; at: Date }) => ({ status: h.status, at: h.at.toISOString() })) };
   }
 
   async list(accountId: string, filters: MessageFilters, page: PageRequest): Promise<MessageView[]> {
-    const rows = await this.dataSource.query(
+    const rows = await queryRows(this.dataSource.manager,
       `SELECT ${MESSAGE_COLUMNS} FROM messages
         WHERE account_id = $1 AND ($2::text IS NULL OR direction = $2) AND ($3::text IS NULL OR status = $3)
           AND ($4::text IS NULL OR id < $4)

@@ -1,7 +1,7 @@
 import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { IdPrefix, newId } from '../../platform/ids.js';
-import { exec } from '../../platform/database/tx.js';
+import { exec, queryRows } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { PageRequest } from '../../platform/http/pagination.js';
 import { fingerprint, IdempotencyKeys, type StoredResponse } from '../../platform/idempotency/idempotency-keys.js';
@@ -76,7 +76,7 @@ export class NumberOrders {
   }
 
   async list(accountId: string, page: PageRequest): Promise<NumberOrderView[]> {
-    const ids: { id: string }[] = await this.dataSource.query(
+    const ids: { id: string }[] = await queryRows(this.dataSource.manager,
       `SELECT id FROM number_orders WHERE account_id = $1 AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
       [accountId, page.after ?? null, page.size + 1],
     );

@@ -1,7 +1,7 @@
 import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../../platform/config/app-config.js';
-import { exec, type Tx } from '../../platform/database/tx.js';
+import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import { Statements } from '../../platform/database/statements.js';
@@ -184,7 +184,7 @@ export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliver
   }
 
   private async load(deliveryId: string): Promise<DeliveryRow | undefined> {
-    const [row] = await this.dataSource.query(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d ${DELIVERY_JOINS} WHERE d.id = $1`, [deliveryId]);
+    const [row] = await queryRows(this.dataSource.manager, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d ${DELIVERY_JOINS} WHERE d.id = $1`, [deliveryId]);
     return row;
   }
 }

@@ -2,7 +2,7 @@ import { Injectable, NotFoundException, UnprocessableEntityException } from '@ne
 import { DataSource } from 'typeorm';
 import { IdPrefix, newId } from '../../platform/ids.js';
 import { AppConfig } from '../../platform/config/app-config.js';
-import { exec, type Tx } from '../../platform/database/tx.js';
+import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { PageRequest } from '../../platform/http/pagination.js';
 import { AddressPolicy } from './address-policy.js';
@@ -65,7 +65,7 @@ export class EndpointsService {
 
   async create(accountId: string, dto: CreateEndpointDto): Promise<EndpointWithSecretView> {
     this.checkUrl(dto.url);
-    const [row]: EndpointRow[] = await this.dataSource.query(
+    const [row]: EndpointRow[] = await queryRows(this.dataSource.manager,
       `INSERT INTO webhook_endpoints (id, account_id, url, event_types, description, secret)
        VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${ENDPOINT_COLUMNS}, secret`,
       [newId(IdPrefix.WebhookEndpoint), accountId, dto.url, dto.event_types ?? null, dto.description ?? null, generateSecret()],
@@ -74,7 +74,7 @@ export class EndpointsService {
   }
 
   async list(accountId: string, page: PageRequest): Promise<EndpointView[]> {
-    const rows: EndpointRow[] = await this.dataSource.query(
+    const rows: EndpointRow[] = await queryRows(this.dataSource.manager,
       `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints
         WHERE account_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR id < $2)
         ORDER BY id DESC LIMIT $3`,
@@ -84,7 +84,7 @@ export class EndpointsService {
   }
 
   async get(accountId: string, id: string): Promise<EndpointView> {
-    const [row]: EndpointRow[] = await this.dataSource.query(
+    const [row]: EndpointRow[] = await queryRows(this.dataSource.manager,
       `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL`,
       [id, accountId],
     );
@@ -170,7 +170,7 @@ export class EndpointsService {
   }
 
   async secret(accountId: string, id: string): Promise<SecretView> {
-    const [row] = await this.dataSource.query(
+    const [row] = await queryRows(this.dataSource.manager,
       `SELECT secret, CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS expires
          FROM webhook_endpoints WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL`,
       [id, accountId],

@@ -5,6 +5,7 @@ import type { PageRequest } from '../../platform/http/pagination.js';
 import { deliveriesOfEvent } from './deliveries.query.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
 import type { EventView, EventWithDeliveriesView } from './endpoint.dto.js';
+import { queryRows } from '../../platform/database/tx.js';
 
 interface EventRow {
   id: string;
@@ -29,7 +30,7 @@ export class EventsService {
 
   /** Newest first: ids are time-ordered, so the cursor is the last id of the page. */
   async list(accountId: string, type: string | undefined, page: PageRequest): Promise<EventView[]> {
-    const rows: EventRow[] = await this.dataSource.query(
+    const rows: EventRow[] = await queryRows(this.dataSource.manager,
       `SELECT id, type, event_version, payload, created_at FROM outbound_events
         WHERE account_id = $1 AND ($2::text IS NULL OR type = $2) AND ($3::text IS NULL OR id < $3)
         ORDER BY id DESC LIMIT $4`,
@@ -55,7 +56,7 @@ export class EventsService {
   }
 
   private async find(accountId: string, id: string): Promise<EventRow> {
-    const [row]: EventRow[] = await this.dataSource.query(
+    const [row]: EventRow[] = await queryRows(this.dataSource.manager,
       `SELECT id, type, event_version, payload, created_at FROM outbound_events WHERE id = $1 AND account_id = $2`,
       [id, accountId],
     );

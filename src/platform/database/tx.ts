@@ -30,6 +30,15 @@ export async function exec<T = Record<string, unknown>>(
   }
 }
 
+/**
+ * The rows of one statement: how a read runs (the customer API's queries, listings), in or out of
+ * a transaction (`dataSource.manager` outside one). exec when the affected count matters.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- as dataSource.query: the caller names the row type
+export async function queryRows<T = any>(manager: EntityManager, sql: string, params: unknown[] = []): Promise<T[]> {
+  return (await exec<T>(manager, sql, params)).rows;
+}
+
 export function assertInTransaction(manager: EntityManager): asserts manager is Tx {
   if (!manager.queryRunner?.isTransactionActive) {
     throw new Error('this write must run inside a transaction: pass the Tx from UnitOfWork.run');

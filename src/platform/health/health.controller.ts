@@ -5,6 +5,7 @@ import { MetricsRegistry } from '../metrics/metrics-registry.js';
 import { OutboxService } from '../outbox/outbox.service.js';
 import { Queues } from '../outbox/queues.js';
 import { RedisService } from '../redis/redis.service.js';
+import { queryRows } from '../database/tx.js';
 
 const READY_TIMEOUT_MS = 2000;
 
@@ -31,7 +32,7 @@ export class HealthController {
   @Get('health/ready')
   async ready() {
     const [postgres, redis] = await Promise.all([
-      within(this.dataSource.query('SELECT 1'), READY_TIMEOUT_MS).then(() => 'ok', () => 'unavailable'),
+      within(queryRows(this.dataSource.manager, 'SELECT 1'), READY_TIMEOUT_MS).then(() => 'ok', () => 'unavailable'),
       within(this.redis.ping(), READY_TIMEOUT_MS).then(() => 'ok', () => 'unavailable'),
     ]);
     const checks = { postgres, redis };

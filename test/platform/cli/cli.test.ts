@@ -40,10 +40,19 @@ describe('admin CLI: every command with --json prints exactly one JSON document 
     for (const command of ['migrate', 'accounts:create', 'carrier-events:replay', 'outbox:status']) expect(help.stdout).toContain(command);
   }, SLOW);
 
-  it('migrate creates a missing database, applies every migration, and is idempotent', async () => {
+  it('migrate creates a missing database, applies every migration, and is idempotent; a command before it says to migrate', async () => {
     const name = `onceline_t_cli_${randomBytes(4).toString('hex')}`;
     const url = databaseUrl(name);
     try {
+      const early = await cli(['plans:list'], { DATABASE_URL: url });
+      expectFailure(early, 'command_failed', /cannot reach PostgreSQL .*does not exist/);
+      const admin = new pg.Client({ connectionString: TEST_PG_BASE });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE ${name}`);
+      await admin.end();
+      const unmigrated = await cli(['plans:list'], { DATABASE_URL: url });
+      expectFailure(unmigrated, 'command_failed', /has no Onceline tables yet: run `onceline migrate`/);
+
       const first = await cli(['migrate'], { DATABASE_URL: url });
       expect(first.code).toBe(0);
       const applied = oneDocument(first);

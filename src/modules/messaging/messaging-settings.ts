@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { exec } from '../../platform/database/tx.js';
+import { exec, queryRows } from '../../platform/database/tx.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
 import type { KeywordRepliesDto, MessagingSettingsView, OptOutScope } from './messaging-settings.dto.js';
 import { DEFAULT_KEYWORD_REPLIES, HELP_KEYWORDS, keywordReply, OPT_IN_KEYWORDS, OPT_OUT_KEYWORDS, type KeywordKind } from './opt-out-keywords.js';
@@ -16,7 +16,7 @@ export class MessagingSettings {
   constructor(private readonly dataSource: DataSource) {}
 
   async get(accountId: string): Promise<MessagingSettingsView> {
-    const [row] = await this.dataSource.query(`SELECT opt_out_scope, keyword_replies FROM accounts WHERE id = $1`, [accountId]);
+    const [row] = await queryRows<StoredSettings>(this.dataSource.manager, `SELECT opt_out_scope, keyword_replies FROM accounts WHERE id = $1`, [accountId]);
     return view(row);
   }
 

@@ -2,7 +2,7 @@ import { ConflictException, Injectable, NotFoundException } from '@nestjs/common
 import { isForeignKeyViolation } from '../../platform/database/pg-errors.js';
 import { DataSource } from 'typeorm';
 import { newId, IdPrefix } from '../../platform/ids.js';
-import { exec, type Tx } from '../../platform/database/tx.js';
+import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import type { PageRequest } from '../../platform/http/pagination.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import type { VoiceSettings } from '../sequential-ring/ring-plan.js';
@@ -69,7 +69,8 @@ export class PhoneNumbers {
 
   /** Which of these numbers no account holds. */
   async unassigned(phoneNumbers: string[]): Promise<string[]> {
-    const rows: { n: string }[] = await this.dataSource.query(
+    const rows = await queryRows<{ n: string }>(
+      this.dataSource.manager,
       `SELECT n FROM unnest($1::text[]) AS n WHERE NOT EXISTS (SELECT FROM phone_numbers p WHERE p.phone_number = n AND p.${HELD}) ORDER BY n`,
       [phoneNumbers],
     );
@@ -95,12 +96,13 @@ export class PhoneNumbers {
   }
 
   async get(accountId: string, id: string): Promise<PhoneNumberView | undefined> {
-    const [row] = await this.dataSource.query(`SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE id = $1 AND account_id = $2`, [id, accountId]);
+    const [row] = await queryRows<PhoneNumberView>(this.dataSource.manager, `SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE id = $1 AND account_id = $2`, [id, accountId]);
     return row;
   }
 
   async list(accountId: string, page: PageRequest): Promise<PhoneNumberView[]> {
-    return this.dataSource.query(
+    return queryRows<PhoneNumberView>(
+      this.dataSource.manager,
       `SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE account_id = $1 AND ${HELD} AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
       [accountId, page.after ?? null, page.size + 1],
     );

@@ -10,6 +10,7 @@ const BENCHES = [
   { title: 'Ingest vs pgbench of the same SQL (32 connections, 30 s)', script: 'bench/ingest/run.mjs', args: [] },
   { title: 'Ingest vs pgbench of the same SQL while the worker path runs at 500 inbound SMS/s beside it', script: 'bench/ingest/run.mjs', args: [], env: { BENCH_BESIDE_RATE: '500' } },
   { title: 'Messaging: POST /v2/messages with Idempotency-Key, receipt → status visible', script: 'bench/messaging.mjs', args: [] },
+  { title: 'Sender pacing: a burst of 300 to one number at 20/s beside ten numbers under their rate', script: 'bench/messaging-pacing.mjs', args: [] },
   { title: 'Customer webhooks: commit → delivered at 500 events/s, burst deliveries/s', script: 'bench/webhooks/run.mjs', args: [] },
   { title: 'End to end: carrier webhook → customer webhook at 500 events/s for 60 s, and the highest rate whose p99 stays under 1 s', script: 'bench/e2e.mjs', args: ['--rate', '500', '--seconds', '60', '--find-max'] },
   { title: 'Calls: 200 concurrent inbound calls through three-target ring plans, duplicated webhooks', script: 'bench/calls.mjs', args: ['--calls', '200'] },

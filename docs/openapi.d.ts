@@ -77,8 +77,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Set a number's voice settings
-         * @description `{"voice": {...}}` sets the ring plan and transcription, `{"voice": null}` switches calls off, `{}` changes nothing.
+         * Set a number's voice settings and sending pace
+         * @description `{"voice": {...}}` sets the ring plan and transcription, `{"voice": null}` switches calls off; `{"messaging": {"send_rate_per_second": 10}}` sets the segments per second it sends at most, `{"messaging": {"send_rate_per_second": null}}` goes back to the default for its carrier and type; a setting left out is kept, `{}` changes nothing.
          */
         patch: operations["PhoneNumbersController_update"];
         trace?: never;
@@ -252,6 +252,27 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v2/messaging_settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get your opt-out scope, keyword replies and the keywords recognized */
+        get: operations["MessagingSettingsController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Set your opt-out scope and keyword replies
+         * @description `{"opt_out_scope": "account"}`: a STOP to any of your numbers stops them all (`number`: only the number texted). A scope change carries the opt-outs already recorded into the new scope, never dropping one. `{"keyword_replies": {"opt_out": "...", "help": null}}` sets a reply text or resets it to the default; one left out is kept.
+         */
+        patch: operations["MessagingSettingsController_update"];
         trace?: never;
     };
     "/v2/webhook_endpoints": {
@@ -1022,6 +1043,25 @@ export interface components {
              */
             transcribe: boolean;
         };
+        NumberMessagingSettings: {
+            /**
+             * @description Message segments per second it sends at most: its own rate, else the default for its carrier and type
+             * @example 1
+             */
+            send_rate_per_second: number;
+            /**
+             * @description number: set with PATCH; default: by carrier and type (long code or toll-free)
+             * @example default
+             * @enum {string}
+             */
+            send_rate_source: "number" | "default";
+            /**
+             * Format: date-time
+             * @description A carrier answered 429: no message from this number goes out before this time (its Retry-After)
+             * @example null
+             */
+            paused_until: string | null;
+        };
         PhoneNumber: {
             /** @example num_01jd5x2m3n4p5q6r7s8t9v0w1x */
             id: string;
@@ -1042,6 +1082,7 @@ export interface components {
             status: "ordering" | "active" | "releasing" | "released" | "failed";
             /** @description Voice settings (ring plan, transcription); null: calls to this number are not taken */
             voice: components["schemas"]["VoiceSettings"] | null;
+            messaging: components["schemas"]["NumberMessagingSettings"];
             /**
              * Format: date-time
              * @example 2026-11-03T10:15:00.000Z
@@ -1050,6 +1091,13 @@ export interface components {
         };
         PhoneNumberResponse: {
             data: components["schemas"]["PhoneNumber"];
+        };
+        MessagingSettingsDto: {
+            /**
+             * @description Message segments per second this number sends at most (the carrier's throughput for it); null: the default for its carrier and type
+             * @example 10
+             */
+            send_rate_per_second: number | null;
         };
         RingTargetDto: {
             /** @example +15550002222 */
@@ -1087,6 +1135,8 @@ export interface components {
             transcribe?: boolean;
         };
         UpdatePhoneNumberDto: {
+            /** @description Sending pace */
+            messaging?: components["schemas"]["MessagingSettingsDto"];
             /** @description Ring plan and transcription for calls to this number; null switches calls off */
             voice?: components["schemas"]["VoiceSettingsDto"] | null;
         };
@@ -1343,6 +1393,12 @@ export interface components {
             send_at: string | null;
             /**
              * Format: date-time
+             * @description While queued or scheduled: when it goes to the carrier, its sending number's pace permitting (the send slot it was given; for a scheduled message not yet given one, its send_at). Null once picked up, and for a queued message in the moment before its first slot (or while its number waits out a carrier's Retry-After)
+             * @example 2026-12-01T09:00:01.000Z
+             */
+            expected_send_at: string | null;
+            /**
+             * Format: date-time
              * @example 2026-11-03T10:15:00.000Z
              */
             created_at: string;
@@ -1424,6 +1480,12 @@ export interface components {
             send_at: string | null;
             /**
              * Format: date-time
+             * @description While queued or scheduled: when it goes to the carrier, its sending number's pace permitting (the send slot it was given; for a scheduled message not yet given one, its send_at). Null once picked up, and for a queued message in the moment before its first slot (or while its number waits out a carrier's Retry-After)
+             * @example 2026-12-01T09:00:01.000Z
+             */
+            expected_send_at: string | null;
+            /**
+             * Format: date-time
              * @example 2026-11-03T10:15:00.000Z
              */
             created_at: string;
@@ -1441,6 +1503,82 @@ export interface components {
             /** @description Newest first */
             data: components["schemas"]["Message"][];
             meta: components["schemas"]["ListMeta"];
+        };
+        KeywordReply: {
+            /** @example You have been unsubscribed. Reply START to resubscribe. */
+            text: string;
+            /**
+             * @description The default text (none of your own is set)
+             * @example true
+             */
+            default: boolean;
+        };
+        KeywordReplies: {
+            opt_out: components["schemas"]["KeywordReply"];
+            opt_in: components["schemas"]["KeywordReply"];
+            help: components["schemas"]["KeywordReply"];
+        };
+        Keywords: {
+            /**
+             * @example [
+             *       "STOP",
+             *       "STOPALL",
+             *       "UNSUBSCRIBE",
+             *       "CANCEL",
+             *       "END",
+             *       "QUIT",
+             *       "REVOKE",
+             *       "OPTOUT"
+             *     ]
+             */
+            opt_out: string[];
+            /**
+             * @example [
+             *       "START",
+             *       "UNSTOP",
+             *       "YES"
+             *     ]
+             */
+            opt_in: string[];
+            /**
+             * @example [
+             *       "HELP",
+             *       "INFO"
+             *     ]
+             */
+            help: string[];
+        };
+        MessagingSettings: {
+            /** @enum {string} */
+            record_type: "messaging_settings";
+            /**
+             * @example number
+             * @enum {string}
+             */
+            opt_out_scope: "number" | "account";
+            keyword_replies: components["schemas"]["KeywordReplies"];
+            /** @description The keywords recognized on inbound SMS: the whole message, trimmed, in any case */
+            keywords: components["schemas"]["Keywords"];
+        };
+        MessagingSettingsResponse: {
+            data: components["schemas"]["MessagingSettings"];
+        };
+        KeywordRepliesDto: {
+            /** @description The reply to an opt-out keyword (STOP, ...); null: back to the default text */
+            opt_out?: string | null;
+            /** @description The reply to an opt-in keyword (START, ...); null: back to the default text */
+            opt_in?: string | null;
+            /** @description The reply to HELP or INFO; null: back to the default text */
+            help?: string | null;
+        };
+        UpdateMessagingSettingsDto: {
+            /**
+             * @description number: a keyword counts for the number it was texted to; account: for every number of the account. Opt-outs already recorded are carried over by the change, never dropped.
+             * @enum {string}
+             */
+            opt_out_scope?: "number" | "account";
+            /** @description Reply texts to set (a string) or reset to the default (null); one left out is kept */
+            keyword_replies?: components["schemas"]["KeywordRepliesDto"];
         };
         CreateEndpointDto: {
             /**
@@ -2638,7 +2776,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation failed: 1 to 10 E.164 targets, timeout_secs 5 to 120, a known fallback (forward with its to); each errors[] entry names the field */
+            /** @description Validation failed: 1 to 10 E.164 targets, timeout_secs 5 to 120, a known fallback (forward with its to), send_rate_per_second 0.01 to 1000 or null; each errors[] entry names the field */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3509,6 +3647,148 @@ export interface operations {
             };
             /** @description message_not_cancellable */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    MessagingSettingsController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessagingSettingsResponse"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    MessagingSettingsController_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateMessagingSettingsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessagingSettingsResponse"];
+                };
+            };
+            /** @description Malformed request: the body is not JSON, nests too deeply, or a header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over 256 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation failed: an unknown scope, a reply that is not 1 to 480 characters; each errors[] entry names the field */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

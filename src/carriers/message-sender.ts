@@ -17,6 +17,34 @@ export type SendResult =
 /** The carrier could not answer (408, 429, 5xx, transport error): try again later. */
 export class CarrierUnavailableError extends Error {}
 
+/** Longest carrier Retry-After we honour as it is (a larger or unreadable one counts as this). */
+export const MAX_RETRY_AFTER_SECONDS = 3600;
+/** A 429 without a readable Retry-After waits this long. */
+export const DEFAULT_RETRY_AFTER_SECONDS = 1;
+
+/** The carrier answered 429: too fast for it. Try again no sooner than `retryAfterSeconds`. */
+export class CarrierThrottledError extends CarrierUnavailableError {
+  constructor(
+    carrier: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(`${carrier} answered 429 (Retry-After ${retryAfterSeconds} s)`);
+  }
+}
+
+/** A 429 as CarrierThrottledError (its Retry-After: seconds or an HTTP date), any other retryable status as CarrierUnavailableError. */
+export function unavailable(carrier: string, response: Response): CarrierUnavailableError {
+  if (response.status !== 429) return new CarrierUnavailableError(`${carrier} answered ${response.status}`);
+  return new CarrierThrottledError(carrier, retryAfterSeconds(response.headers.get('retry-after')));
+}
+
+export function retryAfterSeconds(header: string | null, now = Date.now()): number {
+  if (header === null || header.trim() === '') return DEFAULT_RETRY_AFTER_SECONDS;
+  const seconds = /^\s*\d+(\.\d+)?\s*$/.test(header) ? Number(header) : (Date.parse(header) - now) / 1000;
+  if (!Number.isFinite(seconds)) return DEFAULT_RETRY_AFTER_SECONDS;
+  return Math.min(Math.max(seconds, 0), MAX_RETRY_AFTER_SECONDS);
+}
+
 export interface MessageSender {
   readonly carrier: CarrierName;
   send(message: OutboundMessage): Promise<SendResult>;

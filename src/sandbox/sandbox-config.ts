@@ -37,6 +37,8 @@ export interface SandboxConfig {
   SANDBOX_NUMBER_LOST_ANSWER_PERCENT: number;
   /** How long a Telnyx number order stays pending before number_order.complete. */
   SANDBOX_NUMBER_ORDER_DELAY_MS: number;
+  /** Message segments per second each sending number may send before a 429 (0: no limit). */
+  SANDBOX_SEND_RATE_PER_NUMBER: number;
 }
 
 export class SandboxConfigError extends Error {}
@@ -90,5 +92,6 @@ export function loadSandboxConfig(env: Record<string, string | undefined> = proc
     SANDBOX_NUMBER_FAILURE_PERCENT: whole(env, 'SANDBOX_NUMBER_FAILURE_PERCENT', 0, 0, 100),
     SANDBOX_NUMBER_LOST_ANSWER_PERCENT: whole(env, 'SANDBOX_NUMBER_LOST_ANSWER_PERCENT', 0, 0, 100),
     SANDBOX_NUMBER_ORDER_DELAY_MS: whole(env, 'SANDBOX_NUMBER_ORDER_DELAY_MS', 500, 0, 600_000),
+    SANDBOX_SEND_RATE_PER_NUMBER: whole(env, 'SANDBOX_SEND_RATE_PER_NUMBER', 0, 0, 100_000),
   };
 }

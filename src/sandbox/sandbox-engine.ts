@@ -3,7 +3,8 @@ import { BoundedTimers } from './bounded-timers.js';
 import { formatChaos, parseChaos, pickSendFault, type Chaos } from './chaos.js';
 import { nonLoopbackProblem } from '../platform/net/loopback.js';
 import { header, sendJson } from './sandbox-http.js';
-import { emptyStats, type SandboxStats } from './sandbox-stats.js';
+import { bump, emptyStats, type SandboxStats } from './sandbox-stats.js';
+import { SenderThroughput } from './sender-throughput.js';
 import { WebhookSeries, type CarrierWebhook } from './webhook-series.js';
 
 /**
@@ -22,14 +23,17 @@ export interface Answer {
 /** One send-API call, described by the carrier-specific route that parsed it. */
 export interface SendCall {
   carrier: 'telnyx' | 'twilio' | 'vonage';
+  /** The sending number (E.164) and the message's segments: what the throughput limit counts. */
+  from: string;
+  parts: number;
   idempotencyKey: string | undefined;
   chaos: Chaos;
   /** Creates the message: its answer and the webhooks that follow. Called once per new key. */
   accept(): { answer: Answer; webhooks: CarrierWebhook[] };
   /** The carrier's 4xx refusal, for `reject`. */
   rejection: Answer;
-  /** The carrier's body for a 500 / 503. */
-  failure(status: 500 | 503): unknown;
+  /** The carrier's body for a 500 / 503, and for a 429 (too fast for the sending number). */
+  failure(status: 429 | 500 | 503): unknown;
 }
 
 /**
@@ -44,12 +48,16 @@ export class SandboxEngine {
   private readonly running = new Set<Promise<void>>();
   private readonly urlChecks = new Map<string, Promise<string | undefined>>();
 
+  readonly throughput: SenderThroughput;
+
   constructor(
     defaultChaos: string,
     private readonly allowRemote: boolean,
     readonly log: (line: string) => void,
+    sendRatePerNumber = 0,
   ) {
     this.chaos = parseChaos(defaultChaos);
+    this.throughput = new SenderThroughput(sendRatePerNumber);
   }
 
   get chaosSpec(): string {
@@ -113,10 +121,18 @@ export class SandboxEngine {
     if (answer) {
       s.replayed++;
     } else {
+      // A new message past its number's throughput: refused, as a carrier does, and counted.
+      const retryAfter = this.throughput.take(call.from, call.parts);
+      if (retryAfter !== undefined) {
+        s.throttled++;
+        bump(s.throttled_by_number, call.from);
+        return sendJson(res, 429, call.failure(429), { 'retry-after': String(retryAfter) });
+      }
       const accepted = call.accept();
       answer = accepted.answer;
       if (memoryKey) this.remember(memoryKey, answer);
       s.accepted++;
+      bump(s.accepted_by_number, call.from);
       series = this.runSeries(call.chaos, accepted.webhooks);
     }
     if (fault === 'timeout') {

@@ -8,6 +8,7 @@ import type { SandboxContext, SandboxRequest } from './sandbox-context.js';
 import { SandboxEngine } from './sandbox-engine.js';
 import { BodyTooLarge, parseJsonObject, problem, readBody, sendJson } from './sandbox-http.js';
 import { sandboxMessage } from './sandbox-message.js';
+import { isValidThroughput } from './sender-throughput.js';
 import type { SandboxStats } from './sandbox-stats.js';
 import { telnyxDevKeyPair } from '../telephony/telnyx-dev-key.js';
 import { telnyxInbound } from './telnyx/telnyx-sandbox.js';
@@ -42,7 +43,7 @@ const TWILIO_MESSAGES = /^\/twilio\/2010-04-01\/Accounts\/([^/]+)\/Messages\.jso
  * Twilio's Messages.json and Vonage's POST /v1/messages, then calls PUBLIC_BASE_URL back with signed webhooks, under chaos.
  * Telnyx Call Control (POST /v2/calls, /v2/calls/{id}/actions/...) is emulated too (telnyx/), and
  * Twilio Voice calls that follow the app's TwiML (twilio/twilio-voice-call.ts).
- * Control: GET /sandbox/stats, POST /sandbox/stats/reset, GET|POST /sandbox/chaos,
+ * Control: GET /sandbox/stats, POST /sandbox/stats/reset, GET|POST /sandbox/chaos, GET|POST /sandbox/throughput,
  * POST /sandbox/inbound {from,to,text,carrier?}, /sandbox/calls/... (sandbox-call-routes), GET /sandbox/health.
  * Numbers (search, order, release) of the three carriers: numbers/; GET|POST /sandbox/numbers.
  */
@@ -50,7 +51,7 @@ export async function startSandbox(config: SandboxConfig, log: (line: string) =>
   const allowRemote = config.SANDBOX_ALLOW_REMOTE === '1';
   let engine: SandboxEngine;
   try {
-    engine = new SandboxEngine(config.SANDBOX_CHAOS, allowRemote, log);
+    engine = new SandboxEngine(config.SANDBOX_CHAOS, allowRemote, log, config.SANDBOX_SEND_RATE_PER_NUMBER);
   } catch (err) {
     if (err instanceof ChaosSyntaxError) throw new SandboxRefused(`SANDBOX_CHAOS=${JSON.stringify(config.SANDBOX_CHAOS)}: ${err.message}`);
     throw err;
@@ -113,6 +114,8 @@ async function handle(ctx: SandboxContext, req: http.IncomingMessage, res: http.
   }
   if (route === 'GET /sandbox/numbers') return sendJson(res, 200, numbersControl(ctx));
   if (route === 'POST /sandbox/numbers') return numbersControlRoute(ctx, res, body);
+  if (route === 'GET /sandbox/throughput') return sendJson(res, 200, engine.throughput.describe());
+  if (route === 'POST /sandbox/throughput') return throughputRoute(ctx, res, body);
   if (route === 'GET /sandbox/chaos') return sendJson(res, 200, { chaos: engine.chaosSpec });
   if (route === 'POST /sandbox/chaos') {
     const json = parseJsonObject(body);
@@ -166,6 +169,28 @@ function numbersControlRoute(ctx: SandboxContext, res: http.ServerResponse, body
   if (json.failure_percent !== undefined) ctx.numbers.failurePercent = json.failure_percent as number;
   if (json.lost_answer_percent !== undefined) ctx.numbers.lostAnswerPercent = json.lost_answer_percent as number;
   sendJson(res, 200, numbersControl(ctx));
+}
+
+/**
+ * POST /sandbox/throughput {"per_number"?: N, "numbers"?: {"+E.164": N | null}}: segments per
+ * second a sending number may send before a 429 (0: no limit; null: back to per_number). Every
+ * bucket starts full again. 429s are counted in GET /sandbox/stats (sends.throttled, by number).
+ */
+function throughputRoute({ engine }: SandboxContext, res: http.ServerResponse, body: string): void {
+  const json = parseJsonObject(body);
+  const numbers = json?.numbers ?? {};
+  const invalid = 'body must be {"per_number"?: N, "numbers"?: {"+E.164": N | null}} with N from 0 (no limit) to 100000 segments per second';
+  if (!json || (json.per_number !== undefined && !isValidThroughput(json.per_number)) || typeof numbers !== 'object' || numbers === null || Array.isArray(numbers)) return problem(res, 400, invalid);
+  const entries = Object.entries(numbers as Record<string, unknown>);
+  if (entries.some(([n, v]) => !E164_PATTERN.test(n) || (v !== null && !isValidThroughput(v)))) return problem(res, 400, invalid);
+  const { throughput } = engine;
+  if (json.per_number !== undefined) throughput.perNumber = json.per_number as number;
+  for (const [n, v] of entries) {
+    if (v === null) throughput.numbers.delete(n);
+    else throughput.numbers.set(n, v as number);
+  }
+  throughput.reset();
+  sendJson(res, 200, throughput.describe());
 }
 
 /** POST /sandbox/inbound {from, to, text, carrier?}: a handset texts one of our numbers. */

@@ -13,6 +13,12 @@ export interface SandboxStats {
     rejected: number;
     /** Wrong credentials or malformed request. */
     invalid: number;
+    /** New messages answered 429 + Retry-After: past their sending number's throughput (GET /sandbox/throughput). */
+    throttled: number;
+    /** The same, by sending number. */
+    throttled_by_number: Record<string, number>;
+    /** Messages accepted, by sending number. */
+    accepted_by_number: Record<string, number>;
   };
   /** Simulated inbound SMS (POST /sandbox/inbound). */
   inbound: number;
@@ -140,7 +146,7 @@ export function bump(counts: Record<string, number>, key: string): void {
 
 export function emptyStats(): SandboxStats {
   return {
-    sends: { requests: 0, accepted: 0, replayed: 0, failed: { '500': 0, '503': 0, timeout: 0 }, rejected: 0, invalid: 0 },
+    sends: { requests: 0, accepted: 0, replayed: 0, failed: { '500': 0, '503': 0, timeout: 0 }, rejected: 0, invalid: 0, throttled: 0, throttled_by_number: {}, accepted_by_number: {} },
     inbound: 0,
     webhooks: {
       events: 0, deliveries: 0, duplicates: 0, resigned: 0, contradictions: 0, retries: 0,

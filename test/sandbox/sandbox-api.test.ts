@@ -226,6 +226,30 @@ describe('the sandbox as a child process (node dist/main.js sandbox), a local re
     expect((await sandbox.stats()).inbound).toBe(2);
   });
 
+  it('throughput per sending number (POST /sandbox/throughput): past it a new message is answered 429 with Retry-After in each carrier\'s words, counted; a replayed key is not a new message', async () => {
+    const control = (body: unknown) => fetch(`${sandbox.url}/sandbox/throughput`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await control({ per_number: -1 })).status).toBe(400);
+    expect((await control({ numbers: { '555': 1 } })).status).toBe(400);
+    try {
+      expect(await (await control({ per_number: 0, numbers: { [sms.from]: 2 } })).json()).toEqual({ per_number: 0, numbers: { [sms.from]: 2 } });
+      const answers = [await telnyxSend(sms, { 'idempotency-key': 'msg_t1' }), await telnyxSend(sms), await telnyxSend(sms)];
+      expect(answers.map((r) => r.status)).toEqual([200, 200, 429]);
+      expect(answers[2].headers.get('retry-after')).toBe('1');
+      expect(((await answers[2].json()) as any).errors[0].title).toBe('Too many requests');
+      // the same key again is the message already sent, not a new one
+      expect((await telnyxSend(sms, { 'idempotency-key': 'msg_t1' })).status).toBe(200);
+      const twilio = await twilioSend({ From: sms.from, To: sms.to, Body: 'hello' });
+      expect(twilio.status).toBe(429);
+      expect(((await twilio.json()) as any).code).toBe(20429);
+      // another number is not limited
+      expect((await telnyxSend({ ...sms, from: '+15550003333' })).status).toBe(200);
+      expect((await sandbox.stats()).sends).toMatchObject({ throttled: 2, throttled_by_number: { [sms.from]: 2 }, accepted_by_number: { [sms.from]: 2, '+15550003333': 1 }, replayed: 1 });
+    } finally {
+      await control({ per_number: 0, numbers: { [sms.from]: null } });
+      await idle();
+    }
+  });
+
   it('chaos switched at run time by POST /sandbox/chaos applies to later sends; a bad spec is refused', async () => {
     const bad = await fetch(`${sandbox.url}/sandbox/chaos`, { method: 'POST', body: '{"chaos":"duplicate=many"}' });
     expect(bad.status).toBe(400);

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { ApiClient } from '../support/api-client.js';
-import { startTestApp, type TestApp } from '../support/app.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { freePort } from '../support/ports.js';
-import { startSandboxChild, type SandboxChild } from '../support/sandbox-child.js';
+import type { TestApp } from '../support/app.js';
+import type { TestDatabase } from '../support/database.js';
+import type { SandboxChild } from '../support/sandbox-child.js';
+import { startAppAgainstSandbox, type AppAgainstSandbox } from '../support/sandbox-app.js';
 import { waitFor } from '../support/wait.js';
 
 const TELNYX_NUMBER = '+17735550102';
@@ -45,35 +45,17 @@ describe('the app against the carrier sandbox with chaos on', () => {
     return { id, carrierId: delivered.body.data.carrier_message_id, history: final.body.data.status_history.map((h: { status: string }) => h.status) };
   }
 
+  let running: AppAgainstSandbox | undefined;
+
   beforeAll(async () => {
-    db = await createTestDatabase();
-    const port = await freePort();
-    const publicBaseUrl = `http://127.0.0.1:${port}`;
-    sandbox = await startSandboxChild({ PUBLIC_BASE_URL: publicBaseUrl, SANDBOX_RECEIPT_DELAY_MS: '50', LOG_LEVEL: 'error' });
-    app = await startTestApp({
-      databaseUrl: db.url,
-      relay: true,
-      worker: true,
-      port,
-      env: {
-        PUBLIC_BASE_URL: publicBaseUrl,
-        TELNYX_API_URL: `${sandbox.url}/v2`,
-        TWILIO_API_URL: `${sandbox.url}/twilio`,
-        VONAGE_API_URL: sandbox.url,
-        CARRIER_EVENT_RETRY_BASE_MS: '100',
-        CARRIER_EVENT_RETRY_MAX_DELAY_SECONDS: '1',
-      },
-    });
+    running = await startAppAgainstSandbox({}, { CARRIER_EVENT_RETRY_MAX_DELAY_SECONDS: '1' });
+    ({ db, app, sandbox } = running);
     customer = await ApiClient.forNewAccount(app);
     await customer.assignNumber(TELNYX_NUMBER, 'telnyx');
     await customer.assignNumber(TWILIO_NUMBER, 'twilio');
     await customer.assignNumber(VONAGE_NUMBER, 'vonage');
   });
-  afterAll(async () => {
-    await app?.close();
-    await sandbox?.stop();
-    await db?.drop();
-  });
+  afterAll(() => running?.stop());
   beforeEach(async () => {
     await settled();
     await fetch(`${sandbox.url}/sandbox/stats/reset`, { method: 'POST' });

@@ -34,6 +34,8 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     LOG_LEVEL: 'error',
     OUTBOX_POLL_MS: '50',
     WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
+    // Bursts from one number go out at once unless a test paces its number (PATCH messaging).
+    MESSAGE_SEND_RATE_DEFAULT: '1000',
     ...options.env,
   });
   const app = await createApp(config);

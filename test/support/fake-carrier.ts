@@ -8,7 +8,7 @@ export interface CarrierRequest {
   body: string;
 }
 
-export type ScriptedAnswer = { status: number; body?: unknown; delayMs?: number };
+export type ScriptedAnswer = { status: number; body?: unknown; delayMs?: number; headers?: Record<string, string> };
 
 /** A send request the fake carrier keeps open until the test lets it be answered. */
 export interface HeldRequest {
@@ -78,7 +78,7 @@ export class FakeCarrier extends LocalCarrierServer {
         this.idsByKey.set(key, id);
         const status = scripted?.status ?? (twilio ? 201 : vonage ? 202 : 200);
         const accepted = twilio ? { sid: id, status: 'queued' } : vonage ? { message_uuid: id } : { data: { id, record_type: 'message' } };
-        res.writeHead(status, { 'content-type': 'application/json' });
+        res.writeHead(status, { ...scripted?.headers, 'content-type': 'application/json' });
         res.end(JSON.stringify(scripted?.body ?? (status < 300 ? accepted : { errors: [{ code: String(status), title: 'scripted' }] })));
       });
     });

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import {
-  CarrierUnavailableError, isRetryableStatus, postToCarrier, readJson,
+  CarrierUnavailableError, isRetryableStatus, postToCarrier, readJson, unavailable,
   type MessageSender, type OutboundMessage, type SendResult,
 } from '../message-sender.js';
 
@@ -27,7 +27,7 @@ export class TelnyxMessageSender implements MessageSender {
       if (typeof id !== 'string') throw new CarrierUnavailableError('Telnyx accepted the message without an id');
       return { outcome: 'accepted', carrierMessageId: id };
     }
-    if (isRetryableStatus(response.status)) throw new CarrierUnavailableError(`Telnyx answered ${response.status}`);
+    if (isRetryableStatus(response.status)) throw unavailable('Telnyx', response);
     const [first] = (body.errors as { code?: string; title?: string; detail?: string }[] | undefined) ?? [];
     return {
       outcome: 'rejected',

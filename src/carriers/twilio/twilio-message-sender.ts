@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import {
-  CarrierUnavailableError, isRetryableStatus, postToCarrier, readJson,
+  CarrierUnavailableError, isRetryableStatus, postToCarrier, readJson, unavailable,
   type MessageSender, type OutboundMessage, type SendResult,
 } from '../message-sender.js';
 
@@ -35,7 +35,7 @@ export class TwilioMessageSender implements MessageSender {
       if (typeof body.sid !== 'string') throw new CarrierUnavailableError('Twilio accepted the message without a sid');
       return { outcome: 'accepted', carrierMessageId: body.sid };
     }
-    if (isRetryableStatus(response.status)) throw new CarrierUnavailableError(`Twilio answered ${response.status}`);
+    if (isRetryableStatus(response.status)) throw unavailable('Twilio', response);
     return {
       outcome: 'rejected',
       errorCode: String(body.code ?? `http_${response.status}`),

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import {
-  CarrierUnavailableError, isRetryableStatus, postToCarrier, readJson,
+  CarrierUnavailableError, isRetryableStatus, postToCarrier, readJson, unavailable,
   type MessageSender, type OutboundMessage, type SendResult,
 } from '../message-sender.js';
 
@@ -35,7 +35,7 @@ export class VonageMessageSender implements MessageSender {
       if (typeof body.message_uuid !== 'string') throw new CarrierUnavailableError('Vonage accepted the message without a message_uuid');
       return { outcome: 'accepted', carrierMessageId: body.message_uuid };
     }
-    if (isRetryableStatus(response.status)) throw new CarrierUnavailableError(`Vonage answered ${response.status}`);
+    if (isRetryableStatus(response.status)) throw unavailable('Vonage', response);
     const type = typeof body.type === 'string' ? body.type : '';
     return {
       outcome: 'rejected',

@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { CarrierUnavailableError, type SendResult } from '../../carriers/message-sender.js';
+import { CarrierThrottledError, CarrierUnavailableError, type SendResult } from '../../carriers/message-sender.js';
 import { MessageSenders } from '../../carriers/message-senders.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import type { Tx } from '../../platform/database/tx.js';
@@ -49,7 +49,7 @@ export class DispatchMessageHandler implements JobHandler<JobName.DispatchMessag
    * many twins find it), so a holder that died is followed up even if its own job is spent.
    */
   private async claim(tx: Tx, messageId: string): Promise<DispatchClaim | undefined> {
-    const outcome = await this.transitions.claimForDispatch(tx, messageId, this.config.DISPATCH_LEASE_SECONDS);
+    const outcome = await this.transitions.claimForDispatch(tx, messageId, this.config.DISPATCH_LEASE_SECONDS, this.config.MESSAGE_SEND_RATE_DEFAULT);
     if (outcome.kind === 'claimed') return outcome.claim;
     if (outcome.kind === 'leased') {
       // run_at is the lease's end by the database clock, which is also what the relay waits on,
@@ -64,6 +64,13 @@ export class DispatchMessageHandler implements JobHandler<JobName.DispatchMessag
     try {
       result = await this.senders.for(message.carrier).send({ id: message.id, from: message.from_number, to: message.to_number, text: message.text });
     } catch (err) {
+      if (err instanceof CarrierThrottledError) {
+        // Too fast for the carrier: back in the queue behind its Retry-After, under this run's
+        // lease (so never sent twice), and this job is done (its follow-up is written with it).
+        const resumeAt = await this.uow.run((tx) => this.transitions.requeueThrottled(tx, message, err.retryAfterSeconds));
+        this.logger.warn(`carrier throttled ${message.from_number} sending ${message.id}: ${resumeAt ? `tried again from ${resumeAt.toISOString()}` : 'another run holds it now'}`);
+        return;
+      }
       if (err instanceof CarrierUnavailableError && attempt >= JOB_SPECS[JobName.DispatchMessage].attempts) {
         this.logger.warn(`giving up on ${message.id} after ${attempt} attempts: ${err.message}`);
         await this.uow.run((tx) => this.transitions.markRejected(tx, message, 'carrier_unavailable', err.message));

@@ -7,6 +7,10 @@ import type { EventBatchRun, OneStatementRun } from '../ingest/carrier-event-han
 import type { OwnersOf } from '../numbers/phone-numbers.service.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
+import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { HELD } from '../numbers/phone-numbers.service.js';
+import { burstToleranceSql } from './sender-pacing.js';
+import { sendRateSql } from '../numbers/send-rates.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
 import { OptOutKeywords, optedOutSql } from './opt-out-keywords.js';
@@ -58,11 +62,13 @@ export type DispatchLease = Pick<DispatchClaim, 'id' | 'token'>;
 
 /**
  * What a dispatch run may do: call the carrier under its claim; leave the message to the run that
- * holds its lease until `until`; or nothing (gone, or past sending).
+ * holds its lease until `until`; leave it to its send slot `at` (a job is due then); or nothing
+ * (gone, or past sending).
  */
 export type DispatchClaimOutcome =
   | { kind: 'claimed'; claim: DispatchClaim }
   | { kind: 'leased'; holder: string; until: Date }
+  | { kind: 'paced'; at: Date }
   | { kind: 'done' };
 
 /**
@@ -85,53 +91,153 @@ export class MessageTransitions {
    * `sending` is claimed again only once its lease has ended (the run holding it died or stalled
    * past it); while the lease lasts another run must not call the carrier (Twilio ignores
    * Idempotency-Key: that would be a second SMS).
+   *
+   * Pacing: a waiting message first takes a send slot from its number (segments / rate after the
+   * number's last one, never inside a carrier's pause), by the same statement. A slot that is now
+   * is claimed at once, if the sends claimed so far leave room for it (SEND_BURST_SECONDS); a later
+   * one is kept on the message with a dispatch job due then (the outbox row is the truth: a Redis
+   * that loses the job only delays it), and this run sends nothing.
    */
-  async claimForDispatch(tx: Tx, messageId: string, leaseSeconds: number): Promise<DispatchClaimOutcome> {
+  async claimForDispatch(tx: Tx, messageId: string, leaseSeconds: number, rateOverride?: number): Promise<DispatchClaimOutcome> {
     // The message's row first, alone: the statement that decides then reads the opt-outs with a
     // snapshot taken after any wait for this row, so a STOP committed before the claim (even one
     // committed while a twin held the row) is seen and refuses the send.
     await exec(tx, `SELECT FROM messages WHERE id = $1 FOR UPDATE`, [messageId]);
     const stmt = new CteStatement();
     const [id, unsent, waiting] = [stmt.param(messageId, 'text'), stmt.param(UNSENT_STATUSES, 'text[]'), stmt.param(WAITING_STATUSES, 'text[]')];
+    const rate = sendRateSql('p', stmt.param(rateOverride ?? null, 'numeric'));
     // `refused`: a message not yet picked up whose recipient has opted out (a keyword reply is
-    // the confirmation, sent whatever the consent).
+    // the confirmation, sent whatever the consent). `needs_slot`: waiting, from a number we hold,
+    // with no slot yet, or one that fell inside a carrier's pause (429 Retry-After) since.
     stmt.with(
       'locked',
-      `SELECT id AS locked_id, status AS previous, claim_token AS holder, claimed_until AS held_until,
-              (auto_reply IS NULL AND status = ANY(${waiting}) AND ${optedOutSql('account_id', 'from_number', 'to_number')}) AS refused
-         FROM messages WHERE id = ${id} AND direction = 'outbound' AND status = ANY(${unsent})`,
+      `SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot, p.id AS number_id,
+              make_interval(secs => (m.segments / ${rate})::float8) AS spacing, ${burstToleranceSql(rate)} AS burst,
+              (m.auto_reply IS NULL AND m.status = ANY(${waiting}) AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')}) AS refused,
+              (m.status = ANY(${waiting}) AND p.id IS NOT NULL AND (m.send_slot IS NULL OR m.send_slot < p.send_paused_until)) AS needs_slot
+         FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.${HELD}
+        WHERE m.id = ${id} AND m.direction = 'outbound' AND m.status = ANY(${unsent})`,
+    );
+    // The number's row, locked for a waiting message: a claim for another message of the same
+    // number waits here, then reads what that one left (FOR UPDATE returns the newest version),
+    // so no two messages share a slot and no two sends break the burst bound.
+    stmt.with(
+      'num',
+      `SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until
+         FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE l.previous = ANY(${waiting}) AND NOT l.refused FOR UPDATE OF p`,
+    );
+    // The decision, from the locked row. `within_burst`: the sends claimed so far, spaced at the
+    // rate, leave room for one more now. A new slot: after the number's last one, never inside a
+    // pause, and no sooner than the burst allowance leaves room; taken by a message without one,
+    // and by one whose slot fell due together with others (jobs ran late) and finds no room (it
+    // goes behind the queue rather than every such message waking at the same moment).
+    // `may_send`: the slot is now and there is room; or a lease that ended.
+    stmt.with(
+      'paced',
+      `SELECT d.*, (NOT d.refused AND d.due AND CASE WHEN d.previous = 'sending' THEN d.held_until IS NULL OR d.held_until <= now() ELSE d.within_burst END) AS may_send
+         FROM (SELECT l.*, n.num_id, n.sends_paced_until, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
+                      (coalesce(x.new_slot, l.held_slot) IS NULL OR coalesce(x.new_slot, l.held_slot) <= c.clk) AS due
+                 FROM locked l LEFT JOIN num n ON true
+                 CROSS JOIN LATERAL (SELECT clock_timestamp() AS clk) c
+                 CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + l.burst AS within_burst) b
+                 CROSS JOIN LATERAL (
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND (l.needs_slot OR (l.held_slot <= c.clk AND NOT b.within_burst))
+                               THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - l.burst) END AS new_slot
+                 ) x) d`,
+    );
+    // ONE UPDATE of the number's row (locked above): the slot handed out, the send counted.
+    stmt.with(
+      'num_moved',
+      `UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL THEN pc.new_slot + pc.spacing ELSE p.next_send_at END,
+              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, pc.clk) + pc.spacing ELSE p.sends_paced_until END
+         FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send)`,
     );
     const refused = stmt.with(
       'refused',
       `UPDATE messages m SET status = 'failed', error_code = 'recipient_opted_out', error_detail = 'the recipient replied with an opt-out keyword',
               claimed_until = NULL, updated_at = now()
-         FROM locked WHERE m.id = locked.locked_id AND locked.refused
+         FROM paced WHERE m.id = paced.locked_id AND paced.refused
        RETURNING ${MESSAGE_COLUMNS}`,
     );
     this.sideEffectsCtes(stmt, refused, 'failed', 'message.failed');
-    // The UPDATE's WHERE is the guard: a message not yet picked up, or one whose lease has ended.
+    // The UPDATE's WHERE is the guard: a message not yet picked up whose slot is now, or one whose lease has ended.
     stmt.with(
       'claimed',
       `UPDATE messages m SET status = 'sending', claim_token = ${stmt.param(randomUUID(), 'text')}, claimed_until = now() + make_interval(secs => ${stmt.param(leaseSeconds, 'int')}),
-              updated_at = CASE WHEN locked.previous = ANY(${waiting}) THEN now() ELSE m.updated_at END
-         FROM locked
-        WHERE m.id = locked.locked_id AND NOT locked.refused AND (locked.previous <> 'sending' OR locked.held_until IS NULL OR locked.held_until <= now())
-       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, locked.previous`,
+              send_slot = coalesce(paced.slot_at, m.send_slot), updated_at = CASE WHEN paced.previous = ANY(${waiting}) THEN now() ELSE m.updated_at END
+         FROM paced WHERE m.id = paced.locked_id AND paced.may_send
+       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, paced.previous`,
     );
-    const { rows } = await exec<ClaimRow & { refused: boolean; jobs: number }>(
+    // Its `sending` history in the same statement: the number's row is held only until this
+    // statement's commit, never across another round trip.
+    stmt.with('claim_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'sending' FROM claimed WHERE previous = ANY(${waiting})`);
+    // Not now: a new slot still to come, kept on the message, with a dispatch job due then.
+    const slotted = stmt.with(
+      'slotted',
+      `UPDATE messages m SET send_slot = paced.new_slot FROM paced
+        WHERE m.id = paced.locked_id AND paced.new_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused
+       RETURNING m.id AS slotted_id, m.send_slot AS wake_at`,
+    );
+    this.outbox.jobsFromCte(stmt, 'slotted_job', slotted, JobName.DispatchMessage, {
+      id: `'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint`,
+      data: `jsonb_build_object('messageId', slotted_id)`,
+      runAt: 'wake_at',
+    });
+    const { rows } = await exec<ClaimRow & { found: MessageStatus; refused: boolean; slot_at: Date | null; jobs: number }>(
       tx,
-      stmt.text(`SELECT locked.holder, locked.held_until, locked.refused, (${stmt.newJobsCount()})::int AS jobs, claimed.* FROM locked LEFT JOIN claimed ON claimed.id = locked.locked_id`),
+      stmt.text(
+        `SELECT paced.previous AS found, paced.holder, paced.held_until, paced.refused, paced.slot_at, (${stmt.newJobsCount()})::int AS jobs, claimed.*
+           FROM paced LEFT JOIN claimed ON claimed.id = paced.locked_id`,
+      ),
       stmt.params,
     );
     if (rows.length === 0) return { kind: 'done' };
-    const { holder, held_until: heldUntil, refused: wasRefused, jobs, ...taken } = rows[0];
+    const { found, holder, held_until: heldUntil, refused: wasRefused, slot_at: slotAt, jobs, ...taken } = rows[0];
     this.outbox.jobsWritten(jobs, tx);
     if (wasRefused) return { kind: 'done' };
-    // not taken: a live lease (held_until > now()), so both are set
-    if (taken.id === null) return { kind: 'leased', holder: holder!, until: heldUntil! };
-    const { previous, ...claim } = taken;
-    if (WAITING_STATUSES.includes(previous)) await this.recordHistory(tx, messageId, 'sending');
+    if (taken.id === null) {
+      // not taken: a live lease (held_until > now()), or a slot still to come (its job is due then)
+      if (found === 'sending') return { kind: 'leased', holder: holder!, until: heldUntil! };
+      return { kind: 'paced', at: slotAt! };
+    }
+    const { previous: _previous, ...claim } = taken;
     return { kind: 'claimed', claim };
+  }
+
+  /**
+   * The carrier answered 429 (too fast) to a run holding the lease: the message goes back to
+   * `queued` (history, no event, no charge), its number pauses for the carrier's Retry-After (no
+   * slot starts before then, and slots already given inside the pause are taken again), and a
+   * dispatch job is due at the pause's end. Under this run's token only: nothing is sent twice,
+   * nothing lost. Returns when the message will be tried again, or undefined when the lease was
+   * no longer this run's.
+   */
+  async requeueThrottled(tx: Tx, lease: DispatchLease, retryAfterSeconds: number): Promise<Date | undefined> {
+    const stmt = new CteStatement();
+    const pause = `clock_timestamp() + make_interval(secs => ${stmt.param(retryAfterSeconds, 'float8')})`;
+    // sending under this run's token: a lease another run has taken since is left alone.
+    const back = stmt.with(
+      'throttled',
+      `UPDATE messages SET status = 'queued', claimed_until = NULL, send_slot = NULL, updated_at = now()
+        WHERE id = ${stmt.param(lease.id, 'text')} AND status = 'sending' AND claim_token = ${stmt.param(lease.token, 'text')}
+       RETURNING id AS throttled_id, account_id AS throttled_account, from_number AS throttled_from`,
+    );
+    stmt.with(
+      'paused',
+      `UPDATE phone_numbers p SET send_paused_until = greatest(p.send_paused_until, ${pause}) FROM ${back} t
+        WHERE p.phone_number = t.throttled_from AND p.account_id = t.throttled_account AND p.${HELD}
+       RETURNING p.send_paused_until`,
+    );
+    stmt.with('throttled_history', `INSERT INTO message_status_history (message_id, status) SELECT throttled_id, 'queued' FROM ${back}`);
+    const resume = stmt.with('resume', `SELECT throttled_id, coalesce((SELECT send_paused_until FROM paused), ${pause}) AS resume_at FROM ${back}`);
+    this.outbox.jobsFromCte(stmt, 'resume_job', resume, JobName.DispatchMessage, {
+      id: `'dispatch-' || throttled_id || '-retry-' || ${stmt.param(lease.token, 'text')}`,
+      data: `jsonb_build_object('messageId', throttled_id)`,
+      runAt: 'resume_at',
+    });
+    const { rows } = await exec<{ resume_at: Date | null; jobs: number }>(tx, stmt.text(`SELECT (SELECT resume_at FROM ${resume}) AS resume_at, (${stmt.newJobsCount()})::int AS jobs`), stmt.params);
+    this.outbox.jobsWritten(rows[0].jobs, tx);
+    return rows[0].resume_at ?? undefined;
   }
 
   /**

@@ -28,6 +28,14 @@ export class MessageView {
   @ApiProperty({ type: 'string', nullable: true, example: null, description: 'Why the message failed' }) error_code!: string | null;
   @ApiProperty({ type: 'string', nullable: true, example: null }) error_detail!: string | null;
   @ApiProperty({ type: 'string', nullable: true, ...at('2026-12-01T09:00:00.000Z'), description: 'When a scheduled message is sent' }) send_at!: string | null;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    ...at('2026-12-01T09:00:01.000Z'),
+    description:
+      "While queued or scheduled: when it goes to the carrier, its sending number's pace permitting (the send slot it was given; for a scheduled message not yet given one, its send_at). Null once picked up, and for a queued message in the moment before its first slot (or while its number waits out a carrier's Retry-After)",
+  })
+  expected_send_at!: string | null;
   @ApiProperty(at('2026-11-03T10:15:00.000Z')) created_at!: string;
   @ApiProperty(at('2026-11-03T10:15:01.000Z')) updated_at!: string;
   account_id?: string;
@@ -47,7 +55,8 @@ export class MessageWithHistory extends MessageView {
 
 /** The SELECT / RETURNING list that yields a MessageView (plus account_id, stripped by toView). */
 export const MESSAGE_COLUMNS = `id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
-  segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at, created_at, updated_at, account_id`;
+  segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
+  CASE WHEN status IN ('queued', 'scheduled') THEN coalesce(send_slot, send_at) END AS expected_send_at, created_at, updated_at, account_id`;
 
 /**
  * toView in SQL, over a row of MESSAGE_COLUMNS (a RETURNING of them): the payload of a customer
@@ -56,13 +65,13 @@ export const MESSAGE_COLUMNS = `id, 'message' AS record_type, direction, from_nu
 export const MESSAGE_VIEW_JSON = `jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
   'text', text, 'status', status, 'segments', segments, 'encoding', encoding, 'carrier', carrier,
   'carrier_message_id', carrier_message_id, 'error_code', error_code, 'error_detail', error_detail,
-  'send_at', ${isoTimestampSql('send_at')}, 'created_at', ${isoTimestampSql('created_at')}, 'updated_at', ${isoTimestampSql('updated_at')})`;
+  'send_at', ${isoTimestampSql('send_at')}, 'expected_send_at', ${isoTimestampSql('expected_send_at')}, 'created_at', ${isoTimestampSql('created_at')}, 'updated_at', ${isoTimestampSql('updated_at')})`;
 
 /** Dates as ISO strings and no internal columns: what a customer sees, stable across replays. */
 export function toView(row: MessageView & { account_id?: string }): MessageView {
   const { account_id: _accountId, ...view } = row;
   const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : (v as string | null));
-  return { ...view, send_at: iso(view.send_at), created_at: iso(view.created_at) as string, updated_at: iso(view.updated_at) as string };
+  return { ...view, send_at: iso(view.send_at), expected_send_at: iso(view.expected_send_at), created_at: iso(view.created_at) as string, updated_at: iso(view.updated_at) as string };
 }
 
 /** Terminal statuses: the first terminal word from the carrier wins. */

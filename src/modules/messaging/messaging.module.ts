@@ -15,12 +15,14 @@ import { MessagesController } from './messages.controller.js';
 import { MessagesQuery } from './messages.query.js';
 import { MessagesService } from './messages.service.js';
 import { OptOutKeywords } from './opt-out-keywords.js';
+import { MessagingSettings } from './messaging-settings.js';
+import { MessagingSettingsController } from './messaging-settings.controller.js';
 
 /** SMS: send (with Idempotency-Key), dispatch to carriers, receipts, inbound. */
 @Module({
   imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, WebhooksModule],
-  controllers: [MessagesController],
-  providers: [MessagesService, MessagesQuery, MessageTransitions, MessagingCarrierEvents, DispatchMessageHandler, MessagingInvariants, OptOutKeywords],
+  controllers: [MessagesController, MessagingSettingsController],
+  providers: [MessagesService, MessagesQuery, MessageTransitions, MessagingCarrierEvents, DispatchMessageHandler, MessagingInvariants, OptOutKeywords, MessagingSettings],
   exports: [MessageTransitions],
 })
 export class MessagingModule {}

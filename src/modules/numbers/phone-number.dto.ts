@@ -1,12 +1,34 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsObject, ValidateIf, ValidateNested } from 'class-validator';
+import { IsNumber, IsObject, Max, Min, ValidateIf, ValidateNested } from 'class-validator';
+import { MAX_SEND_RATE, MIN_SEND_RATE } from './send-rates.js';
 import { CARRIER_NAMES, type CarrierName } from '../../carriers/normalized-event.js';
 import { VoiceSettingsDto } from '../sequential-ring/voice-settings.dto.js';
 import { VoiceSettingsView } from '../sequential-ring/voice-settings.view.js';
 
 
+export class MessagingSettingsDto {
+  @ApiProperty({
+    type: 'number',
+    nullable: true,
+    minimum: MIN_SEND_RATE,
+    maximum: MAX_SEND_RATE,
+    example: 10,
+    description: "Message segments per second this number sends at most (the carrier's throughput for it); null: the default for its carrier and type",
+  })
+  @ValidateIf((_, v) => v !== null)
+  @IsNumber({ allowNaN: false, allowInfinity: false, maxDecimalPlaces: 2 }, { message: 'send_rate_per_second must be a number (at most 2 decimals) or null' })
+  @Min(MIN_SEND_RATE, { message: `send_rate_per_second must be at least ${MIN_SEND_RATE}` })
+  @Max(MAX_SEND_RATE, { message: `send_rate_per_second must be at most ${MAX_SEND_RATE}` })
+  send_rate_per_second!: number | null;
+}
+
 export class UpdatePhoneNumberDto {
+  @ApiPropertyOptional({ type: MessagingSettingsDto, description: 'Sending pace' })
+  @ValidateIf((_, v) => v !== undefined) @IsObject({ message: 'messaging must be an object' }) @ValidateNested() @Type(() => MessagingSettingsDto)
+  messaging?: MessagingSettingsDto;
+
+
   @ApiPropertyOptional({ type: VoiceSettingsDto, nullable: true, description: 'Ring plan and transcription for calls to this number; null switches calls off' })
   @ValidateIf((_, v) => v !== null && v !== undefined) @IsObject({ message: 'voice must be an object or null' }) @ValidateNested() @Type(() => VoiceSettingsDto)
   voice?: VoiceSettingsDto | null;
@@ -14,6 +36,17 @@ export class UpdatePhoneNumberDto {
 
 export const NUMBER_STATUSES = ['ordering', 'active', 'releasing', 'released', 'failed'] as const;
 export type NumberStatus = (typeof NUMBER_STATUSES)[number];
+
+/** A number's sending pace, as the REST API shows it. */
+@ApiSchema({ name: 'NumberMessagingSettings' })
+export class NumberMessagingView {
+  @ApiProperty({ type: 'number', example: 1, description: 'Message segments per second it sends at most: its own rate, else the default for its carrier and type' })
+  send_rate_per_second!: number;
+  @ApiProperty({ enum: ['number', 'default'], example: 'default', description: 'number: set with PATCH; default: by carrier and type (long code or toll-free)' })
+  send_rate_source!: 'number' | 'default';
+  @ApiProperty({ type: 'string', format: 'date-time', nullable: true, example: null, description: 'A carrier answered 429: no message from this number goes out before this time (its Retry-After)' })
+  paused_until!: string | null;
+}
 
 /** A number of the account, as the REST API shows it. */
 @ApiSchema({ name: 'PhoneNumber' })
@@ -30,5 +63,6 @@ export class PhoneNumberView {
   status!: NumberStatus;
   @ApiProperty({ type: () => VoiceSettingsView, nullable: true, description: 'Voice settings (ring plan, transcription); null: calls to this number are not taken' })
   voice!: VoiceSettingsView | null;
+  @ApiProperty({ type: () => NumberMessagingView }) messaging!: NumberMessagingView;
   @ApiProperty({ format: 'date-time', example: '2026-11-03T10:15:00.000Z' }) created_at!: string;
 }

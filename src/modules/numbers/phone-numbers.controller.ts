@@ -48,18 +48,26 @@ export class PhoneNumbersController {
     return { data: number };
   }
 
-  /** Voice settings: `{"voice": {...}}` sets them, `{"voice": null}` switches calls off, `{}` changes nothing. */
+  /**
+   * Voice settings: `{"voice": {...}}` sets them, `{"voice": null}` switches calls off. Sending
+   * pace: `{"messaging": {"send_rate_per_second": N}}` sets it, `null` goes back to the default.
+   * `{}` changes nothing.
+   */
   @Patch(':id')
   @ApiOperationDoc({
-    summary: "Set a number's voice settings",
-    description: '`{"voice": {...}}` sets the ring plan and transcription, `{"voice": null}` switches calls off, `{}` changes nothing.',
+    summary: "Set a number's voice settings and sending pace",
+    description:
+      '`{"voice": {...}}` sets the ring plan and transcription, `{"voice": null}` switches calls off; `{"messaging": {"send_rate_per_second": 10}}` sets the segments per second it sends at most, `{"messaging": {"send_rate_per_second": null}}` goes back to the default for its carrier and type; a setting left out is kept, `{}` changes nothing.',
     body: UpdatePhoneNumberDto,
     ok: DataOf(PhoneNumberView),
-    errors: [404, [422, 'Validation failed: 1 to 10 E.164 targets, timeout_secs 5 to 120, a known fallback (forward with its to); each errors[] entry names the field']],
+    errors: [404, [422, 'Validation failed: 1 to 10 E.164 targets, timeout_secs 5 to 120, a known fallback (forward with its to), send_rate_per_second 0.01 to 1000 or null; each errors[] entry names the field']],
   })
   async update(@AccountId() accountId: string, @Param('id') id: string, @Body() body: UpdatePhoneNumberDto) {
-    const number =
-      body.voice === undefined ? await this.numbers.get(accountId, id) : await this.numbers.setVoice(accountId, id, body.voice === null ? null : toVoiceSettings(body.voice));
+    const change = {
+      ...(body.voice !== undefined && { voice: body.voice === null ? null : toVoiceSettings(body.voice) }),
+      ...(body.messaging !== undefined && { sendRatePerSecond: body.messaging.send_rate_per_second }),
+    };
+    const number = Object.keys(change).length === 0 ? await this.numbers.get(accountId, id) : await this.numbers.update(accountId, id, change);
     if (!number) throw numberNotFound();
     return { data: number };
   }

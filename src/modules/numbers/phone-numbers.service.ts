@@ -2,14 +2,25 @@ import { ConflictException, Injectable, NotFoundException } from '@nestjs/common
 import { isForeignKeyViolation } from '../../platform/database/pg-errors.js';
 import { DataSource } from 'typeorm';
 import { newId, IdPrefix } from '../../platform/ids.js';
-import { exec, type Tx } from '../../platform/database/tx.js';
+import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import type { PageRequest } from '../../platform/http/pagination.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import type { VoiceSettings } from '../sequential-ring/ring-plan.js';
 import type { PhoneNumberView } from './phone-number.dto.js';
-import type { CteStatement } from '../../platform/database/cte-statement.js';
+import { isoTimestampSql, type CteStatement } from '../../platform/database/cte-statement.js';
+import { sendRateSql } from './send-rates.js';
 
-export const NUMBER_COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, status, voice, created_at`;
+export const NUMBER_COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, status, voice,
+  jsonb_build_object('send_rate_per_second', ${sendRateSql('phone_numbers', 'NULL')}::float8,
+                     'send_rate_source', CASE WHEN phone_numbers.send_rate_per_second IS NULL THEN 'default' ELSE 'number' END,
+                     'paused_until', CASE WHEN phone_numbers.send_paused_until > now() THEN ${isoTimestampSql('phone_numbers.send_paused_until')} END) AS messaging,
+  created_at`;
+
+/** PATCH /v2/phone_numbers/:id: each setting given is replaced (null clears it), the others are kept. */
+export interface NumberSettingsChange {
+  voice?: VoiceSettings | null;
+  sendRatePerSecond?: number | null;
+}
 
 /** A number that routes (calls, messages, sends): only an active one. A releasing number stops at once. */
 const ROUTES = `status = 'active'`;
@@ -58,31 +69,40 @@ export class PhoneNumbers {
 
   /** Which of these numbers no account holds. */
   async unassigned(phoneNumbers: string[]): Promise<string[]> {
-    const rows: { n: string }[] = await this.dataSource.query(
+    const rows = await queryRows<{ n: string }>(
+      this.dataSource.manager,
       `SELECT n FROM unnest($1::text[]) AS n WHERE NOT EXISTS (SELECT FROM phone_numbers p WHERE p.phone_number = n AND p.${HELD}) ORDER BY n`,
       [phoneNumbers],
     );
     return rows.map((r) => r.n);
   }
 
-  /** Sets (or with null clears) a number's voice settings; undefined when the account has no such number. */
-  async setVoice(accountId: string, id: string, voice: VoiceSettings | null): Promise<PhoneNumberView | undefined> {
-    // account_id in the WHERE: another account's number is not found, never changed.
+  /** Sets (or with null clears) the settings given; undefined when the account has no such number. */
+  async update(accountId: string, id: string, change: NumberSettingsChange): Promise<PhoneNumberView | undefined> {
+    // account_id in the WHERE: another account's number is not found, never changed. A setting
+    // not given keeps its value ($4/$6 false).
     const { rows } = await exec<PhoneNumberView>(
       this.dataSource.manager,
-      `UPDATE phone_numbers SET voice = $3::jsonb WHERE id = $1 AND account_id = $2 AND ${HELD} RETURNING ${NUMBER_COLUMNS}`,
-      [id, accountId, voice === null ? null : JSON.stringify(voice)],
+      `UPDATE phone_numbers SET voice = CASE WHEN $4 THEN $3::jsonb ELSE voice END,
+              send_rate_per_second = CASE WHEN $6 THEN $5::numeric ELSE send_rate_per_second END
+        WHERE id = $1 AND account_id = $2 AND ${HELD} RETURNING ${NUMBER_COLUMNS}`,
+      [
+        id, accountId,
+        change.voice ? JSON.stringify(change.voice) : null, change.voice !== undefined,
+        change.sendRatePerSecond ?? null, change.sendRatePerSecond !== undefined,
+      ],
     );
     return rows[0];
   }
 
   async get(accountId: string, id: string): Promise<PhoneNumberView | undefined> {
-    const [row] = await this.dataSource.query(`SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE id = $1 AND account_id = $2`, [id, accountId]);
+    const [row] = await queryRows<PhoneNumberView>(this.dataSource.manager, `SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE id = $1 AND account_id = $2`, [id, accountId]);
     return row;
   }
 
   async list(accountId: string, page: PageRequest): Promise<PhoneNumberView[]> {
-    return this.dataSource.query(
+    return queryRows<PhoneNumberView>(
+      this.dataSource.manager,
       `SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE account_id = $1 AND ${HELD} AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
       [accountId, page.after ?? null, page.size + 1],
     );

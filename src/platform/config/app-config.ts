@@ -252,6 +252,14 @@ export class AppConfig {
   @Transform(toInt) @Min(50) @Max(CARRIER_SEND_TIMEOUT_MS) @IsInt()
   CALL_COMMAND_TIMEOUT_MS = 800;
 
+  /**
+   * Messaging: segments per second for every number that has no rate of its own, instead of the
+   * carrier's default for its type (src/modules/numbers/send-rates.ts). Unset in production;
+   * tests and benchmarks that send bursts from one number set it high.
+   */
+  @IsOptional() @Transform(toInt) @Min(0.01) @Max(1000)
+  MESSAGE_SEND_RATE_DEFAULT?: number;
+
   /** Calls: a leg that answered but is not bridged this long after is hung up, and the ring plan moves on. */
   @Transform(toInt) @Min(1) @Max(600) @IsInt()
   DIAL_JOIN_TIMEOUT_SECONDS = 30;

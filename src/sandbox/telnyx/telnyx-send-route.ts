@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { E164_PATTERN } from '../../telephony/e164.js';
+import { countSegments } from '../../telephony/segments.js';
 import type { SandboxContext, SandboxRequest } from '../sandbox-context.js';
 import { header, idempotencyKey, parseJsonObject, sendJson } from '../sandbox-http.js';
 import { sandboxMessage } from '../sandbox-message.js';
@@ -29,6 +30,8 @@ export async function telnyxSendRoute(ctx: SandboxContext, { req, res, body, cha
 
   await ctx.engine.send(res, {
     carrier: 'telnyx',
+    from,
+    parts: countSegments(text).segments,
     idempotencyKey: idempotencyKey(req),
     chaos,
     accept: () => {
@@ -39,6 +42,9 @@ export async function telnyxSendRoute(ctx: SandboxContext, { req, res, body, cha
       };
     },
     rejection: { status: 422, body: telnyxErrors('40310', 'Invalid destination number', 'The sandbox refused this message (chaos: reject).', '/to') },
-    failure: (status) => telnyxErrors(status === 503 ? '10011' : '10007', status === 503 ? 'Service unavailable' : 'Unexpected error', 'Sandbox chaos: fail_rate.'),
+    failure: (status) =>
+      status === 429
+        ? telnyxErrors('10010', 'Too many requests', `${from} is sending faster than its throughput; try again after Retry-After.`)
+        : telnyxErrors(status === 503 ? '10011' : '10007', status === 503 ? 'Service unavailable' : 'Unexpected error', 'Sandbox chaos: fail_rate.'),
   });
 }

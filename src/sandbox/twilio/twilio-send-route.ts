@@ -1,4 +1,5 @@
 import { E164_PATTERN } from '../../telephony/e164.js';
+import { countSegments } from '../../telephony/segments.js';
 import type { SandboxContext, SandboxRequest } from '../sandbox-context.js';
 import { header, idempotencyKey, sendJson } from '../sandbox-http.js';
 import { sandboxMessage } from '../sandbox-message.js';
@@ -33,6 +34,8 @@ export async function twilioSendRoute(ctx: SandboxContext, accountSid: string, {
 
   await ctx.engine.send(res, {
     carrier: 'twilio',
+    from,
+    parts: countSegments(text).segments,
     idempotencyKey: idempotencyKey(req),
     chaos,
     accept: () => {
@@ -43,6 +46,7 @@ export async function twilioSendRoute(ctx: SandboxContext, accountSid: string, {
       };
     },
     rejection: { status: 400, body: twilioError(400, 21211, "The 'To' number is not a valid phone number (sandbox chaos: reject).") },
-    failure: (status) => twilioError(status, status === 503 ? 20503 : 20500, status === 503 ? 'Service Unavailable' : 'Internal Server Error'),
+    failure: (status) =>
+      status === 429 ? twilioError(429, 20429, 'Too Many Requests') : twilioError(status, status === 503 ? 20503 : 20500, status === 503 ? 'Service Unavailable' : 'Internal Server Error'),
   });
 }

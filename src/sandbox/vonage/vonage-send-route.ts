@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { SandboxContext, SandboxRequest } from '../sandbox-context.js';
 import { header, parseJsonObject, sendJson } from '../sandbox-http.js';
 import { sandboxMessage } from '../sandbox-message.js';
+import { countSegments } from '../../telephony/segments.js';
 import { vonageError, vonageOutboundSeries, vonageSendAnswer } from './vonage-sandbox.js';
 
 /** E.164 as Vonage takes it: digits only, no `+` (a leading `+` is tolerated, as Vonage does). */
@@ -38,6 +39,8 @@ export async function vonageSendRoute(ctx: SandboxContext, { req, res, body, cha
 
   await ctx.engine.send(res, {
     carrier: 'vonage',
+    from: `+${from.replace(/^\+/, '')}`,
+    parts: countSegments(text).segments,
     idempotencyKey: clientRef,
     chaos,
     accept: () => {
@@ -48,6 +51,9 @@ export async function vonageSendRoute(ctx: SandboxContext, { req, res, body, cha
       };
     },
     rejection: { status: 422, body: { ...vonageError('/messages#1150', 'Invalid params', 'The sandbox refused this message (chaos: reject).'), invalid_parameters: [{ name: 'to', reason: 'sandbox chaos: reject' }] } },
-    failure: (status) => vonageError(status === 503 ? '#service-unavailable' : '#internal-error', status === 503 ? 'Service Unavailable' : 'Internal Error', 'Sandbox chaos: fail_rate.'),
+    failure: (status) =>
+      status === 429
+        ? vonageError('#throttled', 'Rate Limit Hit', 'Please wait, then retry your request.')
+        : vonageError(status === 503 ? '#service-unavailable' : '#internal-error', status === 503 ? 'Service Unavailable' : 'Internal Error', 'Sandbox chaos: fail_rate.'),
   });
 }

@@ -1,0 +1,185 @@
+// bench/messaging-pacing.mjs — sender pacing. The real app (`node dist/main.js all`) on a fresh
+// database sends through a local fake carrier that enforces each sending number's throughput (the
+// sandbox's own token bucket: 429 + Retry-After past it) and records when each send arrives.
+// Phase 1: only "quiet" numbers, each sending well under its rate. Phase 2: the same quiet
+// traffic beside a burst to a number far under its rate (the burst's own load). Phase 3: the same
+// quiet traffic while the same burst to one paced number drains at its rate. Reports the paced number's throughput against
+// its rate, carrier 429s and doubles, and the quiet numbers' accept → carrier latency in both
+// phases (pacing one number should cost the others nothing). Loopback only, bounded in time.
+// Usage: npm run bench:pacing [-- --rate 20 --burst 300 --quiet-numbers 10 --quiet-rate 2 --seconds 10]
+import { execFileSync } from 'node:child_process';
+import http from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { SenderThroughput } from '../dist/sandbox/sender-throughput.js';
+import { createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, ROOT, startRole } from './lib.mjs';
+
+const { values } = parseArgs({
+  options: {
+    rate: { type: 'string', default: '20' },
+    burst: { type: 'string', default: '300' },
+    'quiet-numbers': { type: 'string', default: '10' },
+    'quiet-rate': { type: 'string', default: '2' },
+    seconds: { type: 'string', default: '10' },
+  },
+});
+const RATE = Number(values.rate);
+const BURST = Number(values.burst);
+const QUIET_NUMBERS = Number(values['quiet-numbers']);
+const QUIET_RATE = Number(values['quiet-rate']);
+const SECONDS = Number(values.seconds);
+/** The quiet numbers' own rate: five times what they send. */
+const QUIET_LIMIT = QUIET_RATE * 5;
+
+const PACED = '+15550110000';
+/** A burst of the same size to a number whose rate is far above it (1000/s, no carrier limit): the comparison. */
+const UNPACED = '+15550110001';
+const QUIET = Array.from({ length: QUIET_NUMBERS }, (_, i) => `+1555012${String(i).padStart(4, '0')}`);
+const HANDSET = '+15550199999';
+
+// The carrier: each number's limit as the sandbox enforces it; arrivals by message id.
+const limits = new SenderThroughput(0);
+limits.numbers.set(PACED, RATE);
+for (const n of QUIET) limits.numbers.set(n, QUIET_LIMIT);
+const arrivals = new Map(); // message id → [ms]
+const throttled = new Map(); // number → 429s
+const carrier = http.createServer((req, res) => {
+  let body = '';
+  req.on('data', (c) => (body += c));
+  req.on('end', () => {
+    const { from, text } = JSON.parse(body);
+    const id = String(req.headers['idempotency-key']);
+    const retryAfter = limits.take(from, 1);
+    if (retryAfter !== undefined) {
+      throttled.set(from, (throttled.get(from) ?? 0) + 1);
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(retryAfter) });
+      return res.end(JSON.stringify({ errors: [{ code: '10010', title: 'Too many requests' }] }));
+    }
+    arrivals.set(id, [...(arrivals.get(id) ?? []), performance.now()]);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ data: { id: randomUUID(), record_type: 'message', text } }));
+  });
+});
+await new Promise((r) => carrier.listen(0, '127.0.0.1', r));
+
+const db = await freshDatabase('onceline_bench_pacing');
+const port = await freePort();
+const base = `http://127.0.0.1:${port}`;
+const env = {
+  DATABASE_URL: db.url,
+  REDIS_URL,
+  QUEUE_PREFIX: `benchpace${port}`,
+  PORT: String(port),
+  LOG_LEVEL: 'error',
+  TELNYX_API_URL: `http://127.0.0.1:${carrier.address().port}/v2`,
+  API_RATE_LIMIT_PER_MINUTE: '100000000',
+};
+const app = await startRole('all', env, { readyUrl: `${base}/health/ready` });
+const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+
+try {
+  const { account, auth } = await createAccountWithNumber(base, env, { phoneNumber: PACED, carrier: 'telnyx' });
+  for (const n of [UNPACED, ...QUIET]) {
+    execFileSync(process.execPath, ['dist/cli.js', 'numbers:assign', '--account', account.account.id, '--number', n, '--carrier', 'telnyx', '--json'], { cwd: ROOT, env: { ...process.env, ...env } });
+  }
+  const numbers = JSON.parse((await request(`${base}/v2/phone_numbers?page[size]=250`, { headers: auth })).body).data;
+  for (const n of numbers) {
+    const rate = n.phone_number === PACED ? RATE : n.phone_number === UNPACED ? 1000 : QUIET_LIMIT;
+    const res = await request(`${base}/v2/phone_numbers/${n.id}`, { method: 'PATCH', headers: auth, body: JSON.stringify({ messaging: { send_rate_per_second: rate } }) });
+    if (res.status !== 200) throw new Error(`PATCH rate of ${n.phone_number}: ${res.status} ${res.body}`);
+  }
+
+  const posted = new Map(); // message id → ms
+  const post = async (from, text) => {
+    const t0 = performance.now();
+    const res = await request(`${base}/v2/messages`, { method: 'POST', headers: auth, body: JSON.stringify({ from, to: HANDSET, text }) });
+    if (res.status !== 202) throw new Error(`POST /v2/messages: ${res.status} ${res.body}`);
+    const { id } = JSON.parse(res.body).data;
+    posted.set(id, t0);
+    return id;
+  };
+  /** Each quiet number sends QUIET_RATE a second, evenly, for `seconds`. */
+  const quietTraffic = async (seconds, label) => {
+    const ids = [];
+    const start = performance.now();
+    const total = Math.round(seconds * QUIET_RATE);
+    await Promise.all(
+      QUIET.map(async (from, k) => {
+        for (let i = 0; i < total; i++) {
+          const due = start + ((i + k / QUIET.length) * 1000) / QUIET_RATE;
+          const wait = due - performance.now();
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          ids.push(await post(from, `${label} ${i}`));
+        }
+      }),
+    );
+    return ids;
+  };
+  const arrived = async (ids, timeoutMs) => {
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until && ids.some((id) => !arrivals.has(id))) await new Promise((r) => setTimeout(r, 100));
+    return ids.filter((id) => arrivals.has(id)).length;
+  };
+  const latencies = (ids) => ids.filter((id) => arrivals.has(id)).map((id) => arrivals.get(id)[0] - posted.get(id));
+  const waitedForSlot = async (ids) =>
+    Number((await pool.query(`SELECT count(DISTINCT data->>'messageId') FROM outbox_jobs WHERE job_id LIKE 'dispatch-%-at-%' AND data->>'messageId' = ANY($1)`, [ids])).rows[0].count);
+
+  // Phase 1: quiet numbers alone.
+  const quiet1 = await quietTraffic(SECONDS, 'quiet alone');
+  await arrived(quiet1, 30_000);
+
+  /** A burst to `from`, posted as fast as 32 connections go, beside the same quiet traffic; waits for all of it. */
+  const beside = async (from, seconds) => {
+    const burstIds = [];
+    const burstPosting = (async () => {
+      let next = 0;
+      await Promise.all(Array.from({ length: 32 }, async () => {
+        while (next < BURST) {
+          const i = next++;
+          burstIds.push(await post(from, `burst ${i}`));
+        }
+      }));
+    })();
+    const quietIds = await quietTraffic(seconds, `quiet beside a burst from ${from}`);
+    await burstPosting;
+    await arrived([...burstIds, ...quietIds], (BURST / RATE) * 1000 * 3 + 60_000);
+    return { burstIds, quietIds };
+  };
+  // Phase 2: beside a burst that is not paced (the load of the burst itself); phase 3: beside the paced burst.
+  const drainSeconds0 = Math.max(SECONDS, BURST / RATE);
+  const unpaced = await beside(UNPACED, drainSeconds0);
+  const { burstIds, quietIds: quiet2 } = await beside(PACED, drainSeconds0);
+
+  const burstTimes = burstIds.filter((id) => arrivals.has(id)).map((id) => arrivals.get(id)[0]).sort((a, b) => a - b);
+  const drainSeconds = (burstTimes.at(-1) - burstTimes[0]) / 1000;
+  const doubles = [...arrivals.values()].filter((a) => a.length > 1).length;
+  // The most arrivals from the paced number in any one second (the relay hands due jobs over every OUTBOX_POLL_MS, so sends bunch a little).
+  let busiestSecond = 0;
+  for (let i = 0, j = 0; i < burstTimes.length; i++) {
+    while (burstTimes[i] - burstTimes[j] >= 1000) j++;
+    busiestSecond = Math.max(busiestSecond, i - j + 1);
+  }
+  const slots = (await pool.query(
+    `SELECT min(gap) AS min_gap, max(gap) AS max_gap FROM (SELECT extract(epoch FROM send_slot - lag(send_slot) OVER (ORDER BY send_slot))::float8 AS gap FROM messages WHERE id = ANY($1)) s`,
+    [burstIds],
+  )).rows[0];
+  const row = (label, ids, waited) => {
+    const l = latencies(ids);
+    return `| ${label} | ${ids.length} | ${l.length} | ${fmt(percentile(l, 50))} | ${fmt(percentile(l, 99))} | ${waited} |`;
+  };
+
+  console.log(`\n## Sender pacing (${new Date().toISOString()})\nmachine: ${machine()}\ncommand: npm run bench:pacing -- --rate ${RATE} --burst ${BURST} --quiet-numbers ${QUIET_NUMBERS} --quiet-rate ${QUIET_RATE} --seconds ${SECONDS}\n`);
+  console.log(`paced number: ${BURST} messages posted at once, rate ${RATE}/s: ${burstTimes.length} arrived over ${fmt(drainSeconds, 2)} s = ${fmt((burstTimes.length - 1) / drainSeconds, 2)} messages/s at the carrier (expected ${RATE}); send slots ${fmt(slots.min_gap * 1000, 1)} to ${fmt(slots.max_gap * 1000, 1)} ms apart (1/rate = ${fmt(1000 / RATE, 1)} ms)`);
+  console.log(`most arrivals from the paced number in any 1 s: ${busiestSecond} (rate ${RATE})`);
+  console.log(`carrier 429s: paced ${throttled.get(PACED) ?? 0}, quiet ${QUIET.reduce((s, n) => s + (throttled.get(n) ?? 0), 0)}; doubles (a message arriving twice): ${doubles}\n`);
+  console.log(`| quiet numbers (${QUIET_NUMBERS}, each ${QUIET_RATE}/s, limit ${QUIET_LIMIT}/s) | posted | arrived | accept → carrier p50 ms | p99 ms | waited for a slot |\n|---|---|---|---|---|---|`);
+  console.log(row('alone', quiet1, await waitedForSlot(quiet1)));
+  console.log(row(`beside a burst of ${BURST} to a number at 1000/s (not paced)`, unpaced.quietIds, await waitedForSlot(unpaced.quietIds)));
+  console.log(row(`beside the burst of ${BURST} paced at ${RATE}/s`, quiet2, await waitedForSlot(quiet2)));
+} finally {
+  await pool.end();
+  await app.stop();
+  carrier.close();
+  await db.drop();
+}

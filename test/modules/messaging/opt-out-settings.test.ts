@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { DEFAULT_KEYWORD_REPLIES } from '../../../src/modules/messaging/opt-out-keywords.js';
+import { telnyxInboundSms } from '../../support/carrier-signing.js';
+import type { TestDatabase } from '../../support/database.js';
+import { MessagingPipeline } from '../../support/messaging-pipeline.js';
+import { waitFor } from '../../support/wait.js';
+
+const FIRST = '+17735550051';
+const SECOND = '+17735550052';
+
+/** GET/PATCH /v2/messaging_settings: the opt-out scope and keyword replies, and what a scope change does to opt-outs already recorded. */
+describe('messaging settings (opt-out scope, keyword replies)', () => {
+  let pipeline: MessagingPipeline;
+  let db: TestDatabase;
+  const patch = (body: unknown) => pipeline.customer.request('PATCH', '/v2/messaging_settings', body);
+  const send = (from: string, to: string) => pipeline.customer.post('/v2/messages', { from, to, text: 'hello' });
+
+  async function inbound(from: string, to: string, text: string): Promise<void> {
+    const { body } = telnyxInboundSms(to, text, { from });
+    expect(await pipeline.deliverTelnyx(body)).toBe(200);
+    const eventId = JSON.parse(body).data.id;
+    await waitFor(() => db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = $1 AND processed_at IS NOT NULL`, [eventId]), (n) => n === 1, { what: 'the keyword processed' });
+  }
+
+  beforeAll(async () => {
+    pipeline = await MessagingPipeline.start({ [FIRST]: 'telnyx', [SECOND]: 'telnyx' });
+    db = pipeline.db;
+  });
+  afterAll(() => pipeline.stop());
+
+  it('shows the defaults and the keywords, sets a reply (counted once, used for the next keyword), resets it with null, and refuses bad values naming the field', async () => {
+    const initial = await pipeline.customer.get('/v2/messaging_settings');
+    expect(initial.body.data).toMatchObject({
+      record_type: 'messaging_settings',
+      opt_out_scope: 'number',
+      keyword_replies: { opt_out: { text: DEFAULT_KEYWORD_REPLIES.opt_out, default: true }, help: { default: true } },
+      keywords: { opt_out: expect.arrayContaining(['STOP', 'UNSUBSCRIBE']), opt_in: expect.arrayContaining(['START']), help: ['HELP', 'INFO'] },
+    });
+
+    const set = await patch({ keyword_replies: { help: 'Acme alerts: reply STOP to end. Ünïcode costs more.' } });
+    expect(set.status).toBe(200);
+    expect(set.body.data.keyword_replies.help).toEqual({ text: 'Acme alerts: reply STOP to end. Ünïcode costs more.', default: false });
+    const handset = '+13125550051';
+    await inbound(handset, FIRST, 'help');
+    const [reply] = (await db.pool.query(`SELECT text, encoding, segments FROM messages WHERE to_number = $1 AND auto_reply = 'help'`, [handset])).rows;
+    expect(reply).toEqual({ text: 'Acme alerts: reply STOP to end. Ünïcode costs more.', encoding: 'UCS-2', segments: 1 });
+
+    expect((await patch({ keyword_replies: { help: null } })).body.data.keyword_replies.help).toEqual({ text: DEFAULT_KEYWORD_REPLIES.help, default: true });
+    for (const [body, field] of [
+      [{ opt_out_scope: 'handset' }, 'opt_out_scope'],
+      [{ keyword_replies: { opt_out: '' } }, 'opt_out'],
+      [{ keyword_replies: { opt_in: 'x'.repeat(481) } }, 'opt_in'],
+      [{ keyword_replies: { help: 7 } }, 'help'],
+      [{ keyword_replies: 'quiet' }, 'keyword_replies'],
+    ] as const) {
+      const res = await patch(body);
+      expect({ body, status: res.status }).toEqual({ body, status: 422 });
+      expect(JSON.stringify(res.body.errors)).toContain(field);
+    }
+    expect((await pipeline.customer.get('/v2/messaging_settings')).body.data).toEqual(initial.body.data);
+  });
+
+  it('a scope change carries the opt-outs recorded under the old scope: number → account stops every number, account → number keeps each number stopped', async () => {
+    const handset = '+13125550052';
+    await inbound(handset, FIRST, 'STOP');
+    expect((await send(SECOND, handset)).status).toBe(202); // scope number: only FIRST is stopped
+
+    expect((await patch({ opt_out_scope: 'account' })).body.data.opt_out_scope).toBe('account');
+    for (const from of [FIRST, SECOND]) expect((await send(from, handset)).body.errors?.[0]?.code).toBe('recipient_opted_out');
+
+    // An account-wide STOP from another handset, then back to per-number scope: both numbers stay stopped for it.
+    const other = '+13125550053';
+    await inbound(other, SECOND, 'STOP');
+    expect((await patch({ opt_out_scope: 'number' })).body.data.opt_out_scope).toBe('number');
+    for (const to of [handset, other]) for (const from of [FIRST, SECOND]) expect({ from, to, code: (await send(from, to)).body.errors?.[0]?.code }).toEqual({ from, to, code: 'recipient_opted_out' });
+    // ... until the handset opts in again on a number: that number only.
+    await inbound(other, FIRST, 'START');
+    expect((await send(FIRST, other)).status).toBe(202);
+    expect((await send(SECOND, other)).status).toBe(422);
+  });
+});

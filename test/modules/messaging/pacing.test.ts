@@ -1,0 +1,157 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
+import { MessageTransitions } from '../../../src/modules/messaging/message-transitions.js';
+import type { ApiClient } from '../../support/api-client.js';
+import type { TestApp } from '../../support/app.js';
+import type { TestDatabase } from '../../support/database.js';
+import type { FakeCarrier } from '../../support/fake-carrier.js';
+import { MessagingPipeline } from '../../support/messaging-pipeline.js';
+import { waitFor } from '../../support/wait.js';
+
+const LONG_CODE = '+17735550031';
+const TOLL_FREE = '+18005550031';
+const THROTTLED = '+17735550032';
+const RACED = '+17735550033';
+const LATE = '+17735550034';
+const HANDSET = '+13125550031';
+
+/**
+ * Sender pacing against a fake carrier: the number's settings through the API, a carrier 429 with
+ * Retry-After (the message goes back to the queue under its lease, its number pauses), and two
+ * dispatches claiming slots of one number at once, interleaved on purpose on the number's row.
+ */
+describe('sender pacing', () => {
+  let pipeline: MessagingPipeline;
+  let db: TestDatabase;
+  let app: TestApp;
+  let carrier: FakeCarrier;
+  let customer: ApiClient;
+  const numberIds: Record<string, string> = {};
+
+  const history = (messageId: string) =>
+    db.pool.query(`SELECT status FROM message_status_history WHERE message_id = $1 ORDER BY id`, [messageId]).then((r) => r.rows.map((h) => h.status as string));
+  const setRate = (phoneNumber: string, rate: number | null) => customer.request('PATCH', `/v2/phone_numbers/${numberIds[phoneNumber]}`, { messaging: { send_rate_per_second: rate } });
+  const send = async (from: string, text: string) => {
+    const res = await customer.post('/v2/messages', { from, to: HANDSET, text });
+    expect(res.status).toBe(202);
+    return res.body.data.id as string;
+  };
+  const whenSent = (id: string) => waitFor(() => customer.get(`/v2/messages/${id}`), (r) => r.body.data.status === 'sent', { what: `${id} sent` });
+
+  beforeAll(async () => {
+    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx' });
+    ({ db, app, carrier, customer } = pipeline);
+    const { body } = await customer.get('/v2/phone_numbers');
+    for (const n of body.data) numberIds[n.phone_number] = n.id;
+  });
+  afterAll(() => pipeline.stop());
+
+  it('shows each number its rate (the default for its carrier and type until one is set) and takes a new one through PATCH', async () => {
+    const longCode = await customer.get(`/v2/phone_numbers/${numberIds[LONG_CODE]}`);
+    expect(longCode.body.data.messaging).toEqual({ send_rate_per_second: 1, send_rate_source: 'default', paused_until: null });
+    const tollFree = await customer.get(`/v2/phone_numbers/${numberIds[TOLL_FREE]}`);
+    expect(tollFree.body.data.messaging).toMatchObject({ send_rate_per_second: 20, send_rate_source: 'default' });
+
+    const set = await setRate(LONG_CODE, 4.5);
+    expect(set.status).toBe(200);
+    expect(set.body.data.messaging).toMatchObject({ send_rate_per_second: 4.5, send_rate_source: 'number' });
+    // Voice settings are kept by a PATCH that names only messaging, and the other way round.
+    const voice = await customer.request('PATCH', `/v2/phone_numbers/${numberIds[LONG_CODE]}`, { voice: { ring_plan: { targets: [{ to: HANDSET }] } } });
+    expect(voice.body.data.messaging.send_rate_per_second).toBe(4.5);
+    expect((await setRate(LONG_CODE, null)).body.data).toMatchObject({ messaging: { send_rate_per_second: 1, send_rate_source: 'default' }, voice: { ring_plan: { targets: [{ to: HANDSET }] } } });
+  });
+
+  it.each([[0], [1001], [0.001], ['10'], [undefined]])('refuses send_rate_per_second %p with 422 naming the field, changing nothing', async (rate) => {
+    const res = await customer.request('PATCH', `/v2/phone_numbers/${numberIds[TOLL_FREE]}`, { messaging: { send_rate_per_second: rate } });
+    expect(res.status).toBe(422);
+    expect(JSON.stringify(res.body.errors)).toContain('send_rate_per_second');
+    expect((await customer.get(`/v2/phone_numbers/${numberIds[TOLL_FREE]}`)).body.data.messaging.send_rate_source).toBe('default');
+  });
+
+  it('a carrier 429 puts the message back in the queue behind its Retry-After and pauses its number: each message sent once, billed once, slots after the pause', async () => {
+    // 2 segments per second: the second message's slot (0.5 s after the first) falls inside the pause.
+    expect((await setRate(THROTTLED, 2)).status).toBe(200);
+    carrier.answerNext({ status: 429, headers: { 'retry-after': '2' }, body: { errors: [{ code: '10010', title: 'Too many requests' }] } });
+    const ids = [await send(THROTTLED, 'first'), await send(THROTTLED, 'second')];
+    for (const id of ids) await whenSent(id);
+
+    const histories = await Promise.all(ids.map(history));
+    const throttled = ids.filter((_, i) => histories[i].join() === 'queued,sending,queued,sending,sent');
+    expect(throttled).toHaveLength(1);
+    expect(histories.filter((h) => h.join() === 'queued,sending,sent')).toHaveLength(1);
+    // the 429 and the accepted send for the throttled message, one send for the other
+    expect(ids.map((id) => carrier.sendsFor(id).length).sort()).toEqual([1, 2]);
+    for (const id of ids) {
+      expect(await db.count(`SELECT count(*) FROM usage_records WHERE resource_id = $1`, [id])).toBe(1);
+      expect(await pipeline.events('message.sent', id)).toBe(1);
+      expect(await pipeline.events('message.failed', id)).toBe(0);
+    }
+    // The retry is due when the pause ends: the carrier's Retry-After after the 429 was recorded.
+    const { rows } = await db.pool.query(
+      `SELECT j.run_at, p.send_paused_until, (SELECT max(at) FROM message_status_history h WHERE h.message_id = $1 AND h.status = 'queued') AS requeued_at
+         FROM outbox_jobs j, phone_numbers p WHERE j.job_id LIKE 'dispatch-' || $1 || '-retry-%' AND p.phone_number = $2`,
+      [throttled[0], THROTTLED],
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0].run_at.getTime()).toBe(rows[0].send_paused_until.getTime());
+    expect(rows[0].run_at.getTime() - rows[0].requeued_at.getTime()).toBeGreaterThanOrEqual(2000);
+    // Neither went out inside the pause, and they went out a slot (0.5 s) apart.
+    const slots = await db.pool.query(`SELECT send_slot FROM messages WHERE id = ANY($1) ORDER BY send_slot`, [ids]);
+    for (const { send_slot: slot } of slots.rows) expect(slot.getTime()).toBeGreaterThanOrEqual(rows[0].send_paused_until.getTime());
+    expect(slots.rows[1].send_slot.getTime() - slots.rows[0].send_slot.getTime()).toBeGreaterThanOrEqual(500);
+  });
+
+  it('slots that fell due together (their jobs held up) do not go out as a burst: the send that does not fit takes the next slot the burst allows', async () => {
+    // 0.1 a second: a 10 s spacing, and no burst beyond one message.
+    expect((await setRate(LATE, 0.1)).status).toBe(200);
+    const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+    const ids: string[] = [];
+    for (const text of ['a', 'b']) ids.push((await customer.post('/v2/messages', { from: LATE, to: HANDSET, text, send_at: sendAt })).body.data.id);
+    // Planted: both were given slots long ago, and their jobs only run now.
+    await db.pool.query(`UPDATE messages SET send_slot = now() - interval '1 minute' WHERE id = ANY($1)`, [ids]);
+    const claim = (id: string) => app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, 60));
+    expect((await claim(ids[0])).kind).toBe('claimed');
+    expect((await claim(ids[1])).kind).toBe('paced');
+
+    // b's new slot is where a's send (10 s) ends: the burst allows nothing sooner; its job is due then.
+    const [number] = (await db.pool.query(`SELECT next_send_at, sends_paced_until FROM phone_numbers WHERE phone_number = $1`, [LATE])).rows;
+    const [held] = (await db.pool.query(`SELECT status, send_slot FROM messages WHERE id = $1`, [ids[1]])).rows;
+    expect(held).toEqual({ status: 'scheduled', send_slot: number.sends_paced_until });
+    expect(number.next_send_at.getTime() - held.send_slot.getTime()).toBe(10_000);
+    const jobs = await db.pool.query(`SELECT run_at FROM outbox_jobs WHERE job_id LIKE 'dispatch-' || $1 || '-at-%'`, [ids[1]]);
+    expect(jobs.rows.map((j) => j.run_at.getTime())).toEqual([held.send_slot.getTime()]);
+  });
+
+  it('two dispatches claiming slots of one number at once get distinct slots one rate apart (the number row is the guard)', async () => {
+    expect((await setRate(RACED, 2)).status).toBe(200);
+    // Scheduled a day ahead: their own jobs are not due, so only the claims below run now.
+    const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+    const ids: string[] = [];
+    for (const text of ['a', 'b']) ids.push((await customer.post('/v2/messages', { from: RACED, to: HANDSET, text, send_at: sendAt })).body.data.id);
+
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT FROM phone_numbers WHERE id = $1 FOR UPDATE`, [numberIds[RACED]]);
+      const claim = (id: string) => app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, 60));
+      const claims = Promise.all(ids.map(claim));
+      // both claims wait for the number's row the test holds
+      await waitFor(
+        () => db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`),
+        (n) => n >= 2,
+        { what: 'both slot claims waiting on the number row' },
+      );
+      await holder.query('COMMIT');
+      const outcomes = await claims;
+      expect(outcomes.map((o) => o.kind).sort()).toEqual(['claimed', 'paced']);
+    } finally {
+      holder.release();
+    }
+    const { rows } = await db.pool.query(`SELECT send_slot FROM messages WHERE id = ANY($1) ORDER BY send_slot`, [ids]);
+    expect(rows[1].send_slot.getTime() - rows[0].send_slot.getTime()).toBe(500);
+    const [number] = (await db.pool.query(`SELECT next_send_at FROM phone_numbers WHERE id = $1`, [numberIds[RACED]])).rows;
+    expect(number.next_send_at.getTime() - rows[1].send_slot.getTime()).toBe(500);
+    // The paced one goes out at its slot, through the job the claim wrote (and the file ends with nothing in flight).
+    await waitFor(() => db.count(`SELECT count(*) FROM messages WHERE id = ANY($1) AND status = 'sent'`, [ids]), (n) => n === 1, { what: 'the paced message sent at its slot' });
+  });
+});

@@ -1,25 +1,44 @@
--- The dispatch claims a queued message (or fails it when the handset opted out since)
+-- The dispatch claims a queued message and its send slot on its number (pacing), or fails it when the handset opted out since
 -- Written in src/modules/messaging/message-transitions.ts; captured by test/docs/queries.test.ts. Regenerate: npm run docs:queries
-WITH locked AS (SELECT id AS locked_id, status AS previous, claim_token AS holder, claimed_until AS held_until,
-              (auto_reply IS NULL AND status = ANY($3::text[]) AND EXISTS (SELECT FROM message_opt_outs o JOIN accounts oa ON oa.id = o.account_id
-                   WHERE o.account_id = account_id AND o.handset = to_number AND o.opted_out
-                     AND o.our_number = CASE oa.opt_out_scope WHEN 'account' THEN '*' ELSE from_number END)) AS refused
-         FROM messages WHERE id = $1::text AND direction = 'outbound' AND status = ANY($2::text[])),
+WITH locked AS (SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot, p.id AS number_id,
+              make_interval(secs => (m.segments / coalesce(p.send_rate_per_second, $4::numeric, CASE p.carrier WHEN 'telnyx' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 20 ELSE 1 END WHEN 'twilio' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END WHEN 'vonage' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END ELSE 1 END)::numeric)::float8) AS spacing, make_interval(secs => greatest(0, 0.5 - 1.0 / coalesce(p.send_rate_per_second, $4::numeric, CASE p.carrier WHEN 'telnyx' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 20 ELSE 1 END WHEN 'twilio' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END WHEN 'vonage' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END ELSE 1 END)::numeric)::float8) AS burst,
+              (m.auto_reply IS NULL AND m.status = ANY($3::text[]) AND EXISTS (SELECT FROM message_opt_outs o JOIN accounts oa ON oa.id = o.account_id
+                   WHERE o.account_id = m.account_id AND o.handset = m.to_number AND o.opted_out
+                     AND o.our_number = CASE oa.opt_out_scope WHEN 'account' THEN '*' ELSE m.from_number END)) AS refused,
+              (m.status = ANY($3::text[]) AND p.id IS NOT NULL AND (m.send_slot IS NULL OR m.send_slot < p.send_paused_until)) AS needs_slot
+         FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.status IN ('ordering', 'active', 'releasing')
+        WHERE m.id = $1::text AND m.direction = 'outbound' AND m.status = ANY($2::text[])),
+num AS (SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until
+         FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE l.previous = ANY($3::text[]) AND NOT l.refused FOR UPDATE OF p),
+paced AS (SELECT d.*, (NOT d.refused AND d.due AND CASE WHEN d.previous = 'sending' THEN d.held_until IS NULL OR d.held_until <= now() ELSE d.within_burst END) AS may_send
+         FROM (SELECT l.*, n.num_id, n.sends_paced_until, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
+                      (coalesce(x.new_slot, l.held_slot) IS NULL OR coalesce(x.new_slot, l.held_slot) <= c.clk) AS due
+                 FROM locked l LEFT JOIN num n ON true
+                 CROSS JOIN LATERAL (SELECT clock_timestamp() AS clk) c
+                 CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + l.burst AS within_burst) b
+                 CROSS JOIN LATERAL (
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND (l.needs_slot OR (l.held_slot <= c.clk AND NOT b.within_burst))
+                               THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - l.burst) END AS new_slot
+                 ) x) d),
+num_moved AS (UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL THEN pc.new_slot + pc.spacing ELSE p.next_send_at END,
+              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, pc.clk) + pc.spacing ELSE p.sends_paced_until END
+         FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send)),
 refused AS (UPDATE messages m SET status = 'failed', error_code = 'recipient_opted_out', error_detail = 'the recipient replied with an opt-out keyword',
               claimed_until = NULL, updated_at = now()
-         FROM locked WHERE m.id = locked.locked_id AND locked.refused
+         FROM paced WHERE m.id = paced.locked_id AND paced.refused
        RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
-  segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at, created_at, updated_at, account_id),
-msg_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, $4::text FROM refused),
+  segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
+  CASE WHEN status IN ('queued', 'scheduled') THEN coalesce(send_slot, send_at) END AS expected_send_at, created_at, updated_at, account_id),
+msg_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, $5::text FROM refused),
 evt_emitted AS (INSERT INTO outbound_events (id, account_id, type, event_version, payload)
-       SELECT onceline_id('evt'), account_id, $5::text, $6::int, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
+       SELECT onceline_id('evt'), account_id, $6::text, $7::int, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
   'text', text, 'status', status, 'segments', segments, 'encoding', encoding, 'carrier', carrier,
   'carrier_message_id', carrier_message_id, 'error_code', error_code, 'error_detail', error_detail,
-  'send_at', to_char(send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'updated_at', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) FROM refused
+  'send_at', to_char(send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'expected_send_at', to_char(expected_send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'updated_at', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) FROM refused
        RETURNING id, account_id, type, payload, created_at),
 dlv_endpoints AS (SELECT w.id AS endpoint_id, w.enabled, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, e.id AS event_id, e.account_id
          FROM evt_emitted e JOIN webhook_endpoints w ON w.account_id = e.account_id
-        WHERE w.deleted_at IS NULL AND (w.event_types IS NULL OR $7::text = ANY (w.event_types))
+        WHERE w.deleted_at IS NULL AND (w.event_types IS NULL OR $8::text = ANY (w.event_types))
         ORDER BY w.id FOR SHARE OF w),
 dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, account_id, status, parked_at, next_attempt_at)
        SELECT onceline_id('dlv'), event_id, endpoint_id, account_id,
@@ -33,9 +52,16 @@ dlv_first_attempts AS (SELECT id, 1 AS round, 1 AS attempt FROM dlv_created WHER
 dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt), now() FROM dlv_first_attempts
        ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
-claimed AS (UPDATE messages m SET status = 'sending', claim_token = $8::text, claimed_until = now() + make_interval(secs => $9::int),
-              updated_at = CASE WHEN locked.previous = ANY($3::text[]) THEN now() ELSE m.updated_at END
-         FROM locked
-        WHERE m.id = locked.locked_id AND NOT locked.refused AND (locked.previous <> 'sending' OR locked.held_until IS NULL OR locked.held_until <= now())
-       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, locked.previous)
-SELECT locked.holder, locked.held_until, locked.refused, ((SELECT count(*) FROM dlv_jobs))::int AS jobs, claimed.* FROM locked LEFT JOIN claimed ON claimed.id = locked.locked_id;
+claimed AS (UPDATE messages m SET status = 'sending', claim_token = $9::text, claimed_until = now() + make_interval(secs => $10::int),
+              send_slot = coalesce(paced.slot_at, m.send_slot), updated_at = CASE WHEN paced.previous = ANY($3::text[]) THEN now() ELSE m.updated_at END
+         FROM paced WHERE m.id = paced.locked_id AND paced.may_send
+       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, paced.previous),
+claim_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, 'sending' FROM claimed WHERE previous = ANY($3::text[])),
+slotted AS (UPDATE messages m SET send_slot = paced.new_slot FROM paced
+        WHERE m.id = paced.locked_id AND paced.new_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused
+       RETURNING m.id AS slotted_id, m.send_slot AS wake_at),
+slotted_job AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
+       SELECT 'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint, 'messaging', 'dispatch-message', jsonb_build_object('messageId', slotted_id), wake_at FROM slotted
+       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name)
+SELECT paced.previous AS found, paced.holder, paced.held_until, paced.refused, paced.slot_at, ((SELECT count(*) FROM dlv_jobs) + (SELECT count(*) FROM slotted_job))::int AS jobs, claimed.*
+           FROM paced LEFT JOIN claimed ON claimed.id = paced.locked_id;

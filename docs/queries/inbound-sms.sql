@@ -15,7 +15,8 @@ msg_received AS (INSERT INTO messages (id, account_id, direction, from_number, t
          FROM evt_input i JOIN msg_owner o ON o.event_id = i.event_id JOIN cev_consumed c ON c.consumed_event_id = i.event_id
        ON CONFLICT (carrier, carrier_message_id) DO NOTHING
        RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
-  segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at, created_at, updated_at, account_id),
+  segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
+  CASE WHEN status IN ('queued', 'scheduled') THEN coalesce(send_slot, send_at) END AS expected_send_at, created_at, updated_at, account_id),
 use_recorded AS (INSERT INTO usage_records (id, account_id, kind, resource_id, quantity, unit_price_micros, amount_micros)
        SELECT onceline_id('use'), account_id, $5::text, id, segments, $4::bigint, segments::bigint * $4::bigint
          FROM msg_received
@@ -53,7 +54,7 @@ opt_events AS (SELECT account_id, CASE WHEN opted_out THEN 'message.opted_out' E
 msg_announced AS (SELECT account_id, 'message.received' AS type, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
   'text', text, 'status', status, 'segments', segments, 'encoding', encoding, 'carrier', carrier,
   'carrier_message_id', carrier_message_id, 'error_code', error_code, 'error_detail', error_detail,
-  'send_at', to_char(send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'updated_at', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) AS payload FROM msg_received
+  'send_at', to_char(send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'expected_send_at', to_char(expected_send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'updated_at', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) AS payload FROM msg_received
        UNION ALL SELECT account_id, type, payload FROM opt_events),
 evt_emitted AS (INSERT INTO outbound_events (id, account_id, type, event_version, payload)
        SELECT onceline_id('evt'), account_id, type::text, $10::int, payload FROM msg_announced

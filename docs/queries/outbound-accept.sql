@@ -5,4 +5,5 @@ INSERT INTO messages (id, account_id, direction, from_number, to_number, text, s
                    WHERE o.account_id = $2::text AND o.handset = $4::text AND o.opted_out
                      AND o.our_number = CASE oa.opt_out_scope WHEN 'account' THEN '*' ELSE $3::text END)
        RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
-  segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at, created_at, updated_at, account_id;
+  segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
+  CASE WHEN status IN ('queued', 'scheduled') THEN coalesce(send_slot, send_at) END AS expected_send_at, created_at, updated_at, account_id;

@@ -12,13 +12,14 @@ rcpt_moved AS (UPDATE messages m SET status = $5::text, error_code = coalesce($8
          FROM rcpt_found, cev_consumed
         WHERE m.id = rcpt_found.found_id AND outbound AND previous <> ALL($6::text[]) AND previous <> $5::text
        RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
-  segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at, created_at, updated_at, account_id),
+  segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
+  CASE WHEN status IN ('queued', 'scheduled') THEN coalesce(send_slot, send_at) END AS expected_send_at, created_at, updated_at, account_id),
 msg_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, $10::text FROM rcpt_moved),
 evt_emitted AS (INSERT INTO outbound_events (id, account_id, type, event_version, payload)
        SELECT onceline_id('evt'), account_id, $11::text, $12::int, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
   'text', text, 'status', status, 'segments', segments, 'encoding', encoding, 'carrier', carrier,
   'carrier_message_id', carrier_message_id, 'error_code', error_code, 'error_detail', error_detail,
-  'send_at', to_char(send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'updated_at', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) FROM rcpt_moved
+  'send_at', to_char(send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'expected_send_at', to_char(expected_send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'updated_at', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) FROM rcpt_moved
        RETURNING id, account_id, type, payload, created_at),
 dlv_endpoints AS (SELECT w.id AS endpoint_id, w.enabled, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, e.id AS event_id, e.account_id
          FROM evt_emitted e JOIN webhook_endpoints w ON w.account_id = e.account_id

@@ -98,6 +98,13 @@ describe('the folder tree is the architecture', () => {
     expect(wrong).toEqual([]);
   });
 
+  it('runs SQL one way outside the platform: exec / queryRows (platform/database/tx.ts), never dataSource.query', () => {
+    const wrong = sourceFiles(SRC)
+      .filter((path) => layerOf(relative(SRC, path)) !== 'platform' && /\.dataSource\.query\(/.test(readFileSync(path, 'utf8')))
+      .map((path) => relative(SRC, path));
+    expect(wrong).toEqual([]);
+  });
+
   it('has no cycle between folders', () => {
     const edges = new Map<string, Set<string>>();
     for (const { from, to } of imports) {

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { inLane } from '../database/connection-budget.js';
 import { storedMessage } from '../database/pg-errors.js';
-import { exec } from '../database/tx.js';
+import { exec, queryRows } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { JOB_SPECS, JobName } from './job-catalogue.js';
 import { PermanentJobError, type RunOutcome } from './job-handler.js';
@@ -48,10 +48,10 @@ export class JobRunner {
     }
     // External handlers are at least once and guard their own writes: this read only spares a job
     // that already has an outcome; a twin run that passes it too is stopped by the handler's guards.
-    const [row] = await this.dataSource.query(pendingJobSql('$1'), [jobId]);
+    const [row] = await queryRows(this.dataSource.manager, pendingJobSql('$1'), [jobId]);
     if (!row) return 'skipped';
     await handler.handle(row.data, { jobId, attempt });
-    await this.dataSource.query(completeJobSql('$1'), [jobId]);
+    await exec(this.dataSource.manager, completeJobSql('$1'), [jobId]);
     return 'completed';
   }
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { assertInTransaction, exec, type Tx } from '../database/tx.js';
+import { assertInTransaction, exec, type Tx, queryRows } from '../database/tx.js';
 import { afterCommit, afterRollback } from '../database/unit-of-work.js';
 import { AfterCommitJobs, type AfterCommitSlot } from './after-commit-jobs.js';
 import type { CteStatement } from '../database/cte-statement.js';
@@ -135,7 +135,7 @@ export class OutboxService {
 
   /** Jobs committed but not yet handed to Redis, and the age of the oldest due one. */
   async status(): Promise<OutboxStatus> {
-    const [row] = await this.dataSource.query(
+    const [row] = await queryRows(this.dataSource.manager,
       `SELECT count(*)::int AS pending,
               coalesce(extract(epoch FROM now() - min(run_at) FILTER (WHERE run_at <= now())), 0)::float8 AS oldest
          FROM outbox_jobs WHERE relayed_at IS NULL`,

@@ -3,7 +3,7 @@ import type { CallEvent, CallRecordingSaved, CallTranscription } from '../../car
 import type { Tx } from '../../platform/database/tx.js';
 import { HandlesCarrierEvent, NotHandledYetError, RetryLaterError, type CarrierEventContext } from '../ingest/carrier-event-handlers.js';
 import { PhoneNumbers } from '../numbers/phone-numbers.service.js';
-import { CallCommands } from './call-commands.js';
+import { CallControlCommands } from './call-control-commands.js';
 import { CallFlow, type FlowOutcome } from './call-flow.js';
 import { CallTimeline } from './call-timeline.js';
 import { CallTransitions, type LockedCall } from './call-transitions.js';
@@ -28,7 +28,7 @@ export class CallCarrierEvents {
   constructor(
     private readonly transitions: CallTransitions,
     private readonly flow: CallFlow,
-    private readonly commands: CallCommands,
+    private readonly commands: CallControlCommands,
     private readonly timeline: CallTimeline,
     private readonly numbers: PhoneNumbers,
     private readonly incomingCalls: IncomingCalls,

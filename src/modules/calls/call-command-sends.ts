@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { exec } from '../../platform/database/tx.js';
-import type { QueuedCommand } from './call-commands.js';
+import type { QueuedCommand } from './call-control-commands.js';
 
 /** A command we may (still) send: when its command_id first went out, and how often it has. */
 export interface CommandSend {

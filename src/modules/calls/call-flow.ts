@@ -7,7 +7,7 @@ import { UsageLedger } from '../billing/usage-ledger.js';
 import { afterLegEnded, type LegEnd, type RingDecision } from '../sequential-ring/ring-plan.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
-import { CallCommands, type QueuedCommand } from './call-commands.js';
+import { CallControlCommands, type QueuedCommand } from './call-control-commands.js';
 import { CallTransitions } from './call-transitions.js';
 import { toCallView, type CallRow, type LegRow } from './call-view.js';
 
@@ -31,7 +31,7 @@ const known = (leg: LegRow): leg is KnownLeg => leg.control_id !== null;
 export class CallFlow {
   constructor(
     private readonly transitions: CallTransitions,
-    private readonly commands: CallCommands,
+    private readonly commands: CallControlCommands,
     private readonly events: CustomerEvents,
     private readonly outbox: OutboxService,
     private readonly usage: UsageLedger,

@@ -9,9 +9,9 @@ import { NumbersModule } from '../numbers/numbers.module.js';
 import { SequentialRingModule } from '../sequential-ring/sequential-ring.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { CallCarrierEvents } from './call-carrier-events.js';
-import { CallCommands } from './call-commands.js';
+import { CallControlCommands } from './call-control-commands.js';
 import { CallCommandSends } from './call-command-sends.js';
-import { CallCommandsHandler } from './call-commands.handler.js';
+import { CallControlCommandsHandler } from './call-control-commands.handler.js';
 import { CallFlow } from './call-flow.js';
 import { IncomingCalls } from './incoming-calls.js';
 import { CallReplies } from './call-replies.js';
@@ -35,7 +35,7 @@ import { VoiceWebhooksController } from './voice-webhooks.controller.js';
   imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, SequentialRingModule, WebhooksModule],
   controllers: [CallsController, VoiceWebhooksController],
   providers: [
-    CallCarrierEvents, CallCommands, CallCommandSends, CallCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
+    CallCarrierEvents, CallControlCommands, CallCommandSends, CallControlCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
     CallReplies, IncomingCalls, CallsInvariants, CallsAudit,
   ],
   exports: [CallsQuery, CallsAudit],

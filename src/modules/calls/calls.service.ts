@@ -4,7 +4,7 @@ import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { fingerprint, IdempotencyKeys, type StoredResponse } from '../../platform/idempotency/idempotency-keys.js';
 import { PhoneNumbers } from '../numbers/phone-numbers.service.js';
 import { DEFAULT_TIMEOUT_SECS } from '../sequential-ring/ring-plan.js';
-import { CallCommands } from './call-commands.js';
+import { CallControlCommands } from './call-control-commands.js';
 import { CallFlow } from './call-flow.js';
 import { CallTransitions } from './call-transitions.js';
 import { toCallView } from './call-view.js';
@@ -27,7 +27,7 @@ export class CallsService {
     private readonly numbers: PhoneNumbers,
     private readonly keys: IdempotencyKeys,
     private readonly transitions: CallTransitions,
-    private readonly commands: CallCommands,
+    private readonly commands: CallControlCommands,
     private readonly flow: CallFlow,
   ) {}
 

@@ -30,7 +30,7 @@ export enum JobName {
   /** Runs one stored carrier event through the handler its owning module registered. */
   ProcessCarrierEvent = 'process-carrier-event',
   /** Sends call-control commands (dial, answer, bridge, hangup, ...) in order (external: at least once, each with its command id). */
-  CallCommands = 'call-commands',
+  CallControlCommands = 'call-commands',
   /** A leg that answered but was not bridged within DIAL_JOIN_TIMEOUT_SECONDS is written off. */
   CallJoinTimeout = 'call-join-timeout',
   /** Assembles an ended call's transcript from its fragments; `call.transcribed` once. */
@@ -50,7 +50,7 @@ export interface JobPayloads {
   [JobName.WebhookParkedExpiry]: { endpointId: string };
   [JobName.ProcessCarrierEvent]: { carrierEventId: string };
   /** `commands`: the Calls module's CallCommand list (platform does not know carrier types). */
-  [JobName.CallCommands]: { callId: string | null; commands: object[] };
+  [JobName.CallControlCommands]: { callId: string | null; commands: object[] };
   [JobName.CallJoinTimeout]: { callId: string; legId: string };
   [JobName.CallTranscript]: { callId: string };
   [JobName.PlaceNumberOrder]: { orderId: string };
@@ -101,7 +101,7 @@ export const JOB_SPECS: { [K in JobName]: JobSpec } = {
   [JobName.ProcessCarrierEvent]: { lane: 'realtime', queue: QueueName.CarrierEvents, mode: 'transactional', attempts: 10, backoffMs: 1000, runsAfterCommit: true },
   // Carrier 5xx and transport errors repeat the same commands with the same command ids (~1 min in all).
   // Sent by the process whose transaction decided them, right after its commit (the outbox row is the backstop).
-  [JobName.CallCommands]: { lane: 'realtime', queue: QueueName.Calls, mode: 'external', attempts: 8, backoffMs: 250, runsAfterCommit: true },
+  [JobName.CallControlCommands]: { lane: 'realtime', queue: QueueName.Calls, mode: 'external', attempts: 8, backoffMs: 250, runsAfterCommit: true },
   [JobName.CallJoinTimeout]: { lane: 'realtime', queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
   [JobName.CallTranscript]: { lane: 'bulk', queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
   // Carrier 408/429/5xx and transport errors retry with backoff, then the order fails (nothing bought is lost: a repeat finds it).

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { CallCommandsHandler } from '../../../src/modules/calls/call-commands.handler.js';
-import { CallCommands } from '../../../src/modules/calls/call-commands.js';
+import { CallControlCommandsHandler } from '../../../src/modules/calls/call-control-commands.handler.js';
+import { CallControlCommands } from '../../../src/modules/calls/call-control-commands.js';
 import { CallTransitions } from '../../../src/modules/calls/call-transitions.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { VoicePipeline, type TestCall } from '../../support/voice-pipeline.js';
@@ -138,13 +138,13 @@ describe('voice in any carrier order (Telnyx Call Control)', () => {
     await voice.callerEvent(call, 'call.hangup', { hangup_cause: 'originator_cancel' });
     await voice.settled();
     const transitions = voice.app.app.get(CallTransitions);
-    const commands = voice.app.app.get(CallCommands);
+    const commands = voice.app.app.get(CallControlCommands);
     const { ended, leg } = await voice.app.app.get(UnitOfWork).run(async (tx) => ({
       ended: (await transitions.lockById(tx, callId))!,
       leg: (await transitions.addLeg(tx, callId, { target: 1, attempt: 1, to: B }))!,
     }));
     const hangupsBefore = voice.telnyx.of('hangup').length;
-    await voice.app.app.get(CallCommandsHandler).handle({ callId, commands: [commands.dial(ended, leg, 20), commands.hangupCaller(call.caller, `${callId}-late`)] });
+    await voice.app.app.get(CallControlCommandsHandler).handle({ callId, commands: [commands.dial(ended, leg, 20), commands.hangupCaller(call.caller, `${callId}-late`)] });
     expect(voice.telnyx.dials(callId)).toHaveLength(1);
     expect(voice.telnyx.of('hangup')).toHaveLength(hangupsBefore + 1);
   });

@@ -105,8 +105,8 @@ describe('AfterCommitJobs lanes and turns', () => {
     expect(jobsHere.reserve(JobName.WebhookDeliveryAttempt, 3)).toBeDefined();
     expect(jobsHere.reserve(JobName.WebhookDeliveryAttempt)).toBeUndefined();
     expect(jobsHere.reserve(JobName.ProcessCarrierEvent)).toBeDefined();
-    expect(jobsHere.reserve(JobName.CallCommands)).toBeDefined();
-    expect(jobsHere.reserve(JobName.CallCommands)).toBeUndefined();
+    expect(jobsHere.reserve(JobName.CallControlCommands)).toBeDefined();
+    expect(jobsHere.reserve(JobName.CallControlCommands)).toBeUndefined();
   });
 
   it('jobs of one turn run one after another in the order handed over; other turns run beside them', async () => {

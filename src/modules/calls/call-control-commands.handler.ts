@@ -6,11 +6,11 @@ import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
 import { HandlesJob, type JobHandler } from '../../platform/outbox/job-handler.js';
 import { CallCommandSends, type CommandSend } from './call-command-sends.js';
-import type { QueuedCommand } from './call-commands.js';
+import type { QueuedCommand } from './call-control-commands.js';
 import { CallFlow } from './call-flow.js';
 import { CallTransitions } from './call-transitions.js';
 
-type Payload = JobPayloads[JobName.CallCommands];
+type Payload = JobPayloads[JobName.CallControlCommands];
 
 /** No resend closer than this to the end of the carrier's command_id window (the request still has to arrive). */
 const WINDOW_MARGIN_MS = 5_000;
@@ -40,9 +40,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * create a second physical leg.
  */
 @Injectable()
-@HandlesJob(JobName.CallCommands)
-export class CallCommandsHandler implements JobHandler<JobName.CallCommands> {
-  private readonly logger = new Logger(CallCommandsHandler.name);
+@HandlesJob(JobName.CallControlCommands)
+export class CallControlCommandsHandler implements JobHandler<JobName.CallControlCommands> {
+  private readonly logger = new Logger(CallControlCommandsHandler.name);
   private readonly control: CallControl;
 
   constructor(

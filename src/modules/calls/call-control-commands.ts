@@ -19,13 +19,13 @@ export type QueuedCommand = CallCommand & { legId?: string };
  * the transaction of the decision: a decision that rolls back sends nothing.
  */
 @Injectable()
-export class CallCommands {
+export class CallControlCommands {
   constructor(private readonly outbox: OutboxService) {}
 
   /** Sends `commands` in order once this transaction commits; `batch` names the intent (the job id). */
   async queue(tx: Tx, callId: string | null, batch: string, commands: QueuedCommand[]): Promise<void> {
     if (commands.length === 0) return;
-    await this.outbox.enqueue(tx, { name: JobName.CallCommands, data: { callId, commands }, jobId: `cmd-${batch}` });
+    await this.outbox.enqueue(tx, { name: JobName.CallControlCommands, data: { callId, commands }, jobId: `cmd-${batch}` });
   }
 
   dial(call: CallRow, leg: LegRow, timeoutSecs: number): QueuedCommand {

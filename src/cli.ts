@@ -17,7 +17,7 @@ async function main(): Promise<void> {
     reported = true;
   };
   const fail = (err: unknown) => {
-    report(explainUnreachableDatabase(err));
+    report(explainDatabaseError(err));
     process.exit(1);
   };
   try {
@@ -57,8 +57,8 @@ async function main(): Promise<void> {
 /** Errors that mean PostgreSQL could not be reached or refused us, not that a command went wrong. */
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', '28P01', '28000', '3D000', '57P03']);
 
-/** Which URL was tried and where it came from (environment, .env, default), its password hidden. */
-function explainUnreachableDatabase(err: unknown): unknown {
+/** A database the CLI could not use, explained: never migrated, or which URL was tried and where it came from (environment, .env, default), its password hidden. */
+function explainDatabaseError(err: unknown): unknown {
   const e = err as { code?: string; message?: string };
   if (!loaded || !config) return err;
   // 42P01 (a table missing): reached, but never migrated.
@@ -70,6 +70,6 @@ function explainUnreachableDatabase(err: unknown): unknown {
 }
 
 main().catch((err) => {
-  printError(process.argv.includes('--json'), explainUnreachableDatabase(err));
+  printError(process.argv.includes('--json'), explainDatabaseError(err));
   process.exit(1);
 });

@@ -14,6 +14,11 @@ export interface AfterCommitJob {
   /** What the creator already holds about the job's subject (JobContext.prefetched). */
   prefetched?: unknown;
   /**
+   * The job's payload as its statement wrote it (OutboxService.enqueueMany): an external job run
+   * right after that commit starts from it instead of reading its row back (JobRunner.run).
+   */
+  payload?: unknown;
+  /**
    * Jobs with the same turn (the events of one call) run here one after another, in the order
    * they were handed over, so they do not each hold a connection waiting on one another's lock.
    */
@@ -208,10 +213,10 @@ export class AfterCommitJobs {
     return run;
   }
 
-  private async runOne({ name, jobId, prefetched }: AfterCommitJob): Promise<void> {
+  private async runOne({ name, jobId, prefetched, payload }: AfterCommitJob): Promise<void> {
     const queue = queueOf(name);
     try {
-      const outcome = await this.runner.run(name, jobId, 1, prefetched);
+      const outcome = await this.runner.run(name, jobId, 1, prefetched, payload);
       this.metrics.jobOutcomes.inc({ queue, name, outcome });
     } catch (err) {
       try {

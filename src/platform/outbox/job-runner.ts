@@ -24,13 +24,15 @@ export class JobRunner {
 
   /**
    * `prefetched`: see JobContext.prefetched (a run right after the commit that created the job).
-   * The run's connections count against its job's lane budget (ConnectionBudget).
+   * `payload`: the job's data as that commit wrote it (AfterCommitJob.payload), which spares an
+   * external job the read of its row. The run's connections count against its job's lane budget
+   * (ConnectionBudget).
    */
-  run(name: JobName, jobId: string, attempt: number, prefetched?: unknown): Promise<RunOutcome> {
-    return inLane(JOB_SPECS[name].lane, () => this.runInLane(name, jobId, attempt, prefetched));
+  run(name: JobName, jobId: string, attempt: number, prefetched?: unknown, payload?: unknown): Promise<RunOutcome> {
+    return inLane(JOB_SPECS[name].lane, () => this.runInLane(name, jobId, attempt, prefetched, payload));
   }
 
-  private async runInLane(name: JobName, jobId: string, attempt: number, prefetched?: unknown): Promise<RunOutcome> {
+  private async runInLane(name: JobName, jobId: string, attempt: number, prefetched?: unknown, payload?: unknown): Promise<RunOutcome> {
     const handler = this.registry.get(name);
     // The fast path, where the handler has one: the whole job in one statement, or nothing
     // written and the general path below.
@@ -48,9 +50,11 @@ export class JobRunner {
     }
     // External handlers are at least once and guard their own writes: this read only spares a job
     // that already has an outcome; a twin run that passes it too is stopped by the handler's guards.
-    const [row] = await queryRows(this.dataSource.manager, pendingJobSql('$1'), [jobId]);
-    if (!row) return 'skipped';
-    await handler.handle(row.data, { jobId, attempt });
+    // A run right after the commit that wrote the job has its payload, and no outcome to find yet:
+    // on the path of a call's next command, the read would be one more round trip before the send.
+    const data = payload !== undefined ? payload : (await queryRows(this.dataSource.manager, pendingJobSql('$1'), [jobId]))[0]?.data;
+    if (data === undefined) return 'skipped';
+    await handler.handle(data as never, { jobId, attempt });
     await exec(this.dataSource.manager, completeJobSql('$1'), [jobId]);
     return 'completed';
   }

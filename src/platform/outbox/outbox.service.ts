@@ -94,7 +94,7 @@ export class OutboxService {
       if (!slot) return [];
       // A job id twice in the list is one job, run once.
       const isNew = inserted.delete(request.jobId);
-      return [{ slot, job: isNew ? [{ name: request.name, jobId: request.jobId }] : [] }];
+      return [{ slot, job: isNew ? [{ name: request.name, jobId: request.jobId, payload: request.data }] : [] }];
     });
     if (held.length === 0) return;
     afterCommit(tx, () => held.forEach(({ slot, job }) => slot.run(job)));

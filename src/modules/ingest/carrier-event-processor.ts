@@ -34,6 +34,17 @@ export function callTurn(event: NormalizedEvent | undefined): string | undefined
   return event && 'callSessionId' in event ? event.callSessionId : undefined;
 }
 
+/** A carrier event's row as lockEvent read it, locked. */
+interface LockedEvent {
+  normalized: NormalizedEvent;
+  attempts: number;
+  age_ms: number;
+  processed: boolean;
+  created_at: Date;
+  /** The call's earlier untried events, oldest first (withEarlier); empty otherwise. */
+  earlier: string[];
+}
+
 /** Errors the whole job should be retried for (by BullMQ): the database, not the event, failed. */
 export function isTransient(err: unknown): boolean {
   return isDatabaseUnavailable(err) || isSerializationConflict(err);
@@ -92,47 +103,52 @@ export class CarrierEventProcessor {
    * something (a call not recorded yet) does not hold later ones up.
    */
   async process(tx: Tx, id: string, { replay = false } = {}): Promise<ProcessResult> {
-    for (const earlier of await this.lockCallAndListEarlier(tx, id)) await this.processOne(tx, earlier, false);
-    return this.processOne(tx, id, replay);
+    if (!(await this.lockCall(tx, id))) return this.processOne(tx, id, replay, await this.lockEvent(tx, id));
+    const event = await this.lockEvent(tx, id, { withEarlier: true });
+    for (const earlier of event?.earlier ?? []) await this.processOne(tx, earlier, false, await this.lockEvent(tx, earlier));
+    return this.processOne(tx, id, replay, event);
   }
 
   /**
-   * Takes the lock of the event's call (none for an event of no call) and returns the call's
-   * earlier untried events, oldest first. Two statements: the lock must be held before the list
-   * is read, so that it shows what the previous holder committed.
+   * Takes the lock of the event's call; false for an event of no call (or one already processed),
+   * which takes none. Its own statement: the lock must be held before the event and the call's
+   * earlier events are read (lockEvent), so that these show what the previous holder committed.
    */
-  private async lockCallAndListEarlier(tx: Tx, id: string): Promise<string[]> {
-    // Locks only when the event names a call session; an event of no call returns no row.
-    const { rows } = await exec<{ session: string }>(
+  private async lockCall(tx: Tx, id: string): Promise<boolean> {
+    const { rows } = await exec<{ locked: string }>(
       tx,
-      `SELECT e.session, pg_advisory_xact_lock(hashtextextended('call-session:' || e.session, 0))::text AS locked
+      `SELECT pg_advisory_xact_lock(hashtextextended('call-session:' || e.session, 0))::text AS locked
          FROM (SELECT normalized->>'callSessionId' AS session FROM carrier_events
                 WHERE id = $1 AND normalized ? 'callSessionId' AND processed_at IS NULL) e`,
       [id],
     );
-    if (rows.length === 0) return [];
-    // Untried (no attempt, no error, not waiting for a handler) and unprocessed, before this one by arrival.
-    const earlier = await exec<{ id: string }>(
-      tx,
-      `SELECT id FROM carrier_events
-        WHERE normalized ? 'callSessionId' AND normalized->>'callSessionId' = $2 AND processed_at IS NULL
-          AND attempts = 0 AND error IS NULL AND unhandled_since IS NULL AND (created_at, id) < (SELECT created_at, id FROM carrier_events WHERE id = $1)
-        ORDER BY created_at, id LIMIT ${EARLIER_EVENTS_MAX}`,
-      [id, rows[0].session],
-    );
-    return earlier.rows.map((row) => row.id);
+    return rows.length > 0;
   }
 
-  private async processOne(tx: Tx, id: string, replay: boolean): Promise<ProcessResult> {
-    // FOR UPDATE: a job run and a replay of one event take turns; the second sees processed_at.
-    const { rows } = await exec<{ normalized: NormalizedEvent; attempts: number; age_ms: number; processed: boolean; created_at: Date }>(
+  /**
+   * The event's row, locked (FOR UPDATE: a job run and a replay of one event take turns; the
+   * second sees processed_at). `withEarlier`, under the call's lock: in the same statement, the
+   * call's earlier untried events (no attempt, no error, not waiting for a handler, unprocessed,
+   * before this one by arrival), oldest first, which this run processes first.
+   */
+  private async lockEvent(tx: Tx, id: string, { withEarlier = false } = {}): Promise<LockedEvent | undefined> {
+    const earlier = withEarlier
+      ? `ARRAY(SELECT p.id FROM carrier_events p
+                WHERE p.normalized ? 'callSessionId' AND p.normalized->>'callSessionId' = e.normalized->>'callSessionId' AND p.processed_at IS NULL
+                  AND p.attempts = 0 AND p.error IS NULL AND p.unhandled_since IS NULL AND (p.created_at, p.id) < (e.created_at, e.id)
+                ORDER BY p.created_at, p.id LIMIT ${EARLIER_EVENTS_MAX})`
+      : `'{}'::text[]`;
+    const { rows } = await exec<LockedEvent>(
       tx,
-      `SELECT normalized, attempts, processed_at IS NOT NULL AS processed, created_at,
-              extract(epoch FROM clock_timestamp() - created_at)::float8 * 1000 AS age_ms
-         FROM carrier_events WHERE id = $1 FOR UPDATE`,
+      `SELECT e.normalized, e.attempts, e.processed_at IS NOT NULL AS processed, e.created_at,
+              extract(epoch FROM clock_timestamp() - e.created_at)::float8 * 1000 AS age_ms, ${earlier} AS earlier
+         FROM carrier_events e WHERE e.id = $1 FOR UPDATE`,
       [id],
     );
-    const row = rows[0];
+    return rows[0];
+  }
+
+  private async processOne(tx: Tx, id: string, replay: boolean, row: LockedEvent | undefined): Promise<ProcessResult> {
     if (!row) return { id, outcome: 'not_found' };
     if (row.processed) return { id, outcome: 'already_processed' };
     const event = row.normalized;

@@ -5,19 +5,28 @@
 // ids), target 2 answers, the caller hangs up once bridged. Loopback only, bounded in time.
 // A warm-up round of calls (--warmup, default 20; not counted) runs first, so the figures are
 // those of a server that has been running (V8 has compiled the hot path), not of its first calls.
-// Usage: npm run bench:calls [-- --calls 200 --ring-ms 50 --warmup 20]
+// --sms-burst N: while the (last) measured round rings, N signed inbound SMS to another number at
+// --sms-rate per second, whose `message.received` goes to a customer endpoint answering after
+// --sms-answer-ms (default 300), and GET /v2/messages asked every 50 ms: the ring figures beside
+// bulk work, the SMS' end-to-end latency and the customer API's latency and non-2xx answers.
+// Usage: npm run bench:calls [-- --calls 200 --ring-ms 50 --warmup 20 --rounds 1 --sms-burst 2000]
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair } from './lib.mjs';
+import { newRun, startInboundLoad } from './e2e-load.mjs';
+import { assignNumber, createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair } from './lib.mjs';
 
-const { values } = parseArgs({ options: { calls: { type: 'string', default: '200' }, 'ring-ms': { type: 'string', default: '50' }, warmup: { type: 'string', default: '20' }, rounds: { type: 'string', default: '1' } } });
+const { values } = parseArgs({ options: { calls: { type: 'string', default: '200' }, 'ring-ms': { type: 'string', default: '50' }, warmup: { type: 'string', default: '20' }, rounds: { type: 'string', default: '1' },
+  'sms-burst': { type: 'string', default: '0' }, 'sms-rate': { type: 'string', default: '1000' }, 'sms-answer-ms': { type: 'string', default: '300' } } });
 const CALLS = Number(values.calls);
 const RING_MS = Number(values['ring-ms']);
 const WARMUP = Number(values.warmup);
 /** Measured rounds of CALLS calls at once, one after another (more hand-offs for the percentiles). */
 const ROUNDS = Number(values.rounds);
+const SMS_BURST = Number(values['sms-burst']);
+const SMS_RATE = Number(values['sms-rate']);
+const SMS_NUMBER = '+15550100001';
 const OUR_NUMBER = '+15550100000';
 const TARGETS = ['+15557000001', '+15557000002', '+15557000003'];
 
@@ -114,15 +123,25 @@ function onBridge(callerControlId) {
 const db = await freshDatabase('onceline_bench_calls');
 const env = {
   DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: `benchcalls${port}`, PORT: String(port), LOG_LEVEL: 'warn',
-  TELNYX_API_URL: `http://127.0.0.1:${telnyx.address().port}/v2`, TELNYX_PUBLIC_KEY: publicKeyBase64, API_RATE_LIMIT_PER_MINUTE: '100000000', ...(process.env.BENCH_APP_ENV ? JSON.parse(process.env.BENCH_APP_ENV) : {}),
+  TELNYX_API_URL: `http://127.0.0.1:${telnyx.address().port}/v2`, TELNYX_PUBLIC_KEY: publicKeyBase64, WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', API_RATE_LIMIT_PER_MINUTE: '100000000', ...(process.env.BENCH_APP_ENV ? JSON.parse(process.env.BENCH_APP_ENV) : {}),
 };
 const app = await startRole('all', env, { readyUrl: `${base}/health/ready` });
+const smsLoad = SMS_BURST > 0 ? await startInboundLoad(privateKey, SMS_NUMBER, { answerAfterMs: Number(values['sms-answer-ms']) }) : undefined;
+const smsRun = newRun();
+const listLatencies = [];
+let listFailures = 0;
 const pool = new pg.Pool({ connectionString: db.url, max: 2 });
 try {
-  const { auth } = await createAccountWithNumber(base, env, { phoneNumber: OUR_NUMBER });
+  const { auth, account } = await createAccountWithNumber(base, env, { phoneNumber: OUR_NUMBER });
+  if (smsLoad) {
+    assignNumber(env, account.account.id, SMS_NUMBER);
+    const endpoint = await request(`${base}/v2/webhook_endpoints`, { method: 'POST', headers: auth, body: JSON.stringify({ url: smsLoad.hookUrl, event_types: ['message.received'] }) });
+    if (endpoint.status !== 201) throw new Error(`endpoint: ${endpoint.status} ${endpoint.body}`);
+  }
   const numbers = JSON.parse((await request(`${base}/v2/phone_numbers`, { headers: auth })).body).data;
   const voice = { voice: { ring_plan: { targets: TARGETS.map((to) => ({ to, timeout_secs: 20 })), fallback: { action: 'hangup' } } } };
-  const patched = await request(`${base}/v2/phone_numbers/${numbers[0].id}`, { method: 'PATCH', headers: auth, body: JSON.stringify(voice) });
+  const ringing = numbers.find((n) => n.phone_number === OUR_NUMBER);
+  const patched = await request(`${base}/v2/phone_numbers/${ringing.id}`, { method: 'PATCH', headers: auth, body: JSON.stringify(voice) });
   if (patched.status !== 200) throw new Error(`voice settings: ${patched.status} ${patched.body}`);
 
   /** Starts `count` calls at once and waits until `total` calls are completed in all (rounds add up). */
@@ -151,7 +170,30 @@ try {
   }
   const t0 = performance.now();
   let completed = 0;
-  for (let round = 1; round <= ROUNDS; round++) completed = (await callRound(CALLS, WARMUP + round * CALLS)) - WARMUP;
+  for (let round = 1; round <= ROUNDS; round++) {
+    if (!smsLoad || round < ROUNDS) {
+      completed = (await callRound(CALLS, WARMUP + round * CALLS)) - WARMUP;
+      continue;
+    }
+    // The last round rings beside the SMS burst (signed ahead: the calls start as the SMS do) and the API probe.
+    const offered = smsLoad.offer(base, smsRun, SMS_RATE, SMS_BURST / SMS_RATE);
+    await sleep(2000 + SMS_BURST * 0.1);
+    let probing = true;
+    const probe = (async () => {
+      while (probing) {
+        const t = performance.now();
+        const res = await request(`${base}/v2/messages?limit=20`, { headers: auth }).catch(() => ({ status: 0 }));
+        listLatencies.push(performance.now() - t);
+        if (res.status < 200 || res.status >= 300) listFailures++;
+        await sleep(50);
+      }
+    })();
+    completed = (await callRound(CALLS, WARMUP + round * CALLS)) - WARMUP;
+    await offered;
+    await smsLoad.drain(smsRun, 120_000);
+    probing = false;
+    await probe;
+  }
   const elapsed = (performance.now() - t0) / 1000;
   const wrongDials = [...sessions.values()].reduce((n, s) => {
     const tries = new Set(s.dials.map((d) => `${d.target}/${d.attempt}`));
@@ -202,10 +244,16 @@ try {
   console.log(`| … processing began → next dial's send recorded | ${p(stages.claimed)} ms |`);
   console.log(`| … send recorded → dial at the carrier | ${p(stages.sent)} ms |`);
   console.log(`| commands the carrier saw again under the same command_id (retries, done once) | ${retriedCommands} |`);
+  if (smsLoad) {
+    console.log(`| SMS burst beside the last round: received by the endpoint (${values['sms-answer-ms']} ms answers) / offered / refused | ${smsRun.received} / ${smsRun.offered} / ${smsRun.rejected} |`);
+    console.log(`| … SMS carrier webhook → customer webhook p50 / p99 | ${p(smsRun.latencies)} ms |`);
+    console.log(`| GET /v2/messages during the burst p50 / p99 (${listLatencies.length} asked), non-2xx | ${p(listLatencies)} ms, ${listFailures} |`);
+  }
   if (wrongDials > 0 || completed < CALLS * ROUNDS) process.exitCode = 1;
 } finally {
   await pool.end();
   await app.stop();
+  await smsLoad?.close();
   telnyx.close();
   await db.drop();
 }

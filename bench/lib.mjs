@@ -212,11 +212,16 @@ export async function createAccountWithNumber(base, env, { phoneNumber = '+15550
   const out = execFileSync(process.execPath, ['dist/cli.js', 'accounts:create', '--name', 'bench', '--json'], { cwd: ROOT, env: { ...process.env, ...env } });
   const account = JSON.parse(out.toString());
   const auth = { authorization: `Bearer ${account.api_key}`, 'content-type': 'application/json' };
-  execFileSync(process.execPath, ['dist/cli.js', 'numbers:assign', '--account', account.account.id, '--number', phoneNumber, '--carrier', carrier, '--json'], {
+  assignNumber(env, account.account.id, phoneNumber, carrier);
+  return { account, auth };
+}
+
+/** Gives account `accountId` one more number (the CLI's numbers:assign). */
+export function assignNumber(env, accountId, phoneNumber, carrier = 'telnyx') {
+  execFileSync(process.execPath, ['dist/cli.js', 'numbers:assign', '--account', accountId, '--number', phoneNumber, '--carrier', carrier, '--json'], {
     cwd: ROOT,
     env: { ...process.env, ...env },
   });
-  return { account, auth };
 }
 
 /** An Ed25519 key pair for signing Telnyx webhooks; publicKeyBase64 is the raw 32-byte key as base64 (TELNYX_PUBLIC_KEY). */

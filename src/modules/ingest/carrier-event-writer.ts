@@ -93,14 +93,21 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
     // processing jobs run here once the statement returns, with no relay batch or Redis hop;
     // with too few places free (this process is behind), they go through the relay to any worker.
     // Each job's id is its event's id: the run starts from the event held here, not a read, and
-    // the events of one call run in turn (callTurn), not side by side waiting on its lock.
+    // the events of one call run in turn (callTurn), not side by side waiting on its lock, and
+    // ahead of other realtime work waiting for a connection.
     const stored = new Map(ids.map((id, i) => [id, { id, normalized: items[i].event }]));
     const rows = await this.afterCommit.aroundStatement(
       JobName.ProcessCarrierEvent,
       items.length,
       stmt,
       () => this.insertStatement(stmt, batch),
-      (inserted) => (inserted[0]?.afterCommit ?? []).map((job) => ({ ...job, prefetched: stored.get(job.jobId), turn: callTurn(stored.get(job.jobId)?.normalized) })),
+      (inserted) =>
+        (inserted[0]?.afterCommit ?? []).map((job) => {
+          const turn = callTurn(stored.get(job.jobId)?.normalized);
+          // A call's event is urgent (a caller hears its hand-off); an inbound SMS's processing is not.
+          return { ...job, prefetched: stored.get(job.jobId), turn, urgent: turn !== undefined };
+        }),
+      { urgent: items.some((item) => callTurn(item.event) !== undefined) },
     );
     this.outbox.jobsWritten(rows[0]?.jobs ?? 0);
     const inserted = new Set(rows.map((r) => r.id));

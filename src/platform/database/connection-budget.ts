@@ -11,42 +11,49 @@ export type Lane = 'realtime' | 'bulk';
 
 interface LaneRun {
   lane: Lane;
+  /** Waits for a connection ahead of the lane's other work (a caller is waiting on it). */
+  urgent: boolean;
   /** Connections this run holds through its lane's budget (a nested one goes straight to the pool). */
   holding: number;
 }
 
 const currentRun = new AsyncLocalStorage<LaneRun>();
 
-/** Runs `work` as one piece of `lane`'s work: the connections it takes count against that lane's budget. */
-export function inLane<T>(lane: Lane, work: () => Promise<T>): Promise<T> {
-  return currentRun.run({ lane, holding: 0 }, work);
+/**
+ * Runs `work` as one piece of `lane`'s work: the connections it takes count against that lane's
+ * budget. `urgent` work (a call's events and commands) waits for them ahead of the rest of the
+ * lane (an inbound SMS burst's processing), never behind it.
+ */
+export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgent = false } = {}): Promise<T> {
+  return currentRun.run({ lane, holding: 0, urgent }, work);
 }
 
-/** A counting semaphore: `limit` holders at once, the rest wait in arrival order. */
+/** A counting semaphore: `limit` holders at once, the rest wait in arrival order, urgent ones first. */
 export class Gate {
   private holders = 0;
   private readonly waiters: (() => void)[] = [];
+  private readonly urgentWaiters: (() => void)[] = [];
 
   constructor(readonly limit: number) {}
 
   get waiting(): number {
-    return this.waiters.length;
+    return this.waiters.length + this.urgentWaiters.length;
   }
 
   get held(): number {
     return this.holders;
   }
 
-  acquire(): Promise<void> {
+  acquire(urgent = false): Promise<void> {
     if (this.holders < this.limit) {
       this.holders++;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiters.push(resolve));
+    return new Promise((resolve) => (urgent ? this.urgentWaiters : this.waiters).push(resolve));
   }
 
   release(): void {
-    const next = this.waiters.shift();
+    const next = this.urgentWaiters.shift() ?? this.waiters.shift();
     // The place passes straight to the next waiter: the count stays.
     if (next) next();
     else this.holders--;
@@ -90,7 +97,7 @@ export class ConnectionBudget {
         run.holding--;
         gate.release();
       };
-      const acquired = gate.acquire();
+      const acquired = gate.acquire(run.urgent);
       if (cb) {
         void acquired.then(() => {
           connect((err, client, release) => {

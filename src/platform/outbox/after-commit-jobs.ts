@@ -23,6 +23,8 @@ export interface AfterCommitJob {
    * they were handed over, so they do not each hold a connection waiting on one another's lock.
    */
   turn?: string;
+  /** A caller waits on it: its run takes its lane's connections first (JobRunner.run); default: its job's spec. */
+  urgent?: boolean;
 }
 
 /** A reserved place for the jobs of one statement; exactly one of run() or release() is called. */
@@ -90,11 +92,15 @@ export class AfterCommitJobs {
    * commit. The places are held until the jobs have run; run() gives back at once those the
    * statement did not use. A statement that fans out (an event for several endpoints) runs all its
    * jobs on its places, so the bound is on statements' expected jobs, not exact.
+   * `urgent` places (a call's events and commands) may be a quarter more than the lane has: an
+   * inbound SMS burst that fills the realtime places does not send a call's next event round
+   * the relay and Redis, where it would wait behind the burst.
    */
-  reserve(name: JobName, places = 1): AfterCommitSlot | undefined {
+  reserve(name: JobName, places = 1, { urgent = false } = {}): AfterCommitSlot | undefined {
     if (!JOB_SPECS[name].runsAfterCommit || !this.queues.has(queueOf(name))) return undefined;
     const lane = JOB_SPECS[name].lane;
-    if (places < 1 || this.reserved[lane] + places > this.placesOf(lane)) return undefined;
+    const limit = this.placesOf(lane) + (urgent ? Math.ceil(this.placesOf(lane) / 4) : 0);
+    if (places < 1 || this.reserved[lane] + places > limit) return undefined;
     this.reserved[lane] += places;
     let held = places;
     let settled = false;
@@ -125,10 +131,18 @@ export class AfterCommitJobs {
    * this process instead of due now for the relay (OutboxService.jobsFromCte reads
    * stmt.jobRunAfterCommit: build the statement inside `execute`); run the statement; hand the
    * jobs `handOver` picks from its result to this process's runs, or give the places back if it
-   * threw or handed nothing over. The statement's caller never waits for those runs.
+   * threw or handed nothing over. The statement's caller never waits for those runs. `urgent`:
+   * see reserve.
    */
-  async aroundStatement<R>(name: JobName, places: number, stmt: CteStatement, execute: () => Promise<R>, handOver: (result: R) => AfterCommitJob[]): Promise<R> {
-    const slot = this.reserve(name, places);
+  async aroundStatement<R>(
+    name: JobName,
+    places: number,
+    stmt: CteStatement,
+    execute: () => Promise<R>,
+    handOver: (result: R) => AfterCommitJob[],
+    { urgent }: { urgent?: boolean } = {},
+  ): Promise<R> {
+    const slot = this.reserve(name, places, { urgent });
     if (slot) stmt.jobRunAfterCommit = name;
     let result: R;
     try {
@@ -213,10 +227,10 @@ export class AfterCommitJobs {
     return run;
   }
 
-  private async runOne({ name, jobId, prefetched, payload }: AfterCommitJob): Promise<void> {
+  private async runOne({ name, jobId, prefetched, payload, urgent }: AfterCommitJob): Promise<void> {
     const queue = queueOf(name);
     try {
-      const outcome = await this.runner.run(name, jobId, 1, prefetched, payload);
+      const outcome = await this.runner.run(name, jobId, 1, { prefetched, payload, urgent });
       this.metrics.jobOutcomes.inc({ queue, name, outcome });
     } catch (err) {
       try {

@@ -70,6 +70,13 @@ export interface JobSpec {
    */
   lane: Lane;
   /**
+   * Waits for its lane's connections ahead of the lane's other work: a caller hears it (call
+   * commands, join timeouts). A run after commit may say otherwise (AfterCommitJob.urgent): the
+   * job that processes a call's event also processes an inbound SMS, which is not urgent, but a
+   * run from Redis cannot tell them apart before it reads the event.
+   */
+  urgent?: boolean;
+  /**
    * transactional: the handler's writes and the job's completion commit together, so a job
    * redelivered by Redis runs its transaction once. external: the handler talks to the outside
    * world, is at least once, and must guard its own writes.
@@ -98,11 +105,11 @@ export const JOB_SPECS: { [K in JobName]: JobSpec } = {
   // BullMQ retries only infrastructure errors (database gone mid-run); an out-of-order event's
   // retries are new outbox jobs with run_at, bounded by CARRIER_EVENT_RETRY_DEADLINE_SECONDS.
   // A new event's processing runs in the process that stored it, when that one is also a worker (`all`).
-  [JobName.ProcessCarrierEvent]: { lane: 'realtime', queue: QueueName.CarrierEvents, mode: 'transactional', attempts: 10, backoffMs: 1000, runsAfterCommit: true },
+  [JobName.ProcessCarrierEvent]: { lane: 'realtime', urgent: true, queue: QueueName.CarrierEvents, mode: 'transactional', attempts: 10, backoffMs: 1000, runsAfterCommit: true },
   // Carrier 5xx and transport errors repeat the same commands with the same command ids (~1 min in all).
   // Sent by the process whose transaction decided them, right after its commit (the outbox row is the backstop).
-  [JobName.CallControlCommands]: { lane: 'realtime', queue: QueueName.Calls, mode: 'external', attempts: 8, backoffMs: 250, runsAfterCommit: true },
-  [JobName.CallJoinTimeout]: { lane: 'realtime', queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
+  [JobName.CallControlCommands]: { lane: 'realtime', urgent: true, queue: QueueName.Calls, mode: 'external', attempts: 8, backoffMs: 250, runsAfterCommit: true },
+  [JobName.CallJoinTimeout]: { lane: 'realtime', urgent: true, queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
   [JobName.CallTranscript]: { lane: 'bulk', queue: QueueName.Calls, mode: 'transactional', attempts: 10, backoffMs: 1000 },
   // Carrier 408/429/5xx and transport errors retry with backoff, then the order fails (nothing bought is lost: a repeat finds it).
   [JobName.PlaceNumberOrder]: { lane: 'bulk', queue: QueueName.Numbers, mode: 'external', attempts: 8, backoffMs: 1000 },

@@ -10,6 +10,14 @@ import { JobRegistry } from './job-registry.js';
 import { claimJobSql, completeJobSql, pendingJobSql } from './job-sql.js';
 
 
+/** How one run starts (JobRunner.run). */
+export interface RunOptions {
+  prefetched?: unknown;
+  payload?: unknown;
+  /** Takes its lane's connections ahead of non-urgent work (AfterCommitJob.urgent); default: the job's spec. */
+  urgent?: boolean;
+}
+
 /**
  * Runs one job by its outbox row. The payload is read from Postgres, never trusted from Redis,
  * and the job's completion is recorded there, so a job Redis delivers twice runs once.
@@ -26,10 +34,11 @@ export class JobRunner {
    * `prefetched`: see JobContext.prefetched (a run right after the commit that created the job).
    * `payload`: the job's data as that commit wrote it (AfterCommitJob.payload), which spares an
    * external job the read of its row. The run's connections count against its job's lane budget
-   * (ConnectionBudget).
+   * (ConnectionBudget), taken ahead of the lane's other work when `urgent` or its spec says so.
    */
-  run(name: JobName, jobId: string, attempt: number, prefetched?: unknown, payload?: unknown): Promise<RunOutcome> {
-    return inLane(JOB_SPECS[name].lane, () => this.runInLane(name, jobId, attempt, prefetched, payload));
+  run(name: JobName, jobId: string, attempt: number, { prefetched, payload, urgent }: RunOptions = {}): Promise<RunOutcome> {
+    const spec = JOB_SPECS[name];
+    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgent: urgent ?? spec.urgent === true });
   }
 
   private async runInLane(name: JobName, jobId: string, attempt: number, prefetched?: unknown, payload?: unknown): Promise<RunOutcome> {

@@ -55,7 +55,7 @@ export class OutboxService {
     for (const { jobId } of requests) {
       if (!JOB_ID_PATTERN.test(jobId)) throw new Error(`invalid jobId ${JSON.stringify(jobId)}`);
     }
-    const slots = requests.map((r) => (r.runAt === undefined ? this.afterCommitJobs.reserve(r.name) : undefined));
+    const slots = requests.map((r) => (r.runAt === undefined ? this.afterCommitJobs.reserve(r.name, 1, { urgent: JOB_SPECS[r.name].urgent }) : undefined));
     let inserted: Set<string>;
     try {
       // ON CONFLICT (job_id): a job id already in the outbox (or twice in this list) is one job.

@@ -52,6 +52,31 @@ describe('ConnectionBudget', () => {
     expect(budget.saturated('realtime')).toBe(false);
   });
 
+  it("a call's urgent run waiting for the lane's connection is served before earlier ordinary ones (an inbound SMS burst)", async () => {
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    let holding!: () => void;
+    const isHolding = new Promise<void>((resolve) => (holding = resolve));
+    const first = inLane('realtime', async () => {
+      const client = await pool.connect();
+      holding();
+      await held;
+      client.release();
+    });
+    await isHolding;
+    const served: string[] = [];
+    const waiting = [
+      inLane('realtime', () => pool.query(`SELECT 'sms-1' AS n`)).then(({ rows }) => served.push(rows[0].n)),
+      inLane('realtime', () => pool.query(`SELECT 'sms-2' AS n`)).then(({ rows }) => served.push(rows[0].n)),
+      inLane('realtime', () => pool.query(`SELECT 'call' AS n`), { urgent: true }).then(({ rows }) => served.push(rows[0].n)),
+    ];
+    expect(budget.gates.realtime.waiting).toBe(3);
+    letGo();
+    await Promise.all([first, ...waiting]);
+    expect(served).toEqual(['call', 'sms-1', 'sms-2']);
+    expect(budget.gates.realtime.held).toBe(0);
+  });
+
   it('a run that holds its lane\'s only connection takes a second one straight from the pool, never waiting on itself', async () => {
     await inLane('realtime', async () => {
       const client = await pool.connect();

@@ -109,6 +109,16 @@ describe('AfterCommitJobs lanes and turns', () => {
     expect(jobsHere.reserve(JobName.CallControlCommands)).toBeUndefined();
   });
 
+  it("inbound SMS holding every realtime place leave a call's events and commands a quarter more", () => {
+    const jobsHere = afterCommitJobs(8, heldRunner().runner);
+    jobsHere.start([QueueName.CarrierEvents, QueueName.Calls]);
+    expect(jobsHere.reserve(JobName.ProcessCarrierEvent, 8)).toBeDefined(); // an SMS burst
+    expect(jobsHere.reserve(JobName.ProcessCarrierEvent)).toBeUndefined();
+    expect(jobsHere.reserve(JobName.ProcessCarrierEvent, 1, { urgent: true })).toBeDefined(); // a call's event
+    expect(jobsHere.reserve(JobName.CallControlCommands, 1, { urgent: true })).toBeDefined();
+    expect(jobsHere.reserve(JobName.ProcessCarrierEvent, 1, { urgent: true })).toBeUndefined(); // 8 + 2 places: all taken
+  });
+
   it('jobs of one turn run one after another in the order handed over; other turns run beside them', async () => {
     const held = heldRunner();
     const jobsHere = afterCommitJobs(8, held.runner);

@@ -9,16 +9,21 @@
 // --sms-rate per second, whose `message.received` goes to a customer endpoint answering after
 // --sms-answer-ms (default 300), and GET /v2/messages asked every 50 ms: the ring figures beside
 // bulk work, the SMS' end-to-end latency and the customer API's latency and non-2xx answers.
-// Usage: npm run bench:calls [-- --calls 200 --ring-ms 50 --warmup 20 --rounds 1 --sms-burst 2000]
+// --count-statements: the statements (round trips) the app sent during the measured rounds, per
+// call and per carrier event, and the most frequent (bench/statement-counter.mjs).
+// Usage: npm run bench:calls [-- --calls 200 --ring-ms 50 --warmup 20 --rounds 1 --sms-burst 2000 --count-statements]
 import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { newRun, startInboundLoad } from './e2e-load.mjs';
 import { assignNumber, createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair } from './lib.mjs';
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '200' }, 'ring-ms': { type: 'string', default: '50' }, warmup: { type: 'string', default: '20' }, rounds: { type: 'string', default: '1' },
-  'sms-burst': { type: 'string', default: '0' }, 'sms-rate': { type: 'string', default: '1000' }, 'sms-answer-ms': { type: 'string', default: '300' } } });
+  'sms-burst': { type: 'string', default: '0' }, 'sms-rate': { type: 'string', default: '1000' }, 'sms-answer-ms': { type: 'string', default: '300' },
+  'count-statements': { type: 'boolean', default: false } } });
 const CALLS = Number(values.calls);
 const RING_MS = Number(values['ring-ms']);
 const WARMUP = Number(values.warmup);
@@ -125,7 +130,14 @@ const env = {
   DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: `benchcalls${port}`, PORT: String(port), LOG_LEVEL: 'warn',
   TELNYX_API_URL: `http://127.0.0.1:${telnyx.address().port}/v2`, TELNYX_PUBLIC_KEY: publicKeyBase64, WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', API_RATE_LIMIT_PER_MINUTE: '100000000', ...(process.env.BENCH_APP_ENV ? JSON.parse(process.env.BENCH_APP_ENV) : {}),
 };
-const app = await startRole('all', env, { readyUrl: `${base}/health/ready` });
+const countFile = values['count-statements'] ? `${os.tmpdir()}/onceline-bench-statements-${port}.json` : undefined;
+const readCounts = () => (countFile && existsSync(countFile) ? JSON.parse(readFileSync(countFile, 'utf8')) : {});
+const app = await startRole('all', countFile ? { ...env, BENCH_STATEMENT_COUNT_FILE: countFile } : env, {
+  readyUrl: `${base}/health/ready`,
+  nodeArgs: countFile ? ['--import', new URL('./statement-counter.mjs', import.meta.url).href] : [],
+});
+let countsBefore = {};
+let eventsBefore = 0;
 const smsLoad = SMS_BURST > 0 ? await startInboundLoad(privateKey, SMS_NUMBER, { answerAfterMs: Number(values['sms-answer-ms']) }) : undefined;
 const smsRun = newRun();
 const listLatencies = [];
@@ -167,6 +179,11 @@ try {
     // Only the measured round counts from here: its calls, hand-offs and latencies.
     sessions.clear();
     for (const list of [latencies, firstDialLatencies, bridgeLatencies, handOffs]) list.length = 0;
+  }
+  if (countFile) {
+    await sleep(1100); // the counter writes its file every second
+    countsBefore = readCounts();
+    eventsBefore = Number((await pool.query(`SELECT count(*) FROM carrier_events`)).rows[0].count);
   }
   const t0 = performance.now();
   let completed = 0;
@@ -250,8 +267,20 @@ try {
     console.log(`| GET /v2/messages during the burst p50 / p99 (${listLatencies.length} asked), non-2xx | ${p(listLatencies)} ms, ${listFailures} |`);
   }
   if (wrongDials > 0 || completed < CALLS * ROUNDS) process.exitCode = 1;
+  if (countFile) {
+    const eventsMeasured = Number((await pool.query(`SELECT count(*) FROM carrier_events`)).rows[0].count) - eventsBefore;
+    await pool.end();
+    await app.stop();
+    const after = readCounts();
+    const sent = Object.entries(after).map(([text, n]) => [text, n - (countsBefore[text] ?? 0)]).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
+    const total = sent.reduce((sum, [, n]) => sum + n, 0);
+    console.log(`| statements (round trips) the app sent in the measured rounds: all / per call / per carrier event | ${total} / ${fmt(total / (CALLS * ROUNDS))} / ${fmt(total / eventsMeasured)} |`);
+    console.log('\nMost frequent statements in the measured rounds (first 100 characters):\n\n| count | statement |\n|---|---|');
+    for (const [text, n] of sent.slice(0, 12)) console.log(`| ${n} | \`${text.replaceAll('|', '\\|')}\` |`);
+    rmSync(countFile, { force: true });
+  }
 } finally {
-  await pool.end();
+  await pool.end().catch(() => undefined);
   await app.stop();
   await smsLoad?.close();
   telnyx.close();

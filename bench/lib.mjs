@@ -92,9 +92,9 @@ export function freePort() {
  * `inheritEnv: false`). Resolves when `readyUrl` answers OK (api roles), when stderr matches
  * `readyLine` (a RegExp, e.g. /onceline relay started/), or at once.
  */
-export async function startRole(role, env, { readyUrl, readyLine, inheritEnv = true } = {}) {
+export async function startRole(role, env, { readyUrl, readyLine, inheritEnv = true, nodeArgs: extraNodeArgs = [] } = {}) {
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the roles.
-  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const nodeArgs = [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), ...extraNodeArgs];
   const child = spawn(process.execPath, [...nodeArgs, 'dist/main.js', role], {
     cwd: ROOT,
     env: inheritEnv ? { ...process.env, ...env } : env,

@@ -4,6 +4,7 @@ import { AppConfig } from '../../platform/config/app-config.js';
 import { ConnectionBudget } from '../../platform/database/connection-budget.js';
 import { isUniqueViolation, unstorableReason } from '../../platform/database/pg-errors.js';
 import { AnsweredCarrierEvents, type AnsweredEvent, type EventResponder } from './answered-carrier-events.js';
+import { callTurn } from './carrier-event-processor.js';
 import { CarrierEventWriter, type IngestStatus } from './carrier-event-writer.js';
 import { IngestMetrics } from './ingest-metrics.js';
 
@@ -39,25 +40,33 @@ export class IngestService {
   async ingest(adapter: CarrierAdapter, webhook: InboundWebhook): Promise<IngestStatus> {
     // Load shedding before any work: past the bound, a retry later costs less than a queue.
     const bound = this.config.INGEST_PENDING_MAX;
-    if ((bound > 0 && this.pending >= bound) || this.laneBacklogged()) {
-      this.metrics.refusedOverloaded.inc();
-      throw new ServiceUnavailableException({ code: 'service_unavailable', title: 'Too many deliveries at once, retry later', detail: 'nothing was stored; send the webhook again' });
-    }
+    if ((bound > 0 && this.pending >= bound) || this.laneBacklogged({ urgent: true })) throw this.overloaded();
     this.pending++;
     try {
-      return await this.store(await this.accept(adapter, webhook));
+      const accepted = await this.accept(adapter, webhook);
+      // A call's event waits only behind other calls' work (the lane serves it first), so an
+      // inbound SMS backlog refuses the SMS, never a call's next step.
+      if (callTurn(accepted.event) === undefined && this.laneBacklogged({ urgent: false })) throw this.overloaded();
+      return await this.store(accepted);
     } finally {
       this.pending--;
     }
   }
 
+  private overloaded(): ServiceUnavailableException {
+    this.metrics.refusedOverloaded.inc();
+    return new ServiceUnavailableException({ code: 'service_unavailable', title: 'Too many deliveries at once, retry later', detail: 'nothing was stored; send the webhook again' });
+  }
+
   /**
    * The realtime lane of this process has more runs waiting for a database connection than
-   * INGEST_LANE_BACKLOG_MAX: a new event would wait behind them, so the carrier is asked to send
-   * it later (503 + Retry-After) before anything here waits long enough to time out.
+   * INGEST_LANE_BACKLOG_MAX, counting those a new event would wait behind (`urgent`: a call's,
+   * which waits behind urgent runs only; otherwise all): the carrier is asked to send it later
+   * (503 + Retry-After) before anything here waits long enough to time out.
    */
-  private laneBacklogged(): boolean {
-    return this.budget.gates.realtime.waiting > this.config.INGEST_LANE_BACKLOG_MAX;
+  private laneBacklogged({ urgent }: { urgent: boolean }): boolean {
+    const gate = this.budget.gates.realtime;
+    return (urgent ? gate.urgentWaiting : gate.waiting) > this.config.INGEST_LANE_BACKLOG_MAX;
   }
 
   /**

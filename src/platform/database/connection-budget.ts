@@ -40,6 +40,11 @@ export class Gate {
     return this.waiters.length + this.urgentWaiters.length;
   }
 
+  /** Urgent waiters only: what an urgent newcomer would wait behind. */
+  get urgentWaiting(): number {
+    return this.urgentWaiters.length;
+  }
+
   get held(): number {
     return this.holders;
   }

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
 import { ConnectionBudget } from '../../../src/platform/database/connection-budget.js';
 import { JobName } from '../../../src/platform/outbox/job-catalogue.js';
 import { JobRunner } from '../../../src/platform/outbox/job-runner.js';
+import { carrierFixture } from '../../support/carrier-signing.js';
 import { pausePoint } from '../../support/pause.js';
 import { VoicePipeline } from '../../support/voice-pipeline.js';
 import { waitFor } from '../../support/wait.js';
@@ -160,18 +162,36 @@ describe('events of one call in arrival order, with nothing run after commit', (
     expect(await voice.db.count(`SELECT count(*) FROM outbox_jobs WHERE name = 'process-carrier-event' AND job_id LIKE '%-w%'`)).toBe(0);
   });
 
-  it("backpressure: with more realtime runs waiting for a connection than INGEST_LANE_BACKLOG_MAX, ingest answers 503 and stores nothing", async () => {
+  it("backpressure: past INGEST_LANE_BACKLOG_MAX realtime runs waiting for a connection, ingest answers 503 and stores nothing; an SMS backlog refuses SMS, never a call's events", async () => {
     const gate = voice.app.app.get(ConnectionBudget).gates.realtime;
-    // The lane's every connection taken, and three runs waiting behind them.
+    const events = () => voice.db.count(`SELECT count(*) FROM carrier_events`);
+    const inboundSms = () => {
+      const payload = JSON.parse(carrierFixture('telnyx/message.received.json')).data.payload;
+      return JSON.stringify({
+        data: { event_type: 'message.received', id: randomUUID(), occurred_at: new Date().toISOString(), record_type: 'event', payload: { ...payload, id: `backlog-msg-${randomUUID()}`, to: [{ phone_number: RING, status: 'webhook_delivered' }] } },
+        meta: { attempt: 1, delivered_to: `${voice.app.url}/webhooks/telnyx` },
+      });
+    };
+    // The lane's every connection taken, and three ordinary runs (an SMS burst's) waiting behind them.
     const taken = Array.from({ length: gate.limit + 3 }, () => gate.acquire());
     expect(gate.waiting).toBe(3);
-    const before = await voice.db.count(`SELECT count(*) FROM carrier_events`);
-    const call = { session: 'backlogged-session', caller: 'v3:caller-backlogged', from: CALLER, to: RING };
-    expect(await voice.callerEvent(call, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(503);
-    expect(await voice.db.count(`SELECT count(*) FROM carrier_events`)).toBe(before);
-    for (let i = 0; i < taken.length; i++) gate.release();
-    await Promise.all(taken);
+    const before = await events();
+    expect(await voice.deliver(inboundSms())).toBe(503);
+    expect(await events()).toBe(before);
+    // A call's event would wait behind no SMS (urgent runs go first): stored.
+    const first = { session: `backlogged-${randomUUID()}`, caller: `v3:caller-${randomUUID()}`, from: CALLER, to: RING };
+    expect(await voice.callerEvent(first, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(200);
+    expect(await events()).toBe(before + 1);
+    // Three urgent runs (other calls') waiting as well: a call's event is refused too.
+    const takenUrgent = Array.from({ length: 3 }, () => gate.acquire(true));
+    expect(gate.urgentWaiting).toBe(3);
+    const second = { session: `backlogged-${randomUUID()}`, caller: `v3:caller-${randomUUID()}`, from: CALLER, to: RING };
+    expect(await voice.callerEvent(second, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(503);
+    expect(await events()).toBe(before + 1);
+    for (let i = 0; i < taken.length + takenUrgent.length; i++) gate.release();
+    await Promise.all([...taken, ...takenUrgent]);
     expect(gate.waiting).toBe(0);
-    expect(await voice.callerEvent(call, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(200);
+    expect(await voice.callerEvent(second, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(200);
+    expect(await voice.deliver(inboundSms())).toBe(200);
   });
 });

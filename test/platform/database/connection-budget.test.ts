@@ -8,6 +8,22 @@ import { createTestDatabase, type TestDatabase } from '../../support/database.js
  * waits in memory, in order, and never in the pool's queue, so the connections left over stay
  * free for the customer API and ingest.
  */
+/** A realtime run that holds the lane's connection until letGo(); `first` ends when it has given it back. */
+async function holdRealtimeConnection(pool: pg.Pool): Promise<{ first: Promise<void>; letGo: () => void }> {
+  let letGo!: () => void;
+  const held = new Promise<void>((resolve) => (letGo = resolve));
+  let holding!: () => void;
+  const isHolding = new Promise<void>((resolve) => (holding = resolve));
+  const first = inLane('realtime', async () => {
+    const client = await pool.connect();
+    holding();
+    await held;
+    client.release();
+  });
+  await isHolding;
+  return { first, letGo };
+}
+
 describe('ConnectionBudget', () => {
   let db: TestDatabase;
   let pool: pg.Pool;
@@ -25,17 +41,7 @@ describe('ConnectionBudget', () => {
   });
 
   it("a lane's run beyond its budget waits for the lane's connection; the other lane and work outside the lanes are served at once", async () => {
-    let letGo!: () => void;
-    const held = new Promise<void>((resolve) => (letGo = resolve));
-    let holding!: () => void;
-    const isHolding = new Promise<void>((resolve) => (holding = resolve));
-    const first = inLane('realtime', async () => {
-      const client = await pool.connect();
-      holding();
-      await held;
-      client.release();
-    });
-    await isHolding;
+    const { first, letGo } = await holdRealtimeConnection(pool);
     let secondDone = false;
     const second = inLane('realtime', () => pool.query('SELECT 1')).then(() => (secondDone = true));
     expect(budget.gates.realtime.waiting).toBe(1);
@@ -53,17 +59,7 @@ describe('ConnectionBudget', () => {
   });
 
   it("a call's urgent run waiting for the lane's connection is served before earlier ordinary ones (an inbound SMS burst)", async () => {
-    let letGo!: () => void;
-    const held = new Promise<void>((resolve) => (letGo = resolve));
-    let holding!: () => void;
-    const isHolding = new Promise<void>((resolve) => (holding = resolve));
-    const first = inLane('realtime', async () => {
-      const client = await pool.connect();
-      holding();
-      await held;
-      client.release();
-    });
-    await isHolding;
+    const { first, letGo } = await holdRealtimeConnection(pool);
     const served: string[] = [];
     const waiting = [
       inLane('realtime', () => pool.query(`SELECT 'sms-1' AS n`)).then(({ rows }) => served.push(rows[0].n)),

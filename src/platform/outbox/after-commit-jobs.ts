@@ -3,6 +3,8 @@ import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import type { Lane } from '../database/connection-budget.js';
 import type { CteStatement } from '../database/cte-statement.js';
+import type { Tx } from '../database/tx.js';
+import { afterCommit, afterRollback } from '../database/unit-of-work.js';
 import { JOB_SPECS, queueOf, type JobName, type QueueName } from './job-catalogue.js';
 import { JobRunner } from './job-runner.js';
 import { OutboxMetrics } from './outbox-metrics.js';
@@ -156,6 +158,35 @@ export class AfterCommitJobs {
     if (jobs.length > 0) slot!.run(jobs);
     else slot?.release();
     return result;
+  }
+
+  /**
+   * The same protocol around a write inside transaction `tx` that may create `jobs` (undefined:
+   * not one to run here), one place each (urgent by the job's spec): `write` learns which have a
+   * place (`here`, to write those a lease ahead) and returns the job ids it inserted. The new
+   * ones with a place run once `tx` commits (a job id twice in the list runs once); every place
+   * comes back if `write` throws or `tx` rolls back.
+   */
+  async aroundTransactionalWrite(tx: Tx, jobs: (AfterCommitJob | undefined)[], write: (here: boolean[]) => Promise<Set<string>>): Promise<Set<string>> {
+    const slots = jobs.map((job) => (job ? this.reserve(job.name, 1, { urgent: JOB_SPECS[job.name].urgent }) : undefined));
+    let inserted: Set<string>;
+    try {
+      inserted = await write(slots.map((slot) => slot !== undefined));
+    } catch (err) {
+      slots.forEach((slot) => slot?.release());
+      throw err;
+    }
+    const unclaimed = new Set(inserted);
+    const held = jobs.flatMap((job, i) => {
+      const slot = slots[i];
+      if (!job || !slot) return [];
+      return [{ slot, run: unclaimed.delete(job.jobId) ? [job] : [] }];
+    });
+    if (held.length > 0) {
+      afterCommit(tx, () => held.forEach(({ slot, run }) => slot.run(run)));
+      afterRollback(tx, () => held.forEach(({ slot }) => slot.release()));
+    }
+    return inserted;
   }
 
   /** Places held now: statements not yet returned, and after-commit jobs not yet run (0: idle). */

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { assertInTransaction, exec, type Tx, queryRows } from '../database/tx.js';
-import { afterCommit, afterRollback } from '../database/unit-of-work.js';
-import { AfterCommitJobs, type AfterCommitSlot } from './after-commit-jobs.js';
+import { afterCommit } from '../database/unit-of-work.js';
+import { AfterCommitJobs } from './after-commit-jobs.js';
 import type { CteStatement } from '../database/cte-statement.js';
 import { RelayWakeup } from './relay-wakeup.js';
 import { AppConfig } from '../config/app-config.js';
@@ -55,9 +55,9 @@ export class OutboxService {
     for (const { jobId } of requests) {
       if (!JOB_ID_PATTERN.test(jobId)) throw new Error(`invalid jobId ${JSON.stringify(jobId)}`);
     }
-    const slots = requests.map((r) => (r.runAt === undefined ? this.afterCommitJobs.reserve(r.name, 1, { urgent: JOB_SPECS[r.name].urgent }) : undefined));
-    let inserted: Set<string>;
-    try {
+    // Due now: may run here after commit (a place each); written a lease ahead when it has one.
+    const candidates = requests.map((r) => (r.runAt === undefined ? { name: r.name, jobId: r.jobId, payload: r.data } : undefined));
+    const inserted = await this.afterCommitJobs.aroundTransactionalWrite(tx, candidates, async (here) => {
       // ON CONFLICT (job_id): a job id already in the outbox (or twice in this list) is one job.
       const { rows } = await exec<{ job_id: string }>(
         tx,
@@ -72,33 +72,14 @@ export class OutboxService {
           requests.map((r) => r.name),
           requests.map((r) => JSON.stringify(r.data)),
           requests.map((r) => r.runAt ?? null),
-          slots.map((slot) => slot !== undefined),
+          here,
           this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS,
         ],
       );
-      inserted = new Set(rows.map((row) => row.job_id));
-    } catch (err) {
-      slots.forEach((slot) => slot?.release());
-      throw err;
-    }
-    const count = inserted.size;
-    this.runAfterCommit(tx, requests, slots, inserted);
-    if (count > 0) afterCommit(tx, () => this.wakeup.hint());
-    return count;
-  }
-
-  /** The new jobs that have a place run once `tx` commits; every place comes back if it rolls back. */
-  private runAfterCommit(tx: Tx, requests: EnqueueRequest<JobName>[], slots: (AfterCommitSlot | undefined)[], inserted: Set<string>): void {
-    const held = requests.flatMap((request, i) => {
-      const slot = slots[i];
-      if (!slot) return [];
-      // A job id twice in the list is one job, run once.
-      const isNew = inserted.delete(request.jobId);
-      return [{ slot, job: isNew ? [{ name: request.name, jobId: request.jobId, payload: request.data }] : [] }];
+      return new Set(rows.map((row) => row.job_id));
     });
-    if (held.length === 0) return;
-    afterCommit(tx, () => held.forEach(({ slot, job }) => slot.run(job)));
-    afterRollback(tx, () => held.forEach(({ slot }) => slot.release()));
+    if (inserted.size > 0) afterCommit(tx, () => this.wakeup.hint());
+    return inserted.size;
   }
 
   /**

@@ -3,14 +3,15 @@ import type { CallCommandResult, CallControl } from '../../carriers/call-control
 import { TelnyxCallControl } from '../../carriers/telnyx/telnyx-call-control.js';
 import type { Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
-import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
+import type { PayloadOf } from '../../platform/outbox/job-definition.js';
+import { CallControlCommandsJob } from './calls.jobs.js';
 import { HandlesJob, type JobHandler } from '../../platform/outbox/job-handler.js';
 import { CallCommandSends, type CommandSend } from './call-command-sends.js';
 import type { QueuedCommand } from './call-control-commands.js';
 import { CallFlow } from './call-flow.js';
 import { CallTransitions } from './call-transitions.js';
 
-type Payload = JobPayloads[JobName.CallControlCommands];
+type Payload = PayloadOf<typeof CallControlCommandsJob>;
 
 /** No resend closer than this to the end of the carrier's command_id window (the request still has to arrive). */
 const WINDOW_MARGIN_MS = 5_000;
@@ -40,8 +41,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * create a second physical leg.
  */
 @Injectable()
-@HandlesJob(JobName.CallControlCommands)
-export class CallControlCommandsHandler implements JobHandler<JobName.CallControlCommands> {
+@HandlesJob(CallControlCommandsJob)
+export class CallControlCommandsHandler implements JobHandler<typeof CallControlCommandsJob> {
   private readonly logger = new Logger(CallControlCommandsHandler.name);
   private readonly control: CallControl;
 

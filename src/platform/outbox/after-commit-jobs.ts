@@ -3,13 +3,16 @@ import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import type { Lane } from '../database/connection-budget.js';
 import type { CteStatement } from '../database/cte-statement.js';
-import { JOB_SPECS, queueOf, type JobName, type QueueName } from './job-catalogue.js';
+import type { JobDefinition } from './job-definition.js';
+import { JobRegistry } from './job-registry.js';
 import { JobRunner } from './job-runner.js';
+import { StatementJobs } from './statement-jobs.js';
 import { OutboxMetrics } from './outbox-metrics.js';
 
-/** A job the statement created for this process to run (CteStatement.afterCommitJobs()). */
+/** A job the statement created for this process to run (afterCommitJobs(stmt) of statement-jobs.ts). */
 export interface AfterCommitJob {
-  name: JobName;
+  /** The job's stored name (JobDefinition.name). */
+  name: string;
   jobId: string;
   /** What the creator already holds about the job's subject (JobContext.prefetched). */
   prefetched?: unknown;
@@ -51,7 +54,7 @@ export interface AfterCommitSlot {
 export class AfterCommitJobs {
   private readonly logger = new Logger(AfterCommitJobs.name);
   /** The queues this process works (JobWorkers.start); empty: every job goes through the relay. */
-  private queues = new Set<QueueName>();
+  private queues = new Set<string>();
   /** Places held per lane: by statements not yet returned, and by their jobs until these have run. */
   private readonly reserved: Record<Lane, number> = { realtime: 0, bulk: 0 };
   private idleWaiters: (() => void)[] = [];
@@ -67,10 +70,11 @@ export class AfterCommitJobs {
     private readonly config: AppConfig,
     private readonly metrics: OutboxMetrics,
     private readonly dataSource: DataSource,
+    private readonly registry: JobRegistry,
   ) {}
 
   /** The worker role turns this on for the queues it works; elsewhere every job goes through the relay. */
-  start(queues: readonly QueueName[]): void {
+  start(queues: readonly string[]): void {
     this.queues = new Set(queues);
     if (!this.renewal && queues.length > 0) {
       this.renewal = setInterval(() => void this.renewLeases(), (this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS * 1000) / 3);
@@ -79,16 +83,16 @@ export class AfterCommitJobs {
   }
 
   /**
-   * Places for the jobs named `name` that one statement will create, `places` being as many as it
+   * Places for the jobs `job` that one statement will create, `places` being as many as it
    * can create (an ingest batch: one per delivery in it; a processing run: one). Undefined when
    * fewer are free, or this process does not work that job's queue, or the job may not run after
    * commit. The places are held until the jobs have run; run() gives back at once those the
    * statement did not use. A statement that fans out (an event for several endpoints) runs all its
    * jobs on its places, so the bound is on statements' expected jobs, not exact.
    */
-  reserve(name: JobName, places = 1): AfterCommitSlot | undefined {
-    if (!JOB_SPECS[name].runsAfterCommit || !this.queues.has(queueOf(name))) return undefined;
-    const lane = JOB_SPECS[name].lane;
+  reserve(job: JobDefinition, places = 1): AfterCommitSlot | undefined {
+    if (!job.runsAfterCommit || !this.queues.has(job.queue)) return undefined;
+    const lane = job.lane;
     if (places < 1 || this.reserved[lane] + places > this.placesOf(lane)) return undefined;
     this.reserved[lane] += places;
     let held = places;
@@ -115,16 +119,16 @@ export class AfterCommitJobs {
   }
 
   /**
-   * The after-commit protocol around one autocommit statement that may create jobs named `name`
+   * The after-commit protocol around one autocommit statement that may create jobs `job`
    * (at most `places` expected): reserve the places, so `stmt` writes those jobs a lease ahead for
    * this process instead of due now for the relay (OutboxService.jobsFromCte reads
-   * stmt.jobRunAfterCommit: build the statement inside `execute`); run the statement; hand the
+   * StatementJobs.runAfterCommit: build the statement inside `execute`); run the statement; hand the
    * jobs `handOver` picks from its result to this process's runs, or give the places back if it
    * threw or handed nothing over. The statement's caller never waits for those runs.
    */
-  async aroundStatement<R>(name: JobName, places: number, stmt: CteStatement, execute: () => Promise<R>, handOver: (result: R) => AfterCommitJob[]): Promise<R> {
-    const slot = this.reserve(name, places);
-    if (slot) stmt.jobRunAfterCommit = name;
+  async aroundStatement<R>(job: JobDefinition, places: number, stmt: CteStatement, execute: () => Promise<R>, handOver: (result: R) => AfterCommitJob[]): Promise<R> {
+    const slot = this.reserve(job, places);
+    if (slot) StatementJobs.of(stmt).runAfterCommit = job.name;
     let result: R;
     try {
       result = await execute();
@@ -209,7 +213,7 @@ export class AfterCommitJobs {
   }
 
   private async runOne({ name, jobId, prefetched }: AfterCommitJob): Promise<void> {
-    const queue = queueOf(name);
+    const queue = this.registry.spec(name).queue;
     try {
       const outcome = await this.runner.run(name, jobId, 1, prefetched);
       this.metrics.jobOutcomes.inc({ queue, name, outcome });

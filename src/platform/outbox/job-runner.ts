@@ -4,7 +4,6 @@ import { inLane } from '../database/connection-budget.js';
 import { storedMessage } from '../database/pg-errors.js';
 import { exec, queryRows } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import { JOB_SPECS, JobName } from './job-catalogue.js';
 import { PermanentJobError, type RunOutcome } from './job-handler.js';
 import { JobRegistry } from './job-registry.js';
 import { claimJobSql, completeJobSql, pendingJobSql } from './job-sql.js';
@@ -26,17 +25,17 @@ export class JobRunner {
    * `prefetched`: see JobContext.prefetched (a run right after the commit that created the job).
    * The run's connections count against its job's lane budget (ConnectionBudget).
    */
-  run(name: JobName, jobId: string, attempt: number, prefetched?: unknown): Promise<RunOutcome> {
-    return inLane(JOB_SPECS[name].lane, () => this.runInLane(name, jobId, attempt, prefetched));
+  run(name: string, jobId: string, attempt: number, prefetched?: unknown): Promise<RunOutcome> {
+    return inLane(this.registry.spec(name).lane, () => this.runInLane(name, jobId, attempt, prefetched));
   }
 
-  private async runInLane(name: JobName, jobId: string, attempt: number, prefetched?: unknown): Promise<RunOutcome> {
+  private async runInLane(name: string, jobId: string, attempt: number, prefetched?: unknown): Promise<RunOutcome> {
     const handler = this.registry.get(name);
     // The fast path, where the handler has one: the whole job in one statement, or nothing
     // written and the general path below.
     const fast = await handler.runInOneStatement?.(jobId, { jobId, attempt, prefetched });
     if (fast) return fast;
-    if (JOB_SPECS[name].mode === 'transactional') {
+    if (this.registry.spec(name).mode === 'transactional') {
       return this.uow.run(async (tx) => {
         // Claims the job: only one run can move completed_at off NULL, and a twin run blocks on
         // this row lock until the first commits, then finds nothing to claim.
@@ -62,10 +61,11 @@ export class JobRunner {
    * statement. A final failure also runs the handler's onFinalFailure in the same transaction,
    * once: only the run that moves failed_at off NULL does.
    */
-  async recordFailure(name: JobName, jobId: string, error: unknown, final: boolean | 'when-spent'): Promise<'failed' | 'retried' | 'skipped'> {
+  async recordFailure(name: string, jobId: string, error: unknown, final: boolean | 'when-spent'): Promise<'failed' | 'retried' | 'skipped'> {
     const message = storedMessage(error);
-    const attemptsAllowed = final === 'when-spent' ? JOB_SPECS[name].attempts : null;
-    return inLane(JOB_SPECS[name].lane, () => this.uow.run(async (tx) => {
+    const spec = this.registry.spec(name);
+    const attemptsAllowed = final === 'when-spent' ? spec.attempts : null;
+    return inLane(spec.lane, () => this.uow.run(async (tx) => {
       // Only a job with no outcome yet; whether this failure is final is decided here, from the row it changed.
       // A row no relay has taken yet (a run after commit, AfterCommitJobs) becomes due now, so
       // the relay hands it to Redis for the retry instead of waiting out its lease.

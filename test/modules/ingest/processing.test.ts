@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { exec } from '../../../src/platform/database/tx.js';
 import { CarrierEventHandlers, RetryLaterError } from '../../../src/modules/ingest/carrier-event-handlers.js';
 import { CarrierEventsService } from '../../../src/modules/ingest/carrier-events.service.js';
-import { JobName } from '../../../src/platform/outbox/job-catalogue.js';
+import { ProcessCarrierEventJob } from '../../../src/modules/ingest/ingest.jobs.js';
 import { JobRunner } from '../../../src/platform/outbox/job-runner.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { telnyxEvent, telnyxFixture, telnyxReceipt, telnyxSigner } from '../../support/carrier-signing.js';
@@ -155,7 +155,7 @@ describe('carrier event processing', () => {
     expect(await eventRow(db, id)).toMatchObject({ processed_at: null, error: null });
 
     // The last attempt's failure, as the worker records it once BullMQ's attempts are spent.
-    await app.app.get(JobRunner).recordFailure(JobName.ProcessCarrierEvent, rowId, new Error('could not serialize access'), true);
+    await app.app.get(JobRunner).recordFailure(ProcessCarrierEventJob.name, rowId, new Error('could not serialize access'), true);
     expect(await eventRow(db, id)).toMatchObject({ processed_at: null, error: 'processing job failed after its last attempt: could not serialize access' });
     expect(await db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id = $1 AND failed_at IS NOT NULL`, [rowId])).toBe(1);
     const events = app.app.get(CarrierEventsService);

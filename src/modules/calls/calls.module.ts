@@ -26,6 +26,8 @@ import { CallsService } from './calls.service.js';
 import { VoiceWebhooksController } from './voice-webhooks.controller.js';
 import { declareJobs } from '../../platform/outbox/job-definition.js';
 import { CallControlCommandsJob, CallJoinTimeoutJob, CallTranscriptJob } from './calls.jobs.js';
+// The customer event types this module emits (webhooks delivers them, knowing none by name).
+import './calls.events.js';
 
 /**
  * Calls: call rows and legs, the hangup guard and the minutes it bills, the ring cursor's

@@ -19,6 +19,8 @@ import { MessagingSettings } from './messaging-settings.js';
 import { MessagingSettingsController } from './messaging-settings.controller.js';
 import { declareJobs } from '../../platform/outbox/job-definition.js';
 import { DispatchMessageJob } from './messaging.jobs.js';
+// The customer event types this module emits (webhooks delivers them, knowing none by name).
+import './messaging.events.js';
 
 /** SMS: send (with Idempotency-Key), dispatch to carriers, receipts, inbound. */
 @Module({

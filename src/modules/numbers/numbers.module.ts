@@ -18,6 +18,8 @@ import { PhoneNumbersController } from './phone-numbers.controller.js';
 import { PhoneNumbers } from './phone-numbers.service.js';
 import { declareJobs } from '../../platform/outbox/job-definition.js';
 import { PlaceNumberOrderJob, PollNumberOrderJob, ReleaseNumberJob } from './numbers.jobs.js';
+// The customer event types this module emits (webhooks delivers them, knowing none by name).
+import './numbers.events.js';
 
 /**
  * Phone numbers: bought through the carrier (search, order, release) or assigned by an operator;

@@ -8,6 +8,12 @@ export interface JobContext {
   jobId: string;
   /** 1 on the first run. */
   attempt: number;
+  /**
+   * Aborted when this process starts to stop (JobWorkers' shutdown): a handler that waits (a
+   * backoff between resends) stops waiting and throws, so its job is retried by a worker that
+   * runs on, through the same guards, instead of holding the shutdown for as long as it waits.
+   */
+  signal?: AbortSignal;
   /** Present for transactional jobs: the transaction that also marks the job completed. */
   tx?: Tx;
   /**

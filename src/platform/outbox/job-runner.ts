@@ -15,6 +15,9 @@ import { claimJobSql, completeJobSql, pendingJobSql } from './job-sql.js';
  */
 @Injectable()
 export class JobRunner {
+  /** Aborted once this process stops running jobs (JobContext.signal). */
+  private readonly stopping = new AbortController();
+
   constructor(
     private readonly registry: JobRegistry,
     private readonly uow: UnitOfWork,
@@ -33,7 +36,8 @@ export class JobRunner {
     const handler = this.registry.get(name);
     // The fast path, where the handler has one: the whole job in one statement, or nothing
     // written and the general path below.
-    const fast = await handler.runInOneStatement?.(jobId, { jobId, attempt, prefetched });
+    const { signal } = this.stopping;
+    const fast = await handler.runInOneStatement?.(jobId, { jobId, attempt, prefetched, signal });
     if (fast) return fast;
     if (this.registry.spec(name).mode === 'transactional') {
       return this.uow.run(async (tx) => {
@@ -41,7 +45,7 @@ export class JobRunner {
         // this row lock until the first commits, then finds nothing to claim.
         const { rows } = await exec<{ data: never }>(tx, claimJobSql('$1'), [jobId]);
         if (rows.length === 0) return 'skipped';
-        await handler.handle(rows[0].data, { jobId, attempt, tx });
+        await handler.handle(rows[0].data, { jobId, attempt, tx, signal });
         return 'completed';
       });
     }
@@ -49,7 +53,7 @@ export class JobRunner {
     // that already has an outcome; a twin run that passes it too is stopped by the handler's guards.
     const [row] = await queryRows(this.dataSource.manager, pendingJobSql('$1'), [jobId]);
     if (!row) return 'skipped';
-    await handler.handle(row.data, { jobId, attempt });
+    await handler.handle(row.data, { jobId, attempt, signal });
     await exec(this.dataSource.manager, completeJobSql('$1'), [jobId]);
     return 'completed';
   }
@@ -84,6 +88,11 @@ export class JobRunner {
       if (rows[0].final && handler.onFinalFailure) await handler.onFinalFailure(rows[0].data, message, tx);
       return rows[0].final ? 'failed' : 'retried';
     }));
+  }
+
+  /** The process is stopping: runs still going are told (JobContext.signal), so none holds up the shutdown by waiting. */
+  stop(): void {
+    this.stopping.abort(new Error('the process is stopping: the job runs again from its retry'));
   }
 
   isPermanent(error: unknown): boolean {

@@ -54,6 +54,8 @@ export class JobWorkers implements BeforeApplicationShutdown {
    * Postgres when our processor returns, and what Redis did not hear of is redriven to a no-op.
    */
   async beforeApplicationShutdown(): Promise<void> {
+    // Handlers waiting between attempts stop now (their jobs retry elsewhere) rather than hold the close.
+    this.runner.stop();
     const closing = this.workers.map((w) => w.close());
     for (const connection of this.connections) connection.closeWhenDisconnected();
     await Promise.all(closing);

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { isDatabaseUnavailable, isSerializationConflict, storedMessage } from '../../platform/database/pg-errors.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { ProcessCarrierEventJob } from './ingest.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import { buildBatchStatement, buildOneStatement } from './one-statement-build.js';
@@ -16,6 +16,7 @@ import {
   type OneStatementCarrierEventHandler,
 } from './carrier-event-handlers.js';
 import type { NormalizedEvent } from '../../carriers/normalized-event.js';
+import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
 
 /** `unhandled`: no module handles the event's kind yet; it stays unconsumed, waiting for a replay. */
 export type ProcessOutcome = 'processed' | 'ignored' | 'unhandled' | 'retry_scheduled' | 'failed' | 'already_processed' | 'not_found';
@@ -71,7 +72,7 @@ export class CarrierEventProcessor {
     const consumption = buildOneStatement(stmt, handler, event, (given) => stmt.with('cev_consumed', `SELECT 1 AS consumed_event_id WHERE ${given.ready ?? 'true'}`));
     const { rows } = await exec<{ ready: boolean; note: string | null; jobs: number }>(
       tx,
-      stmt.text(`SELECT (${consumption.ready ?? 'true'}) AS ready, (${consumption.note ?? 'NULL'})::text AS note, (${stmt.newJobsCount()})::int AS jobs`),
+      stmt.text(`SELECT (${consumption.ready ?? 'true'}) AS ready, (${consumption.note ?? 'NULL'})::text AS note, (${newJobsCount(stmt)})::int AS jobs`),
       stmt.params,
     );
     if (!rows[0].ready) throw new RetryLaterError(consumption.notReadyReason ?? 'not ready');
@@ -87,7 +88,7 @@ export class CarrierEventProcessor {
       note = `(SELECT ${noteOf('i')} FROM ${input} i)`;
       return stmt.with('cev_consumed', `SELECT event_id AS consumed_event_id FROM ${input}`);
     });
-    const { rows } = await exec<{ note: string | null; jobs: number }>(tx, stmt.text(`SELECT ${note}::text AS note, (${stmt.newJobsCount()})::int AS jobs`), stmt.params);
+    const { rows } = await exec<{ note: string | null; jobs: number }>(tx, stmt.text(`SELECT ${note}::text AS note, (${newJobsCount(stmt)})::int AS jobs`), stmt.params);
     this.outbox.jobsWritten(rows[0].jobs, tx);
     return rows[0].note ?? undefined;
   }
@@ -212,7 +213,7 @@ export class CarrierEventProcessor {
     const attempts = rows[0].attempts;
     const delayMs = Math.min(remainingMs, this.backoffMs(attempts));
     await this.outbox.enqueue(tx, {
-      name: JobName.ProcessCarrierEvent,
+      job: ProcessCarrierEventJob,
       data: { carrierEventId: id },
       jobId: `${id}-r${attempts}`,
       runAt: new Date(Date.now() + delayMs),

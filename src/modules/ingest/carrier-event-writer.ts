@@ -7,10 +7,11 @@ import { isDataError, retryingLockConflicts } from '../../platform/database/pg-e
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import { Statements } from '../../platform/database/statements.js';
 import { AfterCommitJobs, type AfterCommitJob } from '../../platform/outbox/after-commit-jobs.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { ProcessCarrierEventJob } from './ingest.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { callTurn } from './carrier-event-processor.js';
 import { IngestMetrics } from './ingest-metrics.js';
+import { afterCommitJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
 
 export type IngestStatus = 'accepted' | 'duplicate';
 
@@ -97,7 +98,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
     // ahead of other realtime work waiting for a connection.
     const stored = new Map(ids.map((id, i) => [id, { id, normalized: items[i].event }]));
     const rows = await this.afterCommit.aroundStatement(
-      JobName.ProcessCarrierEvent,
+      ProcessCarrierEventJob,
       items.length,
       stmt,
       () => this.insertStatement(stmt, batch),
@@ -125,8 +126,8 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
        ON CONFLICT DO NOTHING
        RETURNING id`,
     );
-    this.outbox.jobsFromCte(stmt, 'jobs', newEvents, JobName.ProcessCarrierEvent, { id: 'id', data: `jsonb_build_object('carrierEventId', id)` });
-    return this.statements.query(stmt.text(`SELECT id, (${stmt.newJobsCount()})::int AS jobs, ${stmt.afterCommitJobs()} AS "afterCommit" FROM ${newEvents}`), stmt.params);
+    this.outbox.jobsFromCte(stmt, 'jobs', newEvents, ProcessCarrierEventJob, { id: 'id', data: `jsonb_build_object('carrierEventId', id)` });
+    return this.statements.query(stmt.text(`SELECT id, (${newJobsCount(stmt)})::int AS jobs, ${afterCommitJobs(stmt)} AS "afterCommit" FROM ${newEvents}`), stmt.params);
   }
 }
 

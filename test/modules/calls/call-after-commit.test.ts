@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { ConnectionBudget } from '../../../src/platform/database/connection-budget.js';
-import { JobName } from '../../../src/platform/outbox/job-catalogue.js';
+import { ProcessCarrierEventJob } from '../../../src/modules/ingest/ingest.jobs.js';
 import { JobRunner } from '../../../src/platform/outbox/job-runner.js';
 import { carrierFixture } from '../../support/carrier-signing.js';
 import { pausePoint } from '../../support/pause.js';
@@ -115,7 +115,7 @@ describe('call work after commit, with no relay', () => {
       // of its job elsewhere (from Redis, another process) must wait for the first one's commit.
       expect(await voice.callerEvent(call, 'call.hangup', { hangup_cause: 'normal_clearing' })).toBe(200);
       const [hangup] = (await voice.db.pool.query<{ id: string }>(`SELECT id FROM carrier_events WHERE normalized->>'callSessionId' = $1 AND event_type = 'call.hangup'`, [call.session])).rows;
-      const elsewhere = voice.app.app.get(JobRunner).run(JobName.ProcessCarrierEvent, hangup.id, 1);
+      const elsewhere = voice.app.app.get(JobRunner).run(ProcessCarrierEventJob.name, hangup.id, 1);
       await waitFor(
         () => voice.db.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`),
         (n) => n >= 2,
@@ -154,11 +154,11 @@ describe('events of one call in arrival order, with nothing run after commit', (
     expect(events.map((e) => e.type)).toEqual(['call.initiated', 'call.hangup']);
     const runner = voice.app.app.get(JobRunner);
     // The hangup's job runs before the call.initiated's: the call is recorded, then ended.
-    expect(await runner.run(JobName.ProcessCarrierEvent, events[1].id, 1)).toBe('completed');
+    expect(await runner.run(ProcessCarrierEventJob.name, events[1].id, 1)).toBe('completed');
     expect(await voice.db.count(`SELECT count(*) FROM carrier_events WHERE normalized->>'callSessionId' = $1 AND processed_at IS NOT NULL`, [call.session])).toBe(2);
     const callId = await voice.callId(call);
     expect(await voice.call(callId)).toMatchObject({ status: 'missed' });
-    expect(await runner.run(JobName.ProcessCarrierEvent, events[0].id, 1)).toBe('completed');
+    expect(await runner.run(ProcessCarrierEventJob.name, events[0].id, 1)).toBe('completed');
     expect(await voice.db.count(`SELECT count(*) FROM outbox_jobs WHERE name = 'process-carrier-event' AND job_id LIKE '%-w%'`)).toBe(0);
   });
 

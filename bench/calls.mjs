@@ -13,6 +13,7 @@
 // call and per carrier event, and the most frequent (bench/statement-counter.mjs).
 // Usage: npm run bench:calls [-- --calls 200 --ring-ms 50 --warmup 20 --rounds 1 --sms-burst 2000 --count-statements]
 import { randomUUID } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -137,6 +138,36 @@ const app = await startRole('all', countFile ? { ...env, BENCH_STATEMENT_COUNT_F
   nodeArgs: countFile ? ['--import', new URL('./statement-counter.mjs', import.meta.url).href] : [],
 });
 let countsBefore = {};
+/**
+ * CPU seconds used so far by the app, by this database's PostgreSQL backends (a backend started
+ * since the last snapshot counts from 0) and by the bench itself; undefined where /proc is not.
+ */
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+const backendCpu = new Map();
+function cpuSecondsOf(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+async function cpuSnapshot() {
+  if (!existsSync('/proc/self/stat')) return undefined;
+  const { rows } = await pool.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`);
+  for (const { pid } of rows) {
+    try {
+      backendCpu.set(pid, cpuSecondsOf(pid));
+    } catch {
+      // gone meanwhile: its last reading stands
+    }
+  }
+  const own = process.cpuUsage();
+  return { app: cpuSecondsOf(app.child.pid), postgres: [...backendCpu.values()].reduce((a, b) => a + b, 0), bench: (own.user + own.system) / 1e6 };
+}
 let eventsBefore = 0;
 const smsLoad = SMS_BURST > 0 ? await startInboundLoad(privateKey, SMS_NUMBER, { answerAfterMs: Number(values['sms-answer-ms']) }) : undefined;
 const smsRun = newRun();
@@ -183,8 +214,9 @@ try {
   if (countFile) {
     await sleep(1100); // the counter writes its file every second
     countsBefore = readCounts();
-    eventsBefore = Number((await pool.query(`SELECT count(*) FROM carrier_events`)).rows[0].count);
   }
+  eventsBefore = Number((await pool.query(`SELECT count(*) FROM carrier_events`)).rows[0].count);
+  const cpuBefore = await cpuSnapshot();
   const t0 = performance.now();
   let completed = 0;
   for (let round = 1; round <= ROUNDS; round++) {
@@ -212,6 +244,8 @@ try {
     await probe;
   }
   const elapsed = (performance.now() - t0) / 1000;
+  const cpuAfter = await cpuSnapshot();
+  const eventsInRounds = Number((await pool.query(`SELECT count(*) FROM carrier_events`)).rows[0].count) - eventsBefore;
   const wrongDials = [...sessions.values()].reduce((n, s) => {
     const tries = new Set(s.dials.map((d) => `${d.target}/${d.attempt}`));
     return n + (s.dials.length - tries.size) + s.dials.filter((d) => d.target > 2 || d.attempt > 1).length;
@@ -266,9 +300,14 @@ try {
     console.log(`| … SMS carrier webhook → customer webhook p50 / p99 | ${p(smsRun.latencies)} ms |`);
     console.log(`| GET /v2/messages during the burst p50 / p99 (${listLatencies.length} asked), non-2xx | ${p(listLatencies)} ms, ${listFailures} |`);
   }
+  if (cpuBefore && cpuAfter) {
+    const used = (key) => cpuAfter[key] - cpuBefore[key];
+    const perEvent = (key) => fmt((used(key) * 1000) / eventsInRounds, 2);
+    console.log(`| CPU in the measured rounds, app / PostgreSQL (this database's backends) / bench: seconds; ms per carrier event (${eventsInRounds} events in ${fmt(elapsed)} s) | ${fmt(used('app'), 2)} / ${fmt(used('postgres'), 2)} / ${fmt(used('bench'), 2)} s; ${perEvent('app')} / ${perEvent('postgres')} / ${perEvent('bench')} ms |`);
+  }
   if (wrongDials > 0 || completed < CALLS * ROUNDS) process.exitCode = 1;
   if (countFile) {
-    const eventsMeasured = Number((await pool.query(`SELECT count(*) FROM carrier_events`)).rows[0].count) - eventsBefore;
+    const eventsMeasured = eventsInRounds;
     await pool.end();
     await app.stop();
     const after = readCounts();

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
+import type { Urgency } from '../../platform/database/connection-budget.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { isDatabaseUnavailable, isSerializationConflict, storedMessage } from '../../platform/database/pg-errors.js';
 import { ProcessCarrierEventJob } from './ingest.jobs.js';
@@ -44,6 +45,14 @@ interface LockedEvent {
   created_at: Date;
   /** The call's earlier untried events, oldest first (withEarlier); empty otherwise. */
   earlier: string[];
+}
+
+/**
+ * How soon an event's processing gets a connection of its lane (Urgency): a call's event `soon`
+ * (its hand-off is what a caller hears), any other (an inbound SMS, a receipt) `later`.
+ */
+export function urgencyOf(event: NormalizedEvent | undefined): Urgency {
+  return callTurn(event) !== undefined ? 'soon' : 'later';
 }
 
 /** Errors the whole job should be retried for (by BullMQ): the database, not the event, failed. */

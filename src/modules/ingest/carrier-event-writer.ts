@@ -9,7 +9,7 @@ import { Statements } from '../../platform/database/statements.js';
 import { AfterCommitJobs, type AfterCommitJob } from '../../platform/outbox/after-commit-jobs.js';
 import { ProcessCarrierEventJob } from './ingest.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { callTurn } from './carrier-event-processor.js';
+import { callTurn, urgencyOf } from './carrier-event-processor.js';
 import { IngestMetrics } from './ingest-metrics.js';
 import { afterCommitJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
 
@@ -105,10 +105,9 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
       (inserted) =>
         (inserted[0]?.afterCommit ?? []).map((job) => {
           const turn = callTurn(stored.get(job.jobId)?.normalized);
-          // A call's event is urgent (a caller hears its hand-off); an inbound SMS's processing is not.
-          return { ...job, prefetched: stored.get(job.jobId), turn, urgent: turn !== undefined };
+          return { ...job, prefetched: stored.get(job.jobId), turn, urgency: urgencyOf(stored.get(job.jobId)?.normalized) };
         }),
-      { urgent: items.some((item) => callTurn(item.event) !== undefined) },
+      { urgency: items.some((item) => urgencyOf(item.event) === 'soon') ? 'soon' : 'later' },
     );
     this.outbox.jobsWritten(rows[0]?.jobs ?? 0);
     const inserted = new Set(rows.map((r) => r.id));

@@ -1,10 +1,10 @@
 import { BadRequestException, Injectable, Logger, ServiceUnavailableException, UnauthorizedException } from '@nestjs/common';
 import { MalformedWebhook, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../../carriers/carrier-adapter.js';
 import { AppConfig } from '../../platform/config/app-config.js';
-import { ConnectionBudget } from '../../platform/database/connection-budget.js';
+import { ConnectionBudget, type Urgency } from '../../platform/database/connection-budget.js';
 import { isUniqueViolation, unstorableReason } from '../../platform/database/pg-errors.js';
 import { AnsweredCarrierEvents, type AnsweredEvent, type EventResponder } from './answered-carrier-events.js';
-import { callTurn } from './carrier-event-processor.js';
+import { urgencyOf } from './carrier-event-processor.js';
 import { CarrierEventWriter, type IngestStatus } from './carrier-event-writer.js';
 import { IngestMetrics } from './ingest-metrics.js';
 
@@ -40,13 +40,13 @@ export class IngestService {
   async ingest(adapter: CarrierAdapter, webhook: InboundWebhook): Promise<IngestStatus> {
     // Load shedding before any work: past the bound, a retry later costs less than a queue.
     const bound = this.config.INGEST_PENDING_MAX;
-    if ((bound > 0 && this.pending >= bound) || this.laneBacklogged({ urgent: true })) throw this.overloaded();
+    if ((bound > 0 && this.pending >= bound) || this.laneBacklogged('soon')) throw this.overloaded();
     this.pending++;
     try {
       const accepted = await this.accept(adapter, webhook);
       // A call's event waits only behind other calls' work (the lane serves it first), so an
       // inbound SMS backlog refuses the SMS, never a call's next step.
-      if (callTurn(accepted.event) === undefined && this.laneBacklogged({ urgent: false })) throw this.overloaded();
+      if (urgencyOf(accepted.event) === 'later' && this.laneBacklogged('later')) throw this.overloaded();
       return await this.store(accepted);
     } finally {
       this.pending--;
@@ -60,13 +60,12 @@ export class IngestService {
 
   /**
    * The realtime lane of this process has more runs waiting for a database connection than
-   * INGEST_LANE_BACKLOG_MAX, counting those a new event would wait behind (`urgent`: a call's,
-   * which waits behind urgent runs only; otherwise all): the carrier is asked to send it later
-   * (503 + Retry-After) before anything here waits long enough to time out.
+   * INGEST_LANE_BACKLOG_MAX, counting those a new event of `urgency` would wait behind (a call's
+   * event: calls' runs only; an SMS: all): the carrier is asked to send it later (503 +
+   * Retry-After) before anything here waits long enough to time out.
    */
-  private laneBacklogged({ urgent }: { urgent: boolean }): boolean {
-    const gate = this.budget.gates.realtime;
-    return (urgent ? gate.urgentWaiting : gate.waiting) > this.config.INGEST_LANE_BACKLOG_MAX;
+  private laneBacklogged(urgency: Urgency): boolean {
+    return this.budget.gates.realtime.waitingAhead(urgency) > this.config.INGEST_LANE_BACKLOG_MAX;
   }
 
   /**

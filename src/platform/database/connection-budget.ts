@@ -9,10 +9,17 @@ import type { Pool, PoolClient } from 'pg';
  */
 export type Lane = 'realtime' | 'bulk';
 
+/**
+ * How soon a run of a lane gets the lane's next free connection: `now` (a call's commands: the
+ * caller hears dead air until they are out), `soon` (a call's events, which decide those
+ * commands), `later` (the rest: an inbound SMS's processing). Each in arrival order.
+ */
+export type Urgency = 'now' | 'soon' | 'later';
+const URGENCIES: readonly Urgency[] = ['now', 'soon', 'later'];
+
 interface LaneRun {
   lane: Lane;
-  /** Waits for a connection ahead of the lane's other work (a caller is waiting on it). */
-  urgent: boolean;
+  urgency: Urgency;
   /** Connections this run holds through its lane's budget (a nested one goes straight to the pool). */
   holding: number;
 }
@@ -21,44 +28,48 @@ const currentRun = new AsyncLocalStorage<LaneRun>();
 
 /**
  * Runs `work` as one piece of `lane`'s work: the connections it takes count against that lane's
- * budget. `urgent` work (a call's events and commands) waits for them ahead of the rest of the
- * lane (an inbound SMS burst's processing), never behind it.
+ * budget, and it waits for them by its `urgency`: a call's commands and events never wait behind
+ * an inbound SMS burst's processing, and a call's next command behind no other call's events.
  */
-export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgent = false } = {}): Promise<T> {
-  return currentRun.run({ lane, holding: 0, urgent }, work);
+export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgency = 'later' as Urgency } = {}): Promise<T> {
+  return currentRun.run({ lane, holding: 0, urgency }, work);
 }
 
-/** A counting semaphore: `limit` holders at once, the rest wait in arrival order, urgent ones first. */
+/** A counting semaphore: `limit` holders at once, the rest wait by urgency, each urgency in arrival order. */
 export class Gate {
   private holders = 0;
-  private readonly waiters: (() => void)[] = [];
-  private readonly urgentWaiters: (() => void)[] = [];
+  private readonly waiters: Record<Urgency, (() => void)[]> = { now: [], soon: [], later: [] };
 
   constructor(readonly limit: number) {}
 
   get waiting(): number {
-    return this.waiters.length + this.urgentWaiters.length;
+    return this.waiters.now.length + this.waiters.soon.length + this.waiters.later.length;
   }
 
-  /** Urgent waiters only: what an urgent newcomer would wait behind. */
-  get urgentWaiting(): number {
-    return this.urgentWaiters.length;
+  /** The waiters a newcomer of `urgency` would wait behind (itself not counted). */
+  waitingAhead(urgency: Urgency): number {
+    let ahead = 0;
+    for (const level of URGENCIES) {
+      ahead += this.waiters[level].length;
+      if (level === urgency) break;
+    }
+    return ahead;
   }
 
   get held(): number {
     return this.holders;
   }
 
-  acquire(urgent = false): Promise<void> {
+  acquire(urgency: Urgency = 'later'): Promise<void> {
     if (this.holders < this.limit) {
       this.holders++;
       return Promise.resolve();
     }
-    return new Promise((resolve) => (urgent ? this.urgentWaiters : this.waiters).push(resolve));
+    return new Promise((resolve) => this.waiters[urgency].push(resolve));
   }
 
   release(): void {
-    const next = this.urgentWaiters.shift() ?? this.waiters.shift();
+    const next = this.waiters.now.shift() ?? this.waiters.soon.shift() ?? this.waiters.later.shift();
     // The place passes straight to the next waiter: the count stays.
     if (next) next();
     else this.holders--;
@@ -102,7 +113,7 @@ export class ConnectionBudget {
         run.holding--;
         gate.release();
       };
-      const acquired = gate.acquire(run.urgent);
+      const acquired = gate.acquire(run.urgency);
       if (cb) {
         void acquired.then(() => {
           connect((err, client, release) => {

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
-import type { Lane } from '../database/connection-budget.js';
+import type { Lane, Urgency } from '../database/connection-budget.js';
 import type { CteStatement } from '../database/cte-statement.js';
 import type { Tx } from '../database/tx.js';
 import { afterCommit, afterRollback } from '../database/unit-of-work.js';
@@ -28,8 +28,8 @@ export interface AfterCommitJob {
    * they were handed over, so they do not each hold a connection waiting on one another's lock.
    */
   turn?: string;
-  /** A caller waits on it: its run takes its lane's connections first (JobRunner.run); default: its job's spec. */
-  urgent?: boolean;
+  /** How soon its run gets its lane's connections (JobRunner.run); default: its job's spec. */
+  urgency?: Urgency;
 }
 
 /** A reserved place for the jobs of one statement; exactly one of run() or release() is called. */
@@ -98,14 +98,14 @@ export class AfterCommitJobs {
    * commit. The places are held until the jobs have run; run() gives back at once those the
    * statement did not use. A statement that fans out (an event for several endpoints) runs all its
    * jobs on its places, so the bound is on statements' expected jobs, not exact.
-   * `urgent` places (a call's events and commands) may be a quarter more than the lane has: an
-   * inbound SMS burst that fills the realtime places does not send a call's next event round
-   * the relay and Redis, where it would wait behind the burst.
+   * Places for work more urgent than `later` (a call's events and commands) may be a quarter
+   * more than the lane has: an inbound SMS burst that fills the realtime places does not send a
+   * call's next event round the relay and Redis, where it would wait behind the burst.
    */
-  reserve(job: JobDefinition, places = 1, { urgent = false } = {}): AfterCommitSlot | undefined {
+  reserve(job: JobDefinition, places = 1, { urgency = 'later' as Urgency } = {}): AfterCommitSlot | undefined {
     if (!job.runsAfterCommit || !this.queues.has(job.queue)) return undefined;
     const lane = job.lane;
-    const limit = this.placesOf(lane) + (urgent ? Math.ceil(this.placesOf(lane) / 4) : 0);
+    const limit = this.placesOf(lane) + (urgency !== 'later' ? Math.ceil(this.placesOf(lane) / 4) : 0);
     if (places < 1 || this.reserved[lane] + places > limit) return undefined;
     this.reserved[lane] += places;
     let held = places;
@@ -137,8 +137,8 @@ export class AfterCommitJobs {
    * this process instead of due now for the relay (OutboxService.jobsFromCte reads
    * StatementJobs.runAfterCommit: build the statement inside `execute`); run the statement; hand the
    * jobs `handOver` picks from its result to this process's runs, or give the places back if it
-   * threw or handed nothing over. The statement's caller never waits for those runs. `urgent`:
-   * see reserve.
+   * threw or handed nothing over. The statement's caller never waits for those runs. `urgency`
+   * (of the most urgent job it may create): see reserve.
    */
   async aroundStatement<R>(
     job: JobDefinition,
@@ -146,9 +146,9 @@ export class AfterCommitJobs {
     stmt: CteStatement,
     execute: () => Promise<R>,
     handOver: (result: R) => AfterCommitJob[],
-    { urgent }: { urgent?: boolean } = {},
+    { urgency }: { urgency?: Urgency } = {},
   ): Promise<R> {
-    const slot = this.reserve(job, places, { urgent });
+    const slot = this.reserve(job, places, { urgency });
     if (slot) StatementJobs.of(stmt).runAfterCommit = job.name;
     let result: R;
     try {
@@ -166,7 +166,7 @@ export class AfterCommitJobs {
 
   /**
    * The same protocol around a write inside transaction `tx` that may create `jobs` (undefined:
-   * not one to run here), one place each (urgent by the job's spec): `write` learns which have a
+   * not one to run here), one place each (its urgency the job's spec's): `write` learns which have a
    * place (`here`, to write those a lease ahead) and returns the job ids it inserted. The new
    * ones with a place run once `tx` commits (a job id twice in the list runs once); every place
    * comes back if `write` throws or `tx` rolls back.
@@ -176,7 +176,7 @@ export class AfterCommitJobs {
     jobs: ({ definition: JobDefinition; run: AfterCommitJob } | undefined)[],
     write: (here: boolean[]) => Promise<Set<string>>,
   ): Promise<Set<string>> {
-    const slots = jobs.map((job) => (job ? this.reserve(job.definition, 1, { urgent: job.definition.urgent }) : undefined));
+    const slots = jobs.map((job) => (job ? this.reserve(job.definition, 1, { urgency: job.definition.urgency }) : undefined));
     let inserted: Set<string>;
     try {
       inserted = await write(slots.map((slot) => slot !== undefined));
@@ -266,10 +266,10 @@ export class AfterCommitJobs {
     return run;
   }
 
-  private async runOne({ name, jobId, prefetched, payload, urgent }: AfterCommitJob): Promise<void> {
+  private async runOne({ name, jobId, prefetched, payload, urgency }: AfterCommitJob): Promise<void> {
     const queue = this.registry.spec(name).queue;
     try {
-      const outcome = await this.runner.run(name, jobId, 1, { prefetched, payload, urgent });
+      const outcome = await this.runner.run(name, jobId, 1, { prefetched, payload, urgency });
       this.metrics.jobOutcomes.inc({ queue, name, outcome });
     } catch (err) {
       try {

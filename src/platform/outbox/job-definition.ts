@@ -1,5 +1,5 @@
 import type { Provider } from '@nestjs/common';
-import type { Lane } from '../database/connection-budget.js';
+import type { Lane, Urgency } from '../database/connection-budget.js';
 
 /**
  * How the outbox runs one kind of job. The module that owns a job declares it (its
@@ -17,6 +17,14 @@ export interface JobSpec {
    * never holds up a ring plan.
    */
   lane: Lane;
+  /**
+   * How soon a run gets its lane's next free connection (Urgency; default `later`): `now` for a
+   * call's commands, `soon` for what decides them (a call's events, join timeouts). A run after
+   * commit may say otherwise (AfterCommitJob.urgency): the job that processes a call's event also
+   * processes an inbound SMS (`later`), but a run from Redis cannot tell them apart before it
+   * reads the event.
+   */
+  urgency?: Urgency;
   /**
    * transactional: the handler's writes and the job's completion commit together, so a job
    * redelivered by Redis runs its transaction once. external: the handler talks to the outside

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { inLane } from '../database/connection-budget.js';
+import { inLane, type Urgency } from '../database/connection-budget.js';
 import { storedMessage } from '../database/pg-errors.js';
 import { exec, queryRows } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -13,8 +13,8 @@ import { claimJobSql, completeJobSql, pendingJobSql } from './job-sql.js';
 export interface RunOptions {
   prefetched?: unknown;
   payload?: unknown;
-  /** Takes its lane's connections ahead of non-urgent work (AfterCommitJob.urgent); default: the job's spec. */
-  urgent?: boolean;
+  /** How soon it gets its lane's connections (AfterCommitJob.urgency); default: the job's spec. */
+  urgency?: Urgency;
 }
 
 /**
@@ -36,11 +36,11 @@ export class JobRunner {
    * `prefetched`: see JobContext.prefetched (a run right after the commit that created the job).
    * `payload`: the job's data as that commit wrote it (AfterCommitJob.payload), which spares an
    * external job the read of its row. The run's connections count against its job's lane budget
-   * (ConnectionBudget), taken ahead of the lane's other work when `urgent` or its spec says so.
+   * (ConnectionBudget), in the order its `urgency` (else its spec's) gives.
    */
-  run(name: string, jobId: string, attempt: number, { prefetched, payload, urgent }: RunOptions = {}): Promise<RunOutcome> {
+  run(name: string, jobId: string, attempt: number, { prefetched, payload, urgency }: RunOptions = {}): Promise<RunOutcome> {
     const spec = this.registry.spec(name);
-    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgent: urgent ?? spec.urgent === true });
+    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: urgency ?? spec.urgency ?? 'later' });
   }
 
   private async runInLane(name: string, jobId: string, attempt: number, prefetched?: unknown, payload?: unknown): Promise<RunOutcome> {

@@ -183,8 +183,8 @@ describe('events of one call in arrival order, with nothing run after commit', (
     expect(await voice.callerEvent(first, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(200);
     expect(await events()).toBe(before + 1);
     // Three urgent runs (other calls') waiting as well: a call's event is refused too.
-    const takenUrgent = Array.from({ length: 3 }, () => gate.acquire(true));
-    expect(gate.urgentWaiting).toBe(3);
+    const takenUrgent = Array.from({ length: 3 }, () => gate.acquire('soon'));
+    expect(gate.waitingAhead('soon')).toBe(3);
     const second = { session: `backlogged-${randomUUID()}`, caller: `v3:caller-${randomUUID()}`, from: CALLER, to: RING };
     expect(await voice.callerEvent(second, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(503);
     expect(await events()).toBe(before + 1);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { ConnectionBudget, inLane } from '../../../src/platform/database/connection-budget.js';
+import { ConnectionBudget, inLane, type Urgency } from '../../../src/platform/database/connection-budget.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 
 /**
@@ -58,18 +58,16 @@ describe('ConnectionBudget', () => {
     expect(budget.saturated('realtime')).toBe(false);
   });
 
-  it("a call's urgent run waiting for the lane's connection is served before earlier ordinary ones (an inbound SMS burst)", async () => {
+  it("runs waiting for the lane's connection are served by urgency: a call's command, then a call's event, then earlier inbound SMS", async () => {
     const { first, letGo } = await holdRealtimeConnection(pool);
     const served: string[] = [];
-    const waiting = [
-      inLane('realtime', () => pool.query(`SELECT 'sms-1' AS n`)).then(({ rows }) => served.push(rows[0].n)),
-      inLane('realtime', () => pool.query(`SELECT 'sms-2' AS n`)).then(({ rows }) => served.push(rows[0].n)),
-      inLane('realtime', () => pool.query(`SELECT 'call' AS n`), { urgent: true }).then(({ rows }) => served.push(rows[0].n)),
-    ];
-    expect(budget.gates.realtime.waiting).toBe(3);
+    const waitIn = (name: string, urgency?: Urgency) =>
+      inLane('realtime', () => pool.query(`SELECT $1::text AS n`, [name]), { urgency }).then(({ rows }) => served.push(rows[0].n));
+    const waiting = [waitIn('sms-1'), waitIn('sms-2'), waitIn('call-event', 'soon'), waitIn('call-command', 'now')];
+    expect(budget.gates.realtime.waiting).toBe(4);
     letGo();
     await Promise.all([first, ...waiting]);
-    expect(served).toEqual(['call', 'sms-1', 'sms-2']);
+    expect(served).toEqual(['call-command', 'call-event', 'sms-1', 'sms-2']);
     expect(budget.gates.realtime.held).toBe(0);
   });
 

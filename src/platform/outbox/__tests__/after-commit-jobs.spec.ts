@@ -119,14 +119,14 @@ describe('AfterCommitJobs lanes and turns', () => {
     expect(jobsHere.reserve(OtherRealtime)).toBeUndefined();
   });
 
-  it("inbound SMS holding every realtime place leave a call's events and commands a quarter more", () => {
+  it("ordinary work (an SMS burst) holding every realtime place leaves urgent work (a call's events and commands) a quarter more", () => {
     const jobsHere = afterCommitJobs(8, heldRunner().runner);
-    jobsHere.start([QueueName.CarrierEvents, QueueName.Calls]);
-    expect(jobsHere.reserve(JobName.ProcessCarrierEvent, 8)).toBeDefined(); // an SMS burst
-    expect(jobsHere.reserve(JobName.ProcessCarrierEvent)).toBeUndefined();
-    expect(jobsHere.reserve(JobName.ProcessCarrierEvent, 1, { urgent: true })).toBeDefined(); // a call's event
-    expect(jobsHere.reserve(JobName.CallControlCommands, 1, { urgent: true })).toBeDefined();
-    expect(jobsHere.reserve(JobName.ProcessCarrierEvent, 1, { urgent: true })).toBeUndefined(); // 8 + 2 places: all taken
+    jobsHere.start([Realtime.queue, OtherRealtime.queue]);
+    expect(jobsHere.reserve(Realtime, 8)).toBeDefined(); // an SMS burst
+    expect(jobsHere.reserve(Realtime)).toBeUndefined();
+    expect(jobsHere.reserve(Realtime, 1, { urgency: 'soon' })).toBeDefined(); // a call's event
+    expect(jobsHere.reserve(OtherRealtime, 1, { urgency: 'now' })).toBeDefined(); // a call's commands
+    expect(jobsHere.reserve(Realtime, 1, { urgency: 'soon' })).toBeUndefined(); // 8 + 2 places: all taken
   });
 
   it('jobs of one turn run one after another in the order handed over; other turns run beside them', async () => {

@@ -12,12 +12,12 @@ num AS (SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_pace
          FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE l.previous = ANY($3::text[]) AND NOT l.refused FOR UPDATE OF p),
 paced AS (SELECT d.*, (NOT d.refused AND d.due AND CASE WHEN d.previous = 'sending' THEN d.held_until IS NULL OR d.held_until <= now() ELSE d.within_burst END) AS may_send
          FROM (SELECT l.*, n.num_id, n.sends_paced_until, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
-                      (coalesce(x.new_slot, l.held_slot) IS NULL OR coalesce(x.new_slot, l.held_slot) <= c.clk) AS due
+                      (coalesce(x.new_slot, l.held_slot) IS NULL OR (coalesce(x.new_slot, l.held_slot) <= c.clk + l.burst AND NOT coalesce(n.send_paused_until > c.clk, false))) AS due
                  FROM locked l LEFT JOIN num n ON true
                  CROSS JOIN LATERAL (SELECT clock_timestamp() AS clk) c
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + l.burst AS within_burst) b
                  CROSS JOIN LATERAL (
-                   SELECT CASE WHEN n.num_id IS NOT NULL AND (l.needs_slot OR (l.held_slot <= c.clk AND NOT b.within_burst))
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND (l.needs_slot OR (l.held_slot <= c.clk + l.burst AND NOT b.within_burst))
                                THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - l.burst) END AS new_slot
                  ) x) d),
 num_moved AS (UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL THEN pc.new_slot + pc.spacing ELSE p.next_send_at END,

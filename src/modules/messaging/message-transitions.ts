@@ -93,10 +93,11 @@ export class MessageTransitions {
    * Idempotency-Key: that would be a second SMS).
    *
    * Pacing: a waiting message first takes a send slot from its number (segments / rate after the
-   * number's last one, never inside a carrier's pause), by the same statement. A slot that is now
-   * is claimed at once, if the sends claimed so far leave room for it (SEND_BURST_SECONDS); a later
-   * one is kept on the message with a dispatch job due then (the outbox row is the truth: a Redis
-   * that loses the job only delays it), and this run sends nothing.
+   * number's last one, never inside a carrier's pause), by the same statement. A slot that is now,
+   * or at most the burst allowance ahead (SEND_BURST_SECONDS less one message: what a number under
+   * its rate never waits a relay pass for), is claimed at once if the sends claimed so far leave room
+   * for it; a later one is kept on the message with a dispatch job due then (the outbox row is the
+   * truth: a Redis that loses the job only delays it), and this run sends nothing.
    */
   async claimForDispatch(tx: Tx, messageId: string, leaseSeconds: number, rateOverride?: number): Promise<DispatchClaimOutcome> {
     // The message's row first, alone: the statement that decides then reads the opt-outs with a
@@ -130,18 +131,20 @@ export class MessageTransitions {
     // rate, leave room for one more now. A new slot: after the number's last one, never inside a
     // pause, and no sooner than the burst allowance leaves room; taken by a message without one,
     // and by one whose slot fell due together with others (jobs ran late) and finds no room (it
-    // goes behind the queue rather than every such message waking at the same moment).
-    // `may_send`: the slot is now and there is room; or a lease that ended.
+    // goes behind the queue rather than every such message waking at the same moment). `due`: the
+    // slot is at most the burst allowance ahead (a slot that close is sent now, never through a
+    // relay pass: sending it early stays within the burst bound) and the number is not paused.
+    // `may_send`: due with room in the burst; or a lease that ended.
     stmt.with(
       'paced',
       `SELECT d.*, (NOT d.refused AND d.due AND CASE WHEN d.previous = 'sending' THEN d.held_until IS NULL OR d.held_until <= now() ELSE d.within_burst END) AS may_send
          FROM (SELECT l.*, n.num_id, n.sends_paced_until, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
-                      (coalesce(x.new_slot, l.held_slot) IS NULL OR coalesce(x.new_slot, l.held_slot) <= c.clk) AS due
+                      (coalesce(x.new_slot, l.held_slot) IS NULL OR (coalesce(x.new_slot, l.held_slot) <= c.clk + l.burst AND NOT coalesce(n.send_paused_until > c.clk, false))) AS due
                  FROM locked l LEFT JOIN num n ON true
                  CROSS JOIN LATERAL (SELECT clock_timestamp() AS clk) c
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + l.burst AS within_burst) b
                  CROSS JOIN LATERAL (
-                   SELECT CASE WHEN n.num_id IS NOT NULL AND (l.needs_slot OR (l.held_slot <= c.clk AND NOT b.within_burst))
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND (l.needs_slot OR (l.held_slot <= c.clk + l.burst AND NOT b.within_burst))
                                THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - l.burst) END AS new_slot
                  ) x) d`,
     );

@@ -13,6 +13,7 @@ const TOLL_FREE = '+18005550031';
 const THROTTLED = '+17735550032';
 const RACED = '+17735550033';
 const LATE = '+17735550034';
+const CLOSE = '+17735550035';
 const HANDSET = '+13125550031';
 
 /**
@@ -39,7 +40,7 @@ describe('sender pacing', () => {
   const whenSent = (id: string) => waitFor(() => customer.get(`/v2/messages/${id}`), (r) => r.body.data.status === 'sent', { what: `${id} sent` });
 
   beforeAll(async () => {
-    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx' });
+    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx', [CLOSE]: 'telnyx' });
     ({ db, app, carrier, customer } = pipeline);
     const { body } = await customer.get('/v2/phone_numbers');
     for (const n of body.data) numberIds[n.phone_number] = n.id;
@@ -120,6 +121,34 @@ describe('sender pacing', () => {
     expect(number.next_send_at.getTime() - held.send_slot.getTime()).toBe(10_000);
     const jobs = await db.pool.query(`SELECT run_at FROM outbox_jobs WHERE job_id LIKE 'dispatch-' || $1 || '-at-%'`, [ids[1]]);
     expect(jobs.rows.map((j) => j.run_at.getTime())).toEqual([held.send_slot.getTime()]);
+  });
+
+  it('a slot less than the burst allowance ahead is sent at once (no job due later, no relay pass); one further ahead waits for it', async () => {
+    // 10 a second: a burst allowance of 0.5 s - 1/rate = 400 ms.
+    expect((await setRate(CLOSE, 10)).status).toBe(200);
+    const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+    const ids: string[] = [];
+    for (const text of ['near', 'far']) ids.push((await customer.post('/v2/messages', { from: CLOSE, to: HANDSET, text, send_at: sendAt })).body.data.id);
+    const claimBehind = (id: string, aheadMs: number) =>
+      app.app.get(UnitOfWork).run(async (tx) => {
+        // Planted in the claim's own transaction (so the machine's speed does not move it): the
+        // number's next free slot is `aheadMs` from now, as if earlier messages took the ones before.
+        await tx.query(`UPDATE phone_numbers SET next_send_at = clock_timestamp() + make_interval(secs => $2 / 1000.0), sends_paced_until = NULL WHERE phone_number = $1`, [CLOSE, aheadMs]);
+        return app.app.get(MessageTransitions).claimForDispatch(tx, id, 60);
+      });
+    expect((await claimBehind(ids[0], 200)).kind).toBe('claimed');
+    expect((await claimBehind(ids[1], 600)).kind).toBe('paced');
+
+    // The near one went at once with its slot 200 ms ahead; only the far one has a job due at its slot.
+    const [near] = (await db.pool.query(
+      `SELECT extract(epoch FROM m.send_slot - h.at) * 1000 AS ahead_ms FROM messages m JOIN message_status_history h ON h.message_id = m.id AND h.status = 'sending' WHERE m.id = $1`,
+      [ids[0]],
+    )).rows;
+    expect(Number(near.ahead_ms)).toBeGreaterThanOrEqual(200);
+    expect(Number(near.ahead_ms)).toBeLessThan(400);
+    const slotJobs = await db.pool.query(`SELECT data->>'messageId' AS id FROM outbox_jobs WHERE job_id LIKE 'dispatch-%-at-%' AND data->>'messageId' = ANY($1)`, [ids]);
+    expect(slotJobs.rows.map((j) => j.id)).toEqual([ids[1]]);
+    await waitFor(() => db.count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'sent'`, [ids[1]]), (n) => n === 1, { what: 'the far one sent at its slot' });
   });
 
   it('two dispatches claiming slots of one number at once get distinct slots one rate apart (the number row is the guard)', async () => {

@@ -14,6 +14,7 @@ const THROTTLED = '+17735550032';
 const RACED = '+17735550033';
 const LATE = '+17735550034';
 const CLOSE = '+17735550035';
+const RECOVERED = '+17735550038';
 const HANDSET = '+13125550031';
 
 /**
@@ -40,7 +41,7 @@ describe('sender pacing', () => {
   const whenSent = (id: string) => waitFor(() => customer.get(`/v2/messages/${id}`), (r) => r.body.data.status === 'sent', { what: `${id} sent` });
 
   beforeAll(async () => {
-    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx', [CLOSE]: 'telnyx' });
+    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx', [CLOSE]: 'telnyx', [RECOVERED]: 'telnyx' });
     ({ db, app, carrier, customer } = pipeline);
     const { body } = await customer.get('/v2/phone_numbers');
     for (const n of body.data) numberIds[n.phone_number] = n.id;
@@ -149,6 +150,41 @@ describe('sender pacing', () => {
     const slotJobs = await db.pool.query(`SELECT data->>'messageId' AS id FROM outbox_jobs WHERE job_id LIKE 'dispatch-%-at-%' AND data->>'messageId' = ANY($1)`, [ids]);
     expect(slotJobs.rows.map((j) => j.id)).toEqual([ids[1]]);
     await waitFor(() => db.count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'sent'`, [ids[1]]), (n) => n === 1, { what: 'the far one sent at its slot' });
+  });
+
+  it('a message taken again after its lease ended (the run holding it died) is paced like any send: no second send inside the number\'s spacing', async () => {
+    // 0.1 a second: a send every 10 s, no burst allowance.
+    expect((await setRate(RECOVERED, 0.1)).status).toBe(200);
+    const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+    const id = (await customer.post('/v2/messages', { from: RECOVERED, to: HANDSET, text: 'recovered', send_at: sendAt })).body.data.id as string;
+    const uow = app.app.get(UnitOfWork);
+    const claim = () => uow.run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, 60));
+    const first = await claim();
+    if (first.kind !== 'claimed') throw new Error(`expected a claim, got ${first.kind}`);
+    // While its lease lasts, another run leaves it alone.
+    expect((await claim()).kind).toBe('leased');
+    // Planted: the run died, its lease has ended (it may or may not have reached the carrier).
+    await db.pool.query(`UPDATE messages SET claimed_until = now() - interval '1 second' WHERE id = $1`, [id]);
+
+    // Taken again at once it would be a second send inside the 10 s: it waits for a new slot instead.
+    const again = await claim();
+    expect(again.kind).toBe('paced');
+    const [row] = (await db.pool.query(
+      `SELECT m.status, m.claim_token, m.send_slot, p.next_send_at, p.sends_paced_until FROM messages m JOIN phone_numbers p ON p.phone_number = m.from_number WHERE m.id = $1`,
+      [id],
+    )).rows;
+    expect(row).toMatchObject({ status: 'sending', claim_token: first.claim.token });
+    expect(row.send_slot.getTime()).toBe(row.sends_paced_until.getTime());
+    expect(row.next_send_at.getTime() - row.send_slot.getTime()).toBe(10_000);
+    const jobs = await db.pool.query(`SELECT run_at FROM outbox_jobs WHERE job_id LIKE 'dispatch-' || $1 || '-at-%'`, [id]);
+    expect(jobs.rows.map((j) => j.run_at.getTime())).toEqual([row.send_slot.getTime()]);
+
+    // At that slot (planted: the number's spacing has passed) it is taken again, under a new lease.
+    await db.pool.query(`UPDATE phone_numbers SET sends_paced_until = now() - interval '1 second', next_send_at = now() - interval '1 second' WHERE phone_number = $1`, [RECOVERED]);
+    await db.pool.query(`UPDATE messages SET send_slot = now() - interval '1 second' WHERE id = $1`, [id]);
+    const taken = await claim();
+    if (taken.kind !== 'claimed') throw new Error(`expected a claim, got ${taken.kind}`);
+    expect(taken.claim.token).not.toBe(first.claim.token);
   });
 
   it('two dispatches claiming slots of one number at once get distinct slots one rate apart (the number row is the guard)', async () => {

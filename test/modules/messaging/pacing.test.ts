@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { DataSource } from 'typeorm';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
+import { AppConfig } from '../../../src/platform/config/app-config.js';
+import { PhoneNumbers } from '../../../src/modules/numbers/phone-numbers.service.js';
 import { MessageTransitions } from '../../../src/modules/messaging/message-transitions.js';
 import type { ApiClient } from '../../support/api-client.js';
 import type { TestApp } from '../../support/app.js';
@@ -14,6 +17,8 @@ const THROTTLED = '+17735550032';
 const RACED = '+17735550033';
 const LATE = '+17735550034';
 const CLOSE = '+17735550035';
+const EXPECT = '+17735550036';
+const PAUSED = '+17735550037';
 const RECOVERED = '+17735550038';
 const HANDSET = '+13125550031';
 
@@ -41,33 +46,113 @@ describe('sender pacing', () => {
   const whenSent = (id: string) => waitFor(() => customer.get(`/v2/messages/${id}`), (r) => r.body.data.status === 'sent', { what: `${id} sent` });
 
   beforeAll(async () => {
-    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx', [CLOSE]: 'telnyx', [RECOVERED]: 'telnyx' });
+    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx', [CLOSE]: 'telnyx', [EXPECT]: 'telnyx', [PAUSED]: 'telnyx', [RECOVERED]: 'telnyx' });
     ({ db, app, carrier, customer } = pipeline);
     const { body } = await customer.get('/v2/phone_numbers');
     for (const n of body.data) numberIds[n.phone_number] = n.id;
   });
   afterAll(() => pipeline.stop());
 
-  it('shows each number its rate (the default for its carrier and type until one is set) and takes a new one through PATCH', async () => {
+  it('shows each number the rate it is paced by: its own once set through PATCH, else MESSAGE_SEND_RATE_DEFAULT when set, else the default for its carrier and type', async () => {
+    // The test app sets MESSAGE_SEND_RATE_DEFAULT=1000 (test/support/app.ts): what dispatch paces by, so what the number shows.
     const longCode = await customer.get(`/v2/phone_numbers/${numberIds[LONG_CODE]}`);
-    expect(longCode.body.data.messaging).toEqual({ send_rate_per_second: 1, send_rate_source: 'default', paused_until: null });
-    const tollFree = await customer.get(`/v2/phone_numbers/${numberIds[TOLL_FREE]}`);
-    expect(tollFree.body.data.messaging).toMatchObject({ send_rate_per_second: 20, send_rate_source: 'default' });
+    expect(longCode.body.data.messaging).toEqual({ send_rate_per_second: 1000, send_rate_source: 'default', paused_until: null });
+    // Without it (the production default), the carrier's default for the number's type.
+    const withoutOverride = new PhoneNumbers(app.app.get(DataSource), new AppConfig());
+    expect((await withoutOverride.get(customer.accountId, numberIds[LONG_CODE]))?.messaging).toEqual({ send_rate_per_second: 1, send_rate_source: 'default', paused_until: null });
+    expect((await withoutOverride.get(customer.accountId, numberIds[TOLL_FREE]))?.messaging).toMatchObject({ send_rate_per_second: 20, send_rate_source: 'default' });
+    const fractionalOverride = new PhoneNumbers(app.app.get(DataSource), Object.assign(new AppConfig(), { MESSAGE_SEND_RATE_DEFAULT: 2.5 }));
+    expect((await fractionalOverride.get(customer.accountId, numberIds[TOLL_FREE]))?.messaging).toMatchObject({ send_rate_per_second: 2.5, send_rate_source: 'default' });
 
     const set = await setRate(LONG_CODE, 4.5);
     expect(set.status).toBe(200);
     expect(set.body.data.messaging).toMatchObject({ send_rate_per_second: 4.5, send_rate_source: 'number' });
+    expect((await withoutOverride.get(customer.accountId, numberIds[LONG_CODE]))?.messaging).toMatchObject({ send_rate_per_second: 4.5, send_rate_source: 'number' });
     // Voice settings are kept by a PATCH that names only messaging, and the other way round.
     const voice = await customer.request('PATCH', `/v2/phone_numbers/${numberIds[LONG_CODE]}`, { voice: { ring_plan: { targets: [{ to: HANDSET }] } } });
     expect(voice.body.data.messaging.send_rate_per_second).toBe(4.5);
-    expect((await setRate(LONG_CODE, null)).body.data).toMatchObject({ messaging: { send_rate_per_second: 1, send_rate_source: 'default' }, voice: { ring_plan: { targets: [{ to: HANDSET }] } } });
+    expect((await setRate(LONG_CODE, null)).body.data).toMatchObject({ messaging: { send_rate_per_second: 1000, send_rate_source: 'default' }, voice: { ring_plan: { targets: [{ to: HANDSET }] } } });
   });
 
-  it.each([[0], [1001], [0.001], ['10'], [undefined]])('refuses send_rate_per_second %p with 422 naming the field, changing nothing', async (rate) => {
-    const res = await customer.request('PATCH', `/v2/phone_numbers/${numberIds[TOLL_FREE]}`, { messaging: { send_rate_per_second: rate } });
+  it.each([[0.5], [0.01], [12.25], [1000]])('takes a fractional or whole send_rate_per_second %p (at most 2 decimals), stored and shown as given', async (rate) => {
+    const res = await setRate(TOLL_FREE, rate);
+    expect(res.status).toBe(200);
+    expect(res.body.data.messaging).toMatchObject({ send_rate_per_second: rate, send_rate_source: 'number' });
+    const [row] = (await db.pool.query(`SELECT send_rate_per_second::text AS rate FROM phone_numbers WHERE id = $1`, [numberIds[TOLL_FREE]])).rows;
+    expect(Number(row.rate)).toBe(rate);
+    expect((await setRate(TOLL_FREE, null)).body.data.messaging.send_rate_source).toBe('default');
+  });
+
+  it.each([[0], [-1], [-0.5], [1001], [1e9], [0.001], [12.345], ['10'], ['0.5'], [true], [{}], [[]], [undefined]])(
+    'refuses send_rate_per_second %p with 422 naming the field, changing nothing',
+    async (rate) => {
+      const res = await customer.request('PATCH', `/v2/phone_numbers/${numberIds[TOLL_FREE]}`, { messaging: { send_rate_per_second: rate } });
+      expect(res.status).toBe(422);
+      expect(res.body.errors.length).toBeGreaterThan(0);
+      expect(JSON.stringify(res.body.errors)).toContain('send_rate_per_second');
+      expect((await customer.get(`/v2/phone_numbers/${numberIds[TOLL_FREE]}`)).body.data.messaging.send_rate_source).toBe('default');
+    },
+  );
+
+  it.each([
+    ['a number too large for a double (JSON 1e400: Infinity)', '{"messaging":{"send_rate_per_second":1e400}}', 'send_rate_per_second'],
+    ['messaging not an object', '{"messaging":"fast"}', 'messaging'],
+    ['messaging null', '{"messaging":null}', 'messaging'],
+  ])('refuses %s with 422 (errors[]), never a 500', async (_what, body, field) => {
+    const res = await fetch(`${customer.baseUrl}/v2/phone_numbers/${numberIds[TOLL_FREE]}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${customer.apiKey}`, 'content-type': 'application/json' },
+      body,
+    });
     expect(res.status).toBe(422);
-    expect(JSON.stringify(res.body.errors)).toContain('send_rate_per_second');
-    expect((await customer.get(`/v2/phone_numbers/${numberIds[TOLL_FREE]}`)).body.data.messaging.send_rate_source).toBe('default');
+    const { errors } = (await res.json()) as { errors: unknown[] };
+    expect(errors.length).toBeGreaterThan(0);
+    expect(JSON.stringify(errors)).toContain(field);
+  });
+
+  it('a queued message shows when it is expected to go out from the moment it is accepted: the 202 names its number\'s next free slot, the slot it is then given', async () => {
+    // 0.1 a second: slots 10 s apart, no burst allowance.
+    expect((await setRate(EXPECT, 0.1)).status).toBe(200);
+    const first = await customer.post('/v2/messages', { from: EXPECT, to: HANDSET, text: 'first' });
+    expect(first.status).toBe(202);
+    // Nothing ahead of it: now (the accepting transaction's time, its created_at).
+    expect(first.body.data.expected_send_at).toBe(first.body.data.created_at);
+    await whenSent(first.body.data.id);
+    const [{ send_slot: firstSlot }] = (await db.pool.query(`SELECT send_slot FROM messages WHERE id = $1`, [first.body.data.id])).rows;
+
+    // The next one is accepted behind it: its 202 names the next free slot, 10 s after the first's.
+    const second = await customer.post('/v2/messages', { from: EXPECT, to: HANDSET, text: 'second' });
+    expect(second.status).toBe(202);
+    expect(second.body.data.status).toBe('queued');
+    expect(new Date(second.body.data.expected_send_at).getTime()).toBe(firstSlot.getTime() + 10_000);
+    // ... which is the slot dispatch gives it, shown the same afterwards.
+    const slotted = await waitFor(
+      () => db.pool.query(`SELECT send_slot FROM messages WHERE id = $1`, [second.body.data.id]).then((r) => r.rows[0].send_slot as Date | null),
+      (slot) => slot !== null,
+      { what: 'the second message given its slot' },
+    );
+    expect(slotted!.getTime()).toBe(firstSlot.getTime() + 10_000);
+    const shown = await customer.get(`/v2/messages/${second.body.data.id}`);
+    expect(shown.body.data).toMatchObject({ status: 'queued', expected_send_at: second.body.data.expected_send_at });
+  });
+
+  it('a message back in the queue after a carrier 429 shows the end of its number\'s pause as its expected send time, not null', async () => {
+    const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+    const id = (await customer.post('/v2/messages', { from: PAUSED, to: HANDSET, text: 'throttled', send_at: sendAt })).body.data.id as string;
+    const uow = app.app.get(UnitOfWork);
+    const transitions = app.app.get(MessageTransitions);
+    const outcome = await uow.run((tx) => transitions.claimForDispatch(tx, id, 60));
+    if (outcome.kind !== 'claimed') throw new Error(`expected a claim, got ${outcome.kind}`);
+    // The carrier answered 429 with Retry-After 30.
+    const resumeAt = await uow.run((tx) => transitions.requeueThrottled(tx, outcome.claim, 30));
+    expect(resumeAt).toBeInstanceOf(Date);
+
+    const number = await customer.get(`/v2/phone_numbers/${numberIds[PAUSED]}`);
+    const message = await customer.get(`/v2/messages/${id}`);
+    expect(message.body.data.status).toBe('queued');
+    expect(message.body.data.expected_send_at).toBe(resumeAt!.toISOString());
+    // (the number's view formats it in SQL: the same instant, to the millisecond)
+    expect(Math.abs(new Date(number.body.data.messaging.paused_until).getTime() - resumeAt!.getTime())).toBeLessThanOrEqual(1);
   });
 
   it('a carrier 429 puts the message back in the queue behind its Retry-After and pauses its number: each message sent once, billed once, slots after the pause', async () => {

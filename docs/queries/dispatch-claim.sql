@@ -8,7 +8,7 @@ WITH locked AS (SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS
               (m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now())) AS reclaim,
               ((m.status = ANY($3::text[]) OR (m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now()))) AND p.id IS NOT NULL AND (m.send_slot IS NULL OR m.send_slot < p.send_paused_until)) AS needs_slot
          FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.status IN ('ordering', 'active', 'releasing')
-        WHERE m.id = $1::text AND m.direction = 'outbound' AND m.status = ANY($2::text[])),
+        WHERE m.id = $1::text AND m.direction = 'outbound' AND m.status = ANY($2::text[]) FOR UPDATE OF m SKIP LOCKED),
 num AS (SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until
          FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE (l.previous = ANY($3::text[]) AND NOT l.refused) OR l.reclaim FOR UPDATE OF p),
 paced AS (SELECT d.*, (NOT d.refused AND d.due AND d.within_burst AND (d.previous = ANY($3::text[]) OR d.reclaim)) AS may_send
@@ -65,6 +65,7 @@ slotted AS (UPDATE messages m SET send_slot = paced.new_slot FROM paced
 slotted_job AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT 'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint, 'messaging', 'dispatch-message', jsonb_build_object('messageId', slotted_id), wake_at FROM slotted
        ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name)
-SELECT paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live,
-                paced.slot_at, ((SELECT count(*) FROM dlv_jobs) + (SELECT count(*) FROM slotted_job))::int AS jobs, claimed.*
-           FROM paced LEFT JOIN claimed ON claimed.id = paced.locked_id;
+SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at,
+              EXISTS (SELECT FROM messages WHERE id = $1::text AND direction = 'outbound' AND status = ANY($2::text[])) AS present,
+              ((SELECT count(*) FROM dlv_jobs) + (SELECT count(*) FROM slotted_job))::int AS jobs, claimed.*
+         FROM (VALUES (1)) AS one (n) LEFT JOIN paced ON true LEFT JOIN claimed ON claimed.id = paced.locked_id;

@@ -2,7 +2,6 @@ import { Injectable, Logger } from '@nestjs/common';
 import { CarrierThrottledError, CarrierUnavailableError, type SendResult } from '../../carriers/message-sender.js';
 import { MessageSenders } from '../../carriers/message-senders.js';
 import { AppConfig } from '../../platform/config/app-config.js';
-import type { Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { JOB_SPECS, JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
 import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
@@ -31,7 +30,7 @@ export class DispatchMessageHandler implements JobHandler<JobName.DispatchMessag
   ) {}
 
   async handle({ messageId }: JobPayloads[JobName.DispatchMessage], { attempt }: JobContext): Promise<void> {
-    const claim = await this.uow.run((tx) => this.claim(tx, messageId));
+    const claim = await this.claim(messageId);
     if (!claim) return;
     try {
       await this.sendAndRecord(claim, attempt);
@@ -44,17 +43,22 @@ export class DispatchMessageHandler implements JobHandler<JobName.DispatchMessag
   }
 
   /**
-   * The claim, or undefined when this run must not call the carrier. A message another run holds
-   * the lease of gets a run at the lease's end in the same transaction (one per lease, however
+   * The claim, or undefined when this run must not call the carrier: one autocommit statement,
+   * or when another transaction holds the message's row, the transaction that waits for it. A
+   * message another run holds the lease of gets a run at the lease's end (one per lease, however
    * many twins find it), so a holder that died is followed up even if its own job is spent.
    */
-  private async claim(tx: Tx, messageId: string): Promise<DispatchClaim | undefined> {
-    const outcome = await this.transitions.claimForDispatch(tx, messageId, this.config.DISPATCH_LEASE_SECONDS, this.config.MESSAGE_SEND_RATE_DEFAULT);
+  private async claim(messageId: string): Promise<DispatchClaim | undefined> {
+    const [lease, rate] = [this.config.DISPATCH_LEASE_SECONDS, this.config.MESSAGE_SEND_RATE_DEFAULT];
+    const outcome =
+      (await this.transitions.claimNow(messageId, lease, rate)) ?? (await this.uow.run((tx) => this.transitions.claimForDispatch(tx, messageId, lease, rate)));
     if (outcome.kind === 'claimed') return outcome.claim;
     if (outcome.kind === 'leased') {
       // run_at is the lease's end by the database clock, which is also what the relay waits on,
-      // so this run finds that lease ended.
-      await this.outbox.enqueue(tx, { name: JobName.DispatchMessage, data: { messageId }, jobId: `dispatch-${messageId}-${outcome.holder}`, runAt: outcome.until });
+      // so this run finds that lease ended. (If this process dies first, its own job is redriven and finds the lease again.)
+      await this.uow.run((tx) =>
+        this.outbox.enqueue(tx, { name: JobName.DispatchMessage, data: { messageId }, jobId: `dispatch-${messageId}-${outcome.holder}`, runAt: outcome.until }),
+      );
     }
     return undefined;
   }

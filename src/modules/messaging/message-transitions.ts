@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { randomUUID } from 'node:crypto';
 import { UsageLedger } from '../billing/usage-ledger.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
@@ -71,6 +72,21 @@ export type DispatchClaimOutcome =
   | { kind: 'paced'; at: Date }
   | { kind: 'done' };
 
+/** The claim statement's one row: what `locked` found (all NULL when nothing), and the claim when the UPDATE took it. */
+type ClaimStatementRow = ClaimRow & { locked_id: string | null; refused: boolean | null; lease_live: boolean | null; slot_at: Date | null; present: boolean; jobs: number };
+
+function claimOutcome(row: ClaimStatementRow): DispatchClaimOutcome {
+  const { locked_id: lockedId, holder, held_until: heldUntil, refused, lease_live: leaseLive, slot_at: slotAt, present: _present, jobs: _jobs, ...taken } = row;
+  if (lockedId === null || refused) return { kind: 'done' };
+  if (taken.id === null) {
+    // not taken: a live lease (held_until > now()), or a slot still to come (its job is due then)
+    if (leaseLive) return { kind: 'leased', holder: holder!, until: heldUntil! };
+    return { kind: 'paced', at: slotAt! };
+  }
+  const { previous: _previous, ...claim } = taken;
+  return { kind: 'claimed', claim };
+}
+
 /**
  * Every change of a message's status. Each is one UPDATE whose WHERE clause is the guard; the
  * status history, the usage row and the customer event are written in the same transaction,
@@ -83,6 +99,7 @@ export class MessageTransitions {
     private readonly events: CustomerEvents,
     private readonly keywords: OptOutKeywords,
     private readonly outbox: OutboxService,
+    private readonly dataSource: DataSource,
   ) {}
 
   /**
@@ -98,12 +115,39 @@ export class MessageTransitions {
    * its rate never waits a relay pass for), is claimed at once if the sends claimed so far leave room
    * for it; a later one is kept on the message with a dispatch job due then (the outbox row is the
    * truth: a Redis that loses the job only delays it), and this run sends nothing.
+   *
+   * Dispatch runs it as ONE autocommit statement (claimNow): the number's row is then held only
+   * until that statement's own commit, never while the client sends a COMMIT (a busy process
+   * would hold every other claim of the number, and the connections they wait on, that long).
+   * This transactional form is claimNow's fallback for a message row another transaction holds.
    */
   async claimForDispatch(tx: Tx, messageId: string, leaseSeconds: number, rateOverride?: number): Promise<DispatchClaimOutcome> {
     // The message's row first, alone: the statement that decides then reads the opt-outs with a
     // snapshot taken after any wait for this row, so a STOP committed before the claim (even one
     // committed while a twin held the row) is seen and refuses the send.
     await exec(tx, `SELECT FROM messages WHERE id = $1 FOR UPDATE`, [messageId]);
+    const stmt = this.claimStatement(messageId, leaseSeconds, rateOverride, 'FOR UPDATE OF m');
+    const { rows } = await exec<ClaimStatementRow>(tx, stmt.sql, stmt.params);
+    this.outbox.jobsWritten(rows[0].jobs, tx);
+    return claimOutcome(rows[0]);
+  }
+
+  /**
+   * claimForDispatch as one autocommit statement, which locks the message's row itself: skipped
+   * when another transaction holds it (a twin claim, a cancel, a recording), so the statement's
+   * snapshot never predates a wait for that row (a STOP committed meanwhile would go unseen).
+   * Undefined then: the caller runs claimForDispatch, which waits for the row.
+   */
+  async claimNow(messageId: string, leaseSeconds: number, rateOverride?: number): Promise<DispatchClaimOutcome | undefined> {
+    const stmt = this.claimStatement(messageId, leaseSeconds, rateOverride, 'FOR UPDATE OF m SKIP LOCKED');
+    const { rows } = await exec<ClaimStatementRow>(this.dataSource.manager, stmt.sql, stmt.params);
+    this.outbox.jobsWritten(rows[0].jobs);
+    if (rows[0].locked_id === null && rows[0].present) return undefined;
+    return claimOutcome(rows[0]);
+  }
+
+  /** The claim statement: `lockMessage` is the locking clause `locked` takes the message's row with. */
+  private claimStatement(messageId: string, leaseSeconds: number, rateOverride: number | undefined, lockMessage: string): { sql: string; params: unknown[] } {
     const stmt = new CteStatement();
     const [id, unsent, waiting] = [stmt.param(messageId, 'text'), stmt.param(UNSENT_STATUSES, 'text[]'), stmt.param(WAITING_STATUSES, 'text[]')];
     const rate = sendRateSql('p', stmt.param(rateOverride ?? null, 'numeric'));
@@ -122,7 +166,7 @@ export class MessageTransitions {
               ${reclaim} AS reclaim,
               ((m.status = ANY(${waiting}) OR ${reclaim}) AND p.id IS NOT NULL AND (m.send_slot IS NULL OR m.send_slot < p.send_paused_until)) AS needs_slot
          FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.${HELD}
-        WHERE m.id = ${id} AND m.direction = 'outbound' AND m.status = ANY(${unsent})`,
+        WHERE m.id = ${id} AND m.direction = 'outbound' AND m.status = ANY(${unsent}) ${lockMessage}`,
     );
     // The number's row, locked for a message to be sent: a claim for another message of the same
     // number waits here, then reads what that one left (FOR UPDATE returns the newest version),
@@ -192,26 +236,14 @@ export class MessageTransitions {
       data: `jsonb_build_object('messageId', slotted_id)`,
       runAt: 'wake_at',
     });
-    const { rows } = await exec<ClaimRow & { refused: boolean; lease_live: boolean; slot_at: Date | null; jobs: number }>(
-      tx,
-      stmt.text(
-        `SELECT paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live,
-                paced.slot_at, (${stmt.newJobsCount()})::int AS jobs, claimed.*
-           FROM paced LEFT JOIN claimed ON claimed.id = paced.locked_id`,
-      ),
-      stmt.params,
+    // One row whatever happened: `present` tells a message row skipped (locked elsewhere) from one that is gone or past sending.
+    const sql = stmt.text(
+      `SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at,
+              EXISTS (SELECT FROM messages WHERE id = ${id} AND direction = 'outbound' AND status = ANY(${unsent})) AS present,
+              (${stmt.newJobsCount()})::int AS jobs, claimed.*
+         FROM (VALUES (1)) AS one (n) LEFT JOIN paced ON true LEFT JOIN claimed ON claimed.id = paced.locked_id`,
     );
-    if (rows.length === 0) return { kind: 'done' };
-    const { holder, held_until: heldUntil, refused: wasRefused, lease_live: leaseLive, slot_at: slotAt, jobs, ...taken } = rows[0];
-    this.outbox.jobsWritten(jobs, tx);
-    if (wasRefused) return { kind: 'done' };
-    if (taken.id === null) {
-      // not taken: a live lease (held_until > now()), or a slot still to come (its job is due then)
-      if (leaseLive) return { kind: 'leased', holder: holder!, until: heldUntil! };
-      return { kind: 'paced', at: slotAt! };
-    }
-    const { previous: _previous, ...claim } = taken;
-    return { kind: 'claimed', claim };
+    return { sql, params: stmt.params };
   }
 
   /**

@@ -20,6 +20,8 @@ const CLOSE = '+17735550035';
 const EXPECT = '+17735550036';
 const PAUSED = '+17735550037';
 const RECOVERED = '+17735550038';
+const RACED_TX = '+17735550039';
+const ROW_HELD = '+17735550030';
 const HANDSET = '+13125550031';
 
 /**
@@ -46,7 +48,7 @@ describe('sender pacing', () => {
   const whenSent = (id: string) => waitFor(() => customer.get(`/v2/messages/${id}`), (r) => r.body.data.status === 'sent', { what: `${id} sent` });
 
   beforeAll(async () => {
-    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx', [CLOSE]: 'telnyx', [EXPECT]: 'telnyx', [PAUSED]: 'telnyx', [RECOVERED]: 'telnyx' });
+    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx', [CLOSE]: 'telnyx', [EXPECT]: 'telnyx', [PAUSED]: 'telnyx', [RECOVERED]: 'telnyx', [RACED_TX]: 'telnyx', [ROW_HELD]: 'telnyx' });
     ({ db, app, carrier, customer } = pipeline);
     const { body } = await customer.get('/v2/phone_numbers');
     for (const n of body.data) numberIds[n.phone_number] = n.id;
@@ -272,19 +274,27 @@ describe('sender pacing', () => {
     expect(taken.claim.token).not.toBe(first.claim.token);
   });
 
-  it('two dispatches claiming slots of one number at once get distinct slots one rate apart (the number row is the guard)', async () => {
-    expect((await setRate(RACED, 2)).status).toBe(200);
+  const claimThrough = {
+    // what dispatch runs: one autocommit statement
+    'one autocommit statement (claimNow)': async (id: string) => (await app.app.get(MessageTransitions).claimNow(id, 60))!,
+    // its fallback when another transaction holds the message's row
+    'the transaction (claimForDispatch)': (id: string) => app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, 60)),
+  };
+
+  it.each(Object.keys(claimThrough) as (keyof typeof claimThrough)[])('two dispatches claiming slots of one number at once through %s get distinct slots one rate apart (the number row is the guard)', async (path) => {
+    // a number of its own per path
+    const raced = path === 'the transaction (claimForDispatch)' ? RACED_TX : RACED;
+    expect((await setRate(raced, 2)).status).toBe(200);
     // Scheduled a day ahead: their own jobs are not due, so only the claims below run now.
     const sendAt = new Date(Date.now() + 86_400_000).toISOString();
     const ids: string[] = [];
-    for (const text of ['a', 'b']) ids.push((await customer.post('/v2/messages', { from: RACED, to: HANDSET, text, send_at: sendAt })).body.data.id);
+    for (const text of ['a', 'b']) ids.push((await customer.post('/v2/messages', { from: raced, to: HANDSET, text, send_at: sendAt })).body.data.id);
 
     const holder = await db.pool.connect();
     try {
       await holder.query('BEGIN');
-      await holder.query(`SELECT FROM phone_numbers WHERE id = $1 FOR UPDATE`, [numberIds[RACED]]);
-      const claim = (id: string) => app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, 60));
-      const claims = Promise.all(ids.map(claim));
+      await holder.query(`SELECT FROM phone_numbers WHERE id = $1 FOR UPDATE`, [numberIds[raced]]);
+      const claims = Promise.all(ids.map(claimThrough[path]));
       // both claims wait for the number's row the test holds
       await waitFor(
         () => db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`),
@@ -299,9 +309,27 @@ describe('sender pacing', () => {
     }
     const { rows } = await db.pool.query(`SELECT send_slot FROM messages WHERE id = ANY($1) ORDER BY send_slot`, [ids]);
     expect(rows[1].send_slot.getTime() - rows[0].send_slot.getTime()).toBe(500);
-    const [number] = (await db.pool.query(`SELECT next_send_at FROM phone_numbers WHERE id = $1`, [numberIds[RACED]])).rows;
+    const [number] = (await db.pool.query(`SELECT next_send_at FROM phone_numbers WHERE id = $1`, [numberIds[raced]])).rows;
     expect(number.next_send_at.getTime() - rows[1].send_slot.getTime()).toBe(500);
     // The paced one goes out at its slot, through the job the claim wrote (and the file ends with nothing in flight).
     await waitFor(() => db.count(`SELECT count(*) FROM messages WHERE id = ANY($1) AND status = 'sent'`, [ids]), (n) => n === 1, { what: 'the paced message sent at its slot' });
+  });
+
+  it('the autocommit claim leaves a message whose row another transaction holds to the transaction that waits for it (its snapshot never predates that wait)', async () => {
+    const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+    const id = (await customer.post('/v2/messages', { from: ROW_HELD, to: HANDSET, text: 'held', send_at: sendAt })).body.data.id as string;
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT FROM messages WHERE id = $1 FOR UPDATE`, [id]);
+      expect(await app.app.get(MessageTransitions).claimNow(id, 60)).toBeUndefined();
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    expect((await db.pool.query(`SELECT status FROM messages WHERE id = $1`, [id])).rows[0].status).toBe('scheduled');
+    // free, it is claimed by the statement alone; a message gone or past sending is done
+    expect((await app.app.get(MessageTransitions).claimNow(id, 60))?.kind).toBe('claimed');
+    expect((await app.app.get(MessageTransitions).claimNow('msg_none', 60))?.kind).toBe('done');
   });
 });

@@ -3,16 +3,36 @@
 // (`node dist/main.js all`) on a fresh database against a local fake Telnyx Call Control that
 // plays the carrier: targets 0 and 1 ring out (each hangup sent twice at once, under two event
 // ids), target 2 answers, the caller hangs up once bridged. Loopback only, bounded in time.
-// Usage: npm run bench:calls [-- --calls 200 --ring-ms 50]
+// A warm-up round of calls (--warmup, default 20; not counted) runs first, so the figures are
+// those of a server that has been running (V8 has compiled the hot path), not of its first calls.
+// --sms-burst N: while the (last) measured round rings, N signed inbound SMS to another number at
+// --sms-rate per second, whose `message.received` goes to a customer endpoint answering after
+// --sms-answer-ms (default 300), and GET /v2/messages asked every 50 ms: the ring figures beside
+// bulk work, the SMS' end-to-end latency and the customer API's latency and non-2xx answers.
+// --count-statements: the statements (round trips) the app sent during the measured rounds, per
+// call and per carrier event, and the most frequent (bench/statement-counter.mjs).
+// Usage: npm run bench:calls [-- --calls 200 --ring-ms 50 --warmup 20 --rounds 1 --sms-burst 2000 --count-statements]
 import { randomUUID } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair } from './lib.mjs';
+import { newRun, startInboundLoad } from './e2e-load.mjs';
+import { assignNumber, createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair } from './lib.mjs';
 
-const { values } = parseArgs({ options: { calls: { type: 'string', default: '200' }, 'ring-ms': { type: 'string', default: '50' } } });
+const { values } = parseArgs({ options: { calls: { type: 'string', default: '200' }, 'ring-ms': { type: 'string', default: '50' }, warmup: { type: 'string', default: '20' }, rounds: { type: 'string', default: '1' },
+  'sms-burst': { type: 'string', default: '0' }, 'sms-rate': { type: 'string', default: '1000' }, 'sms-answer-ms': { type: 'string', default: '300' },
+  'count-statements': { type: 'boolean', default: false } } });
 const CALLS = Number(values.calls);
 const RING_MS = Number(values['ring-ms']);
+const WARMUP = Number(values.warmup);
+/** Measured rounds of CALLS calls at once, one after another (more hand-offs for the percentiles). */
+const ROUNDS = Number(values.rounds);
+const SMS_BURST = Number(values['sms-burst']);
+const SMS_RATE = Number(values['sms-rate']);
+const SMS_NUMBER = '+15550100001';
 const OUR_NUMBER = '+15550100000';
 const TARGETS = ['+15557000001', '+15557000002', '+15557000003'];
 
@@ -109,32 +129,123 @@ function onBridge(callerControlId) {
 const db = await freshDatabase('onceline_bench_calls');
 const env = {
   DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: `benchcalls${port}`, PORT: String(port), LOG_LEVEL: 'warn',
-  TELNYX_API_URL: `http://127.0.0.1:${telnyx.address().port}/v2`, TELNYX_PUBLIC_KEY: publicKeyBase64, API_RATE_LIMIT_PER_MINUTE: '100000000', ...(process.env.BENCH_APP_ENV ? JSON.parse(process.env.BENCH_APP_ENV) : {}),
+  TELNYX_API_URL: `http://127.0.0.1:${telnyx.address().port}/v2`, TELNYX_PUBLIC_KEY: publicKeyBase64, WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', API_RATE_LIMIT_PER_MINUTE: '100000000', ...(process.env.BENCH_APP_ENV ? JSON.parse(process.env.BENCH_APP_ENV) : {}),
 };
-const app = await startRole('all', env, { readyUrl: `${base}/health/ready` });
+const countFile = values['count-statements'] ? `${os.tmpdir()}/onceline-bench-statements-${port}.json` : undefined;
+const readCounts = () => (countFile && existsSync(countFile) ? JSON.parse(readFileSync(countFile, 'utf8')) : {});
+const app = await startRole('all', countFile ? { ...env, BENCH_STATEMENT_COUNT_FILE: countFile } : env, {
+  readyUrl: `${base}/health/ready`,
+  nodeArgs: countFile ? ['--import', new URL('./statement-counter.mjs', import.meta.url).href] : [],
+});
+let countsBefore = {};
+/**
+ * CPU seconds used so far by the app, by this database's PostgreSQL backends (a backend started
+ * since the last snapshot counts from 0) and by the bench itself; undefined where /proc is not.
+ */
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+const backendCpu = new Map();
+function cpuSecondsOf(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+async function cpuSnapshot() {
+  if (!existsSync('/proc/self/stat')) return undefined;
+  const { rows } = await pool.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`);
+  for (const { pid } of rows) {
+    try {
+      backendCpu.set(pid, cpuSecondsOf(pid));
+    } catch {
+      // gone meanwhile: its last reading stands
+    }
+  }
+  const own = process.cpuUsage();
+  return { app: cpuSecondsOf(app.child.pid), postgres: [...backendCpu.values()].reduce((a, b) => a + b, 0), bench: (own.user + own.system) / 1e6 };
+}
+let eventsBefore = 0;
+const smsLoad = SMS_BURST > 0 ? await startInboundLoad(privateKey, SMS_NUMBER, { answerAfterMs: Number(values['sms-answer-ms']) }) : undefined;
+const smsRun = newRun();
+const listLatencies = [];
+let listFailures = 0;
 const pool = new pg.Pool({ connectionString: db.url, max: 2 });
 try {
-  const { auth } = await createAccountWithNumber(base, env, { phoneNumber: OUR_NUMBER });
+  const { auth, account } = await createAccountWithNumber(base, env, { phoneNumber: OUR_NUMBER });
+  if (smsLoad) {
+    assignNumber(env, account.account.id, SMS_NUMBER);
+    const endpoint = await request(`${base}/v2/webhook_endpoints`, { method: 'POST', headers: auth, body: JSON.stringify({ url: smsLoad.hookUrl, event_types: ['message.received'] }) });
+    if (endpoint.status !== 201) throw new Error(`endpoint: ${endpoint.status} ${endpoint.body}`);
+  }
   const numbers = JSON.parse((await request(`${base}/v2/phone_numbers`, { headers: auth })).body).data;
   const voice = { voice: { ring_plan: { targets: TARGETS.map((to) => ({ to, timeout_secs: 20 })), fallback: { action: 'hangup' } } } };
-  const patched = await request(`${base}/v2/phone_numbers/${numbers[0].id}`, { method: 'PATCH', headers: auth, body: JSON.stringify(voice) });
+  const ringing = numbers.find((n) => n.phone_number === OUR_NUMBER);
+  const patched = await request(`${base}/v2/phone_numbers/${ringing.id}`, { method: 'PATCH', headers: auth, body: JSON.stringify(voice) });
   if (patched.status !== 200) throw new Error(`voice settings: ${patched.status} ${patched.body}`);
 
+  /** Starts `count` calls at once and waits until `total` calls are completed in all (rounds add up). */
+  const callRound = async (count, total) => {
+    await Promise.all(Array.from({ length: count }, async (_, i) => {
+      const session = randomUUID();
+      const caller = `v3:caller-${randomUUID()}`;
+      sessions.set(session, { caller, startedAt: performance.now(), dials: [], hangupSentAt: new Map(), hangupWallAt: new Map(), hangupEventIds: new Map(), bridged: 0 });
+      await deliver('call.initiated', { call_control_id: caller, call_session_id: session, client_state: null, from: `+1555900${String(i).padStart(4, '0')}`, to: OUR_NUMBER, direction: 'incoming', state: 'parked' });
+    }));
+    const deadline = Date.now() + 180_000;
+    let completed = 0;
+    while (Date.now() < deadline) {
+      completed = Number((await pool.query(`SELECT count(*) FROM calls WHERE status = 'completed'`)).rows[0].count);
+      if (completed >= total) break;
+      await sleep(completed >= total - count ? 50 : 200);
+    }
+    return completed;
+  };
+  if (WARMUP > 0) {
+    const warm = await callRound(WARMUP, WARMUP);
+    if (warm < WARMUP) throw new Error(`warm-up: ${warm} of ${WARMUP} calls completed`);
+    // Only the measured round counts from here: its calls, hand-offs and latencies.
+    sessions.clear();
+    for (const list of [latencies, firstDialLatencies, bridgeLatencies, handOffs]) list.length = 0;
+  }
+  if (countFile) {
+    await sleep(1100); // the counter writes its file every second
+    countsBefore = readCounts();
+  }
+  eventsBefore = Number((await pool.query(`SELECT count(*) FROM carrier_events`)).rows[0].count);
+  const cpuBefore = await cpuSnapshot();
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: CALLS }, async (_, i) => {
-    const session = randomUUID();
-    const caller = `v3:caller-${randomUUID()}`;
-    sessions.set(session, { caller, startedAt: performance.now(), dials: [], hangupSentAt: new Map(), hangupWallAt: new Map(), hangupEventIds: new Map(), bridged: 0 });
-    await deliver('call.initiated', { call_control_id: caller, call_session_id: session, client_state: null, from: `+1555900${String(i).padStart(4, '0')}`, to: OUR_NUMBER, direction: 'incoming', state: 'parked' });
-  }));
-  const deadline = Date.now() + 180_000;
   let completed = 0;
-  while (Date.now() < deadline) {
-    completed = Number((await pool.query(`SELECT count(*) FROM calls WHERE status = 'completed'`)).rows[0].count);
-    if (completed >= CALLS) break;
-    await sleep(200);
+  for (let round = 1; round <= ROUNDS; round++) {
+    if (!smsLoad || round < ROUNDS) {
+      completed = (await callRound(CALLS, WARMUP + round * CALLS)) - WARMUP;
+      continue;
+    }
+    // The last round rings beside the SMS burst (signed ahead: the calls start as the SMS do) and the API probe.
+    const offered = smsLoad.offer(base, smsRun, SMS_RATE, SMS_BURST / SMS_RATE);
+    await sleep(2000 + SMS_BURST * 0.1);
+    let probing = true;
+    const probe = (async () => {
+      while (probing) {
+        const t = performance.now();
+        const res = await request(`${base}/v2/messages?limit=20`, { headers: auth }).catch(() => ({ status: 0 }));
+        listLatencies.push(performance.now() - t);
+        if (res.status < 200 || res.status >= 300) listFailures++;
+        await sleep(50);
+      }
+    })();
+    completed = (await callRound(CALLS, WARMUP + round * CALLS)) - WARMUP;
+    await offered;
+    await smsLoad.drain(smsRun, 120_000);
+    probing = false;
+    await probe;
   }
   const elapsed = (performance.now() - t0) / 1000;
+  const cpuAfter = await cpuSnapshot();
+  const eventsInRounds = Number((await pool.query(`SELECT count(*) FROM carrier_events`)).rows[0].count) - eventsBefore;
   const wrongDials = [...sessions.values()].reduce((n, s) => {
     const tries = new Set(s.dials.map((d) => `${d.target}/${d.attempt}`));
     return n + (s.dials.length - tries.size) + s.dials.filter((d) => d.target > 2 || d.attempt > 1).length;
@@ -166,28 +277,51 @@ try {
   };
   const p = (values) => `${fmt(percentile(values, 50))} / ${fmt(percentile(values, 99))}`;
   const bridgedTwice = [...sessions.values()].filter((s) => s.bridged !== 1).length;
-  console.log(`\n## Calls (${new Date().toISOString()})\nmachine: ${machine()}\ncommand: npm run bench:calls -- --calls ${CALLS} --ring-ms ${RING_MS}\n`);
-  console.log(`${CALLS} inbound calls at once, three-target plans, every leg hangup and answer delivered twice (two event ids, at once); targets 0 and 1 ring ${RING_MS} ms and time out, target 2 answers.\n`);
+  console.log(`\n## Calls (${new Date().toISOString()})\nmachine: ${machine()}\ncommand: npm run bench:calls -- --calls ${CALLS} --ring-ms ${RING_MS} --warmup ${WARMUP}\n`);
+  console.log(`${WARMUP} warm-up calls (not counted), then ${ROUNDS} round(s) of ${CALLS} inbound calls at once, three-target plans, every leg hangup and answer delivered twice (two event ids, at once); targets 0 and 1 ring ${RING_MS} ms and time out, target 2 answers.\n`);
   console.log('| measure | value |\n|---|---|');
   console.log(`| carrier leg hangup → next dial issued, p50 / p99 (${latencies.length} hand-offs) | ${fmt(percentile(latencies, 50))} ms / ${fmt(percentile(latencies, 99))} ms |`);
   console.log(`| leg answered → bridge issued, p50 / p99 (${bridgeLatencies.length} calls) | ${p(bridgeLatencies)} ms |`);
   console.log(`| call start (caller's call.initiated) → first dial issued, p50 / p99 | ${p(firstDialLatencies)} ms |`);
-  console.log(`| calls completed | ${completed} of ${CALLS} in ${fmt(elapsed)} s |`);
+  console.log(`| calls completed | ${completed} of ${CALLS * ROUNDS} in ${fmt(elapsed)} s |`);
   console.log(`| wrong dials (a target try dialed twice, or beyond the plan) | ${wrongDials} |`);
   console.log(`| legs dialed per call (min / max) | ${Math.min(...legsPerCall)} / ${Math.max(...legsPerCall)} |`);
   console.log(`| calls not bridged exactly once | ${bridgedTwice} |`);
-  console.log(`| call_minutes usage rows / call.completed events | ${usage} / ${events} |`);
-  console.log(`| carrier events stored / retried for a call not recorded yet / turns given to an earlier event of the call | ${carrierEvents} / ${retries} / ${orderWaits} |`);
+  console.log(`| call_minutes usage rows / call.completed events (warm-up included: ${WARMUP + CALLS * ROUNDS} calls) | ${usage} / ${events} |`);
+  console.log(`| (warm-up included) carrier events stored / retried for a call not recorded yet / turns given to an earlier event of the call | ${carrierEvents} / ${retries} / ${orderWaits} |`);
   console.log(`| jobs BullMQ had to run again (infrastructure errors: pool timeouts, deadlocks) | ${jobRetries} |`);
   console.log(`| hand-off stages p50 / p99: hangup sent → stored | ${p(stages.stored)} ms |`);
   console.log(`| … stored → its processing began | ${p(stages.processed)} ms |`);
   console.log(`| … processing began → next dial's send recorded | ${p(stages.claimed)} ms |`);
   console.log(`| … send recorded → dial at the carrier | ${p(stages.sent)} ms |`);
   console.log(`| commands the carrier saw again under the same command_id (retries, done once) | ${retriedCommands} |`);
-  if (wrongDials > 0 || completed < CALLS) process.exitCode = 1;
+  if (smsLoad) {
+    console.log(`| SMS burst beside the last round: received by the endpoint (${values['sms-answer-ms']} ms answers) / offered / refused | ${smsRun.received} / ${smsRun.offered} / ${smsRun.rejected} |`);
+    console.log(`| … SMS carrier webhook → customer webhook p50 / p99 | ${p(smsRun.latencies)} ms |`);
+    console.log(`| GET /v2/messages during the burst p50 / p99 (${listLatencies.length} asked), non-2xx | ${p(listLatencies)} ms, ${listFailures} |`);
+  }
+  if (cpuBefore && cpuAfter) {
+    const used = (key) => cpuAfter[key] - cpuBefore[key];
+    const perEvent = (key) => fmt((used(key) * 1000) / eventsInRounds, 2);
+    console.log(`| CPU in the measured rounds, app / PostgreSQL (this database's backends) / bench: seconds; ms per carrier event (${eventsInRounds} events in ${fmt(elapsed)} s) | ${fmt(used('app'), 2)} / ${fmt(used('postgres'), 2)} / ${fmt(used('bench'), 2)} s; ${perEvent('app')} / ${perEvent('postgres')} / ${perEvent('bench')} ms |`);
+  }
+  if (wrongDials > 0 || completed < CALLS * ROUNDS) process.exitCode = 1;
+  if (countFile) {
+    const eventsMeasured = eventsInRounds;
+    await pool.end();
+    await app.stop();
+    const after = readCounts();
+    const sent = Object.entries(after).map(([text, n]) => [text, n - (countsBefore[text] ?? 0)]).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
+    const total = sent.reduce((sum, [, n]) => sum + n, 0);
+    console.log(`| statements (round trips) the app sent in the measured rounds: all / per call / per carrier event | ${total} / ${fmt(total / (CALLS * ROUNDS))} / ${fmt(total / eventsMeasured)} |`);
+    console.log('\nMost frequent statements in the measured rounds (first 100 characters):\n\n| count | statement |\n|---|---|');
+    for (const [text, n] of sent.slice(0, 12)) console.log(`| ${n} | \`${text.replaceAll('|', '\\|')}\` |`);
+    rmSync(countFile, { force: true });
+  }
 } finally {
-  await pool.end();
+  await pool.end().catch(() => undefined);
   await app.stop();
+  await smsLoad?.close();
   telnyx.close();
   await db.drop();
 }

@@ -18,8 +18,11 @@ function inbound(base, toNumber, carrierMessageId, i, occurredAt) {
   });
 }
 
-/** Starts the customer endpoint; resolves { hookUrl, offer, drain, close } for SMS signed with `privateKey` to `toNumber`. */
-export async function startInboundLoad(privateKey, toNumber) {
+/**
+ * Starts the customer endpoint; resolves { hookUrl, offer, drain, close } for SMS signed with
+ * `privateKey` to `toNumber`. `answerAfterMs`: the endpoint answers each delivery that much later.
+ */
+export async function startInboundLoad(privateKey, toNumber, { answerAfterMs = 0 } = {}) {
   const sentAt = new Map(); // carrier message id → { t0, run }
   const seenIds = new Set();
   // The carrier and the customer are other machines in real life: both ends of the load speak
@@ -37,7 +40,7 @@ export async function startInboundLoad(privateKey, toNumber) {
       sent.run.latencies.push(performance.now() - sent.t0);
       sent.run.sendOffsets.push(sent.t0 - sent.run.start);
     }
-  });
+  }, { answerAfterMs });
   const senders = new Map(); // app base URL → its keep-alive sockets
   await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
 

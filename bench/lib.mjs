@@ -92,9 +92,9 @@ export function freePort() {
  * `inheritEnv: false`). Resolves when `readyUrl` answers OK (api roles), when stderr matches
  * `readyLine` (a RegExp, e.g. /onceline relay started/), or at once.
  */
-export async function startRole(role, env, { readyUrl, readyLine, inheritEnv = true } = {}) {
+export async function startRole(role, env, { readyUrl, readyLine, inheritEnv = true, nodeArgs: extraNodeArgs = [] } = {}) {
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the roles.
-  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const nodeArgs = [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), ...extraNodeArgs];
   const child = spawn(process.execPath, [...nodeArgs, 'dist/main.js', role], {
     cwd: ROOT,
     env: inheritEnv ? { ...process.env, ...env } : env,
@@ -212,11 +212,16 @@ export async function createAccountWithNumber(base, env, { phoneNumber = '+15550
   const out = execFileSync(process.execPath, ['dist/cli.js', 'accounts:create', '--name', 'bench', '--json'], { cwd: ROOT, env: { ...process.env, ...env } });
   const account = JSON.parse(out.toString());
   const auth = { authorization: `Bearer ${account.api_key}`, 'content-type': 'application/json' };
-  execFileSync(process.execPath, ['dist/cli.js', 'numbers:assign', '--account', account.account.id, '--number', phoneNumber, '--carrier', carrier, '--json'], {
+  assignNumber(env, account.account.id, phoneNumber, carrier);
+  return { account, auth };
+}
+
+/** Gives account `accountId` one more number (the CLI's numbers:assign). */
+export function assignNumber(env, accountId, phoneNumber, carrier = 'telnyx') {
+  execFileSync(process.execPath, ['dist/cli.js', 'numbers:assign', '--account', accountId, '--number', phoneNumber, '--carrier', carrier, '--json'], {
     cwd: ROOT,
     env: { ...process.env, ...env },
   });
-  return { account, auth };
 }
 
 /** An Ed25519 key pair for signing Telnyx webhooks; publicKeyBase64 is the raw 32-byte key as base64 (TELNYX_PUBLIC_KEY). */

@@ -137,7 +137,7 @@ const NO_CONTENT = 'HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n';
  * each answered 204 after `onRequest(head, body)` (head: the request line and headers as text).
  * Returns a net.Server to listen() on 127.0.0.1.
  */
-export function rawReceiver(onRequest) {
+export function rawReceiver(onRequest, { answerAfterMs = 0 } = {}) {
   return net.createServer((socket) => {
     socket.setNoDelay(true);
     let buffered = Buffer.alloc(0);
@@ -150,7 +150,10 @@ export function rawReceiver(onRequest) {
         onRequest(message.head, message.body);
         answers += NO_CONTENT;
       }
-      if (answers) socket.write(answers);
+      if (!answers) return;
+      // A slow customer endpoint: every answer goes out answerAfterMs after its request (in order).
+      if (answerAfterMs > 0) setTimeout(() => socket.writable && socket.write(answers), answerAfterMs);
+      else socket.write(answers);
     });
   });
 }

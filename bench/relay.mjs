@@ -13,7 +13,7 @@ import { cpus, totalmem } from 'node:os';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { JobName, queueOf } from '../dist/platform/outbox/job-catalogue.js';
+import { ProbeJob } from '../dist/platform/outbox/probe.handler.js';
 import { OUTBOX_CHANNEL } from '../dist/platform/outbox/relay-wakeup.js';
 import { freshDatabase, peakRssBytes, percentile, PG_BASE, REDIS_URL, startRole } from './lib.mjs';
 
@@ -34,7 +34,7 @@ const say = (line) => process.stderr.write(`[bench] ${line}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const nowMs = () => performance.timeOrigin + performance.now();
 
-const queueName = queueOf(JobName.Probe);
+const queueName = ProbeJob.queue;
 
 /**
  * `node dist/main.js relay` as a child with only these settings in its environment; resolves once
@@ -87,7 +87,7 @@ async function lagPhase(pool, queueEvents) {
     try {
       await client.query(
         `BEGIN;
-         INSERT INTO outbox_jobs (job_id, queue, name, data) VALUES ('${jobId}', '${queueName}', '${JobName.Probe}', '{}')
+         INSERT INTO outbox_jobs (job_id, queue, name, data) VALUES ('${jobId}', '${queueName}', '${ProbeJob.name}', '{}')
            ON CONFLICT (job_id) DO NOTHING;
          COMMIT`,
       );
@@ -150,7 +150,7 @@ async function throughputPhase(pool, db, prefix) {
   await pool.query(
     `INSERT INTO outbox_jobs (job_id, queue, name, data)
      SELECT 'backlog-' || g, $2, $3, '{}' FROM generate_series(1, $1::int) AS g`,
-    [BACKLOG, queueName, JobName.Probe],
+    [BACKLOG, queueName, ProbeJob.name],
   );
   const t0 = nowMs();
   const relay = await startRelay(db, prefix);

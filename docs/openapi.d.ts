@@ -543,7 +543,7 @@ export interface paths {
     };
 }
 export interface webhooks {
-    "message.received": {
+    "call.answered": {
         parameters: {
             query?: never;
             header?: never;
@@ -553,17 +553,17 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * Sent when an inbound SMS to one of your numbers has been recorded
+         * Sent when a call was answered: a target was joined to the caller (the bridge), the voicemail answered, or a call your side placed was picked up. Once per call, never for a leg later written off by the join timeout; a call that ends answered before the join was reported gets it just before call.completed
          * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
          */
-        post: operations["messageReceivedWebhook"];
+        post: operations["callAnsweredWebhook"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "message.sent": {
+    "call.completed": {
         parameters: {
             query?: never;
             header?: never;
@@ -573,10 +573,150 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * Sent when the carrier accepted an outbound message
+         * Sent when an answered call ended; its minutes are billed
          * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
          */
-        post: operations["messageSentWebhook"];
+        post: operations["callCompletedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when a call your side placed could not be dialed: the carrier refused the dial or never answered it (final)
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["callFailedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.initiated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when a call to or from one of your numbers started ringing
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["callInitiatedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.missed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when a call ended before anyone answered
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["callMissedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.transcribed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when an ended call's transcript is complete (transcript)
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["callTranscribedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "call.voicemail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when a voicemail was recorded (voicemail_url)
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["callVoicemailWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "entitlement.granted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when a paid invoice granted a prepaid bundle (once per invoice and type, however often the billing provider told us)
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["entitlementGrantedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "message.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent when a queued or scheduled message was cancelled before its dispatch took it (final; never sent, never billed)
+         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
+         */
+        post: operations["messageCancelledWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -623,26 +763,6 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
-    "message.opted_out": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Sent when a handset replied STOP (or STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT, REVOKE, OPTOUT) to one of your numbers; once per change, however often the keyword is repeated
-         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
-         */
-        post: operations["messageOptedOutWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "message.opted_in": {
         parameters: {
             query?: never;
@@ -663,7 +783,7 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
-    "message.cancelled": {
+    "message.opted_out": {
         parameters: {
             query?: never;
             header?: never;
@@ -673,17 +793,17 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * Sent when a queued or scheduled message was cancelled before its dispatch took it (final; never sent, never billed)
+         * Sent when a handset replied STOP (or STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT, REVOKE, OPTOUT) to one of your numbers; once per change, however often the keyword is repeated
          * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
          */
-        post: operations["messageCancelledWebhook"];
+        post: operations["messageOptedOutWebhook"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "call.initiated": {
+    "message.received": {
         parameters: {
             query?: never;
             header?: never;
@@ -693,17 +813,17 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * Sent when a call to or from one of your numbers started ringing
+         * Sent when an inbound SMS to one of your numbers has been recorded
          * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
          */
-        post: operations["callInitiatedWebhook"];
+        post: operations["messageReceivedWebhook"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "call.answered": {
+    "message.sent": {
         parameters: {
             query?: never;
             header?: never;
@@ -713,17 +833,17 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * Sent when a call was answered: a target was joined to the caller (the bridge), the voicemail answered, or a call your side placed was picked up. Once per call, never for a leg later written off by the join timeout; a call that ends answered before the join was reported gets it just before call.completed
+         * Sent when the carrier accepted an outbound message
          * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
          */
-        post: operations["callAnsweredWebhook"];
+        post: operations["messageSentWebhook"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "call.completed": {
+    "number.released": {
         parameters: {
             query?: never;
             header?: never;
@@ -733,110 +853,10 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * Sent when an answered call ended; its minutes are billed
+         * Sent when a number you released was let go at the carrier (after any call on it ended); once
          * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
          */
-        post: operations["callCompletedWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "call.missed": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Sent when a call ended before anyone answered
-         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
-         */
-        post: operations["callMissedWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "call.failed": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Sent when a call your side placed could not be dialed: the carrier refused the dial or never answered it (final)
-         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
-         */
-        post: operations["callFailedWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "call.voicemail": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Sent when a voicemail was recorded (voicemail_url)
-         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
-         */
-        post: operations["callVoicemailWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "call.transcribed": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Sent when an ended call's transcript is complete (transcript)
-         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
-         */
-        post: operations["callTranscribedWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "entitlement.granted": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Sent when a paid invoice granted a prepaid bundle (once per invoice and type, however often the billing provider told us)
-         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
-         */
-        post: operations["entitlementGrantedWebhook"];
+        post: operations["numberReleasedWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -877,26 +897,6 @@ export interface webhooks {
          * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
          */
         post: operations["orderFailedWebhook"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "number.released": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Sent when a number you released was let go at the carrier (after any call on it ended); once
-         * @description A POST with a JSON body to each enabled endpoint subscribed to this type, signed with its secret (Standard Webhooks 1.0).
-         */
-        post: operations["numberReleasedWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1593,7 +1593,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[];
+            event_types?: ("call.answered" | "call.completed" | "call.failed" | "call.initiated" | "call.missed" | "call.transcribed" | "call.voicemail" | "entitlement.granted" | "message.cancelled" | "message.delivered" | "message.failed" | "message.opted_in" | "message.opted_out" | "message.received" | "message.sent" | "number.released" | "order.completed" | "order.failed")[];
             /** @example Production receiver */
             description?: string;
         };
@@ -1610,7 +1610,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[];
+            event_types: ("call.answered" | "call.completed" | "call.failed" | "call.initiated" | "call.missed" | "call.transcribed" | "call.voicemail" | "entitlement.granted" | "message.cancelled" | "message.delivered" | "message.failed" | "message.opted_in" | "message.opted_out" | "message.received" | "message.sent" | "number.released" | "order.completed" | "order.failed")[];
             /** @example Production receiver */
             description: string | null;
             /** @example true */
@@ -1654,7 +1654,7 @@ export interface components {
              *       "message.failed"
              *     ]
              */
-            event_types: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[];
+            event_types: ("call.answered" | "call.completed" | "call.failed" | "call.initiated" | "call.missed" | "call.transcribed" | "call.voicemail" | "entitlement.granted" | "message.cancelled" | "message.delivered" | "message.failed" | "message.opted_in" | "message.opted_out" | "message.received" | "message.sent" | "number.released" | "order.completed" | "order.failed")[];
             /** @example Production receiver */
             description: string | null;
             /** @example true */
@@ -1694,7 +1694,7 @@ export interface components {
              *       "call.completed"
              *     ]
              */
-            event_types?: ("message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released")[] | null;
+            event_types?: ("call.answered" | "call.completed" | "call.failed" | "call.initiated" | "call.missed" | "call.transcribed" | "call.voicemail" | "entitlement.granted" | "message.cancelled" | "message.delivered" | "message.failed" | "message.opted_in" | "message.opted_out" | "message.received" | "message.sent" | "number.released" | "order.completed" | "order.failed")[] | null;
             /** @example Staging receiver */
             description?: string | null;
         };
@@ -1742,7 +1742,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            event_type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
+            event_type: "call.answered" | "call.completed" | "call.failed" | "call.initiated" | "call.missed" | "call.transcribed" | "call.voicemail" | "entitlement.granted" | "message.cancelled" | "message.delivered" | "message.failed" | "message.opted_in" | "message.opted_out" | "message.received" | "message.sent" | "number.released" | "order.completed" | "order.failed";
             /** @example we_01jd5x2m3n4p5q6r7s8t9v0w1x */
             endpoint_id: string;
             /**
@@ -1775,7 +1775,7 @@ export interface components {
             meta: components["schemas"]["ListMeta"];
         };
         /** @description The resource the event is about, as the REST API returns it */
-        EventData: components["schemas"]["Message"] | components["schemas"]["OptOut"] | components["schemas"]["Call"] | components["schemas"]["Entitlement"] | components["schemas"]["NumberOrder"] | components["schemas"]["PhoneNumber"];
+        EventData: components["schemas"]["Call"] | components["schemas"]["Entitlement"] | components["schemas"]["Message"] | components["schemas"]["OptOut"] | components["schemas"]["PhoneNumber"] | components["schemas"]["NumberOrder"];
         Event: {
             /**
              * @description Also the webhook-id header of every delivery attempt
@@ -1788,7 +1788,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
+            type: "call.answered" | "call.completed" | "call.failed" | "call.initiated" | "call.missed" | "call.transcribed" | "call.voicemail" | "entitlement.granted" | "message.cancelled" | "message.delivered" | "message.failed" | "message.opted_in" | "message.opted_out" | "message.received" | "message.sent" | "number.released" | "order.completed" | "order.failed";
             /** @example 1 */
             event_version: number;
             /**
@@ -1815,7 +1815,7 @@ export interface components {
              * @example message.delivered
              * @enum {string}
              */
-            type: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
+            type: "call.answered" | "call.completed" | "call.failed" | "call.initiated" | "call.missed" | "call.transcribed" | "call.voicemail" | "entitlement.granted" | "message.cancelled" | "message.delivered" | "message.failed" | "message.opted_in" | "message.opted_out" | "message.received" | "message.sent" | "number.released" | "order.completed" | "order.failed";
             /** @example 1 */
             event_version: number;
             /**
@@ -2112,21 +2112,98 @@ export interface components {
              */
             changed_at: string;
         };
-        /** @description The body of a message.received delivery */
-        MessageReceivedEvent: {
+        /** @description The body of a call.answered delivery */
+        CallAnsweredEvent: {
             /** @constant */
-            type: "message.received";
+            type: "call.answered";
             /**
              * Format: date-time
              * @description When the event happened; the same on every attempt
              */
             timestamp: string;
-            data: components["schemas"]["Message"];
+            data: components["schemas"]["Call"];
         };
-        /** @description The body of a message.sent delivery */
-        MessageSentEvent: {
+        /** @description The body of a call.completed delivery */
+        CallCompletedEvent: {
             /** @constant */
-            type: "message.sent";
+            type: "call.completed";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["Call"];
+        };
+        /** @description The body of a call.failed delivery */
+        CallFailedEvent: {
+            /** @constant */
+            type: "call.failed";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["Call"];
+        };
+        /** @description The body of a call.initiated delivery */
+        CallInitiatedEvent: {
+            /** @constant */
+            type: "call.initiated";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["Call"];
+        };
+        /** @description The body of a call.missed delivery */
+        CallMissedEvent: {
+            /** @constant */
+            type: "call.missed";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["Call"];
+        };
+        /** @description The body of a call.transcribed delivery */
+        CallTranscribedEvent: {
+            /** @constant */
+            type: "call.transcribed";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["Call"];
+        };
+        /** @description The body of a call.voicemail delivery */
+        CallVoicemailEvent: {
+            /** @constant */
+            type: "call.voicemail";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["Call"];
+        };
+        /** @description The body of a entitlement.granted delivery */
+        EntitlementGrantedEvent: {
+            /** @constant */
+            type: "entitlement.granted";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["Entitlement"];
+        };
+        /** @description The body of a message.cancelled delivery */
+        MessageCancelledEvent: {
+            /** @constant */
+            type: "message.cancelled";
             /**
              * Format: date-time
              * @description When the event happened; the same on every attempt
@@ -2156,17 +2233,6 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["Message"];
         };
-        /** @description The body of a message.opted_out delivery */
-        MessageOptedOutEvent: {
-            /** @constant */
-            type: "message.opted_out";
-            /**
-             * Format: date-time
-             * @description When the event happened; the same on every attempt
-             */
-            timestamp: string;
-            data: components["schemas"]["OptOut"];
-        };
         /** @description The body of a message.opted_in delivery */
         MessageOptedInEvent: {
             /** @constant */
@@ -2178,10 +2244,21 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["OptOut"];
         };
-        /** @description The body of a message.cancelled delivery */
-        MessageCancelledEvent: {
+        /** @description The body of a message.opted_out delivery */
+        MessageOptedOutEvent: {
             /** @constant */
-            type: "message.cancelled";
+            type: "message.opted_out";
+            /**
+             * Format: date-time
+             * @description When the event happened; the same on every attempt
+             */
+            timestamp: string;
+            data: components["schemas"]["OptOut"];
+        };
+        /** @description The body of a message.received delivery */
+        MessageReceivedEvent: {
+            /** @constant */
+            type: "message.received";
             /**
              * Format: date-time
              * @description When the event happened; the same on every attempt
@@ -2189,93 +2266,27 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["Message"];
         };
-        /** @description The body of a call.initiated delivery */
-        CallInitiatedEvent: {
+        /** @description The body of a message.sent delivery */
+        MessageSentEvent: {
             /** @constant */
-            type: "call.initiated";
+            type: "message.sent";
             /**
              * Format: date-time
              * @description When the event happened; the same on every attempt
              */
             timestamp: string;
-            data: components["schemas"]["Call"];
+            data: components["schemas"]["Message"];
         };
-        /** @description The body of a call.answered delivery */
-        CallAnsweredEvent: {
+        /** @description The body of a number.released delivery */
+        NumberReleasedEvent: {
             /** @constant */
-            type: "call.answered";
+            type: "number.released";
             /**
              * Format: date-time
              * @description When the event happened; the same on every attempt
              */
             timestamp: string;
-            data: components["schemas"]["Call"];
-        };
-        /** @description The body of a call.completed delivery */
-        CallCompletedEvent: {
-            /** @constant */
-            type: "call.completed";
-            /**
-             * Format: date-time
-             * @description When the event happened; the same on every attempt
-             */
-            timestamp: string;
-            data: components["schemas"]["Call"];
-        };
-        /** @description The body of a call.missed delivery */
-        CallMissedEvent: {
-            /** @constant */
-            type: "call.missed";
-            /**
-             * Format: date-time
-             * @description When the event happened; the same on every attempt
-             */
-            timestamp: string;
-            data: components["schemas"]["Call"];
-        };
-        /** @description The body of a call.failed delivery */
-        CallFailedEvent: {
-            /** @constant */
-            type: "call.failed";
-            /**
-             * Format: date-time
-             * @description When the event happened; the same on every attempt
-             */
-            timestamp: string;
-            data: components["schemas"]["Call"];
-        };
-        /** @description The body of a call.voicemail delivery */
-        CallVoicemailEvent: {
-            /** @constant */
-            type: "call.voicemail";
-            /**
-             * Format: date-time
-             * @description When the event happened; the same on every attempt
-             */
-            timestamp: string;
-            data: components["schemas"]["Call"];
-        };
-        /** @description The body of a call.transcribed delivery */
-        CallTranscribedEvent: {
-            /** @constant */
-            type: "call.transcribed";
-            /**
-             * Format: date-time
-             * @description When the event happened; the same on every attempt
-             */
-            timestamp: string;
-            data: components["schemas"]["Call"];
-        };
-        /** @description The body of a entitlement.granted delivery */
-        EntitlementGrantedEvent: {
-            /** @constant */
-            type: "entitlement.granted";
-            /**
-             * Format: date-time
-             * @description When the event happened; the same on every attempt
-             */
-            timestamp: string;
-            data: components["schemas"]["Entitlement"];
+            data: components["schemas"]["PhoneNumber"];
         };
         /** @description The body of a order.completed delivery */
         OrderCompletedEvent: {
@@ -2298,17 +2309,6 @@ export interface components {
              */
             timestamp: string;
             data: components["schemas"]["NumberOrder"];
-        };
-        /** @description The body of a number.released delivery */
-        NumberReleasedEvent: {
-            /** @constant */
-            type: "number.released";
-            /**
-             * Format: date-time
-             * @description When the event happened; the same on every attempt
-             */
-            timestamp: string;
-            data: components["schemas"]["PhoneNumber"];
         };
     };
     responses: never;
@@ -4469,7 +4469,7 @@ export interface operations {
                 "page[size]"?: number;
                 /** @description meta.next_cursor of the previous page */
                 "page[after]"?: string;
-                type?: "message.received" | "message.sent" | "message.delivered" | "message.failed" | "message.opted_out" | "message.opted_in" | "message.cancelled" | "call.initiated" | "call.answered" | "call.completed" | "call.missed" | "call.failed" | "call.voicemail" | "call.transcribed" | "entitlement.granted" | "order.completed" | "order.failed" | "number.released";
+                type?: "call.answered" | "call.completed" | "call.failed" | "call.initiated" | "call.missed" | "call.transcribed" | "call.voicemail" | "entitlement.granted" | "message.cancelled" | "message.delivered" | "message.failed" | "message.opted_in" | "message.opted_out" | "message.received" | "message.sent" | "number.released" | "order.completed" | "order.failed";
             };
             header?: never;
             path?: never;
@@ -5063,7 +5063,7 @@ export interface operations {
             };
         };
     };
-    messageReceivedWebhook: {
+    callAnsweredWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -5079,7 +5079,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["MessageReceivedEvent"];
+                "application/json": components["schemas"]["CallAnsweredEvent"];
             };
         };
         responses: {
@@ -5106,7 +5106,7 @@ export interface operations {
             };
         };
     };
-    messageSentWebhook: {
+    callCompletedWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -5122,7 +5122,308 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["MessageSentEvent"];
+                "application/json": components["schemas"]["CallCompletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    callFailedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CallFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    callInitiatedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CallInitiatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    callMissedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CallMissedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    callTranscribedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CallTranscribedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    callVoicemailWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CallVoicemailEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    entitlementGrantedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EntitlementGrantedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    messageCancelledWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
+                "webhook-id": string;
+                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageCancelledEvent"];
             };
         };
         responses: {
@@ -5235,49 +5536,6 @@ export interface operations {
             };
         };
     };
-    messageOptedOutWebhook: {
-        parameters: {
-            query?: never;
-            header: {
-                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
-                "webhook-id": string;
-                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
-                "webhook-timestamp": string;
-                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
-                "webhook-signature": string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["MessageOptedOutEvent"];
-            };
-        };
-        responses: {
-            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
-            "2XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
     messageOptedInWebhook: {
         parameters: {
             query?: never;
@@ -5321,7 +5579,7 @@ export interface operations {
             };
         };
     };
-    messageCancelledWebhook: {
+    messageOptedOutWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -5337,7 +5595,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["MessageCancelledEvent"];
+                "application/json": components["schemas"]["MessageOptedOutEvent"];
             };
         };
         responses: {
@@ -5364,7 +5622,7 @@ export interface operations {
             };
         };
     };
-    callInitiatedWebhook: {
+    messageReceivedWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -5380,7 +5638,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CallInitiatedEvent"];
+                "application/json": components["schemas"]["MessageReceivedEvent"];
             };
         };
         responses: {
@@ -5407,7 +5665,7 @@ export interface operations {
             };
         };
     };
-    callAnsweredWebhook: {
+    messageSentWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -5423,7 +5681,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CallAnsweredEvent"];
+                "application/json": components["schemas"]["MessageSentEvent"];
             };
         };
         responses: {
@@ -5450,7 +5708,7 @@ export interface operations {
             };
         };
     };
-    callCompletedWebhook: {
+    numberReleasedWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -5466,222 +5724,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CallCompletedEvent"];
-            };
-        };
-        responses: {
-            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
-            "2XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
-    callMissedWebhook: {
-        parameters: {
-            query?: never;
-            header: {
-                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
-                "webhook-id": string;
-                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
-                "webhook-timestamp": string;
-                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
-                "webhook-signature": string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CallMissedEvent"];
-            };
-        };
-        responses: {
-            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
-            "2XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
-    callFailedWebhook: {
-        parameters: {
-            query?: never;
-            header: {
-                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
-                "webhook-id": string;
-                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
-                "webhook-timestamp": string;
-                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
-                "webhook-signature": string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CallFailedEvent"];
-            };
-        };
-        responses: {
-            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
-            "2XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
-    callVoicemailWebhook: {
-        parameters: {
-            query?: never;
-            header: {
-                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
-                "webhook-id": string;
-                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
-                "webhook-timestamp": string;
-                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
-                "webhook-signature": string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CallVoicemailEvent"];
-            };
-        };
-        responses: {
-            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
-            "2XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
-    callTranscribedWebhook: {
-        parameters: {
-            query?: never;
-            header: {
-                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
-                "webhook-id": string;
-                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
-                "webhook-timestamp": string;
-                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
-                "webhook-signature": string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CallTranscribedEvent"];
-            };
-        };
-        responses: {
-            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
-            "2XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
-    entitlementGrantedWebhook: {
-        parameters: {
-            query?: never;
-            header: {
-                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
-                "webhook-id": string;
-                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
-                "webhook-timestamp": string;
-                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
-                "webhook-signature": string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["EntitlementGrantedEvent"];
+                "application/json": components["schemas"]["NumberReleasedEvent"];
             };
         };
         responses: {
@@ -5768,49 +5811,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["OrderFailedEvent"];
-            };
-        };
-        responses: {
-            /** @description Gone: the endpoint is disabled at once and its deliveries are parked until it is enabled again */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Received. Any 2xx within the timeout (15 s by default) ends the delivery */
-            "2XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Anything else, or no answer in time: retried on the retry schedule (about 9 attempts over 2 days); a 429's or 503's Retry-After is honoured */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-        };
-    };
-    numberReleasedWebhook: {
-        parameters: {
-            query?: never;
-            header: {
-                /** @description The event id (evt_…), identical on every attempt: deduplicate on it */
-                "webhook-id": string;
-                /** @description Unix seconds when this attempt was sent; refuse one far from your clock */
-                "webhook-timestamp": string;
-                /** @description `v1,<base64 HMAC-SHA256(secret bytes, "<webhook-id>.<webhook-timestamp>.<body>")>`; during a secret rotation (24 h) two, space-separated. The `standardwebhooks` packages verify it. */
-                "webhook-signature": string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["NumberReleasedEvent"];
             };
         };
         responses: {

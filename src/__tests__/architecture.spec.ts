@@ -38,6 +38,19 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
+/** Every .ts file under `dir`, specs beside the code (__tests__) included. */
+function allFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? allFiles(path) : path.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** Source text without its comments (a comment may mention what the code may not name). */
+function codeOf(path: string): string {
+  return readFileSync(path, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
+}
+
 function layerOf(file: string): Layer {
   const top = file.split('/')[0];
   return file.includes('/') ? (top as Layer) : 'root';
@@ -55,12 +68,31 @@ function unitOf(file: string): string {
 }
 
 const imports: { from: string; to: string }[] = [];
-for (const path of sourceFiles(SRC)) {
+for (const path of allFiles(SRC)) {
   const from = relative(SRC, path);
   const text = readFileSync(path, 'utf8');
   for (const match of text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)) {
     const to = relative(SRC, resolve(dirname(path), match[1])).replace(/\.js$/, '.ts');
     imports.push({ from, to });
+  }
+}
+
+/** Imports of product code (the specs beside it are held to the layers only by the platform rule below). */
+const productImports = imports.filter(({ from }) => !from.includes('__tests__/'));
+
+/**
+ * What the features declare, read from their own files: job and queue names (`*.jobs.ts`,
+ * defineJob) and customer event types (`*.events.ts`, declareCustomerEventTypes).
+ */
+const MODULES = join(SRC, 'modules');
+const declarationFiles = allFiles(MODULES).filter((path) => /\.(jobs|events)\.ts$/.test(path));
+const declared = await Promise.all(declarationFiles.map(async (path) => Object.values(await import(path)) as unknown[]));
+const featureNames = new Set<string>();
+for (const value of declared.flat()) {
+  if (Array.isArray(value)) value.forEach((type) => featureNames.add(type as string));
+  else if (value && typeof value === 'object' && 'name' in value && 'queue' in value) {
+    featureNames.add((value as { name: string }).name);
+    featureNames.add((value as { queue: string }).queue);
   }
 }
 
@@ -70,14 +102,14 @@ describe('the folder tree is the architecture', () => {
   });
 
   it('points dependencies down: features → carriers → platform → telephony, never back', () => {
-    const wrong = imports
+    const wrong = productImports
       .filter(({ from, to }) => !MAY_IMPORT[layerOf(from)].includes(layerOf(to)))
       .map(({ from, to }) => `${from} → ${to}`);
     expect(wrong).toEqual([]);
   });
 
   it('lets the sandbox use only what a carrier knows', () => {
-    const wrong = imports
+    const wrong = productImports
       .filter(({ from, to }) => layerOf(from) === 'sandbox' && ['platform', 'carriers'].includes(layerOf(to)))
       .filter(({ to }) => !SANDBOX_MAY_USE.some((allowed) => allowed.test(to)))
       .map(({ from, to }) => `${from} → ${to}`);
@@ -85,14 +117,14 @@ describe('the folder tree is the architecture', () => {
   });
 
   it('never imports the sandbox from product code (only a composition root starts it)', () => {
-    const wrong = imports
+    const wrong = productImports
       .filter(({ from, to }) => layerOf(to) === 'sandbox' && !['sandbox', 'root'].includes(layerOf(from)))
       .map(({ from, to }) => `${from} → ${to}`);
     expect(wrong).toEqual([]);
   });
 
   it('reaches another module only through what it exports, never its controllers', () => {
-    const wrong = imports
+    const wrong = productImports
       .filter(({ from, to }) => to.endsWith('.controller.ts') && unitOf(from) !== unitOf(to))
       .map(({ from, to }) => `${from} → ${to}`);
     expect(wrong).toEqual([]);
@@ -107,7 +139,7 @@ describe('the folder tree is the architecture', () => {
 
   it('has no cycle between folders', () => {
     const edges = new Map<string, Set<string>>();
-    for (const { from, to } of imports) {
+    for (const { from, to } of productImports) {
       const [a, b] = [unitOf(from), unitOf(to)];
       if (a !== b) edges.set(a, (edges.get(a) ?? new Set()).add(b));
     }
@@ -125,5 +157,49 @@ describe('the folder tree is the architecture', () => {
     };
     for (const node of edges.keys()) visit(node, []);
     expect(cycles).toEqual([]);
+  });
+
+  describe('platform names no feature', () => {
+    const platformFiles = allFiles(join(SRC, 'platform'));
+
+    it('finds what the features declare: their jobs, queues and customer event types', () => {
+      expect(declarationFiles.length).toBeGreaterThanOrEqual(8);
+      for (const name of ['dispatch-message', 'call-commands', 'carrier-events', 'message.received', 'number.released']) expect(featureNames).toContain(name);
+    });
+
+    it('declares jobs only in a module\'s *.jobs.ts and event types only in its *.events.ts (so the list above is whole)', () => {
+      const wrong = allFiles(SRC)
+        .filter((path) => !path.includes('__tests__/'))
+        .map((path) => relative(SRC, path))
+        .filter((file) => {
+          const code = codeOf(join(SRC, file));
+          const jobs = /\bdefineJob\b</.test(code) || /\bdefineJob\(/.test(code);
+          const events = /\bdeclareCustomerEventTypes\(/.test(code);
+          const jobsOk = /^modules\/[a-z-]+\/[a-z-]+\.jobs\.ts$/.test(file) || file.startsWith('platform/outbox/');
+          const eventsOk = /^modules\/[a-z-]+\/[a-z-]+\.events\.ts$/.test(file) || file === 'modules/webhooks/event-types.ts';
+          return (jobs && !jobsOk) || (events && !eventsOk);
+        });
+      expect(wrong).toEqual([]);
+    });
+
+    it('imports nothing from src/modules/, specs beside the code included', () => {
+      const wrong = imports.filter(({ from, to }) => layerOf(from) === 'platform' && layerOf(to) === 'modules').map(({ from, to }) => `${from} → ${to}`);
+      expect(wrong).toEqual([]);
+    });
+
+    it('holds no feature job, queue or customer event type name in its code (comments aside), specs included', () => {
+      const wrong = platformFiles.flatMap((path) => {
+        const code = codeOf(path);
+        return [...featureNames].filter((name) => ['\'', '"', '`'].some((q) => code.includes(`${q}${name}${q}`))).map((name) => `${relative(SRC, path)}: ${name}`);
+      });
+      expect(wrong).toEqual([]);
+    });
+
+    it('keeps platform/database generic: nothing of the outbox or its jobs in its code', () => {
+      const wrong = allFiles(join(SRC, 'platform/database'))
+        .filter((path) => /outbox|\bjobs?\b|Job|jobCtes/i.test(codeOf(path)))
+        .map((path) => relative(SRC, path));
+      expect(wrong).toEqual([]);
+    });
   });
 });

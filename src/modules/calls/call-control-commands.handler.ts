@@ -1,16 +1,18 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { CallCommandResult, CallControl } from '../../carriers/call-control.js';
 import { TelnyxCallControl } from '../../carriers/telnyx/telnyx-call-control.js';
 import type { Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
-import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
-import { HandlesJob, type JobHandler } from '../../platform/outbox/job-handler.js';
+import type { PayloadOf } from '../../platform/outbox/job-definition.js';
+import { CallControlCommandsJob } from './calls.jobs.js';
+import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
 import { CallCommandSends, type CommandSend } from './call-command-sends.js';
 import type { QueuedCommand } from './call-control-commands.js';
 import { CallFlow } from './call-flow.js';
 import { CallTransitions } from './call-transitions.js';
 
-type Payload = JobPayloads[JobName.CallControlCommands];
+type Payload = PayloadOf<typeof CallControlCommandsJob>;
 
 /** No resend closer than this to the end of the carrier's command_id window (the request still has to arrive). */
 const WINDOW_MARGIN_MS = 5_000;
@@ -24,7 +26,6 @@ const MAX_SENDS = 20;
 const SILENT_RESEND_BASE_MS = 250;
 const SILENT_RESEND_MAX_MS = 4_000;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Sends a batch of call-control commands in order, outside any transaction, each only while its
@@ -40,8 +41,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * create a second physical leg.
  */
 @Injectable()
-@HandlesJob(JobName.CallControlCommands)
-export class CallControlCommandsHandler implements JobHandler<JobName.CallControlCommands> {
+@HandlesJob(CallControlCommandsJob)
+export class CallControlCommandsHandler implements JobHandler<typeof CallControlCommandsJob> {
   private readonly logger = new Logger(CallControlCommandsHandler.name);
   private readonly control: CallControl;
 
@@ -55,9 +56,9 @@ export class CallControlCommandsHandler implements JobHandler<JobName.CallContro
     this.control = telnyx;
   }
 
-  async handle({ callId, commands }: Payload): Promise<void> {
+  async handle({ callId, commands }: Payload, { signal }: Partial<JobContext> = {}): Promise<void> {
     for (const command of commands as QueuedCommand[]) {
-      const result = await this.send(callId, command);
+      const result = await this.send(callId, command, signal);
       if (result === 'not_wanted') continue;
       if (command.action === 'dial' && command.legId) await this.afterDial(command.leg.callId, command.legId, result);
       else if (result.outcome !== 'done') this.logger.warn(`${command.action} ${command.commandId} ${result.outcome}: ${describe(result)}`);
@@ -71,10 +72,15 @@ export class CallControlCommandsHandler implements JobHandler<JobName.CallContro
     }
   }
 
-  /** One command, sent and resent by the retry table; `not_wanted` when its call no longer wants it. */
-  private async send(callId: string | null, command: QueuedCommand): Promise<CallCommandResult | 'not_wanted'> {
+  /**
+   * One command, sent and resent by the retry table; `not_wanted` when its call no longer wants it.
+   * A process that stops (`signal`) sends nothing more and throws: the job's retry asks again under
+   * the same command id, inside the same window (its sends are counted in Postgres).
+   */
+  private async send(callId: string | null, command: QueuedCommand, signal: AbortSignal | undefined): Promise<CallCommandResult | 'not_wanted'> {
     const unanswered = { answered: 0, silent: 0 };
     for (;;) {
+      signal?.throwIfAborted();
       const send = await this.sends.claim(callId, command);
       if (!send) return 'not_wanted';
       if (!this.insideWindow(send, 0)) return { outcome: 'unanswered', detail: `not resent: ${send.sends - 1} sends already, the carrier's command_id window is closing` };
@@ -82,7 +88,7 @@ export class CallControlCommandsHandler implements JobHandler<JobName.CallContro
       if (result.outcome !== 'unanswered') return result;
       const delayMs = resendDelayMs(result, unanswered);
       if (delayMs === undefined || !this.insideWindow(send, delayMs)) return result;
-      if (delayMs > 0) await sleep(delayMs);
+      if (delayMs > 0) await sleep(delayMs, undefined, { signal });
     }
   }
 

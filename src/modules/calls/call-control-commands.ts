@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { CallCommand } from '../../carriers/call-control.js';
 import type { Tx } from '../../platform/database/tx.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { CallControlCommandsJob } from './calls.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import type { CallRow, LegRow } from './call-view.js';
 
@@ -25,7 +25,7 @@ export class CallControlCommands {
   /** Sends `commands` in order once this transaction commits; `batch` names the intent (the job id). */
   async queue(tx: Tx, callId: string | null, batch: string, commands: QueuedCommand[]): Promise<void> {
     if (commands.length === 0) return;
-    await this.outbox.enqueue(tx, { name: JobName.CallControlCommands, data: { callId, commands }, jobId: `cmd-${batch}` });
+    await this.outbox.enqueue(tx, { job: CallControlCommandsJob, data: { callId, commands }, jobId: `cmd-${batch}` });
   }
 
   dial(call: CallRow, leg: LegRow, timeoutSecs: number): QueuedCommand {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import type { Tx } from '../../platform/database/tx.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { CallJoinTimeoutJob, CallTranscriptJob } from './calls.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { UsageLedger } from '../billing/usage-ledger.js';
 import { afterLegEnded, type LegEnd, type RingDecision } from '../sequential-ring/ring-plan.js';
@@ -86,7 +86,7 @@ export class CallFlow {
     if (call.transcribe) steps.push(this.commands.startTranscription(call, leg.id));
     await this.commands.queue(tx, call.id, `${leg.id}-join`, steps);
     await this.outbox.enqueue(tx, {
-      name: JobName.CallJoinTimeout,
+      job: CallJoinTimeoutJob,
       data: { callId: call.id, legId: leg.id },
       jobId: `join-timeout-${leg.id}`,
       runAt: new Date(Date.now() + this.config.DIAL_JOIN_TIMEOUT_SECONDS * 1000),
@@ -117,7 +117,7 @@ export class CallFlow {
     await this.commands.queue(tx, call.id, `${call.id}-ended`, hangups);
     if (ended.transcribe && ended.answered_at) {
       await this.outbox.enqueue(tx, {
-        name: JobName.CallTranscript,
+        job: CallTranscriptJob,
         data: { callId: call.id },
         jobId: `transcript-${call.id}`,
         runAt: new Date(Date.now() + this.config.CALL_TRANSCRIPT_SETTLE_MS),

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
+import type { PayloadOf } from '../../platform/outbox/job-definition.js';
+import { CallJoinTimeoutJob, CallTranscriptJob } from './calls.jobs.js';
 import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
 import { CallFlow } from './call-flow.js';
 import { CallTransitions } from './call-transitions.js';
@@ -9,14 +10,14 @@ import { CallTransitions } from './call-transitions.js';
  * off (the retry table, docs/exactly-once.md): hung up, the call rings again, and the plan takes its turn from that leg.
  */
 @Injectable()
-@HandlesJob(JobName.CallJoinTimeout)
-export class CallJoinTimeoutHandler implements JobHandler<JobName.CallJoinTimeout> {
+@HandlesJob(CallJoinTimeoutJob)
+export class CallJoinTimeoutHandler implements JobHandler<typeof CallJoinTimeoutJob> {
   constructor(
     private readonly transitions: CallTransitions,
     private readonly flow: CallFlow,
   ) {}
 
-  async handle({ callId, legId }: JobPayloads[JobName.CallJoinTimeout], { tx }: JobContext): Promise<void> {
+  async handle({ callId, legId }: PayloadOf<typeof CallJoinTimeoutJob>, { tx }: JobContext): Promise<void> {
     if (!(await this.transitions.lockById(tx!, callId))) return;
     // Guarded on the leg still being the winner with no bridge: a bridge or a hangup that got there first wins.
     const call = await this.transitions.writeOffUnjoinedAnswer(tx!, callId, legId);
@@ -30,14 +31,14 @@ export class CallJoinTimeoutHandler implements JobHandler<JobName.CallJoinTimeou
 
 /** After an answered, transcribed call ended: its transcript from the fragments, `call.transcribed` once. */
 @Injectable()
-@HandlesJob(JobName.CallTranscript)
-export class CallTranscriptHandler implements JobHandler<JobName.CallTranscript> {
+@HandlesJob(CallTranscriptJob)
+export class CallTranscriptHandler implements JobHandler<typeof CallTranscriptJob> {
   constructor(
     private readonly transitions: CallTransitions,
     private readonly flow: CallFlow,
   ) {}
 
-  async handle({ callId }: JobPayloads[JobName.CallTranscript], { tx }: JobContext): Promise<void> {
+  async handle({ callId }: PayloadOf<typeof CallTranscriptJob>, { tx }: JobContext): Promise<void> {
     const call = await this.transitions.completeTranscript(tx!, callId);
     if (call) await this.flow.announce(tx!, call, 'call.transcribed');
   }

@@ -24,6 +24,10 @@ import { CallsAudit } from './calls-audit.js';
 import { CallsQuery } from './calls.query.js';
 import { CallsService } from './calls.service.js';
 import { VoiceWebhooksController } from './voice-webhooks.controller.js';
+import { declareJobs } from '../../platform/outbox/job-definition.js';
+import { CallControlCommandsJob, CallJoinTimeoutJob, CallTranscriptJob } from './calls.jobs.js';
+// The customer event types this module emits (webhooks delivers them, knowing none by name).
+import './calls.events.js';
 
 /**
  * Calls: call rows and legs, the hangup guard and the minutes it bills, the ring cursor's
@@ -35,7 +39,7 @@ import { VoiceWebhooksController } from './voice-webhooks.controller.js';
   imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, SequentialRingModule, WebhooksModule],
   controllers: [CallsController, VoiceWebhooksController],
   providers: [
-    CallCarrierEvents, CallControlCommands, CallCommandSends, CallControlCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
+    CallCarrierEvents, CallControlCommands, CallCommandSends, declareJobs(CallControlCommandsJob, CallJoinTimeoutJob, CallTranscriptJob), CallControlCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
     CallReplies, IncomingCalls, CallsInvariants, CallsAudit,
   ],
   exports: [CallsQuery, CallsAudit],

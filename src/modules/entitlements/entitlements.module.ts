@@ -13,6 +13,8 @@ import { EntitlementsInvariants } from './entitlements-invariants.js';
 import { EntitlementsQuery } from './entitlements.query.js';
 import { InvoiceGrants } from './invoice-grants.js';
 import { Plans } from './plans.js';
+// The customer event types this module emits (webhooks delivers them, knowing none by name).
+import './entitlements.events.js';
 
 /**
  * Prepaid bundles from paid invoices: the billing webhook (Stripe), plans, grants guarded by

@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
+import type { Urgency } from '../../platform/database/connection-budget.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { isDatabaseUnavailable, isSerializationConflict, storedMessage } from '../../platform/database/pg-errors.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { ProcessCarrierEventJob } from './ingest.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import { buildBatchStatement, buildOneStatement } from './one-statement-build.js';
@@ -16,6 +17,7 @@ import {
   type OneStatementCarrierEventHandler,
 } from './carrier-event-handlers.js';
 import type { NormalizedEvent } from '../../carriers/normalized-event.js';
+import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
 
 /** `unhandled`: no module handles the event's kind yet; it stays unconsumed, waiting for a replay. */
 export type ProcessOutcome = 'processed' | 'ignored' | 'unhandled' | 'retry_scheduled' | 'failed' | 'already_processed' | 'not_found';
@@ -32,6 +34,25 @@ const EARLIER_EVENTS_MAX = 50;
 /** The turn of an event of a call (AfterCommitJob.turn): its call session; none for other events. */
 export function callTurn(event: NormalizedEvent | undefined): string | undefined {
   return event && 'callSessionId' in event ? event.callSessionId : undefined;
+}
+
+/** A carrier event's row as lockEvent read it, locked. */
+interface LockedEvent {
+  normalized: NormalizedEvent;
+  attempts: number;
+  age_ms: number;
+  processed: boolean;
+  created_at: Date;
+  /** The call's earlier untried events, oldest first (withEarlier); empty otherwise. */
+  earlier: string[];
+}
+
+/**
+ * How soon an event's processing gets a connection of its lane (Urgency): a call's event `soon`
+ * (its hand-off is what a caller hears), any other (an inbound SMS, a receipt) `later`.
+ */
+export function urgencyOf(event: NormalizedEvent | undefined): Urgency {
+  return callTurn(event) !== undefined ? 'soon' : 'later';
 }
 
 /** Errors the whole job should be retried for (by BullMQ): the database, not the event, failed. */
@@ -60,7 +81,7 @@ export class CarrierEventProcessor {
     const consumption = buildOneStatement(stmt, handler, event, (given) => stmt.with('cev_consumed', `SELECT 1 AS consumed_event_id WHERE ${given.ready ?? 'true'}`));
     const { rows } = await exec<{ ready: boolean; note: string | null; jobs: number }>(
       tx,
-      stmt.text(`SELECT (${consumption.ready ?? 'true'}) AS ready, (${consumption.note ?? 'NULL'})::text AS note, (${stmt.newJobsCount()})::int AS jobs`),
+      stmt.text(`SELECT (${consumption.ready ?? 'true'}) AS ready, (${consumption.note ?? 'NULL'})::text AS note, (${newJobsCount(stmt)})::int AS jobs`),
       stmt.params,
     );
     if (!rows[0].ready) throw new RetryLaterError(consumption.notReadyReason ?? 'not ready');
@@ -76,7 +97,7 @@ export class CarrierEventProcessor {
       note = `(SELECT ${noteOf('i')} FROM ${input} i)`;
       return stmt.with('cev_consumed', `SELECT event_id AS consumed_event_id FROM ${input}`);
     });
-    const { rows } = await exec<{ note: string | null; jobs: number }>(tx, stmt.text(`SELECT ${note}::text AS note, (${stmt.newJobsCount()})::int AS jobs`), stmt.params);
+    const { rows } = await exec<{ note: string | null; jobs: number }>(tx, stmt.text(`SELECT ${note}::text AS note, (${newJobsCount(stmt)})::int AS jobs`), stmt.params);
     this.outbox.jobsWritten(rows[0].jobs, tx);
     return rows[0].note ?? undefined;
   }
@@ -92,47 +113,52 @@ export class CarrierEventProcessor {
    * something (a call not recorded yet) does not hold later ones up.
    */
   async process(tx: Tx, id: string, { replay = false } = {}): Promise<ProcessResult> {
-    for (const earlier of await this.lockCallAndListEarlier(tx, id)) await this.processOne(tx, earlier, false);
-    return this.processOne(tx, id, replay);
+    if (!(await this.lockCall(tx, id))) return this.processOne(tx, id, replay, await this.lockEvent(tx, id));
+    const event = await this.lockEvent(tx, id, { withEarlier: true });
+    for (const earlier of event?.earlier ?? []) await this.processOne(tx, earlier, false, await this.lockEvent(tx, earlier));
+    return this.processOne(tx, id, replay, event);
   }
 
   /**
-   * Takes the lock of the event's call (none for an event of no call) and returns the call's
-   * earlier untried events, oldest first. Two statements: the lock must be held before the list
-   * is read, so that it shows what the previous holder committed.
+   * Takes the lock of the event's call; false for an event of no call (or one already processed),
+   * which takes none. Its own statement: the lock must be held before the event and the call's
+   * earlier events are read (lockEvent), so that these show what the previous holder committed.
    */
-  private async lockCallAndListEarlier(tx: Tx, id: string): Promise<string[]> {
-    // Locks only when the event names a call session; an event of no call returns no row.
-    const { rows } = await exec<{ session: string }>(
+  private async lockCall(tx: Tx, id: string): Promise<boolean> {
+    const { rows } = await exec<{ locked: string }>(
       tx,
-      `SELECT e.session, pg_advisory_xact_lock(hashtextextended('call-session:' || e.session, 0))::text AS locked
+      `SELECT pg_advisory_xact_lock(hashtextextended('call-session:' || e.session, 0))::text AS locked
          FROM (SELECT normalized->>'callSessionId' AS session FROM carrier_events
                 WHERE id = $1 AND normalized ? 'callSessionId' AND processed_at IS NULL) e`,
       [id],
     );
-    if (rows.length === 0) return [];
-    // Untried (no attempt, no error, not waiting for a handler) and unprocessed, before this one by arrival.
-    const earlier = await exec<{ id: string }>(
-      tx,
-      `SELECT id FROM carrier_events
-        WHERE normalized ? 'callSessionId' AND normalized->>'callSessionId' = $2 AND processed_at IS NULL
-          AND attempts = 0 AND error IS NULL AND unhandled_since IS NULL AND (created_at, id) < (SELECT created_at, id FROM carrier_events WHERE id = $1)
-        ORDER BY created_at, id LIMIT ${EARLIER_EVENTS_MAX}`,
-      [id, rows[0].session],
-    );
-    return earlier.rows.map((row) => row.id);
+    return rows.length > 0;
   }
 
-  private async processOne(tx: Tx, id: string, replay: boolean): Promise<ProcessResult> {
-    // FOR UPDATE: a job run and a replay of one event take turns; the second sees processed_at.
-    const { rows } = await exec<{ normalized: NormalizedEvent; attempts: number; age_ms: number; processed: boolean; created_at: Date }>(
+  /**
+   * The event's row, locked (FOR UPDATE: a job run and a replay of one event take turns; the
+   * second sees processed_at). `withEarlier`, under the call's lock: in the same statement, the
+   * call's earlier untried events (no attempt, no error, not waiting for a handler, unprocessed,
+   * before this one by arrival), oldest first, which this run processes first.
+   */
+  private async lockEvent(tx: Tx, id: string, { withEarlier = false } = {}): Promise<LockedEvent | undefined> {
+    const earlier = withEarlier
+      ? `ARRAY(SELECT p.id FROM carrier_events p
+                WHERE p.normalized ? 'callSessionId' AND p.normalized->>'callSessionId' = e.normalized->>'callSessionId' AND p.processed_at IS NULL
+                  AND p.attempts = 0 AND p.error IS NULL AND p.unhandled_since IS NULL AND (p.created_at, p.id) < (e.created_at, e.id)
+                ORDER BY p.created_at, p.id LIMIT ${EARLIER_EVENTS_MAX})`
+      : `'{}'::text[]`;
+    const { rows } = await exec<LockedEvent>(
       tx,
-      `SELECT normalized, attempts, processed_at IS NOT NULL AS processed, created_at,
-              extract(epoch FROM clock_timestamp() - created_at)::float8 * 1000 AS age_ms
-         FROM carrier_events WHERE id = $1 FOR UPDATE`,
+      `SELECT e.normalized, e.attempts, e.processed_at IS NOT NULL AS processed, e.created_at,
+              extract(epoch FROM clock_timestamp() - e.created_at)::float8 * 1000 AS age_ms, ${earlier} AS earlier
+         FROM carrier_events e WHERE e.id = $1 FOR UPDATE`,
       [id],
     );
-    const row = rows[0];
+    return rows[0];
+  }
+
+  private async processOne(tx: Tx, id: string, replay: boolean, row: LockedEvent | undefined): Promise<ProcessResult> {
     if (!row) return { id, outcome: 'not_found' };
     if (row.processed) return { id, outcome: 'already_processed' };
     const event = row.normalized;
@@ -196,7 +222,7 @@ export class CarrierEventProcessor {
     const attempts = rows[0].attempts;
     const delayMs = Math.min(remainingMs, this.backoffMs(attempts));
     await this.outbox.enqueue(tx, {
-      name: JobName.ProcessCarrierEvent,
+      job: ProcessCarrierEventJob,
       data: { carrierEventId: id },
       jobId: `${id}-r${attempts}`,
       runAt: new Date(Date.now() + delayMs),

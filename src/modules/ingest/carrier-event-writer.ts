@@ -7,10 +7,11 @@ import { isDataError, retryingLockConflicts } from '../../platform/database/pg-e
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import { Statements } from '../../platform/database/statements.js';
 import { AfterCommitJobs, type AfterCommitJob } from '../../platform/outbox/after-commit-jobs.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { ProcessCarrierEventJob } from './ingest.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { callTurn } from './carrier-event-processor.js';
+import { callTurn, urgencyOf } from './carrier-event-processor.js';
 import { IngestMetrics } from './ingest-metrics.js';
+import { afterCommitJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
 
 export type IngestStatus = 'accepted' | 'duplicate';
 
@@ -93,14 +94,20 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
     // processing jobs run here once the statement returns, with no relay batch or Redis hop;
     // with too few places free (this process is behind), they go through the relay to any worker.
     // Each job's id is its event's id: the run starts from the event held here, not a read, and
-    // the events of one call run in turn (callTurn), not side by side waiting on its lock.
+    // the events of one call run in turn (callTurn), not side by side waiting on its lock, and
+    // ahead of other realtime work waiting for a connection.
     const stored = new Map(ids.map((id, i) => [id, { id, normalized: items[i].event }]));
     const rows = await this.afterCommit.aroundStatement(
-      JobName.ProcessCarrierEvent,
+      ProcessCarrierEventJob,
       items.length,
       stmt,
       () => this.insertStatement(stmt, batch),
-      (inserted) => (inserted[0]?.afterCommit ?? []).map((job) => ({ ...job, prefetched: stored.get(job.jobId), turn: callTurn(stored.get(job.jobId)?.normalized) })),
+      (inserted) =>
+        (inserted[0]?.afterCommit ?? []).map((job) => {
+          const turn = callTurn(stored.get(job.jobId)?.normalized);
+          return { ...job, prefetched: stored.get(job.jobId), turn, urgency: urgencyOf(stored.get(job.jobId)?.normalized) };
+        }),
+      { urgency: items.some((item) => urgencyOf(item.event) === 'soon') ? 'soon' : 'later' },
     );
     this.outbox.jobsWritten(rows[0]?.jobs ?? 0);
     const inserted = new Set(rows.map((r) => r.id));
@@ -118,8 +125,8 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
        ON CONFLICT DO NOTHING
        RETURNING id`,
     );
-    this.outbox.jobsFromCte(stmt, 'jobs', newEvents, JobName.ProcessCarrierEvent, { id: 'id', data: `jsonb_build_object('carrierEventId', id)` });
-    return this.statements.query(stmt.text(`SELECT id, (${stmt.newJobsCount()})::int AS jobs, ${stmt.afterCommitJobs()} AS "afterCommit" FROM ${newEvents}`), stmt.params);
+    this.outbox.jobsFromCte(stmt, 'jobs', newEvents, ProcessCarrierEventJob, { id: 'id', data: `jsonb_build_object('carrierEventId', id)` });
+    return this.statements.query(stmt.text(`SELECT id, (${newJobsCount(stmt)})::int AS jobs, ${afterCommitJobs(stmt)} AS "afterCommit" FROM ${newEvents}`), stmt.params);
   }
 }
 

@@ -1,6 +1,6 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { ProcessCarrierEventJob } from './ingest.jobs.js';
 import { UNFINISHED_JOBS_AUDIT_VIEW } from '../../platform/outbox/outbox-invariants.js';
 import { Invariants, violations } from '../../platform/verify/invariants.js';
 
@@ -35,7 +35,7 @@ export class IngestInvariants implements OnModuleInit {
               AND e.unhandled_since IS NULL
               AND NOT EXISTS (SELECT 1 FROM (${UNFINISHED_JOBS_AUDIT_VIEW}) j
                                WHERE j.name = $2 AND j.data->>'carrierEventId' = e.id)`,
-          [deadline, JobName.ProcessCarrierEvent],
+          [deadline, ProcessCarrierEventJob.name],
           limit,
         ),
     );

@@ -14,6 +14,8 @@ import { IngestInvariants } from './ingest-invariants.js';
 import { IngestMetrics } from './ingest-metrics.js';
 import { IngestService } from './ingest.service.js';
 import { ProcessCarrierEventHandler } from './process-carrier-event.handler.js';
+import { declareJobs } from '../../platform/outbox/job-definition.js';
+import { ProcessCarrierEventJob } from './ingest.jobs.js';
 
 /**
  * Carrier webhooks in, normalized events out to the method that declared their kind with
@@ -22,7 +24,7 @@ import { ProcessCarrierEventHandler } from './process-carrier-event.handler.js';
 @Module({
   imports: [CarriersModule, DiscoveryModule, OutboxModule],
   controllers: [IngestController],
-  providers: [IngestService, AnsweredCarrierEvents, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, OneStatementRuns, OneStatementBatches, CarrierEventsService, ProcessCarrierEventHandler, IngestInvariants],
+  providers: [IngestService, AnsweredCarrierEvents, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, OneStatementRuns, OneStatementBatches, CarrierEventsService, declareJobs(ProcessCarrierEventJob), ProcessCarrierEventHandler, IngestInvariants],
   exports: [CarrierEventHandlers, CarrierEventsService, IngestService],
 })
 export class IngestModule {}

@@ -1,9 +1,10 @@
 import { BadRequestException, Injectable, Logger, ServiceUnavailableException, UnauthorizedException } from '@nestjs/common';
 import { MalformedWebhook, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../../carriers/carrier-adapter.js';
 import { AppConfig } from '../../platform/config/app-config.js';
-import { ConnectionBudget } from '../../platform/database/connection-budget.js';
+import { ConnectionBudget, type Urgency } from '../../platform/database/connection-budget.js';
 import { isUniqueViolation, unstorableReason } from '../../platform/database/pg-errors.js';
 import { AnsweredCarrierEvents, type AnsweredEvent, type EventResponder } from './answered-carrier-events.js';
+import { urgencyOf } from './carrier-event-processor.js';
 import { CarrierEventWriter, type IngestStatus } from './carrier-event-writer.js';
 import { IngestMetrics } from './ingest-metrics.js';
 
@@ -39,25 +40,32 @@ export class IngestService {
   async ingest(adapter: CarrierAdapter, webhook: InboundWebhook): Promise<IngestStatus> {
     // Load shedding before any work: past the bound, a retry later costs less than a queue.
     const bound = this.config.INGEST_PENDING_MAX;
-    if ((bound > 0 && this.pending >= bound) || this.laneBacklogged()) {
-      this.metrics.refusedOverloaded.inc();
-      throw new ServiceUnavailableException({ code: 'service_unavailable', title: 'Too many deliveries at once, retry later', detail: 'nothing was stored; send the webhook again' });
-    }
+    if ((bound > 0 && this.pending >= bound) || this.laneBacklogged('soon')) throw this.overloaded();
     this.pending++;
     try {
-      return await this.store(await this.accept(adapter, webhook));
+      const accepted = await this.accept(adapter, webhook);
+      // A call's event waits only behind other calls' work (the lane serves it first), so an
+      // inbound SMS backlog refuses the SMS, never a call's next step.
+      if (urgencyOf(accepted.event) === 'later' && this.laneBacklogged('later')) throw this.overloaded();
+      return await this.store(accepted);
     } finally {
       this.pending--;
     }
   }
 
+  private overloaded(): ServiceUnavailableException {
+    this.metrics.refusedOverloaded.inc();
+    return new ServiceUnavailableException({ code: 'service_unavailable', title: 'Too many deliveries at once, retry later', detail: 'nothing was stored; send the webhook again' });
+  }
+
   /**
    * The realtime lane of this process has more runs waiting for a database connection than
-   * INGEST_LANE_BACKLOG_MAX: a new event would wait behind them, so the carrier is asked to send
-   * it later (503 + Retry-After) before anything here waits long enough to time out.
+   * INGEST_LANE_BACKLOG_MAX, counting those a new event of `urgency` would wait behind (a call's
+   * event: calls' runs only; an SMS: all): the carrier is asked to send it later (503 +
+   * Retry-After) before anything here waits long enough to time out.
    */
-  private laneBacklogged(): boolean {
-    return this.budget.gates.realtime.waiting > this.config.INGEST_LANE_BACKLOG_MAX;
+  private laneBacklogged(urgency: Urgency): boolean {
+    return this.budget.gates.realtime.waitingAhead(urgency) > this.config.INGEST_LANE_BACKLOG_MAX;
   }
 
   /**

@@ -4,7 +4,7 @@ import { GroupCommitter, type BatchOutcome } from '../../platform/database/group
 import { retryingLockConflicts } from '../../platform/database/pg-errors.js';
 import { Statements } from '../../platform/database/statements.js';
 import { AfterCommitJobs, type AfterCommitJob } from '../../platform/outbox/after-commit-jobs.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { WebhookDeliveryAttemptJob } from '../webhooks/webhooks.jobs.js';
 import type { RunOutcome } from '../../platform/outbox/job-handler.js';
 import { claimLockedJobsSql, lockJobsSql } from '../../platform/outbox/job-sql.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
@@ -12,6 +12,7 @@ import type { BatchCarrierEventHandler, HandledKind } from './carrier-event-hand
 import { isTransient } from './carrier-event-processor.js';
 import { buildBatchStatement } from './one-statement-build.js';
 import type { StoredCarrierEvent } from './one-statement-runs.js';
+import { afterCommitJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
 
 /** One process-carrier-event job run waiting for a batch. */
 interface BatchedRun {
@@ -99,7 +100,7 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
     const stmt = new CteStatement();
     // The first webhook attempts of the events' customer events run here once the statement
     // returns; with too few places free they are written due now, for the relay.
-    const result = await this.afterCommit.aroundStatement(JobName.WebhookDeliveryAttempt, runs.length, stmt, () => this.writeStatement(stmt, handler, runs), (written) => written.afterCommit);
+    const result = await this.afterCommit.aroundStatement(WebhookDeliveryAttemptJob, runs.length, stmt, () => this.writeStatement(stmt, handler, runs), (written) => written.afterCommit);
     this.outbox.jobsWritten(result.jobs);
     return new Set(result.claimed);
   }
@@ -124,7 +125,7 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
     const [result] = await this.statements.query<{ claimed: string[]; jobs: number; afterCommit: AfterCommitJob[] }>(
       stmt.text(
         `SELECT (SELECT coalesce(jsonb_agg(job_id), '[]'::jsonb) FROM ${claimed}) AS claimed,
-                  (${stmt.newJobsCount()})::int AS jobs, ${stmt.afterCommitJobs()} AS "afterCommit"`,
+                  (${newJobsCount(stmt)})::int AS jobs, ${afterCommitJobs(stmt)} AS "afterCommit"`,
       ),
       stmt.params,
     );

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import { Statements } from '../../platform/database/statements.js';
 import type { RunOutcome } from '../../platform/outbox/job-handler.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { WebhookDeliveryAttemptJob } from '../webhooks/webhooks.jobs.js';
 import { claimJobSql, pendingJobSql } from '../../platform/outbox/job-sql.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { AfterCommitJobs, type AfterCommitJob } from '../../platform/outbox/after-commit-jobs.js';
@@ -11,6 +11,7 @@ import { CarrierEventHandlers, type HandledKind, type OneStatementCarrierEventHa
 import { isTransient } from './carrier-event-processor.js';
 import { buildOneStatement } from './one-statement-build.js';
 import { OneStatementBatches } from './one-statement-batches.js';
+import { afterCommitJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
 
 /** An event no module acts on: consumed with the reason. */
 const ignoreEvent: OneStatementCarrierEventHandler<HandledKind> = (event, { stmt, consume }) =>
@@ -59,7 +60,7 @@ export class OneStatementRuns {
     // The jobs this statement creates that may run here once it returns (a new event's first
     // webhook attempts); with no place free they are written due now, for the relay.
     const result = await this.afterCommit.aroundStatement(
-      JobName.WebhookDeliveryAttempt,
+      WebhookDeliveryAttemptJob,
       1,
       stmt,
       () => this.runStatement(stmt, handler, event, jobId, row.id),
@@ -96,7 +97,7 @@ export class OneStatementRuns {
       const [result] = await this.statements.query<{ ready: boolean; claimed: boolean; jobs: number; afterCommit: AfterCommitJob[] }>(
         stmt.text(
           `SELECT (${consumption.ready ?? 'true'}) AS ready, EXISTS (SELECT FROM job_claimed) AS claimed,
-                  (${stmt.newJobsCount()})::int AS jobs, ${stmt.afterCommitJobs()} AS "afterCommit"`,
+                  (${newJobsCount(stmt)})::int AS jobs, ${afterCommitJobs(stmt)} AS "afterCommit"`,
         ),
         stmt.params,
       );

@@ -1,14 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import type { Tx } from '../../platform/database/tx.js';
-import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
+import type { PayloadOf } from '../../platform/outbox/job-definition.js';
+import { ProcessCarrierEventJob } from './ingest.jobs.js';
 import { HandlesJob, type JobContext, type JobHandler, type RunOutcome } from '../../platform/outbox/job-handler.js';
 import { CarrierEventProcessor } from './carrier-event-processor.js';
 import { OneStatementRuns, type StoredCarrierEvent } from './one-statement-runs.js';
 
 /** Worker side of ingest: the event's processing commits with the job's completion. */
 @Injectable()
-@HandlesJob(JobName.ProcessCarrierEvent)
-export class ProcessCarrierEventHandler implements JobHandler<JobName.ProcessCarrierEvent> {
+@HandlesJob(ProcessCarrierEventJob)
+export class ProcessCarrierEventHandler implements JobHandler<typeof ProcessCarrierEventJob> {
   constructor(
     private readonly processor: CarrierEventProcessor,
     private readonly oneStatement: OneStatementRuns,
@@ -22,12 +23,12 @@ export class ProcessCarrierEventHandler implements JobHandler<JobName.ProcessCar
     return this.oneStatement.run(jobId, context?.prefetched as StoredCarrierEvent | undefined);
   }
 
-  async handle(data: JobPayloads[JobName.ProcessCarrierEvent], { tx }: JobContext): Promise<void> {
+  async handle(data: PayloadOf<typeof ProcessCarrierEventJob>, { tx }: JobContext): Promise<void> {
     await this.processor.process(tx!, data.carrierEventId);
   }
 
   /** Infrastructure errors outlasted every attempt: the event joins the failed list, replayable. */
-  async onFinalFailure(data: JobPayloads[JobName.ProcessCarrierEvent], error: string, tx: Tx): Promise<void> {
+  async onFinalFailure(data: PayloadOf<typeof ProcessCarrierEventJob>, error: string, tx: Tx): Promise<void> {
     await this.processor.recordJobGaveUp(tx, data.carrierEventId, error);
   }
 }

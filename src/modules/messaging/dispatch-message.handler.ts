@@ -3,7 +3,8 @@ import { CarrierThrottledError, CarrierUnavailableError, type SendResult } from 
 import { MessageSenders } from '../../carriers/message-senders.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
-import { JOB_SPECS, JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
+import type { PayloadOf } from '../../platform/outbox/job-definition.js';
+import { DispatchMessageJob } from './messaging.jobs.js';
 import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { MessageTransitions, type DispatchClaim } from './message-transitions.js';
@@ -17,8 +18,8 @@ import { MessageTransitions, type DispatchClaim } from './message-transitions.js
  * describes the windows that remain.
  */
 @Injectable()
-@HandlesJob(JobName.DispatchMessage)
-export class DispatchMessageHandler implements JobHandler<JobName.DispatchMessage> {
+@HandlesJob(DispatchMessageJob)
+export class DispatchMessageHandler implements JobHandler<typeof DispatchMessageJob> {
   private readonly logger = new Logger(DispatchMessageHandler.name);
 
   constructor(
@@ -29,7 +30,7 @@ export class DispatchMessageHandler implements JobHandler<JobName.DispatchMessag
     private readonly config: AppConfig,
   ) {}
 
-  async handle({ messageId }: JobPayloads[JobName.DispatchMessage], { attempt }: JobContext): Promise<void> {
+  async handle({ messageId }: PayloadOf<typeof DispatchMessageJob>, { attempt }: JobContext): Promise<void> {
     const claim = await this.claim(messageId);
     if (!claim) return;
     try {
@@ -57,7 +58,7 @@ export class DispatchMessageHandler implements JobHandler<JobName.DispatchMessag
       // run_at is the lease's end by the database clock, which is also what the relay waits on,
       // so this run finds that lease ended. (If this process dies first, its own job is redriven and finds the lease again.)
       await this.uow.run((tx) =>
-        this.outbox.enqueue(tx, { name: JobName.DispatchMessage, data: { messageId }, jobId: `dispatch-${messageId}-${outcome.holder}`, runAt: outcome.until }),
+        this.outbox.enqueue(tx, { job: DispatchMessageJob, data: { messageId }, jobId: `dispatch-${messageId}-${outcome.holder}`, runAt: outcome.until }),
       );
     }
     return undefined;
@@ -75,7 +76,7 @@ export class DispatchMessageHandler implements JobHandler<JobName.DispatchMessag
         this.logger.warn(`carrier throttled ${message.from_number} sending ${message.id}: ${resumeAt ? `tried again from ${resumeAt.toISOString()}` : 'another run holds it now'}`);
         return;
       }
-      if (err instanceof CarrierUnavailableError && attempt >= JOB_SPECS[JobName.DispatchMessage].attempts) {
+      if (err instanceof CarrierUnavailableError && attempt >= DispatchMessageJob.attempts) {
         this.logger.warn(`giving up on ${message.id} after ${attempt} attempts: ${err.message}`);
         await this.uow.run((tx) => this.transitions.markRejected(tx, message, 'carrier_unavailable', err.message));
         return;

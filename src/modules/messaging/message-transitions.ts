@@ -8,7 +8,7 @@ import type { EventBatchRun, OneStatementRun } from '../ingest/carrier-event-han
 import type { OwnersOf } from '../numbers/phone-numbers.service.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { DispatchMessageJob } from './messaging.jobs.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
 import { burstToleranceSql } from './sender-pacing.js';
 import { sendRateSql } from '../numbers/send-rates.js';
@@ -16,6 +16,7 @@ import { CustomerEvents } from '../webhooks/customer-events.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
 import { OptOutKeywords, optedOutSql } from './opt-out-keywords.js';
 import { MESSAGE_COLUMNS, MESSAGE_VIEW_JSON, TERMINAL_STATUSES, toView, UNSENT_STATUSES, WAITING_STATUSES, type MessageStatus, type MessageView } from './message-view.js';
+import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
 
 type Row = MessageView & { account_id: string };
 
@@ -231,7 +232,7 @@ export class MessageTransitions {
         WHERE m.id = paced.locked_id AND paced.new_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused
        RETURNING m.id AS slotted_id, m.send_slot AS wake_at`,
     );
-    this.outbox.jobsFromCte(stmt, 'slotted_job', slotted, JobName.DispatchMessage, {
+    this.outbox.jobsFromCte(stmt, 'slotted_job', slotted, DispatchMessageJob, {
       id: `'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint`,
       data: `jsonb_build_object('messageId', slotted_id)`,
       runAt: 'wake_at',
@@ -240,7 +241,7 @@ export class MessageTransitions {
     const sql = stmt.text(
       `SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at,
               EXISTS (SELECT FROM messages WHERE id = ${id} AND direction = 'outbound' AND status = ANY(${unsent})) AS present,
-              (${stmt.newJobsCount()})::int AS jobs, claimed.*
+              (${newJobsCount(stmt)})::int AS jobs, claimed.*
          FROM (VALUES (1)) AS one (n) LEFT JOIN paced ON true LEFT JOIN claimed ON claimed.id = paced.locked_id`,
     );
     return { sql, params: stmt.params };
@@ -272,12 +273,12 @@ export class MessageTransitions {
     );
     stmt.with('throttled_history', `INSERT INTO message_status_history (message_id, status) SELECT throttled_id, 'queued' FROM ${back}`);
     const resume = stmt.with('resume', `SELECT throttled_id, coalesce((SELECT send_paused_until FROM paused), ${pause}) AS resume_at FROM ${back}`);
-    this.outbox.jobsFromCte(stmt, 'resume_job', resume, JobName.DispatchMessage, {
+    this.outbox.jobsFromCte(stmt, 'resume_job', resume, DispatchMessageJob, {
       id: `'dispatch-' || throttled_id || '-retry-' || ${stmt.param(lease.token, 'text')}`,
       data: `jsonb_build_object('messageId', throttled_id)`,
       runAt: 'resume_at',
     });
-    const { rows } = await exec<{ resume_at: Date | null; jobs: number }>(tx, stmt.text(`SELECT (SELECT resume_at FROM ${resume}) AS resume_at, (${stmt.newJobsCount()})::int AS jobs`), stmt.params);
+    const { rows } = await exec<{ resume_at: Date | null; jobs: number }>(tx, stmt.text(`SELECT (SELECT resume_at FROM ${resume}) AS resume_at, (${newJobsCount(stmt)})::int AS jobs`), stmt.params);
     this.outbox.jobsWritten(rows[0].jobs, tx);
     return rows[0].resume_at ?? undefined;
   }
@@ -305,7 +306,7 @@ export class MessageTransitions {
     this.sideEffectsCtes(stmt, cancelled, 'cancelled', 'message.cancelled');
     const { rows } = await exec<{ previous: MessageStatus; jobs: number; message: Row | null }>(
       tx,
-      stmt.text(`SELECT found.previous, (${stmt.newJobsCount()})::int AS jobs, (SELECT to_jsonb(c) FROM ${cancelled} c) AS message FROM found`),
+      stmt.text(`SELECT found.previous, (${newJobsCount(stmt)})::int AS jobs, (SELECT to_jsonb(c) FROM ${cancelled} c) AS message FROM found`),
       stmt.params,
     );
     if (rows.length === 0) return undefined;

@@ -5,7 +5,7 @@ import { exec, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { fingerprint, IdempotencyKeys, type StoredResponse } from '../../platform/idempotency/idempotency-keys.js';
 import { PhoneNumbers } from '../numbers/phone-numbers.service.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { DispatchMessageJob } from './messaging.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { MessageTransitions } from './message-transitions.js';
 import { optedOutSql, recipientOptedOut } from './opt-out-keywords.js';
@@ -67,7 +67,7 @@ export class MessagesService {
     if (rows.length === 0) throw recipientOptedOut(request.to);
     const message = toView(rows[0]);
     await this.transitions.recordHistory(tx, message.id, status);
-    await this.outbox.enqueue(tx, { name: JobName.DispatchMessage, data: { messageId: message.id }, jobId: `dispatch-${message.id}`, runAt: sendAt });
+    await this.outbox.enqueue(tx, { job: DispatchMessageJob, data: { messageId: message.id }, jobId: `dispatch-${message.id}`, runAt: sendAt });
     return message;
   }
 

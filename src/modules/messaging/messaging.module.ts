@@ -17,12 +17,16 @@ import { MessagesService } from './messages.service.js';
 import { OptOutKeywords } from './opt-out-keywords.js';
 import { MessagingSettings } from './messaging-settings.js';
 import { MessagingSettingsController } from './messaging-settings.controller.js';
+import { declareJobs } from '../../platform/outbox/job-definition.js';
+import { DispatchMessageJob } from './messaging.jobs.js';
+// The customer event types this module emits (webhooks delivers them, knowing none by name).
+import './messaging.events.js';
 
 /** SMS: send (with Idempotency-Key), dispatch to carriers, receipts, inbound. */
 @Module({
   imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, WebhooksModule],
   controllers: [MessagesController, MessagingSettingsController],
-  providers: [MessagesService, MessagesQuery, MessageTransitions, MessagingCarrierEvents, DispatchMessageHandler, MessagingInvariants, OptOutKeywords, MessagingSettings],
+  providers: [MessagesService, MessagesQuery, MessageTransitions, MessagingCarrierEvents, declareJobs(DispatchMessageJob), DispatchMessageHandler, MessagingInvariants, OptOutKeywords, MessagingSettings],
   exports: [MessageTransitions],
 })
 export class MessagingModule {}

@@ -1,7 +1,7 @@
 import { Injectable, UnprocessableEntityException } from '@nestjs/common';
 import { IdPrefix } from '../../platform/ids.js';
 import type { CteStatement } from '../../platform/database/cte-statement.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { DispatchMessageJob } from './messaging.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { countSegments } from '../../telephony/segments.js';
 import { isoTimestampSql } from '../../platform/database/cte-statement.js';
@@ -105,6 +105,6 @@ export class OptOutKeywords {
        RETURNING id`,
     );
     stmt.with('opt_reply_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'queued' FROM ${queued}`);
-    this.outbox.jobsFromCte(stmt, 'opt_reply_jobs', queued, JobName.DispatchMessage, { id: `'dispatch-' || id`, data: `jsonb_build_object('messageId', id)` });
+    this.outbox.jobsFromCte(stmt, 'opt_reply_jobs', queued, DispatchMessageJob, { id: `'dispatch-' || id`, data: `jsonb_build_object('messageId', id)` });
   }
 }

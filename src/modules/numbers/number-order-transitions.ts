@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { OrderedNumber } from '../../carriers/number-provider.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { PollNumberOrderJob } from './numbers.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
 import { readOrderView } from './number-order-view.js';
@@ -60,7 +60,7 @@ export class NumberOrderTransitions {
     // Only a pending order: a completion that came first is never undone.
     const { affected } = await exec(tx, `UPDATE number_orders SET carrier_order_id = $2, placing_until = NULL WHERE id = $1 AND status = 'pending'`, [orderId, carrierOrderId]);
     if (affected === 1) {
-      await this.outbox.enqueue(tx, { name: JobName.PollNumberOrder, data: { orderId, poll: 1 }, jobId: `poll-${orderId}-1`, runAt: new Date(Date.now() + pollSeconds * 1000) });
+      await this.outbox.enqueue(tx, { job: PollNumberOrderJob, data: { orderId, poll: 1 }, jobId: `poll-${orderId}-1`, runAt: new Date(Date.now() + pollSeconds * 1000) });
     }
     return affected === 1;
   }

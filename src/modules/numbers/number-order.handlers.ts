@@ -4,7 +4,8 @@ import { NumberProviders } from '../../carriers/number-providers.js';
 import type { OrderPlacement } from '../../carriers/number-provider.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
-import { JOB_SPECS, JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
+import type { PayloadOf } from '../../platform/outbox/job-definition.js';
+import { PlaceNumberOrderJob, PollNumberOrderJob } from './numbers.jobs.js';
 import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { NumberOrderTransitions } from './number-order-transitions.js';
@@ -20,8 +21,8 @@ const PLACING_LEASE_SECONDS = 60;
  * outcome is recorded by a guarded transition, so it is recorded once.
  */
 @Injectable()
-@HandlesJob(JobName.PlaceNumberOrder)
-export class PlaceNumberOrderHandler implements JobHandler<JobName.PlaceNumberOrder> {
+@HandlesJob(PlaceNumberOrderJob)
+export class PlaceNumberOrderHandler implements JobHandler<typeof PlaceNumberOrderJob> {
   private readonly logger = new Logger(PlaceNumberOrderHandler.name);
 
   constructor(
@@ -32,11 +33,11 @@ export class PlaceNumberOrderHandler implements JobHandler<JobName.PlaceNumberOr
     private readonly config: AppConfig,
   ) {}
 
-  async handle({ orderId }: JobPayloads[JobName.PlaceNumberOrder], { attempt }: JobContext): Promise<void> {
+  async handle({ orderId }: PayloadOf<typeof PlaceNumberOrderJob>, { attempt }: JobContext): Promise<void> {
     const outcome = await this.uow.run(async (tx) => {
       const claimed = await this.transitions.claimForPlacing(tx, orderId, PLACING_LEASE_SECONDS);
       // Another run holds the lease: one run at its end follows up, in case the holder died.
-      if (claimed.kind === 'leased') await this.outbox.enqueue(tx, { name: JobName.PlaceNumberOrder, data: { orderId }, jobId: `place-${orderId}-${claimed.until.getTime()}`, runAt: claimed.until });
+      if (claimed.kind === 'leased') await this.outbox.enqueue(tx, { job: PlaceNumberOrderJob, data: { orderId }, jobId: `place-${orderId}-${claimed.until.getTime()}`, runAt: claimed.until });
       return claimed;
     });
     if (outcome.kind !== 'claimed') return;
@@ -45,7 +46,7 @@ export class PlaceNumberOrderHandler implements JobHandler<JobName.PlaceNumberOr
     try {
       placement = await this.providers.for(order.carrier).order(order.id, order.country, order.phoneNumbers);
     } catch (err) {
-      if (err instanceof CarrierUnavailableError && attempt >= JOB_SPECS[JobName.PlaceNumberOrder].attempts) {
+      if (err instanceof CarrierUnavailableError && attempt >= PlaceNumberOrderJob.attempts) {
         this.logger.warn(`giving up on order ${orderId} after ${attempt} attempts: ${err.message}`);
         await this.uow.run((tx) => this.transitions.settle(tx, orderId, { numbers: [], error: `carrier unavailable: ${err.message}` }));
         return;
@@ -66,8 +67,8 @@ export class PlaceNumberOrderHandler implements JobHandler<JobName.PlaceNumberOr
  * wins, once); still pending: another poll, up to NUMBER_ORDER_MAX_POLLS, then failed.
  */
 @Injectable()
-@HandlesJob(JobName.PollNumberOrder)
-export class PollNumberOrderHandler implements JobHandler<JobName.PollNumberOrder> {
+@HandlesJob(PollNumberOrderJob)
+export class PollNumberOrderHandler implements JobHandler<typeof PollNumberOrderJob> {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly transitions: NumberOrderTransitions,
@@ -76,7 +77,7 @@ export class PollNumberOrderHandler implements JobHandler<JobName.PollNumberOrde
     private readonly config: AppConfig,
   ) {}
 
-  async handle({ orderId, poll }: JobPayloads[JobName.PollNumberOrder]): Promise<void> {
+  async handle({ orderId, poll }: PayloadOf<typeof PollNumberOrderJob>): Promise<void> {
     const [order] = await this.uow.run((tx) => tx.query(`SELECT carrier, carrier_order_id FROM number_orders WHERE id = $1 AND status = 'pending'`, [orderId]));
     if (!order?.carrier_order_id) return;
     const placement = await this.providers.for(order.carrier).orderStatus(order.carrier_order_id);
@@ -84,7 +85,7 @@ export class PollNumberOrderHandler implements JobHandler<JobName.PollNumberOrde
       if (placement.outcome === 'settled') return void (await this.transitions.settle(tx, orderId, placement));
       if (poll >= this.config.NUMBER_ORDER_MAX_POLLS) return void (await this.transitions.settle(tx, orderId, { numbers: [], error: `the carrier did not complete the order in ${poll} polls` }));
       const next = poll + 1;
-      await this.outbox.enqueue(tx, { name: JobName.PollNumberOrder, data: { orderId, poll: next }, jobId: `poll-${orderId}-${next}`, runAt: new Date(Date.now() + this.config.NUMBER_ORDER_POLL_SECONDS * 1000) });
+      await this.outbox.enqueue(tx, { job: PollNumberOrderJob, data: { orderId, poll: next }, jobId: `poll-${orderId}-${next}`, runAt: new Date(Date.now() + this.config.NUMBER_ORDER_POLL_SECONDS * 1000) });
     });
   }
 }

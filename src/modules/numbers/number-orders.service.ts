@@ -5,7 +5,7 @@ import { exec, queryRows } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { PageRequest } from '../../platform/http/pagination.js';
 import { fingerprint, IdempotencyKeys, type StoredResponse } from '../../platform/idempotency/idempotency-keys.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { PlaceNumberOrderJob } from './numbers.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import { readOrderView } from './number-order-view.js';
@@ -62,7 +62,7 @@ export class NumberOrders {
           errors: taken.map((n) => ({ code: 'phone_number_taken', title: 'Phone number held', detail: `${n} is held by another account or order`, source: { pointer: `/phone_numbers/${request.phone_numbers.indexOf(n)}` } })),
         });
       }
-      await this.outbox.enqueue(tx, { name: JobName.PlaceNumberOrder, data: { orderId }, jobId: `place-${orderId}` });
+      await this.outbox.enqueue(tx, { job: PlaceNumberOrderJob, data: { orderId }, jobId: `place-${orderId}` });
       const response: StoredResponse = { status: 202, body: { data: await readOrderView(tx, accountId, orderId) } };
       if (idempotencyKey) await this.keys.complete(tx, accountId, idempotencyKey, response);
       return { ...response, replayed: false };

@@ -3,7 +3,8 @@ import { NumberProviders } from '../../carriers/number-providers.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
-import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
+import type { PayloadOf } from '../../platform/outbox/job-definition.js';
+import { ReleaseNumberJob } from './numbers.jobs.js';
 import { HandlesJob, type JobHandler } from '../../platform/outbox/job-handler.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
@@ -36,7 +37,7 @@ export class NumberReleases {
       const row = rows[0];
       if (!row || row.was === 'failed') throw new NotFoundException({ code: 'not_found', title: 'Resource not found', detail: 'no phone number with this id' });
       if (row.was === 'ordering') throw new ConflictException({ code: 'order_in_progress', title: 'Order in progress', detail: 'the number is still being ordered; release it once its order completed' });
-      if (row.moved) await this.outbox.enqueue(tx, { name: JobName.ReleaseNumber, data: { numberId }, jobId: `release-${numberId}` });
+      if (row.moved) await this.outbox.enqueue(tx, { job: ReleaseNumberJob, data: { numberId }, jobId: `release-${numberId}` });
       return this.numbers.viewIn(tx, numberId);
     });
   }
@@ -44,8 +45,8 @@ export class NumberReleases {
 
 /** Releases one releasing number at its carrier, once no call on it is in progress. */
 @Injectable()
-@HandlesJob(JobName.ReleaseNumber)
-export class ReleaseNumberHandler implements JobHandler<JobName.ReleaseNumber> {
+@HandlesJob(ReleaseNumberJob)
+export class ReleaseNumberHandler implements JobHandler<typeof ReleaseNumberJob> {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly providers: NumberProviders,
@@ -55,7 +56,7 @@ export class ReleaseNumberHandler implements JobHandler<JobName.ReleaseNumber> {
     private readonly numbers: PhoneNumbers,
   ) {}
 
-  async handle({ numberId }: JobPayloads[JobName.ReleaseNumber]): Promise<void> {
+  async handle({ numberId }: PayloadOf<typeof ReleaseNumberJob>): Promise<void> {
     const number = await this.uow.run((tx) => this.waitingRelease(tx, numberId));
     if (!number) return;
     await this.providers.for(number.carrier).release({ phoneNumber: number.phone_number, carrierNumberId: number.carrier_number_id ?? undefined, country: number.country ?? undefined });
@@ -87,7 +88,7 @@ export class ReleaseNumberHandler implements JobHandler<JobName.ReleaseNumber> {
     if (!number) return undefined;
     if (!number.busy) return number as { phone_number: string; carrier: 'telnyx' | 'twilio' | 'vonage'; carrier_number_id: string | null; country: string | null };
     const at = new Date(Date.now() + this.config.NUMBER_RELEASE_RECHECK_SECONDS * 1000);
-    await this.outbox.enqueue(tx, { name: JobName.ReleaseNumber, data: { numberId }, jobId: `release-${numberId}-${at.getTime()}`, runAt: at });
+    await this.outbox.enqueue(tx, { job: ReleaseNumberJob, data: { numberId }, jobId: `release-${numberId}-${at.getTime()}`, runAt: at });
     return undefined;
   }
 }

@@ -16,6 +16,10 @@ import { NumberReleases, ReleaseNumberHandler } from './number-releases.js';
 import { NumberSearchService } from './number-search.js';
 import { PhoneNumbersController } from './phone-numbers.controller.js';
 import { PhoneNumbers } from './phone-numbers.service.js';
+import { declareJobs } from '../../platform/outbox/job-definition.js';
+import { PlaceNumberOrderJob, PollNumberOrderJob, ReleaseNumberJob } from './numbers.jobs.js';
+// The customer event types this module emits (webhooks delivers them, knowing none by name).
+import './numbers.events.js';
 
 /**
  * Phone numbers: bought through the carrier (search, order, release) or assigned by an operator;
@@ -25,7 +29,7 @@ import { PhoneNumbers } from './phone-numbers.service.js';
   imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, OutboxModule, WebhooksModule],
   controllers: [PhoneNumbersController, AvailablePhoneNumbersController, NumberOrdersController],
   providers: [
-    PhoneNumbers, NumberOrders, NumberOrderTransitions, PlaceNumberOrderHandler, PollNumberOrderHandler, NumberReleases, ReleaseNumberHandler, NumberSearchService, NumberOrderEvents, NumberRentals,
+    PhoneNumbers, NumberOrders, NumberOrderTransitions, declareJobs(PlaceNumberOrderJob, PollNumberOrderJob, ReleaseNumberJob), PlaceNumberOrderHandler, PollNumberOrderHandler, NumberReleases, ReleaseNumberHandler, NumberSearchService, NumberOrderEvents, NumberRentals,
   ],
   exports: [PhoneNumbers, NumberRentals, NumberOrders, NumberReleases, NumberSearchService, NumberOrderTransitions],
 })

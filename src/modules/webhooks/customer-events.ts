@@ -5,6 +5,7 @@ import { assertInTransaction, exec, type Tx } from '../../platform/database/tx.j
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
 import { CUSTOMER_EVENT_VERSION, isCustomerEventType, type CustomerEventType } from './event-types.js';
+import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
 
 /**
  * The one way other modules tell customers something happened. Call it inside the transaction
@@ -28,7 +29,7 @@ export class CustomerEvents {
     const stmt = new CteStatement();
     stmt.with('evt_source', `SELECT ${stmt.param(accountId)}::text AS account_id, ${stmt.param(JSON.stringify(data))}::jsonb AS payload`);
     const event = this.emitFromCte(stmt, 'evt_source', type, 'payload');
-    const { rows } = await exec<{ id: string; jobs: number }>(tx, stmt.text(`SELECT (SELECT id FROM ${event}) AS id, (${stmt.newJobsCount()})::int AS jobs`), stmt.params);
+    const { rows } = await exec<{ id: string; jobs: number }>(tx, stmt.text(`SELECT (SELECT id FROM ${event}) AS id, (${newJobsCount(stmt)})::int AS jobs`), stmt.params);
     this.outbox.jobsWritten(rows[0].jobs, tx);
     return rows[0].id;
   }
@@ -37,7 +38,7 @@ export class CustomerEvents {
    * emit as a fragment of a statement: an event of `type` for each row of CTE `source` (which
    * has `account_id`), its payload the SQL expression `payload` over source's columns. Put it
    * after the guard's CTE, reading from it, so it emits only for rows the guard changed. The
-   * statement's runner calls OutboxService.jobsWritten with stmt.newJobsCount(). Returns the
+   * statement's runner calls OutboxService.jobsWritten with newJobsCount(stmt). Returns the
    * CTE of the events (id, account_id, type, payload, created_at).
    *
    * `type` may instead list the types of a source whose own `type` column names each row's

@@ -6,7 +6,8 @@ import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import { Statements } from '../../platform/database/statements.js';
 import { completeJobSql, pendingJobSql } from '../../platform/outbox/job-sql.js';
-import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
+import type { PayloadOf } from '../../platform/outbox/job-definition.js';
+import { WebhookDeliveryAttemptJob } from './webhooks.jobs.js';
 import { HandlesJob, type JobContext, type JobHandler, type RunOutcome } from '../../platform/outbox/job-handler.js';
 import { AddressPolicy, AddressRefused } from './address-policy.js';
 import { isSuccess, recordAttemptsCtes } from './attempt-records.js';
@@ -33,8 +34,8 @@ function isDue(row: DeliveryRow, ref: AttemptRef): boolean {
 
 /** One HTTP attempt of one delivery; its outcome and the next attempt are recorded in one transaction. */
 @Injectable()
-@HandlesJob(JobName.WebhookDeliveryAttempt)
-export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliveryAttempt>, OnApplicationShutdown {
+@HandlesJob(WebhookDeliveryAttemptJob)
+export class DeliveryAttemptHandler implements JobHandler<typeof WebhookDeliveryAttemptJob>, OnApplicationShutdown {
   private readonly policy: AddressPolicy;
   private readonly agents = new EndpointAgents();
 
@@ -94,7 +95,7 @@ export class DeliveryAttemptHandler implements JobHandler<JobName.WebhookDeliver
     return row;
   }
 
-  async handle({ deliveryId, round, attempt }: JobPayloads[JobName.WebhookDeliveryAttempt]): Promise<void> {
+  async handle({ deliveryId, round, attempt }: PayloadOf<typeof WebhookDeliveryAttemptJob>): Promise<void> {
     const ref = { id: deliveryId, round, attempt };
     let row = await this.load(deliveryId);
     // Stale is final (round and attempt_count only grow), so this earlier read may decide it: an

@@ -3,9 +3,10 @@ import { AppConfig } from '../../platform/config/app-config.js';
 import { IdPrefix } from '../../platform/ids.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
-import { JobName } from '../../platform/outbox/job-catalogue.js';
+import { WebhookDeliveryAttemptJob, WebhookParkedExpiryJob } from './webhooks.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { deliveryJsonSql } from './delivery-row.js';
+import { StatementJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
 
 export interface AttemptRef {
   id: string;
@@ -42,7 +43,7 @@ export class DeliveryScheduler {
     await this.outbox.enqueueMany(
       tx,
       refs.map((ref) => ({
-        name: JobName.WebhookDeliveryAttempt,
+        job: WebhookDeliveryAttemptJob,
         data: { deliveryId: ref.id, round: ref.round, attempt: ref.attempt },
         jobId: attemptJobId(ref),
         runAt,
@@ -58,7 +59,7 @@ export class DeliveryScheduler {
     const stmt = new CteStatement();
     stmt.with('dlv_event', `SELECT ${stmt.param(eventId)}::text AS id, ${stmt.param(accountId)}::text AS account_id`);
     const created = this.createForEventsCte(stmt, 'dlv_event', type);
-    const [row] = (await exec<{ created: number; jobs: number }>(tx, stmt.text(`SELECT (SELECT count(*) FROM ${created})::int AS created, (${stmt.newJobsCount()})::int AS jobs`), stmt.params)).rows;
+    const [row] = (await exec<{ created: number; jobs: number }>(tx, stmt.text(`SELECT (SELECT count(*) FROM ${created})::int AS created, (${newJobsCount(stmt)})::int AS jobs`), stmt.params)).rows;
     this.outbox.jobsWritten(row.jobs, tx);
     return row.created;
   }
@@ -95,14 +96,15 @@ export class DeliveryScheduler {
        RETURNING id, status, round, attempt_count, round_first_attempt, endpoint_id, event_id`,
     );
     stmt.with('dlv_first_attempts', `SELECT id, 1 AS round, 1 AS attempt FROM ${created} WHERE status = 'pending'`);
-    const jobs = this.outbox.jobsFromCte(stmt, 'dlv_jobs', 'dlv_first_attempts', JobName.WebhookDeliveryAttempt, {
+    const jobs = this.outbox.jobsFromCte(stmt, 'dlv_jobs', 'dlv_first_attempts', WebhookDeliveryAttemptJob, {
       id: ATTEMPT_JOB_ID_SQL,
       data: `jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt)`,
     });
     // First attempts this process runs once the statement returns start from the delivery as
     // created here (DeliveryAttemptHandler.runInOneStatement): no read back.
-    if (stmt.afterCommitJobCtes.includes(jobs)) {
-      stmt.afterCommitPrefetchCtes.push(
+    const statementJobs = StatementJobs.of(stmt);
+    if (statementJobs.afterCommitJobCtes.includes(jobs)) {
+      statementJobs.afterCommitPrefetchCtes.push(
         stmt.with(
           'dlv_prefetched',
           `SELECT ${ATTEMPT_JOB_ID_SQL} AS job_id, prefetched FROM (
@@ -137,7 +139,7 @@ export class DeliveryScheduler {
 
   async scheduleParkedExpiry(tx: Tx, endpointId: string, runAt: Date): Promise<void> {
     await this.outbox.enqueue(tx, {
-      name: JobName.WebhookParkedExpiry,
+      job: WebhookParkedExpiryJob,
       data: { endpointId },
       jobId: `wpx-${endpointId}-${runAt.getTime()}`,
       runAt,

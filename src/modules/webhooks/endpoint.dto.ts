@@ -2,6 +2,13 @@ import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { ArrayUnique, IsArray, IsIn, IsOptional, IsString, MaxLength, ValidateIf } from 'class-validator';
 import { CUSTOMER_EVENT_TYPES, type CustomerEventType } from './event-types.js';
 
+/**
+ * The event types are declared by the modules that emit them, as they load: the decorators below
+ * hold the one CUSTOMER_EVENT_TYPES array (read when a request is validated or the API described),
+ * never a copy of it taken before every module loaded.
+ */
+const eventTypesMessage = () => `each value in event_types must be one of: ${CUSTOMER_EVENT_TYPES.join(', ')}`;
+
 /** A delivery's statuses (the webhook_deliveries CHECK constraint has the same list). */
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'parked'] as const;
 
@@ -10,8 +17,8 @@ export class CreateEndpointDto {
   @IsString() @MaxLength(2048)
   url!: string;
 
-  @ApiPropertyOptional({ enum: CUSTOMER_EVENT_TYPES, isArray: true, example: ['message.delivered', 'message.failed'], description: 'Omit to receive every type' })
-  @IsOptional() @IsArray() @ArrayUnique() @IsIn(CUSTOMER_EVENT_TYPES, { each: true, message: `each value in event_types must be one of: ${CUSTOMER_EVENT_TYPES.join(', ')}` })
+  @ApiPropertyOptional({ type: 'array', items: { type: 'string', enum: CUSTOMER_EVENT_TYPES as CustomerEventType[] }, example: ['message.delivered', 'message.failed'], description: 'Omit to receive every type' })
+  @IsOptional() @IsArray() @ArrayUnique() @IsIn(CUSTOMER_EVENT_TYPES, { each: true, message: eventTypesMessage })
   event_types?: CustomerEventType[];
 
   @ApiPropertyOptional({ example: 'Production receiver' })
@@ -24,8 +31,8 @@ export class UpdateEndpointDto {
   @IsOptional() @IsString() @MaxLength(2048)
   url?: string;
 
-  @ApiPropertyOptional({ type: 'array', items: { type: 'string', enum: [...CUSTOMER_EVENT_TYPES] }, nullable: true, example: ['call.completed'], description: 'null: every type' })
-  @ValidateIf((_, v) => v !== null && v !== undefined) @IsArray() @ArrayUnique() @IsIn(CUSTOMER_EVENT_TYPES, { each: true, message: `each value in event_types must be one of: ${CUSTOMER_EVENT_TYPES.join(', ')}` })
+  @ApiPropertyOptional({ type: 'array', items: { type: 'string', enum: CUSTOMER_EVENT_TYPES as CustomerEventType[] }, nullable: true, example: ['call.completed'], description: 'null: every type' })
+  @ValidateIf((_, v) => v !== null && v !== undefined) @IsArray() @ArrayUnique() @IsIn(CUSTOMER_EVENT_TYPES, { each: true, message: eventTypesMessage })
   event_types?: CustomerEventType[] | null;
 
   @ApiPropertyOptional({ type: 'string', example: 'Staging receiver', nullable: true })
@@ -40,7 +47,7 @@ export class EndpointView {
   @ApiProperty({ example: 'we_01jd5x2m3n4p5q6r7s8t9v0w1x' }) id!: string;
   @ApiProperty({ enum: ['webhook_endpoint'] }) record_type!: 'webhook_endpoint';
   @ApiProperty({ example: 'https://example.com/webhooks/onceline' }) url!: string;
-  @ApiProperty({ enum: CUSTOMER_EVENT_TYPES, isArray: true, example: ['message.delivered', 'message.failed'] }) event_types!: string[];
+  @ApiProperty({ type: 'array', items: { type: 'string', enum: CUSTOMER_EVENT_TYPES as CustomerEventType[] }, example: ['message.delivered', 'message.failed'] }) event_types!: string[];
   @ApiProperty({ type: 'string', nullable: true, example: 'Production receiver' }) description!: string | null;
   @ApiProperty({ example: true }) enabled!: boolean;
   @ApiProperty({ type: 'string', nullable: true, example: null, description: 'Why the endpoint was disabled (410 Gone, too many consecutive failures)' }) disabled_reason!: string | null;
@@ -77,7 +84,7 @@ export class DeliveryView {
   @ApiProperty({ example: 'dlv_01jd5x2m3n4p5q6r7s8t9v0w1x' }) id!: string;
   @ApiProperty({ enum: ['webhook_delivery'] }) record_type!: 'webhook_delivery';
   @ApiProperty({ example: 'evt_01jd5x2m3n4p5q6r7s8t9v0w1x' }) event_id!: string;
-  @ApiProperty({ enum: CUSTOMER_EVENT_TYPES, example: 'message.delivered' }) event_type!: string;
+  @ApiProperty({ type: 'string', enum: CUSTOMER_EVENT_TYPES as CustomerEventType[], example: 'message.delivered' }) event_type!: string;
   @ApiProperty({ example: 'we_01jd5x2m3n4p5q6r7s8t9v0w1x' }) endpoint_id!: string;
   @ApiProperty({ enum: DELIVERY_STATUSES, example: 'pending' }) status!: string;
   @ApiProperty({ type: [AttemptView] }) attempts!: AttemptView[];
@@ -99,7 +106,7 @@ export class EventData {}
 export class EventView {
   @ApiProperty({ example: 'evt_01jd5x2m3n4p5q6r7s8t9v0w1x', description: 'Also the webhook-id header of every delivery attempt' }) id!: string;
   @ApiProperty({ enum: ['event'] }) record_type!: 'event';
-  @ApiProperty({ enum: CUSTOMER_EVENT_TYPES, example: 'message.delivered' }) type!: string;
+  @ApiProperty({ type: 'string', enum: CUSTOMER_EVENT_TYPES as CustomerEventType[], example: 'message.delivered' }) type!: string;
   @ApiProperty({ type: 'integer', example: 1 }) event_version!: number;
   @ApiProperty(at('2026-11-03T10:15:00.000Z')) created_at!: string;
   @ApiProperty({ type: () => EventData }) data!: object;

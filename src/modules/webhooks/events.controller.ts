@@ -16,7 +16,7 @@ export class EventsController {
 
   @Get()
   @ApiOperationDoc({ summary: 'Customer events, newest first', ok: ListOf(EventView), errors: [422] })
-  @ApiQuery({ name: 'type', required: false, enum: CUSTOMER_EVENT_TYPES })
+  @ApiQuery({ name: 'type', required: false, schema: { type: 'string', enum: CUSTOMER_EVENT_TYPES as string[] } })
   @ApiPageQuery()
   async list(@AccountId() accountId: string, @Query() query: Record<string, unknown>) {
     const type = optionalEnum(query, 'type', CUSTOMER_EVENT_TYPES);

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { exec } from '../../platform/database/tx.js';
-import { JobName, type JobPayloads } from '../../platform/outbox/job-catalogue.js';
+import type { PayloadOf } from '../../platform/outbox/job-definition.js';
+import { WebhookParkedExpiryJob } from './webhooks.jobs.js';
 import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
 
@@ -11,14 +12,14 @@ import { DeliveryScheduler } from './delivery-scheduler.js';
  * the guarantee is the sweep registered by WebhooksModule, which covers every endpoint.
  */
 @Injectable()
-@HandlesJob(JobName.WebhookParkedExpiry)
-export class ParkedExpiryHandler implements JobHandler<JobName.WebhookParkedExpiry> {
+@HandlesJob(WebhookParkedExpiryJob)
+export class ParkedExpiryHandler implements JobHandler<typeof WebhookParkedExpiryJob> {
   constructor(
     private readonly scheduler: DeliveryScheduler,
     private readonly config: AppConfig,
   ) {}
 
-  async handle({ endpointId }: JobPayloads[JobName.WebhookParkedExpiry], { tx }: JobContext): Promise<void> {
+  async handle({ endpointId }: PayloadOf<typeof WebhookParkedExpiryJob>, { tx }: JobContext): Promise<void> {
     await this.scheduler.expireParked(tx!, endpointId);
     // An earlier read may decide this: a delivery it cannot see yet (parked by a transaction not
     // committed, or after the chain ends) is failed by the housekeeping sweep, not by the chain.

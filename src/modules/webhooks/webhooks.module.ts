@@ -13,6 +13,8 @@ import { EventsController } from './events.controller.js';
 import { EventsService } from './events.service.js';
 import { ParkedExpiryHandler } from './parked-expiry.handler.js';
 import { WebhooksInvariants } from './webhooks-invariants.js';
+import { declareJobs } from '../../platform/outbox/job-definition.js';
+import { WebhookDeliveryAttemptJob, WebhookParkedExpiryJob } from './webhooks.jobs.js';
 
 /**
  * Customer webhooks: events written with the change (CustomerEvents.emit), endpoints, signed
@@ -23,7 +25,7 @@ import { WebhooksInvariants } from './webhooks-invariants.js';
 @Module({
   imports: [OutboxModule, AccountsModule],
   controllers: [EndpointsController, EventsController],
-  providers: [CustomerEvents, DeliveryScheduler, EndpointHealth, EndpointsService, EventsService, DeliveryAttemptHandler, DeliveredAttempts, ParkedExpiryHandler, WebhooksInvariants],
+  providers: [CustomerEvents, DeliveryScheduler, EndpointHealth, EndpointsService, EventsService, declareJobs(WebhookDeliveryAttemptJob, WebhookParkedExpiryJob), DeliveryAttemptHandler, DeliveredAttempts, ParkedExpiryHandler, WebhooksInvariants],
   exports: [CustomerEvents, EndpointsService],
 })
 export class WebhooksModule implements OnModuleInit {

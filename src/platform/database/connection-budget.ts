@@ -9,44 +9,67 @@ import type { Pool, PoolClient } from 'pg';
  */
 export type Lane = 'realtime' | 'bulk';
 
+/**
+ * How soon a run of a lane gets the lane's next free connection: `now` (a call's commands: the
+ * caller hears dead air until they are out), `soon` (a call's events, which decide those
+ * commands), `later` (the rest: an inbound SMS's processing). Each in arrival order.
+ */
+export type Urgency = 'now' | 'soon' | 'later';
+const URGENCIES: readonly Urgency[] = ['now', 'soon', 'later'];
+
 interface LaneRun {
   lane: Lane;
+  urgency: Urgency;
   /** Connections this run holds through its lane's budget (a nested one goes straight to the pool). */
   holding: number;
 }
 
 const currentRun = new AsyncLocalStorage<LaneRun>();
 
-/** Runs `work` as one piece of `lane`'s work: the connections it takes count against that lane's budget. */
-export function inLane<T>(lane: Lane, work: () => Promise<T>): Promise<T> {
-  return currentRun.run({ lane, holding: 0 }, work);
+/**
+ * Runs `work` as one piece of `lane`'s work: the connections it takes count against that lane's
+ * budget, and it waits for them by its `urgency`: a call's commands and events never wait behind
+ * an inbound SMS burst's processing, and a call's next command behind no other call's events.
+ */
+export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgency = 'later' as Urgency } = {}): Promise<T> {
+  return currentRun.run({ lane, holding: 0, urgency }, work);
 }
 
-/** A counting semaphore: `limit` holders at once, the rest wait in arrival order. */
+/** A counting semaphore: `limit` holders at once, the rest wait by urgency, each urgency in arrival order. */
 export class Gate {
   private holders = 0;
-  private readonly waiters: (() => void)[] = [];
+  private readonly waiters: Record<Urgency, (() => void)[]> = { now: [], soon: [], later: [] };
 
   constructor(readonly limit: number) {}
 
   get waiting(): number {
-    return this.waiters.length;
+    return this.waiters.now.length + this.waiters.soon.length + this.waiters.later.length;
+  }
+
+  /** The waiters a newcomer of `urgency` would wait behind (itself not counted). */
+  waitingAhead(urgency: Urgency): number {
+    let ahead = 0;
+    for (const level of URGENCIES) {
+      ahead += this.waiters[level].length;
+      if (level === urgency) break;
+    }
+    return ahead;
   }
 
   get held(): number {
     return this.holders;
   }
 
-  acquire(): Promise<void> {
+  acquire(urgency: Urgency = 'later'): Promise<void> {
     if (this.holders < this.limit) {
       this.holders++;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiters.push(resolve));
+    return new Promise((resolve) => this.waiters[urgency].push(resolve));
   }
 
   release(): void {
-    const next = this.waiters.shift();
+    const next = this.waiters.now.shift() ?? this.waiters.soon.shift() ?? this.waiters.later.shift();
     // The place passes straight to the next waiter: the count stays.
     if (next) next();
     else this.holders--;
@@ -90,7 +113,7 @@ export class ConnectionBudget {
         run.holding--;
         gate.release();
       };
-      const acquired = gate.acquire();
+      const acquired = gate.acquire(run.urgency);
       if (cb) {
         void acquired.then(() => {
           connect((err, client, release) => {

@@ -1,23 +1,35 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
-import type { Lane } from '../database/connection-budget.js';
+import type { Lane, Urgency } from '../database/connection-budget.js';
 import type { CteStatement } from '../database/cte-statement.js';
-import { JOB_SPECS, queueOf, type JobName, type QueueName } from './job-catalogue.js';
+import type { Tx } from '../database/tx.js';
+import { afterCommit, afterRollback } from '../database/unit-of-work.js';
+import type { JobDefinition } from './job-definition.js';
+import { JobRegistry } from './job-registry.js';
 import { JobRunner } from './job-runner.js';
+import { StatementJobs } from './statement-jobs.js';
 import { OutboxMetrics } from './outbox-metrics.js';
 
-/** A job the statement created for this process to run (CteStatement.afterCommitJobs()). */
+/** A job the statement created for this process to run (afterCommitJobs(stmt) of statement-jobs.ts). */
 export interface AfterCommitJob {
-  name: JobName;
+  /** The job's stored name (JobDefinition.name). */
+  name: string;
   jobId: string;
   /** What the creator already holds about the job's subject (JobContext.prefetched). */
   prefetched?: unknown;
+  /**
+   * The job's payload as its statement wrote it (OutboxService.enqueueMany): an external job run
+   * right after that commit starts from it instead of reading its row back (JobRunner.run).
+   */
+  payload?: unknown;
   /**
    * Jobs with the same turn (the events of one call) run here one after another, in the order
    * they were handed over, so they do not each hold a connection waiting on one another's lock.
    */
   turn?: string;
+  /** How soon its run gets its lane's connections (JobRunner.run); default: its job's spec. */
+  urgency?: Urgency;
 }
 
 /** A reserved place for the jobs of one statement; exactly one of run() or release() is called. */
@@ -51,7 +63,7 @@ export interface AfterCommitSlot {
 export class AfterCommitJobs {
   private readonly logger = new Logger(AfterCommitJobs.name);
   /** The queues this process works (JobWorkers.start); empty: every job goes through the relay. */
-  private queues = new Set<QueueName>();
+  private queues = new Set<string>();
   /** Places held per lane: by statements not yet returned, and by their jobs until these have run. */
   private readonly reserved: Record<Lane, number> = { realtime: 0, bulk: 0 };
   private idleWaiters: (() => void)[] = [];
@@ -67,10 +79,11 @@ export class AfterCommitJobs {
     private readonly config: AppConfig,
     private readonly metrics: OutboxMetrics,
     private readonly dataSource: DataSource,
+    private readonly registry: JobRegistry,
   ) {}
 
   /** The worker role turns this on for the queues it works; elsewhere every job goes through the relay. */
-  start(queues: readonly QueueName[]): void {
+  start(queues: readonly string[]): void {
     this.queues = new Set(queues);
     if (!this.renewal && queues.length > 0) {
       this.renewal = setInterval(() => void this.renewLeases(), (this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS * 1000) / 3);
@@ -79,17 +92,21 @@ export class AfterCommitJobs {
   }
 
   /**
-   * Places for the jobs named `name` that one statement will create, `places` being as many as it
+   * Places for the jobs `job` that one statement will create, `places` being as many as it
    * can create (an ingest batch: one per delivery in it; a processing run: one). Undefined when
    * fewer are free, or this process does not work that job's queue, or the job may not run after
    * commit. The places are held until the jobs have run; run() gives back at once those the
    * statement did not use. A statement that fans out (an event for several endpoints) runs all its
    * jobs on its places, so the bound is on statements' expected jobs, not exact.
+   * Places for work more urgent than `later` (a call's events and commands) may be a quarter
+   * more than the lane has: an inbound SMS burst that fills the realtime places does not send a
+   * call's next event round the relay and Redis, where it would wait behind the burst.
    */
-  reserve(name: JobName, places = 1): AfterCommitSlot | undefined {
-    if (!JOB_SPECS[name].runsAfterCommit || !this.queues.has(queueOf(name))) return undefined;
-    const lane = JOB_SPECS[name].lane;
-    if (places < 1 || this.reserved[lane] + places > this.placesOf(lane)) return undefined;
+  reserve(job: JobDefinition, places = 1, { urgency = 'later' as Urgency } = {}): AfterCommitSlot | undefined {
+    if (!job.runsAfterCommit || !this.queues.has(job.queue)) return undefined;
+    const lane = job.lane;
+    const limit = this.placesOf(lane) + (urgency !== 'later' ? Math.ceil(this.placesOf(lane) / 4) : 0);
+    if (places < 1 || this.reserved[lane] + places > limit) return undefined;
     this.reserved[lane] += places;
     let held = places;
     let settled = false;
@@ -115,16 +132,24 @@ export class AfterCommitJobs {
   }
 
   /**
-   * The after-commit protocol around one autocommit statement that may create jobs named `name`
+   * The after-commit protocol around one autocommit statement that may create jobs `job`
    * (at most `places` expected): reserve the places, so `stmt` writes those jobs a lease ahead for
    * this process instead of due now for the relay (OutboxService.jobsFromCte reads
-   * stmt.jobRunAfterCommit: build the statement inside `execute`); run the statement; hand the
+   * StatementJobs.runAfterCommit: build the statement inside `execute`); run the statement; hand the
    * jobs `handOver` picks from its result to this process's runs, or give the places back if it
-   * threw or handed nothing over. The statement's caller never waits for those runs.
+   * threw or handed nothing over. The statement's caller never waits for those runs. `urgency`
+   * (of the most urgent job it may create): see reserve.
    */
-  async aroundStatement<R>(name: JobName, places: number, stmt: CteStatement, execute: () => Promise<R>, handOver: (result: R) => AfterCommitJob[]): Promise<R> {
-    const slot = this.reserve(name, places);
-    if (slot) stmt.jobRunAfterCommit = name;
+  async aroundStatement<R>(
+    job: JobDefinition,
+    places: number,
+    stmt: CteStatement,
+    execute: () => Promise<R>,
+    handOver: (result: R) => AfterCommitJob[],
+    { urgency }: { urgency?: Urgency } = {},
+  ): Promise<R> {
+    const slot = this.reserve(job, places, { urgency });
+    if (slot) StatementJobs.of(stmt).runAfterCommit = job.name;
     let result: R;
     try {
       result = await execute();
@@ -137,6 +162,39 @@ export class AfterCommitJobs {
     if (jobs.length > 0) slot!.run(jobs);
     else slot?.release();
     return result;
+  }
+
+  /**
+   * The same protocol around a write inside transaction `tx` that may create `jobs` (undefined:
+   * not one to run here), one place each (its urgency the job's spec's): `write` learns which have a
+   * place (`here`, to write those a lease ahead) and returns the job ids it inserted. The new
+   * ones with a place run once `tx` commits (a job id twice in the list runs once); every place
+   * comes back if `write` throws or `tx` rolls back.
+   */
+  async aroundTransactionalWrite(
+    tx: Tx,
+    jobs: ({ definition: JobDefinition; run: AfterCommitJob } | undefined)[],
+    write: (here: boolean[]) => Promise<Set<string>>,
+  ): Promise<Set<string>> {
+    const slots = jobs.map((job) => (job ? this.reserve(job.definition, 1, { urgency: job.definition.urgency }) : undefined));
+    let inserted: Set<string>;
+    try {
+      inserted = await write(slots.map((slot) => slot !== undefined));
+    } catch (err) {
+      slots.forEach((slot) => slot?.release());
+      throw err;
+    }
+    const unclaimed = new Set(inserted);
+    const held = jobs.flatMap((job, i) => {
+      const slot = slots[i];
+      if (!job || !slot) return [];
+      return [{ slot, run: unclaimed.delete(job.run.jobId) ? [job.run] : [] }];
+    });
+    if (held.length > 0) {
+      afterCommit(tx, () => held.forEach(({ slot, run }) => slot.run(run)));
+      afterRollback(tx, () => held.forEach(({ slot }) => slot.release()));
+    }
+    return inserted;
   }
 
   /** Places held now: statements not yet returned, and after-commit jobs not yet run (0: idle). */
@@ -208,10 +266,10 @@ export class AfterCommitJobs {
     return run;
   }
 
-  private async runOne({ name, jobId, prefetched }: AfterCommitJob): Promise<void> {
-    const queue = queueOf(name);
+  private async runOne({ name, jobId, prefetched, payload, urgency }: AfterCommitJob): Promise<void> {
+    const queue = this.registry.spec(name).queue;
     try {
-      const outcome = await this.runner.run(name, jobId, 1, prefetched);
+      const outcome = await this.runner.run(name, jobId, 1, { prefetched, payload, urgency });
       this.metrics.jobOutcomes.inc({ queue, name, outcome });
     } catch (err) {
       try {

@@ -1,6 +1,6 @@
 import { SetMetadata } from '@nestjs/common';
 import type { Tx } from '../database/tx.js';
-import type { JobName, JobPayloads } from './job-catalogue.js';
+import type { JobDefinition, PayloadOf } from './job-definition.js';
 
 export const JOB_HANDLER_METADATA = 'onceline:job-handler';
 
@@ -8,6 +8,12 @@ export interface JobContext {
   jobId: string;
   /** 1 on the first run. */
   attempt: number;
+  /**
+   * Aborted when this process starts to stop (JobWorkers' shutdown): a handler that waits (a
+   * backoff between resends) stops waiting and throws, so its job is retried by a worker that
+   * runs on, through the same guards, instead of holding the shutdown for as long as it waits.
+   */
+  signal?: AbortSignal;
   /** Present for transactional jobs: the transaction that also marks the job completed. */
   tx?: Tx;
   /**
@@ -20,8 +26,9 @@ export interface JobContext {
 
 export type RunOutcome = 'completed' | 'skipped';
 
-export interface JobHandler<N extends JobName> {
-  handle(data: JobPayloads[N], context: JobContext): Promise<void>;
+/** The one provider that runs job `J` (a JobDefinition of its module). */
+export interface JobHandler<J extends JobDefinition> {
+  handle(data: PayloadOf<J>, context: JobContext): Promise<void>;
   /**
    * Optional fast path, tried first: the whole job (reads aside) as ONE autocommit statement that
    * also gives the job its outcome (the fragments of job-sql.ts), so the common case costs no
@@ -34,11 +41,11 @@ export interface JobHandler<N extends JobName> {
    * transaction that records the failure on the outbox row, so the owning module's record of it
    * (an event's `error`, say) commits with it.
    */
-  onFinalFailure?(data: JobPayloads[N], error: string, tx: Tx): Promise<void>;
+  onFinalFailure?(data: PayloadOf<J>, error: string, tx: Tx): Promise<void>;
 }
 
-/** Marks a provider as the one handler of a job in the catalogue. */
-export const HandlesJob = (name: JobName) => SetMetadata(JOB_HANDLER_METADATA, name);
+/** Marks a provider as the one handler of `job`, which its module declares (declareJobs). */
+export const HandlesJob = (job: JobDefinition) => SetMetadata(JOB_HANDLER_METADATA, job.name);
 
 /** Thrown by a handler for an error that no retry will fix: the job is failed at once. */
 export class PermanentJobError extends Error {}

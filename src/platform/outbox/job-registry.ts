@@ -1,12 +1,17 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, Reflector } from '@nestjs/core';
-import { JobName } from './job-catalogue.js';
+import { DeclaredJobs, type JobDefinition } from './job-definition.js';
 import { JOB_HANDLER_METADATA, type JobHandler } from './job-handler.js';
 
-/** Finds the @HandlesJob providers and refuses to boot unless every job has exactly one. */
+/**
+ * The jobs of the modules this app is made of: each module declares its own (declareJobs) and
+ * provides their handlers (@HandlesJob). Refuses to boot unless every declared job has exactly
+ * one handler and every handler a declared job.
+ */
 @Injectable()
 export class JobRegistry implements OnModuleInit {
-  private readonly handlers = new Map<JobName, JobHandler<JobName>>();
+  private readonly jobs = new Map<string, JobDefinition>();
+  private readonly handlers = new Map<string, JobHandler<JobDefinition>>();
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -14,34 +19,57 @@ export class JobRegistry implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    const found = new Map<JobName, string[]>();
-    for (const wrapper of this.discovery.getProviders()) {
-      const { instance, metatype } = wrapper;
+    const declared: JobDefinition[] = [];
+    const found = new Map<string, string[]>();
+    for (const { instance, metatype } of this.discovery.getProviders()) {
+      if (instance instanceof DeclaredJobs) declared.push(...instance.jobs);
       if (!instance || !metatype) continue;
-      const name = this.reflector.get<JobName | undefined>(JOB_HANDLER_METADATA, metatype as object as Function);
+      const name = this.reflector.get<string | undefined>(JOB_HANDLER_METADATA, metatype as object as Function);
       if (!name) continue;
       found.set(name, [...(found.get(name) ?? []), (metatype as Function).name]);
-      this.handlers.set(name, instance as JobHandler<JobName>);
+      this.handlers.set(name, instance as JobHandler<JobDefinition>);
     }
-    assertOneHandlerPerJob(found);
+    for (const job of assertOneHandlerPerJob(declared, found)) this.jobs.set(job.name, job);
   }
 
-  get<N extends JobName>(name: N): JobHandler<N> {
+  /** The definition of the job stored as `name`. */
+  spec(name: string): JobDefinition {
+    const job = this.jobs.get(name);
+    if (!job) throw new Error(`no job is declared as ${JSON.stringify(name)}`);
+    return job;
+  }
+
+  /** Every queue a declared job goes to, in declaration order (a worker process works them all by default). */
+  queues(): string[] {
+    return [...new Set([...this.jobs.values()].map((job) => job.queue))];
+  }
+
+  get(name: string): JobHandler<JobDefinition> {
     const handler = this.handlers.get(name);
     if (!handler) throw new Error(`no handler for job ${name}`);
-    return handler as JobHandler<N>;
+    return handler;
   }
 }
 
-export function assertOneHandlerPerJob(found: Map<string, string[]>): void {
+/**
+ * The boot check: each job declared once, with exactly one handler (`found`: handler class names
+ * by job name), and no handler for a job nobody declared. Returns the declared jobs.
+ */
+export function assertOneHandlerPerJob(declared: readonly JobDefinition[], found: Map<string, string[]>): JobDefinition[] {
   const problems: string[] = [];
-  for (const name of Object.values(JobName)) {
+  const jobs = new Map<string, JobDefinition>();
+  for (const job of declared) {
+    if (jobs.has(job.name)) problems.push(`job "${job.name}" is declared twice`);
+    jobs.set(job.name, job);
+  }
+  for (const name of jobs.keys()) {
     const handlers = found.get(name) ?? [];
     if (handlers.length === 0) problems.push(`job "${name}" has no handler`);
     if (handlers.length > 1) problems.push(`job "${name}" has ${handlers.length} handlers (${handlers.join(', ')})`);
   }
-  for (const name of found.keys()) {
-    if (!(Object.values(JobName) as string[]).includes(name)) problems.push(`handler for unknown job "${name}"`);
+  for (const [name, handlers] of found) {
+    if (!jobs.has(name)) problems.push(`handler ${handlers.join(', ')} for undeclared job "${name}"`);
   }
-  if (problems.length > 0) throw new Error(`job catalogue check failed: ${problems.join('; ')}`);
+  if (problems.length > 0) throw new Error(`job check failed: ${problems.join('; ')}`);
+  return [...jobs.values()];
 }

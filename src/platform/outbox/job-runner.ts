@@ -1,14 +1,21 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { inLane } from '../database/connection-budget.js';
+import { inLane, type Urgency } from '../database/connection-budget.js';
 import { storedMessage } from '../database/pg-errors.js';
 import { exec, queryRows } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import { JOB_SPECS, JobName } from './job-catalogue.js';
 import { PermanentJobError, type RunOutcome } from './job-handler.js';
 import { JobRegistry } from './job-registry.js';
 import { claimJobSql, completeJobSql, pendingJobSql } from './job-sql.js';
 
+
+/** How one run starts (JobRunner.run). */
+export interface RunOptions {
+  prefetched?: unknown;
+  payload?: unknown;
+  /** How soon it gets its lane's connections (AfterCommitJob.urgency); default: the job's spec. */
+  urgency?: Urgency;
+}
 
 /**
  * Runs one job by its outbox row. The payload is read from Postgres, never trusted from Redis,
@@ -16,6 +23,9 @@ import { claimJobSql, completeJobSql, pendingJobSql } from './job-sql.js';
  */
 @Injectable()
 export class JobRunner {
+  /** Aborted once this process stops running jobs (JobContext.signal). */
+  private readonly stopping = new AbortController();
+
   constructor(
     private readonly registry: JobRegistry,
     private readonly uow: UnitOfWork,
@@ -24,33 +34,39 @@ export class JobRunner {
 
   /**
    * `prefetched`: see JobContext.prefetched (a run right after the commit that created the job).
-   * The run's connections count against its job's lane budget (ConnectionBudget).
+   * `payload`: the job's data as that commit wrote it (AfterCommitJob.payload), which spares an
+   * external job the read of its row. The run's connections count against its job's lane budget
+   * (ConnectionBudget), in the order its `urgency` (else its spec's) gives.
    */
-  run(name: JobName, jobId: string, attempt: number, prefetched?: unknown): Promise<RunOutcome> {
-    return inLane(JOB_SPECS[name].lane, () => this.runInLane(name, jobId, attempt, prefetched));
+  run(name: string, jobId: string, attempt: number, { prefetched, payload, urgency }: RunOptions = {}): Promise<RunOutcome> {
+    const spec = this.registry.spec(name);
+    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: urgency ?? spec.urgency ?? 'later' });
   }
 
-  private async runInLane(name: JobName, jobId: string, attempt: number, prefetched?: unknown): Promise<RunOutcome> {
+  private async runInLane(name: string, jobId: string, attempt: number, prefetched?: unknown, payload?: unknown): Promise<RunOutcome> {
     const handler = this.registry.get(name);
     // The fast path, where the handler has one: the whole job in one statement, or nothing
     // written and the general path below.
-    const fast = await handler.runInOneStatement?.(jobId, { jobId, attempt, prefetched });
+    const { signal } = this.stopping;
+    const fast = await handler.runInOneStatement?.(jobId, { jobId, attempt, prefetched, signal });
     if (fast) return fast;
-    if (JOB_SPECS[name].mode === 'transactional') {
+    if (this.registry.spec(name).mode === 'transactional') {
       return this.uow.run(async (tx) => {
         // Claims the job: only one run can move completed_at off NULL, and a twin run blocks on
         // this row lock until the first commits, then finds nothing to claim.
         const { rows } = await exec<{ data: never }>(tx, claimJobSql('$1'), [jobId]);
         if (rows.length === 0) return 'skipped';
-        await handler.handle(rows[0].data, { jobId, attempt, tx });
+        await handler.handle(rows[0].data, { jobId, attempt, tx, signal });
         return 'completed';
       });
     }
     // External handlers are at least once and guard their own writes: this read only spares a job
     // that already has an outcome; a twin run that passes it too is stopped by the handler's guards.
-    const [row] = await queryRows(this.dataSource.manager, pendingJobSql('$1'), [jobId]);
-    if (!row) return 'skipped';
-    await handler.handle(row.data, { jobId, attempt });
+    // A run right after the commit that wrote the job has its payload, and no outcome to find yet:
+    // on the path of a call's next command, the read would be one more round trip before the send.
+    const data = payload !== undefined ? payload : (await queryRows(this.dataSource.manager, pendingJobSql('$1'), [jobId]))[0]?.data;
+    if (data === undefined) return 'skipped';
+    await handler.handle(data as never, { jobId, attempt, signal });
     await exec(this.dataSource.manager, completeJobSql('$1'), [jobId]);
     return 'completed';
   }
@@ -62,10 +78,11 @@ export class JobRunner {
    * statement. A final failure also runs the handler's onFinalFailure in the same transaction,
    * once: only the run that moves failed_at off NULL does.
    */
-  async recordFailure(name: JobName, jobId: string, error: unknown, final: boolean | 'when-spent'): Promise<'failed' | 'retried' | 'skipped'> {
+  async recordFailure(name: string, jobId: string, error: unknown, final: boolean | 'when-spent'): Promise<'failed' | 'retried' | 'skipped'> {
     const message = storedMessage(error);
-    const attemptsAllowed = final === 'when-spent' ? JOB_SPECS[name].attempts : null;
-    return inLane(JOB_SPECS[name].lane, () => this.uow.run(async (tx) => {
+    const spec = this.registry.spec(name);
+    const attemptsAllowed = final === 'when-spent' ? spec.attempts : null;
+    return inLane(spec.lane, () => this.uow.run(async (tx) => {
       // Only a job with no outcome yet; whether this failure is final is decided here, from the row it changed.
       // A row no relay has taken yet (a run after commit, AfterCommitJobs) becomes due now, so
       // the relay hands it to Redis for the retry instead of waiting out its lease.
@@ -84,6 +101,11 @@ export class JobRunner {
       if (rows[0].final && handler.onFinalFailure) await handler.onFinalFailure(rows[0].data, message, tx);
       return rows[0].final ? 'failed' : 'retried';
     }));
+  }
+
+  /** The process is stopping: runs still going are told (JobContext.signal), so none holds up the shutdown by waiting. */
+  stop(): void {
+    this.stopping.abort(new Error('the process is stopping: the job runs again from its retry'));
   }
 
   isPermanent(error: unknown): boolean {

@@ -2,7 +2,7 @@ import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/comm
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { AppConfig } from '../config/app-config.js';
 import { AfterCommitJobs } from './after-commit-jobs.js';
-import { JobName, QueueName } from './job-catalogue.js';
+import { JobRegistry } from './job-registry.js';
 import { JobRunner } from './job-runner.js';
 import { OutboxMetrics } from './outbox-metrics.js';
 import { redisConnection, type ClosableRedis } from '../redis/redis-connection.js';
@@ -24,9 +24,11 @@ export class JobWorkers implements BeforeApplicationShutdown {
     private readonly config: AppConfig,
     private readonly metrics: OutboxMetrics,
     private readonly afterCommit: AfterCommitJobs,
+    private readonly registry: JobRegistry,
   ) {}
 
-  start(queues: QueueName[] = Object.values(QueueName)): void {
+  /** `queues`: every queue the app's modules declared a job for, unless told. */
+  start(queues: string[] = this.registry.queues()): void {
     if (this.workers.length > 0) return;
     this.afterCommit.start(queues);
     for (const queue of queues) {
@@ -52,6 +54,8 @@ export class JobWorkers implements BeforeApplicationShutdown {
    * Postgres when our processor returns, and what Redis did not hear of is redriven to a no-op.
    */
   async beforeApplicationShutdown(): Promise<void> {
+    // Handlers waiting between attempts stop now (their jobs retry elsewhere) rather than hold the close.
+    this.runner.stop();
     const closing = this.workers.map((w) => w.close());
     for (const connection of this.connections) connection.closeWhenDisconnected();
     await Promise.all(closing);
@@ -63,8 +67,8 @@ export class JobWorkers implements BeforeApplicationShutdown {
     this.connections = [];
   }
 
-  private async process(queue: QueueName, job: Job): Promise<void> {
-    const name = job.name as JobName;
+  private async process(queue: string, job: Job): Promise<void> {
+    const name = job.name;
     const jobId = job.id as string;
     try {
       const outcome = await this.runner.run(name, jobId, job.attemptsMade + 1);
@@ -88,9 +92,9 @@ export class JobWorkers implements BeforeApplicationShutdown {
    * the row's attempts are spent: a stalled run may have died before doing anything, and the
    * redrive re-adds a job BullMQ holds as failed; a job that kills its worker every time still ends.
    */
-  private recordUnseenFailure(queue: QueueName, job: Job | undefined, err: Error): void {
+  private recordUnseenFailure(queue: string, job: Job | undefined, err: Error): void {
     if (!job?.id || this.recordedFailures.has(err)) return;
-    const name = job.name as JobName;
+    const name = job.name;
     const recording = this.runner
       .recordFailure(name, job.id, err, 'when-spent')
       .then((outcome) => void this.metrics.jobOutcomes.inc({ queue, name, outcome }))

@@ -9,14 +9,15 @@ import { OutboxInvariants } from './outbox-invariants.js';
 import { OutboxMetrics } from './outbox-metrics.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { OutboxService } from './outbox.service.js';
-import { ProbeHandler } from './probe.handler.js';
+import { declareJobs } from './job-definition.js';
+import { ProbeHandler, ProbeJob } from './probe.handler.js';
 import { Queues } from './queues.js';
 import { RelayWakeup } from './relay-wakeup.js';
 
 /** The transactional outbox: enqueue in a transaction, relay to BullMQ, run, recover. */
 @Module({
   imports: [DiscoveryModule],
-  providers: [Housekeeping, RelayWakeup, OutboxService, OutboxRelay, OutboxMetrics, Queues, JobRegistry, JobRunner, JobWorkers, AfterCommitJobs, ProbeHandler, OutboxInvariants],
-  exports: [Housekeeping, OutboxService, OutboxRelay, JobWorkers, AfterCommitJobs, Queues],
+  providers: [Housekeeping, RelayWakeup, OutboxService, OutboxRelay, OutboxMetrics, Queues, JobRegistry, JobRunner, JobWorkers, AfterCommitJobs, declareJobs(ProbeJob), ProbeHandler, OutboxInvariants],
+  exports: [Housekeeping, OutboxService, OutboxRelay, JobWorkers, AfterCommitJobs, Queues, JobRegistry],
 })
 export class OutboxModule {}

@@ -1,16 +1,18 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { assertInTransaction, exec, type Tx, queryRows } from '../database/tx.js';
-import { afterCommit, afterRollback } from '../database/unit-of-work.js';
-import { AfterCommitJobs, type AfterCommitSlot } from './after-commit-jobs.js';
+import { afterCommit } from '../database/unit-of-work.js';
+import { AfterCommitJobs } from './after-commit-jobs.js';
 import type { CteStatement } from '../database/cte-statement.js';
 import { RelayWakeup } from './relay-wakeup.js';
 import { AppConfig } from '../config/app-config.js';
-import { JOB_ID_PATTERN, JOB_SPECS, JobName, queueOf, type JobPayloads } from './job-catalogue.js';
+import { JOB_ID_PATTERN, type JobDefinition } from './job-definition.js';
+import { StatementJobs } from './statement-jobs.js';
 
-export interface EnqueueRequest<N extends JobName> {
-  name: N;
-  data: JobPayloads[N];
+export interface EnqueueRequest<P = unknown> {
+  /** The job's definition, as its module declares it. */
+  job: JobDefinition<P>;
+  data: P;
   /** Stable id: the same work enqueued twice is one job (and one BullMQ jobId). */
   jobId: string;
   runAt?: Date;
@@ -35,8 +37,8 @@ export class OutboxService {
    * Inserts the job in the caller's transaction; relays are woken once it commits. A jobId
    * already in the outbox is the same job, so it is not inserted again. Returns whether it was new.
    */
-  async enqueue<N extends JobName>(tx: Tx, request: EnqueueRequest<N>): Promise<boolean> {
-    return (await this.enqueueMany(tx, [request])) > 0;
+  async enqueue<P>(tx: Tx, request: EnqueueRequest<P>): Promise<boolean> {
+    return (await this.enqueueMany(tx, [request as EnqueueRequest])) > 0;
   }
 
   /**
@@ -49,15 +51,15 @@ export class OutboxService {
    * backstop if that run never ends.
    * A rollback gives the place back and runs nothing.
    */
-  async enqueueMany(tx: Tx, requests: EnqueueRequest<JobName>[]): Promise<number> {
+  async enqueueMany(tx: Tx, requests: EnqueueRequest[]): Promise<number> {
     assertInTransaction(tx);
     if (requests.length === 0) return 0;
     for (const { jobId } of requests) {
       if (!JOB_ID_PATTERN.test(jobId)) throw new Error(`invalid jobId ${JSON.stringify(jobId)}`);
     }
-    const slots = requests.map((r) => (r.runAt === undefined ? this.afterCommitJobs.reserve(r.name) : undefined));
-    let inserted: Set<string>;
-    try {
+    // Due now: may run here after commit (a place each); written a lease ahead when it has one.
+    const candidates = requests.map((r) => (r.runAt === undefined ? { definition: r.job, run: { name: r.job.name, jobId: r.jobId, payload: r.data } } : undefined));
+    const inserted = await this.afterCommitJobs.aroundTransactionalWrite(tx, candidates, async (here) => {
       // ON CONFLICT (job_id): a job id already in the outbox (or twice in this list) is one job.
       const { rows } = await exec<{ job_id: string }>(
         tx,
@@ -68,58 +70,40 @@ export class OutboxService {
          RETURNING job_id`,
         [
           requests.map((r) => r.jobId),
-          requests.map((r) => queueOf(r.name)),
-          requests.map((r) => r.name),
+          requests.map((r) => r.job.queue),
+          requests.map((r) => r.job.name),
           requests.map((r) => JSON.stringify(r.data)),
           requests.map((r) => r.runAt ?? null),
-          slots.map((slot) => slot !== undefined),
+          here,
           this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS,
         ],
       );
-      inserted = new Set(rows.map((row) => row.job_id));
-    } catch (err) {
-      slots.forEach((slot) => slot?.release());
-      throw err;
-    }
-    const count = inserted.size;
-    this.runAfterCommit(tx, requests, slots, inserted);
-    if (count > 0) afterCommit(tx, () => this.wakeup.hint());
-    return count;
-  }
-
-  /** The new jobs that have a place run once `tx` commits; every place comes back if it rolls back. */
-  private runAfterCommit(tx: Tx, requests: EnqueueRequest<JobName>[], slots: (AfterCommitSlot | undefined)[], inserted: Set<string>): void {
-    const held = requests.flatMap((request, i) => {
-      const slot = slots[i];
-      if (!slot) return [];
-      // A job id twice in the list is one job, run once.
-      const isNew = inserted.delete(request.jobId);
-      return [{ slot, job: isNew ? [{ name: request.name, jobId: request.jobId }] : [] }];
+      return new Set(rows.map((row) => row.job_id));
     });
-    if (held.length === 0) return;
-    afterCommit(tx, () => held.forEach(({ slot, job }) => slot.run(job)));
-    afterRollback(tx, () => held.forEach(({ slot }) => slot.release()));
+    if (inserted.size > 0) afterCommit(tx, () => this.wakeup.hint());
+    return inserted.size;
   }
 
   /**
-   * The outbox's part of a statement assembled from fragments: a job `name` for each row of CTE
-   * `source`, with job id and payload (jsonb) as SQL expressions over its columns. Ids already in
-   * the outbox are one job, as in enqueueMany. Counted by stmt.newJobsCount(); call
+   * The outbox's part of a statement assembled from fragments: a job `definition` for each row
+   * of CTE `source`, with job id and payload (jsonb) as SQL expressions over its columns. Ids
+   * already in the outbox are one job, as in enqueueMany. Counted by newJobsCount(stmt); call
    * jobsWritten() once the statement has run.
    */
-  jobsFromCte<N extends JobName>(stmt: CteStatement, cteName: string, source: string, name: N, job: { id: string; data: string; runAt?: string }): string {
-    // A job due now that this process runs right after the statement (stmt.jobRunAfterCommit):
+  jobsFromCte(stmt: CteStatement, cteName: string, source: string, definition: JobDefinition, job: { id: string; data: string; runAt?: string }): string {
+    const jobs = StatementJobs.of(stmt);
+    // A job due now that this process runs right after the statement (StatementJobs.runAfterCommit):
     // its row is leased (renewed while the run lasts) before the relay may take it, the backstop if that run never ends.
-    const afterCommit = stmt.jobRunAfterCommit === name && JOB_SPECS[name].runsAfterCommit === true && job.runAt === undefined;
+    const afterCommit = jobs.runAfterCommit === definition.name && definition.runsAfterCommit === true && job.runAt === undefined;
     const runAt = afterCommit ? `now() + make_interval(secs => ${stmt.param(this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS, 'int')})` : (job.runAt ?? 'now()');
-    // queue and name come from the catalogue's enums (lowercase words and dashes): safe literals.
+    // queue and name are lowercase words and dashes (defineJob checks): safe literals.
     const cte = stmt.with(
       cteName,
       `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       SELECT ${job.id}, '${queueOf(name)}', '${name}', ${job.data}, ${runAt} FROM ${source}
+       SELECT ${job.id}, '${definition.queue}', '${definition.name}', ${job.data}, ${runAt} FROM ${source}
        ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name`,
     );
-    (afterCommit ? stmt.afterCommitJobCtes : stmt.jobCtes).push(cte);
+    (afterCommit ? jobs.afterCommitJobCtes : jobs.jobCtes).push(cte);
     return cte;
   }
 

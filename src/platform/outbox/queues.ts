@@ -3,24 +3,26 @@ import { Queue, type JobsOptions } from 'bullmq';
 import { AppConfig } from '../config/app-config.js';
 import { dropFinishedCopies } from './finished-copies.js';
 import { RedisService } from '../redis/redis.service.js';
-import { JOB_SPECS, JobName, QueueName } from './job-catalogue.js';
+import { JobRegistry } from './job-registry.js';
 
 export interface RelayedJob {
   jobId: string;
-  queue: QueueName;
-  name: JobName;
+  queue: string;
+  /** The job's stored name (JobDefinition.name). */
+  name: string;
 }
 
-/** One BullMQ Queue per catalogue queue, created on first use, closed at shutdown. */
+/** One BullMQ Queue per declared queue, created on first use, closed at shutdown. */
 @Injectable()
 export class Queues implements OnApplicationShutdown {
-  private readonly queues = new Map<QueueName, Queue>();
+  private readonly queues = new Map<string, Queue>();
   constructor(
     private readonly config: AppConfig,
     private readonly redis: RedisService,
+    private readonly registry: JobRegistry,
   ) {}
 
-  get(name: QueueName): Queue {
+  get(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
       queue = new Queue(name, { connection: this.redis.shared(), prefix: this.config.QUEUE_PREFIX, skipWaitingForReady: true });
@@ -38,7 +40,7 @@ export class Queues implements OnApplicationShutdown {
    * error for the life of the process, long after Redis is back. Such a Queue is dropped, so
    * the next call makes a new one. Registered first, this runs before any caller sees the error.
    */
-  private forgetIfNeverReady(name: QueueName, queue: Queue): void {
+  private forgetIfNeverReady(name: string, queue: Queue): void {
     queue.waitUntilReady().catch(() => {
       if (this.queues.get(name) === queue) this.queues.delete(name);
       // The connection is shared: closing the Queue only detaches it.
@@ -47,7 +49,7 @@ export class Queues implements OnApplicationShutdown {
   }
 
   all(): Queue[] {
-    return Object.values(QueueName).map((name) => this.get(name));
+    return this.registry.queues().map((name) => this.get(name));
   }
 
   /**
@@ -58,7 +60,7 @@ export class Queues implements OnApplicationShutdown {
   async publish(jobs: RelayedJob[]): Promise<void> {
     await Promise.all(
       [...byQueue(jobs)].map(([queue, group]) =>
-        this.get(queue).addBulk(group.map((job) => ({ name: job.name, data: {}, opts: jobOptions(job) }))),
+        this.get(queue).addBulk(group.map((job) => ({ name: job.name, data: {}, opts: this.jobOptions(job) }))),
       ),
     );
   }
@@ -79,24 +81,24 @@ export class Queues implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     await Promise.all([...this.queues.values()].map((q) => q.close().catch(() => undefined)));
   }
+
+  private jobOptions(job: RelayedJob): JobsOptions {
+    const spec = this.registry.spec(job.name);
+    return {
+      jobId: job.jobId,
+      attempts: spec.attempts,
+      backoff: { type: 'exponential', delay: spec.backoffMs, jitter: 0.5 },
+      // Completed jobs leave Redis: a re-publish of a finished job is then a no-op thanks to
+      // the completed_at guard in Postgres, not to Redis remembering it.
+      removeOnComplete: true,
+      // Kept for inspection; the redrive deletes a failed copy whose job Postgres shows unfinished.
+      removeOnFail: { age: 7 * 24 * 3600 },
+    };
+  }
 }
 
-function byQueue(jobs: RelayedJob[]): Map<QueueName, RelayedJob[]> {
-  const groups = new Map<QueueName, RelayedJob[]>();
+function byQueue(jobs: RelayedJob[]): Map<string, RelayedJob[]> {
+  const groups = new Map<string, RelayedJob[]>();
   for (const job of jobs) groups.set(job.queue, [...(groups.get(job.queue) ?? []), job]);
   return groups;
-}
-
-function jobOptions(job: RelayedJob): JobsOptions {
-  const spec = JOB_SPECS[job.name];
-  return {
-    jobId: job.jobId,
-    attempts: spec.attempts,
-    backoff: { type: 'exponential', delay: spec.backoffMs, jitter: 0.5 },
-    // Completed jobs leave Redis: a re-publish of a finished job is then a no-op thanks to
-    // the completed_at guard in Postgres, not to Redis remembering it.
-    removeOnComplete: true,
-    // Kept for inspection; the redrive deletes a failed copy whose job Postgres shows unfinished.
-    removeOnFail: { age: 7 * 24 * 3600 },
-  };
 }

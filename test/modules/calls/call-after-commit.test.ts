@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
 import { ConnectionBudget } from '../../../src/platform/database/connection-budget.js';
-import { JobName } from '../../../src/platform/outbox/job-catalogue.js';
+import { ProcessCarrierEventJob } from '../../../src/modules/ingest/ingest.jobs.js';
 import { JobRunner } from '../../../src/platform/outbox/job-runner.js';
+import { carrierFixture } from '../../support/carrier-signing.js';
 import { pausePoint } from '../../support/pause.js';
 import { VoicePipeline } from '../../support/voice-pipeline.js';
 import { waitFor } from '../../support/wait.js';
@@ -113,7 +115,7 @@ describe('call work after commit, with no relay', () => {
       // of its job elsewhere (from Redis, another process) must wait for the first one's commit.
       expect(await voice.callerEvent(call, 'call.hangup', { hangup_cause: 'normal_clearing' })).toBe(200);
       const [hangup] = (await voice.db.pool.query<{ id: string }>(`SELECT id FROM carrier_events WHERE normalized->>'callSessionId' = $1 AND event_type = 'call.hangup'`, [call.session])).rows;
-      const elsewhere = voice.app.app.get(JobRunner).run(JobName.ProcessCarrierEvent, hangup.id, 1);
+      const elsewhere = voice.app.app.get(JobRunner).run(ProcessCarrierEventJob.name, hangup.id, 1);
       await waitFor(
         () => voice.db.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`),
         (n) => n >= 2,
@@ -152,26 +154,44 @@ describe('events of one call in arrival order, with nothing run after commit', (
     expect(events.map((e) => e.type)).toEqual(['call.initiated', 'call.hangup']);
     const runner = voice.app.app.get(JobRunner);
     // The hangup's job runs before the call.initiated's: the call is recorded, then ended.
-    expect(await runner.run(JobName.ProcessCarrierEvent, events[1].id, 1)).toBe('completed');
+    expect(await runner.run(ProcessCarrierEventJob.name, events[1].id, 1)).toBe('completed');
     expect(await voice.db.count(`SELECT count(*) FROM carrier_events WHERE normalized->>'callSessionId' = $1 AND processed_at IS NOT NULL`, [call.session])).toBe(2);
     const callId = await voice.callId(call);
     expect(await voice.call(callId)).toMatchObject({ status: 'missed' });
-    expect(await runner.run(JobName.ProcessCarrierEvent, events[0].id, 1)).toBe('completed');
+    expect(await runner.run(ProcessCarrierEventJob.name, events[0].id, 1)).toBe('completed');
     expect(await voice.db.count(`SELECT count(*) FROM outbox_jobs WHERE name = 'process-carrier-event' AND job_id LIKE '%-w%'`)).toBe(0);
   });
 
-  it("backpressure: with more realtime runs waiting for a connection than INGEST_LANE_BACKLOG_MAX, ingest answers 503 and stores nothing", async () => {
+  it("backpressure: past INGEST_LANE_BACKLOG_MAX realtime runs waiting for a connection, ingest answers 503 and stores nothing; an SMS backlog refuses SMS, never a call's events", async () => {
     const gate = voice.app.app.get(ConnectionBudget).gates.realtime;
-    // The lane's every connection taken, and three runs waiting behind them.
+    const events = () => voice.db.count(`SELECT count(*) FROM carrier_events`);
+    const inboundSms = () => {
+      const payload = JSON.parse(carrierFixture('telnyx/message.received.json')).data.payload;
+      return JSON.stringify({
+        data: { event_type: 'message.received', id: randomUUID(), occurred_at: new Date().toISOString(), record_type: 'event', payload: { ...payload, id: `backlog-msg-${randomUUID()}`, to: [{ phone_number: RING, status: 'webhook_delivered' }] } },
+        meta: { attempt: 1, delivered_to: `${voice.app.url}/webhooks/telnyx` },
+      });
+    };
+    // The lane's every connection taken, and three ordinary runs (an SMS burst's) waiting behind them.
     const taken = Array.from({ length: gate.limit + 3 }, () => gate.acquire());
     expect(gate.waiting).toBe(3);
-    const before = await voice.db.count(`SELECT count(*) FROM carrier_events`);
-    const call = { session: 'backlogged-session', caller: 'v3:caller-backlogged', from: CALLER, to: RING };
-    expect(await voice.callerEvent(call, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(503);
-    expect(await voice.db.count(`SELECT count(*) FROM carrier_events`)).toBe(before);
-    for (let i = 0; i < taken.length; i++) gate.release();
-    await Promise.all(taken);
+    const before = await events();
+    expect(await voice.deliver(inboundSms())).toBe(503);
+    expect(await events()).toBe(before);
+    // A call's event would wait behind no SMS (urgent runs go first): stored.
+    const first = { session: `backlogged-${randomUUID()}`, caller: `v3:caller-${randomUUID()}`, from: CALLER, to: RING };
+    expect(await voice.callerEvent(first, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(200);
+    expect(await events()).toBe(before + 1);
+    // Three urgent runs (other calls') waiting as well: a call's event is refused too.
+    const takenUrgent = Array.from({ length: 3 }, () => gate.acquire('soon'));
+    expect(gate.waitingAhead('soon')).toBe(3);
+    const second = { session: `backlogged-${randomUUID()}`, caller: `v3:caller-${randomUUID()}`, from: CALLER, to: RING };
+    expect(await voice.callerEvent(second, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(503);
+    expect(await events()).toBe(before + 1);
+    for (let i = 0; i < taken.length + takenUrgent.length; i++) gate.release();
+    await Promise.all([...taken, ...takenUrgent]);
     expect(gate.waiting).toBe(0);
-    expect(await voice.callerEvent(call, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(200);
+    expect(await voice.callerEvent(second, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(200);
+    expect(await voice.deliver(inboundSms())).toBe(200);
   });
 });

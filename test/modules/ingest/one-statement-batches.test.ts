@@ -4,7 +4,7 @@ import { CarrierEventProcessor } from '../../../src/modules/ingest/carrier-event
 import { ProcessCarrierEventHandler } from '../../../src/modules/ingest/process-carrier-event.handler.js';
 import type { StoredCarrierEvent } from '../../../src/modules/ingest/one-statement-runs.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
-import { JobName } from '../../../src/platform/outbox/job-catalogue.js';
+import { ProcessCarrierEventJob } from '../../../src/modules/ingest/ingest.jobs.js';
 import { JobRunner } from '../../../src/platform/outbox/job-runner.js';
 import { ApiClient } from '../../support/api-client.js';
 import { telnyxInboundSms, telnyxSigner } from '../../support/carrier-signing.js';
@@ -101,7 +101,7 @@ describe('inbound SMS processed in batches', () => {
       expect(await message(refused)).toHaveLength(0);
       expect([await processed(refused), await jobDone(refused)]).toEqual([0, 0]);
       // The general path runs the same handler (a batch of one) under a savepoint and records the failure.
-      expect(await t.app.app.get(JobRunner).run(JobName.ProcessCarrierEvent, refused.jobId, 1)).toBe('completed');
+      expect(await t.app.app.get(JobRunner).run(ProcessCarrierEventJob.name, refused.jobId, 1)).toBe('completed');
       expect(await t.db.count(`SELECT count(*) FROM carrier_events WHERE id = $1 AND processed_at IS NULL AND error LIKE '%refused%'`, [refused.stored.id])).toBe(1);
       expect(await message(refused)).toHaveLength(0);
       await t.db.pool.query(`DROP TRIGGER test_refuse_text ON messages; DROP FUNCTION test_refuse_text()`);

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { CustomerEvents } from '../../../src/modules/webhooks/customer-events.js';
 import { CteStatement } from '../../../src/platform/database/cte-statement.js';
 import { AfterCommitJobs, type AfterCommitSlot } from '../../../src/platform/outbox/after-commit-jobs.js';
-import { JobName } from '../../../src/platform/outbox/job-catalogue.js';
+import { WebhookDeliveryAttemptJob } from '../../../src/modules/webhooks/webhooks.jobs.js';
 import { OutboxRelay } from '../../../src/platform/outbox/outbox-relay.js';
 import { ApiClient } from '../../support/api-client.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
@@ -12,6 +12,7 @@ import { createTestDatabase, type TestDatabase } from '../../support/database.js
 import { pausePoint } from '../../support/pause.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
 import { waitFor } from '../../support/wait.js';
+import { StatementJobs, afterCommitJobs } from '../../../src/platform/outbox/statement-jobs.js';
 
 const OUR_NUMBER = '+17735550092';
 const GRACE_SECONDS = 2;
@@ -146,10 +147,10 @@ describe('first webhook attempts run by the worker right after the commit that c
     // The statement a worker's one-statement run makes, with its after-commit jobs, committed,
     // and then no run: exactly what a worker killed between the two leaves behind.
     const stmt = new CteStatement();
-    stmt.jobRunAfterCommit = JobName.WebhookDeliveryAttempt;
+    StatementJobs.of(stmt).runAfterCommit = WebhookDeliveryAttemptJob.name;
     stmt.with('evt_source', `SELECT ${stmt.param(customer.accountId)}::text AS account_id, ${stmt.param(JSON.stringify({ id: 'msg_orphan' }))}::jsonb AS payload`);
     const event = app.app.get(CustomerEvents).emitFromCte(stmt, 'evt_source', 'message.delivered', 'payload');
-    const [row] = await app.app.get(DataSource).query(stmt.text(`SELECT (SELECT id FROM ${event}) AS id, ${stmt.afterCommitJobs()} AS "afterCommit"`), stmt.params);
+    const [row] = await app.app.get(DataSource).query(stmt.text(`SELECT (SELECT id FROM ${event}) AS id, ${afterCommitJobs(stmt)} AS "afterCommit"`), stmt.params);
     expect(row.afterCommit).toHaveLength(1);
     const eventId: string = row.id;
     const waiting = await firstAttemptJob(eventId);
@@ -166,7 +167,7 @@ describe('first webhook attempts run by the worker right after the commit that c
   it('every place taken: the next first attempt is written due now and goes through the relay', async () => {
     const afterCommit = app.app.get(AfterCommitJobs);
     const taken: AfterCommitSlot[] = [];
-    for (let slot = afterCommit.reserve(JobName.WebhookDeliveryAttempt); slot; slot = afterCommit.reserve(JobName.WebhookDeliveryAttempt)) taken.push(slot);
+    for (let slot = afterCommit.reserve(WebhookDeliveryAttemptJob); slot; slot = afterCommit.reserve(WebhookDeliveryAttemptJob)) taken.push(slot);
     expect(taken).toHaveLength(app.config.WORKER_AFTER_COMMIT_JOBS);
     try {
       const eventId = await inboundSms('no place left');

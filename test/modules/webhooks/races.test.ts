@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
-import { JobName } from '../../../src/platform/outbox/job-catalogue.js';
+import { WebhookDeliveryAttemptJob, WebhookParkedExpiryJob } from '../../../src/modules/webhooks/webhooks.jobs.js';
 import { Housekeeping } from '../../../src/platform/outbox/housekeeping.js';
 import { JobRunner } from '../../../src/platform/outbox/job-runner.js';
 import { CustomerEvents } from '../../../src/modules/webhooks/customer-events.js';
@@ -62,7 +62,7 @@ describe('customer webhook races (enable, disable and emit; two runs of one atte
     return rows[0];
   }
 
-  async function openJobs(name: JobName, key: string, value: string): Promise<string[]> {
+  async function openJobs(name: string, key: string, value: string): Promise<string[]> {
     const { rows } = await db.pool.query(
       `SELECT job_id FROM outbox_jobs WHERE name = $1 AND data->>$2 = $3 AND completed_at IS NULL AND failed_at IS NULL ORDER BY id`,
       [name, key, value],
@@ -72,8 +72,8 @@ describe('customer webhook races (enable, disable and emit; two runs of one atte
 
   /** Runs the delivery's open attempt jobs as a worker would when Redis hands them over. */
   async function runAttemptJobs(deliveryId: string): Promise<void> {
-    for (const jobId of await openJobs(JobName.WebhookDeliveryAttempt, 'deliveryId', deliveryId)) {
-      await app.app.get(JobRunner).run(JobName.WebhookDeliveryAttempt, jobId, 1);
+    for (const jobId of await openJobs(WebhookDeliveryAttemptJob.name, 'deliveryId', deliveryId)) {
+      await app.app.get(JobRunner).run(WebhookDeliveryAttemptJob.name, jobId, 1);
     }
   }
 
@@ -144,7 +144,7 @@ describe('customer webhook races (enable, disable and emit; two runs of one atte
     expect(disabled).toBe(true);
     const delivery = await deliveryOf(eventId);
     expect(delivery.status).toBe('parked');
-    expect(await openJobs(JobName.WebhookDeliveryAttempt, 'deliveryId', delivery.id)).toEqual([]);
+    expect(await openJobs(WebhookDeliveryAttemptJob.name, 'deliveryId', delivery.id)).toEqual([]);
     expect(receiver.requestsFor(eventId)).toHaveLength(0);
   });
 
@@ -204,8 +204,8 @@ describe('customer webhook races (enable, disable and emit; two runs of one atte
     receiver.script({ status: 500, body: 'first' }, { status: 500, body: 'second' });
     const eventId = await emit(customer.accountId);
     const { id: deliveryId } = await deliveryOf(eventId);
-    const [jobId] = await openJobs(JobName.WebhookDeliveryAttempt, 'deliveryId', deliveryId);
-    const run = () => app.app.get(JobRunner).run(JobName.WebhookDeliveryAttempt, jobId, 1);
+    const [jobId] = await openJobs(WebhookDeliveryAttemptJob.name, 'deliveryId', deliveryId);
+    const run = () => app.app.get(JobRunner).run(WebhookDeliveryAttemptJob.name, jobId, 1);
     await interleave({ table: 'webhook_deliveries', on: 'UPDATE', when: `NEW.id = '${deliveryId}' AND NEW.attempt_count = 1` }, run, run);
 
     // Both runs loaded the delivery before either recorded, so both called (at least once: the
@@ -214,16 +214,16 @@ describe('customer webhook races (enable, disable and emit; two runs of one atte
     expect(await db.count(`SELECT count(*) FROM webhook_delivery_attempts WHERE delivery_id = $1`, [deliveryId])).toBe(1);
     expect(await deliveryOf(eventId)).toMatchObject({ status: 'pending', attempt_count: 1 });
     expect(await db.count(`SELECT consecutive_failures FROM webhook_endpoints WHERE id = $1`, [endpointId])).toBe(1);
-    expect(await openJobs(JobName.WebhookDeliveryAttempt, 'deliveryId', deliveryId)).toEqual([`dlv-${deliveryId}-1-2`]);
+    expect(await openJobs(WebhookDeliveryAttemptJob.name, 'deliveryId', deliveryId)).toEqual([`dlv-${deliveryId}-1-2`]);
   });
 
   it('a delivery parked after the expiry chain ended is failed by the housekeeping sweep once past the retention', async () => {
     const { customer, endpointId } = await endpointOfNewAccount('/expiry');
     expect(await disable(endpointId)).toBe(true);
     // The chain the disable started runs with nothing parked, so it ends.
-    const [chainJob] = await openJobs(JobName.WebhookParkedExpiry, 'endpointId', endpointId);
-    await app.app.get(JobRunner).run(JobName.WebhookParkedExpiry, chainJob, 1);
-    expect(await openJobs(JobName.WebhookParkedExpiry, 'endpointId', endpointId)).toEqual([]);
+    const [chainJob] = await openJobs(WebhookParkedExpiryJob.name, 'endpointId', endpointId);
+    await app.app.get(JobRunner).run(WebhookParkedExpiryJob.name, chainJob, 1);
+    expect(await openJobs(WebhookParkedExpiryJob.name, 'endpointId', endpointId)).toEqual([]);
 
     const old = await emit(customer.accountId);
     const fresh = await emit(customer.accountId);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { ConnectionBudget, inLane } from '../../../src/platform/database/connection-budget.js';
+import { ConnectionBudget, inLane, type Urgency } from '../../../src/platform/database/connection-budget.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 
 /**
@@ -8,6 +8,22 @@ import { createTestDatabase, type TestDatabase } from '../../support/database.js
  * waits in memory, in order, and never in the pool's queue, so the connections left over stay
  * free for the customer API and ingest.
  */
+/** A realtime run that holds the lane's connection until letGo(); `first` ends when it has given it back. */
+async function holdRealtimeConnection(pool: pg.Pool): Promise<{ first: Promise<void>; letGo: () => void }> {
+  let letGo!: () => void;
+  const held = new Promise<void>((resolve) => (letGo = resolve));
+  let holding!: () => void;
+  const isHolding = new Promise<void>((resolve) => (holding = resolve));
+  const first = inLane('realtime', async () => {
+    const client = await pool.connect();
+    holding();
+    await held;
+    client.release();
+  });
+  await isHolding;
+  return { first, letGo };
+}
+
 describe('ConnectionBudget', () => {
   let db: TestDatabase;
   let pool: pg.Pool;
@@ -25,17 +41,7 @@ describe('ConnectionBudget', () => {
   });
 
   it("a lane's run beyond its budget waits for the lane's connection; the other lane and work outside the lanes are served at once", async () => {
-    let letGo!: () => void;
-    const held = new Promise<void>((resolve) => (letGo = resolve));
-    let holding!: () => void;
-    const isHolding = new Promise<void>((resolve) => (holding = resolve));
-    const first = inLane('realtime', async () => {
-      const client = await pool.connect();
-      holding();
-      await held;
-      client.release();
-    });
-    await isHolding;
+    const { first, letGo } = await holdRealtimeConnection(pool);
     let secondDone = false;
     const second = inLane('realtime', () => pool.query('SELECT 1')).then(() => (secondDone = true));
     expect(budget.gates.realtime.waiting).toBe(1);
@@ -50,6 +56,19 @@ describe('ConnectionBudget', () => {
     expect(secondDone).toBe(true);
     expect(budget.gates.realtime.held).toBe(0);
     expect(budget.saturated('realtime')).toBe(false);
+  });
+
+  it("runs waiting for the lane's connection are served by urgency: a call's command, then a call's event, then earlier inbound SMS", async () => {
+    const { first, letGo } = await holdRealtimeConnection(pool);
+    const served: string[] = [];
+    const waitIn = (name: string, urgency?: Urgency) =>
+      inLane('realtime', () => pool.query(`SELECT $1::text AS n`, [name]), { urgency }).then(({ rows }) => served.push(rows[0].n));
+    const waiting = [waitIn('sms-1'), waitIn('sms-2'), waitIn('call-event', 'soon'), waitIn('call-command', 'now')];
+    expect(budget.gates.realtime.waiting).toBe(4);
+    letGo();
+    await Promise.all([first, ...waiting]);
+    expect(served).toEqual(['call-command', 'call-event', 'sms-1', 'sms-2']);
+    expect(budget.gates.realtime.held).toBe(0);
   });
 
   it('a run that holds its lane\'s only connection takes a second one straight from the pool, never waiting on itself', async () => {

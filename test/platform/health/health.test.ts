@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
-import { JobName } from '../../../src/platform/outbox/job-catalogue.js';
+import { ProbeJob } from '../../../src/platform/outbox/probe.handler.js';
 import { OutboxService } from '../../../src/platform/outbox/outbox.service.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
@@ -33,7 +33,7 @@ describe('health and metrics', () => {
   });
 
   it('/metrics has HTTP latency per route, outbox pending, relay lag, queue depths and job outcomes', async () => {
-    await app.app.get(UnitOfWork).run((tx) => app.app.get(OutboxService).enqueue(tx, { name: JobName.Probe, data: { label: 'metrics' }, jobId: 'metrics-probe-1' }));
+    await app.app.get(UnitOfWork).run((tx) => app.app.get(OutboxService).enqueue(tx, { job: ProbeJob, data: { label: 'metrics' }, jobId: 'metrics-probe-1' }));
     await waitFor(() => db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id = 'metrics-probe-1' AND completed_at IS NOT NULL`), (n) => n === 1, { what: 'the probe job to complete' });
     await fetch(`${app.url}/health/live`);
 

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { UnrecoverableError, Worker, type Processor, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
-import { JobName, QueueName } from '../../../src/platform/outbox/job-catalogue.js';
+import { ProbeJob } from '../../../src/platform/outbox/probe.handler.js';
 import { JobWorkers } from '../../../src/platform/outbox/job-workers.js';
 import { OutboxRelay } from '../../../src/platform/outbox/outbox-relay.js';
 import { OutboxService } from '../../../src/platform/outbox/outbox.service.js';
@@ -40,7 +40,7 @@ describe('jobs frozen in Redis', () => {
 
   /** Commits one probe job and hands it to Redis, as the relay does. */
   async function relayedProbe(jobId: string): Promise<void> {
-    await app.app.get(UnitOfWork).run((tx) => app.app.get(OutboxService).enqueue(tx, { name: JobName.Probe, data: { label: jobId }, jobId }));
+    await app.app.get(UnitOfWork).run((tx) => app.app.get(OutboxService).enqueue(tx, { job: ProbeJob, data: { label: jobId }, jobId }));
     expect(await app.app.get(OutboxRelay).relayBatch()).toBe(1);
   }
 
@@ -51,7 +51,7 @@ describe('jobs frozen in Redis', () => {
   function rawWorker(processor: Processor, options: Partial<WorkerOptions> = {}): Worker {
     const connection = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
     rawConnections.push(connection);
-    const worker = new Worker(QueueName.System, processor, {
+    const worker = new Worker(ProbeJob.queue, processor, {
       connection,
       prefix: app.config.QUEUE_PREFIX,
       skipStalledCheck: true,
@@ -81,7 +81,7 @@ describe('jobs frozen in Redis', () => {
     expect(stalls).toEqual([jobId, jobId]);
   }
 
-  const stateOf = (jobId: string) => app.app.get(Queues).get(QueueName.System).getJobState(jobId);
+  const stateOf = (jobId: string) => app.app.get(Queues).get(ProbeJob.queue).getJobState(jobId);
   const row = async (jobId: string) => (await db.pool.query(`SELECT completed_at, failed_at, last_error, attempts FROM outbox_jobs WHERE job_id = $1`, [jobId])).rows[0];
   const probeRuns = (jobId: string) => db.count(`SELECT count(*) FROM probe_runs WHERE job_id = $1`, [jobId]);
   const redriveNow = async (jobId: string) => {
@@ -98,7 +98,7 @@ describe('jobs frozen in Redis', () => {
     await Promise.all(rawWorkers.splice(0).map((w) => w.close()));
     expect(await row('frozen-1')).toMatchObject({ completed_at: null, failed_at: null });
 
-    app.app.get(JobWorkers).start([QueueName.System]);
+    app.app.get(JobWorkers).start([ProbeJob.queue]);
     expect(await redriveNow('frozen-1')).toBe(1);
     await waitFor(() => row('frozen-1'), (r) => r.completed_at !== null, { what: 'frozen-1 to complete after the redrive' });
     expect(await probeRuns('frozen-1')).toBe(1);
@@ -114,7 +114,7 @@ describe('jobs frozen in Redis', () => {
     await relayedProbe('busy-1');
     rawWorker(() => running);
     await waitFor(() => stateOf('busy-1'), (s) => s === 'active', { what: 'busy-1 to be running' });
-    const queue = app.app.get(Queues).get(QueueName.System);
+    const queue = app.app.get(Queues).get(ProbeJob.queue);
     const before = await queue.getJob('busy-1');
 
     expect(await redriveNow('busy-1')).toBe(1);
@@ -131,7 +131,7 @@ describe('jobs frozen in Redis', () => {
     await stallTwice('stalled-1');
     expect(await row('stalled-1')).toMatchObject({ last_error: null, attempts: 0 });
 
-    app.app.get(JobWorkers).start([QueueName.System]);
+    app.app.get(JobWorkers).start([ProbeJob.queue]);
     await waitFor(() => stateOf('stalled-1'), (s) => s === 'failed', { what: 'BullMQ to fail stalled-1' });
     const recorded = await waitFor(() => row('stalled-1'), (r) => r.last_error !== null, { what: 'the stall failure to be recorded' });
     expect(recorded).toMatchObject({ last_error: 'job stalled more than allowable limit', attempts: 1, failed_at: null, completed_at: null });
@@ -146,7 +146,7 @@ describe('jobs frozen in Redis', () => {
     await relayedProbe('spent-1');
     await db.pool.query(`UPDATE outbox_jobs SET attempts = 4 WHERE job_id = 'spent-1'`); // probe: 5 attempts
     await stallTwice('spent-1');
-    app.app.get(JobWorkers).start([QueueName.System]);
+    app.app.get(JobWorkers).start([ProbeJob.queue]);
     const recorded = await waitFor(() => row('spent-1'), (r) => r.last_error !== null, { what: 'the stall failure to be recorded' });
     expect(recorded.attempts).toBe(5);
     expect(recorded.failed_at).not.toBeNull();

@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { JobName } from '../../../src/platform/outbox/job-catalogue.js';
-import { assertOneHandlerPerJob } from '../../../src/platform/outbox/job-registry.js';
+import { ProbeJob } from '../../../src/platform/outbox/probe.handler.js';
+import type { JobDefinition } from '../../../src/platform/outbox/job-definition.js';
+import * as callsJobs from '../../../src/modules/calls/calls.jobs.js';
+import * as ingestJobs from '../../../src/modules/ingest/ingest.jobs.js';
+import * as messagingJobs from '../../../src/modules/messaging/messaging.jobs.js';
+import * as numbersJobs from '../../../src/modules/numbers/numbers.jobs.js';
+import * as webhooksJobs from '../../../src/modules/webhooks/webhooks.jobs.js';
 import { OutboxRelay } from '../../../src/platform/outbox/outbox-relay.js';
 import { OutboxService } from '../../../src/platform/outbox/outbox.service.js';
 import { Queues } from '../../../src/platform/outbox/queues.js';
@@ -11,12 +16,13 @@ import { startTestApp, type TestApp } from '../../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { startPrivateRedis, type PrivateRedis } from '../../support/services.js';
 import { waitFor } from '../../support/wait.js';
+import { afterCommitJobs, newJobsCount } from '../../../src/platform/outbox/statement-jobs.js';
 
 async function enqueueProbes(app: TestApp, prefix: string, n: number): Promise<void> {
   const uow = app.app.get(UnitOfWork);
   const outbox = app.app.get(OutboxService);
   await uow.run(async (tx) => {
-    for (let i = 0; i < n; i++) await outbox.enqueue(tx, { name: JobName.Probe, data: { label: prefix }, jobId: `${prefix}-${i}` });
+    for (let i = 0; i < n; i++) await outbox.enqueue(tx, { job: ProbeJob, data: { label: prefix }, jobId: `${prefix}-${i}` });
   });
 }
 
@@ -44,7 +50,7 @@ describe('transactional outbox', () => {
     const outbox = app.app.get(OutboxService);
     const { DataSource } = await import('typeorm');
     const manager = app.app.get(DataSource).manager;
-    await expect(outbox.enqueue(manager as never, { name: JobName.Probe, data: {}, jobId: 'outside-1' })).rejects.toThrow(/inside a transaction/);
+    await expect(outbox.enqueue(manager as never, { job: ProbeJob, data: {}, jobId: 'outside-1' })).rejects.toThrow(/inside a transaction/);
     expect(await db.count(`SELECT count(*) FROM outbox_jobs`)).toBe(0);
   });
 
@@ -53,7 +59,7 @@ describe('transactional outbox', () => {
     const outbox = app.app.get(OutboxService);
     await expect(
       uow.run(async (tx) => {
-        await outbox.enqueue(tx, { name: JobName.Probe, data: { label: 'rolledback' }, jobId: 'rolledback-1' });
+        await outbox.enqueue(tx, { job: ProbeJob, data: { label: 'rolledback' }, jobId: 'rolledback-1' });
         throw new Error('business rule failed');
       }),
     ).rejects.toThrow('business rule failed');
@@ -80,12 +86,12 @@ describe('transactional outbox', () => {
     });
     await expect(
       uow.run(async (tx) => {
-        await outbox.enqueue(tx, { name: JobName.Probe, data: { label: 'hinted' }, jobId: 'hinted-0' });
+        await outbox.enqueue(tx, { job: ProbeJob, data: { label: 'hinted' }, jobId: 'hinted-0' });
         throw new Error('rolled back');
       }),
     ).rejects.toThrow('rolled back');
     expect(hint).not.toHaveBeenCalled();
-    await uow.run((tx) => outbox.enqueue(tx, { name: JobName.Probe, data: { label: 'hinted' }, jobId: 'hinted-1' }));
+    await uow.run((tx) => outbox.enqueue(tx, { job: ProbeJob, data: { label: 'hinted' }, jobId: 'hinted-1' }));
     expect(hint).toHaveBeenCalledTimes(1);
     await waitFor(() => seenAtHint.length, (n) => n === 1, { what: 'the visibility check' });
     expect(seenAtHint).toEqual([1]);
@@ -95,8 +101,8 @@ describe('transactional outbox', () => {
   it('the same jobId enqueued twice is one job', async () => {
     const uow = app.app.get(UnitOfWork);
     const outbox = app.app.get(OutboxService);
-    const first = await uow.run((tx) => outbox.enqueue(tx, { name: JobName.Probe, data: { label: 'twice' }, jobId: 'twice-0' }));
-    const second = await uow.run((tx) => outbox.enqueue(tx, { name: JobName.Probe, data: { label: 'twice' }, jobId: 'twice-0' }));
+    const first = await uow.run((tx) => outbox.enqueue(tx, { job: ProbeJob, data: { label: 'twice' }, jobId: 'twice-0' }));
+    const second = await uow.run((tx) => outbox.enqueue(tx, { job: ProbeJob, data: { label: 'twice' }, jobId: 'twice-0' }));
     expect([first, second]).toEqual([true, false]);
     await expectEachRanOnce(db, 'twice', 1);
   });
@@ -104,7 +110,7 @@ describe('transactional outbox', () => {
   it('enqueueMany: one statement for many jobs; an id twice in the list, or already in the outbox, is one job', async () => {
     const uow = app.app.get(UnitOfWork);
     const outbox = app.app.get(OutboxService);
-    const probe = (i: number) => ({ name: JobName.Probe, data: { label: 'many' }, jobId: `many-${i}` });
+    const probe = (i: number) => ({ job: ProbeJob, data: { label: 'many' }, jobId: `many-${i}` });
     expect(await uow.run((tx) => outbox.enqueueMany(tx, [probe(0), probe(1), probe(1), probe(2)]))).toBe(3);
     expect(await uow.run((tx) => outbox.enqueueMany(tx, [probe(2), probe(3)]))).toBe(1);
     await expectEachRanOnce(db, 'many', 4);
@@ -115,8 +121,8 @@ describe('transactional outbox', () => {
     const write = async (from: number, to: number) => {
       const stmt = new CteStatement();
       const fresh = stmt.with('fresh', `SELECT 'cte-' || g AS id FROM generate_series(${stmt.param(from, 'int')}, ${stmt.param(to, 'int')}) g`);
-      outbox.jobsFromCte(stmt, 'jobs', fresh, JobName.Probe, { id: 'id', data: `jsonb_build_object('label', id)` });
-      const [row] = await app.app.get(DataSource).query(stmt.text(`SELECT (${stmt.newJobsCount()})::int AS jobs, ${stmt.afterCommitJobs()} AS "afterCommit"`), stmt.params);
+      outbox.jobsFromCte(stmt, 'jobs', fresh, ProbeJob, { id: 'id', data: `jsonb_build_object('label', id)` });
+      const [row] = await app.app.get(DataSource).query(stmt.text(`SELECT (${newJobsCount(stmt)})::int AS jobs, ${afterCommitJobs(stmt)} AS "afterCommit"`), stmt.params);
       outbox.jobsWritten(row.jobs);
       return row;
     };
@@ -124,7 +130,7 @@ describe('transactional outbox', () => {
     expect(await write(1, 3)).toEqual({ jobs: 3, afterCommit: [] });
     expect(await write(3, 4)).toEqual({ jobs: 1, afterCommit: [] });
     const { rows: jobs } = await db.pool.query(`SELECT job_id, queue, name, data FROM outbox_jobs WHERE job_id LIKE 'cte-%' ORDER BY job_id`);
-    expect(jobs).toEqual([1, 2, 3, 4].map((g) => ({ job_id: `cte-${g}`, queue: 'system', name: JobName.Probe, data: { label: `cte-${g}` } })));
+    expect(jobs).toEqual([1, 2, 3, 4].map((g) => ({ job_id: `cte-${g}`, queue: 'system', name: ProbeJob.name, data: { label: `cte-${g}` } })));
     await waitFor(() => db.count(`SELECT count(*) FROM probe_runs WHERE label LIKE 'cte-%'`), (n) => n === 4, { what: 'the four probe jobs to run' });
   });
 });
@@ -224,24 +230,19 @@ describe('Redis loses its jobs', () => {
   });
 });
 
-describe('job catalogue boot check', () => {
-  it('fails when a job has no handler or two, and names it', () => {
-    const complete = () => new Map<string, string[]>(Object.values(JobName).map((name) => [name, [`${name}Handler`]]));
-    expect(() => assertOneHandlerPerJob(complete())).not.toThrow();
-    const missing = complete();
-    missing.delete(JobName.Probe);
-    expect(() => assertOneHandlerPerJob(missing)).toThrow(/job "probe" has no handler/);
-    const twice = complete().set(JobName.Probe, ['A', 'B']);
-    expect(() => assertOneHandlerPerJob(twice)).toThrow(/job "probe" has 2 handlers \(A, B\)/);
-    const ghost = complete().set('ghost', ['G']);
-    expect(() => assertOneHandlerPerJob(ghost)).toThrow(/unknown job "ghost"/);
-  });
-
-  it('the running app has exactly one handler for every job in the catalogue', async () => {
+describe('jobs declared by their modules', () => {
+  it('the running app has exactly one handler for every job its modules declare (JobRegistry checks it at boot)', async () => {
     const db = await createTestDatabase();
     const app = await startTestApp({ databaseUrl: db.url, http: false });
     const { JobRegistry } = await import('../../../src/platform/outbox/job-registry.js');
-    for (const name of Object.values(JobName)) expect(app.app.get(JobRegistry).get(name)).toBeDefined();
+    const registry = app.app.get(JobRegistry);
+    const declared = [ProbeJob, ...[messagingJobs, webhooksJobs, ingestJobs, callsJobs, numbersJobs].flatMap((jobs) => Object.values(jobs) as JobDefinition[])];
+    expect(declared.length).toBe(11);
+    for (const job of declared) {
+      expect(registry.spec(job.name)).toBe(job);
+      expect(registry.get(job.name)).toBeDefined();
+    }
+    expect(registry.queues().sort()).toEqual(['calls', 'carrier-events', 'messaging', 'numbers', 'system', 'webhooks']);
     await app.close();
     await db.drop();
   });

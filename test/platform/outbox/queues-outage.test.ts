@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { JobName, QueueName } from '../../../src/platform/outbox/job-catalogue.js';
+import { ProbeJob } from '../../../src/platform/outbox/probe.handler.js';
 import { Queues, type RelayedJob } from '../../../src/platform/outbox/queues.js';
 import { RedisService } from '../../../src/platform/redis/redis.service.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
@@ -32,13 +32,13 @@ describe('a queue first used while Redis is away', () => {
     await waitFor(() => shared.status, (s) => s === 'ready', { what: 'the shared connection to connect' });
     redis.stop();
     redisDown = true;
-    const job: RelayedJob = { jobId: `probe-${randomUUID()}`, queue: QueueName.System, name: JobName.Probe };
+    const job: RelayedJob = { jobId: `probe-${randomUUID()}`, queue: ProbeJob.queue, name: ProbeJob.name };
     // The relay's first publish of the outage makes the Queue, whose version check then fails.
     await expect(queues.publish([job])).rejects.toThrow();
     await redis.start();
     redisDown = false;
     const outcome = () => queues.publish([job]).then(() => 'published', (err: Error) => err.message);
     await waitFor(outcome, (o) => o === 'published', { what: 'a publish to succeed after Redis returned', timeoutMs: 15000 });
-    expect(await queues.get(QueueName.System).getJobState(job.jobId)).toBe('waiting');
+    expect(await queues.get(ProbeJob.queue).getJobState(job.jobId)).toBe('waiting');
   });
 });

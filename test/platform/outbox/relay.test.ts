@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
-import { JobName } from '../../../src/platform/outbox/job-catalogue.js';
+import { ProbeJob } from '../../../src/platform/outbox/probe.handler.js';
 import { OutboxRelay } from '../../../src/platform/outbox/outbox-relay.js';
 import { OutboxService } from '../../../src/platform/outbox/outbox.service.js';
 import { Queues } from '../../../src/platform/outbox/queues.js';
@@ -23,7 +23,7 @@ describe('relay wake-ups', () => {
   });
 
   const enqueue = (jobId: string) =>
-    app.app.get(UnitOfWork).run((tx) => app.app.get(OutboxService).enqueue(tx, { name: JobName.Probe, data: { label: 'wake' }, jobId }));
+    app.app.get(UnitOfWork).run((tx) => app.app.get(OutboxService).enqueue(tx, { job: ProbeJob, data: { label: 'wake' }, jobId }));
   const relayed = (jobId: string) => db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id = $1 AND relayed_at IS NOT NULL`, [jobId]);
 
   it('a commit whose NOTIFY arrives while a batch is being published is relayed without waiting for the poll', async () => {

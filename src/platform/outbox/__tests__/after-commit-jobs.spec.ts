@@ -1,17 +1,27 @@
 import { describe, expect, it } from '@jest/globals';
 import { CteStatement } from '../../database/cte-statement.js';
 import { AfterCommitJobs } from '../after-commit-jobs.js';
-import { JobName, QueueName } from '../job-catalogue.js';
+import { defineJob, type JobDefinition } from '../job-definition.js';
+import type { JobRegistry } from '../job-registry.js';
 import type { JobRunner } from '../job-runner.js';
+import { StatementJobs } from '../statement-jobs.js';
 import type { AppConfig } from '../../config/app-config.js';
 import type { OutboxMetrics } from '../outbox-metrics.js';
 import type { DataSource } from 'typeorm';
+
+/** Jobs of this spec's own (the outbox knows no feature's): two realtime queues, one bulk. */
+const spec = { mode: 'transactional', attempts: 1, backoffMs: 1 } as const;
+const Realtime = defineJob({ ...spec, name: 'realtime-job', queue: 'realtime-queue', lane: 'realtime', runsAfterCommit: true });
+const OtherRealtime = defineJob({ ...spec, name: 'other-realtime-job', queue: 'other-realtime-queue', lane: 'realtime', runsAfterCommit: true });
+const Bulk = defineJob({ ...spec, name: 'bulk-job', queue: 'bulk-queue', lane: 'bulk', runsAfterCommit: true });
+const BulkViaRelay = defineJob({ ...spec, name: 'bulk-via-relay-job', queue: 'bulk-queue', lane: 'bulk' });
+const registry = { spec: (name: string) => [Realtime, OtherRealtime, Bulk, BulkViaRelay].find((job) => job.name === name) as JobDefinition } as JobRegistry;
 
 /** A runner whose runs end when the test says so. */
 function heldRunner() {
   const pending: { jobId: string; finish: () => void }[] = [];
   const runner = {
-    run: (_name: JobName, jobId: string) => new Promise<'completed'>((resolve) => pending.push({ jobId, finish: () => resolve('completed') })),
+    run: (_name: string, jobId: string) => new Promise<'completed'>((resolve) => pending.push({ jobId, finish: () => resolve('completed') })),
   } as unknown as JobRunner;
   return {
     runner,
@@ -24,44 +34,44 @@ function heldRunner() {
 /** `places` for both lanes unless `bulkPlaces` is given. */
 function afterCommitJobs(places: number, runner: JobRunner, bulkPlaces = places) {
   const metrics = { jobOutcomes: { inc: () => undefined } } as unknown as OutboxMetrics;
-  return new AfterCommitJobs(runner, { WORKER_REALTIME_AFTER_COMMIT_JOBS: places, WORKER_AFTER_COMMIT_JOBS: bulkPlaces } as AppConfig, metrics, { query: async () => [] } as unknown as DataSource);
+  return new AfterCommitJobs(runner, { WORKER_REALTIME_AFTER_COMMIT_JOBS: places, WORKER_AFTER_COMMIT_JOBS: bulkPlaces } as AppConfig, metrics, { query: async () => [] } as unknown as DataSource, registry);
 }
 
-const jobs = (n: number) => Array.from({ length: n }, (_, i) => ({ name: JobName.ProcessCarrierEvent, jobId: `cev_${i}` }));
+const jobs = (n: number) => Array.from({ length: n }, (_, i) => ({ name: Realtime.name, jobId: `cev_${i}` }));
 const settled = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('AfterCommitJobs places', () => {
   it('only for the queues this process works, and only for jobs that may run after commit', () => {
     const jobsHere = afterCommitJobs(8, heldRunner().runner);
-    expect(jobsHere.reserve(JobName.ProcessCarrierEvent)).toBeUndefined(); // not started: no worker here
-    jobsHere.start([QueueName.Webhooks]);
-    expect(jobsHere.reserve(JobName.ProcessCarrierEvent)).toBeUndefined(); // carrier-events is worked elsewhere
-    expect(jobsHere.reserve(JobName.WebhookDeliveryAttempt)).toBeDefined();
-    expect(jobsHere.reserve(JobName.WebhookParkedExpiry)).toBeUndefined(); // its spec does not allow it
+    expect(jobsHere.reserve(Realtime)).toBeUndefined(); // not started: no worker here
+    jobsHere.start([Bulk.queue]);
+    expect(jobsHere.reserve(Realtime)).toBeUndefined(); // its queue is worked elsewhere
+    expect(jobsHere.reserve(Bulk)).toBeDefined();
+    expect(jobsHere.reserve(BulkViaRelay)).toBeUndefined(); // its spec does not allow it
   });
 
   it('a batch takes as many places as it may create jobs; too few free sends it all to the relay; unused places come back at run()', async () => {
     const held = heldRunner();
     const jobsHere = afterCommitJobs(10, held.runner);
-    jobsHere.start([QueueName.CarrierEvents]);
-    const batch = jobsHere.reserve(JobName.ProcessCarrierEvent, 8)!;
-    expect(jobsHere.reserve(JobName.ProcessCarrierEvent, 3)).toBeUndefined(); // 2 free, 3 asked
+    jobsHere.start([Realtime.queue]);
+    const batch = jobsHere.reserve(Realtime, 8)!;
+    expect(jobsHere.reserve(Realtime, 3)).toBeUndefined(); // 2 free, 3 asked
     // 8 deliveries, 5 of them new: 3 places come back at once, 5 are held until the runs end.
     batch.run(jobs(5));
     expect(held.running()).toBe(5);
-    const next = jobsHere.reserve(JobName.ProcessCarrierEvent, 5)!;
+    const next = jobsHere.reserve(Realtime, 5)!;
     expect(next).toBeDefined();
-    expect(jobsHere.reserve(JobName.ProcessCarrierEvent)).toBeUndefined();
+    expect(jobsHere.reserve(Realtime)).toBeUndefined();
     next.release();
     held.finishAll();
     await settled();
-    expect(jobsHere.reserve(JobName.ProcessCarrierEvent, 10)).toBeDefined();
+    expect(jobsHere.reserve(Realtime, 10)).toBeDefined();
   });
 
   it('a slot is settled once', () => {
     const jobsHere = afterCommitJobs(2, heldRunner().runner);
-    jobsHere.start([QueueName.CarrierEvents]);
-    const slot = jobsHere.reserve(JobName.ProcessCarrierEvent)!;
+    jobsHere.start([Realtime.queue]);
+    const slot = jobsHere.reserve(Realtime)!;
     slot.release();
     expect(() => slot.release()).toThrow(/settled once/);
     expect(() => slot.run(jobs(1))).toThrow(/settled once/);
@@ -72,10 +82,10 @@ describe('AfterCommitJobs around one statement', () => {
   it('the statement is told to write its jobs for this process, the jobs it hands over run here, the rest of the places come back', async () => {
     const held = heldRunner();
     const jobsHere = afterCommitJobs(4, held.runner);
-    jobsHere.start([QueueName.CarrierEvents]);
+    jobsHere.start([Realtime.queue]);
     const stmt = new CteStatement();
-    const result = await jobsHere.aroundStatement(JobName.ProcessCarrierEvent, 3, stmt, async () => ({ written: stmt.jobRunAfterCommit }), () => jobs(2));
-    expect(result).toEqual({ written: JobName.ProcessCarrierEvent });
+    const result = await jobsHere.aroundStatement(Realtime, 3, stmt, async () => ({ written: StatementJobs.of(stmt).runAfterCommit }), () => jobs(2));
+    expect(result).toEqual({ written: Realtime.name });
     expect(held.runningIds()).toEqual(['cev_0', 'cev_1']);
     expect(jobsHere.held).toBe(2);
     held.finishAll();
@@ -86,14 +96,14 @@ describe('AfterCommitJobs around one statement', () => {
   it('a statement that throws or hands nothing over gives every place back; with no place free it writes its jobs for the relay', async () => {
     const held = heldRunner();
     const jobsHere = afterCommitJobs(2, held.runner);
-    jobsHere.start([QueueName.CarrierEvents]);
-    await expect(jobsHere.aroundStatement(JobName.ProcessCarrierEvent, 2, new CteStatement(), async () => Promise.reject(new Error('refused')), () => jobs(2))).rejects.toThrow('refused');
+    jobsHere.start([Realtime.queue]);
+    await expect(jobsHere.aroundStatement(Realtime, 2, new CteStatement(), async () => Promise.reject(new Error('refused')), () => jobs(2))).rejects.toThrow('refused');
     expect(jobsHere.held).toBe(0);
-    await jobsHere.aroundStatement(JobName.ProcessCarrierEvent, 2, new CteStatement(), async () => undefined, () => []);
+    await jobsHere.aroundStatement(Realtime, 2, new CteStatement(), async () => undefined, () => []);
     expect(jobsHere.held).toBe(0);
     const stmt = new CteStatement();
-    await jobsHere.aroundStatement(JobName.ProcessCarrierEvent, 3, stmt, async () => undefined, () => jobs(3));
-    expect(stmt.jobRunAfterCommit).toBeUndefined();
+    await jobsHere.aroundStatement(Realtime, 3, stmt, async () => undefined, () => jobs(3));
+    expect(StatementJobs.of(stmt).runAfterCommit).toBeUndefined();
     expect(held.running()).toBe(0);
   });
 });
@@ -101,22 +111,32 @@ describe('AfterCommitJobs around one statement', () => {
 describe('AfterCommitJobs lanes and turns', () => {
   it("each lane has its own places: customer webhooks holding every bulk place leave a call's places free", () => {
     const jobsHere = afterCommitJobs(2, heldRunner().runner, 3);
-    jobsHere.start([QueueName.CarrierEvents, QueueName.Webhooks, QueueName.Calls]);
-    expect(jobsHere.reserve(JobName.WebhookDeliveryAttempt, 3)).toBeDefined();
-    expect(jobsHere.reserve(JobName.WebhookDeliveryAttempt)).toBeUndefined();
-    expect(jobsHere.reserve(JobName.ProcessCarrierEvent)).toBeDefined();
-    expect(jobsHere.reserve(JobName.CallControlCommands)).toBeDefined();
-    expect(jobsHere.reserve(JobName.CallControlCommands)).toBeUndefined();
+    jobsHere.start([Realtime.queue, Bulk.queue, OtherRealtime.queue]);
+    expect(jobsHere.reserve(Bulk, 3)).toBeDefined();
+    expect(jobsHere.reserve(Bulk)).toBeUndefined();
+    expect(jobsHere.reserve(Realtime)).toBeDefined();
+    expect(jobsHere.reserve(OtherRealtime)).toBeDefined();
+    expect(jobsHere.reserve(OtherRealtime)).toBeUndefined();
+  });
+
+  it("ordinary work (an SMS burst) holding every realtime place leaves urgent work (a call's events and commands) a quarter more", () => {
+    const jobsHere = afterCommitJobs(8, heldRunner().runner);
+    jobsHere.start([Realtime.queue, OtherRealtime.queue]);
+    expect(jobsHere.reserve(Realtime, 8)).toBeDefined(); // an SMS burst
+    expect(jobsHere.reserve(Realtime)).toBeUndefined();
+    expect(jobsHere.reserve(Realtime, 1, { urgency: 'soon' })).toBeDefined(); // a call's event
+    expect(jobsHere.reserve(OtherRealtime, 1, { urgency: 'now' })).toBeDefined(); // a call's commands
+    expect(jobsHere.reserve(Realtime, 1, { urgency: 'soon' })).toBeUndefined(); // 8 + 2 places: all taken
   });
 
   it('jobs of one turn run one after another in the order handed over; other turns run beside them', async () => {
     const held = heldRunner();
     const jobsHere = afterCommitJobs(8, held.runner);
-    jobsHere.start([QueueName.CarrierEvents]);
-    jobsHere.reserve(JobName.ProcessCarrierEvent, 3)!.run([
-      { name: JobName.ProcessCarrierEvent, jobId: 'a1', turn: 'call-a' },
-      { name: JobName.ProcessCarrierEvent, jobId: 'a2', turn: 'call-a' },
-      { name: JobName.ProcessCarrierEvent, jobId: 'b1', turn: 'call-b' },
+    jobsHere.start([Realtime.queue]);
+    jobsHere.reserve(Realtime, 3)!.run([
+      { name: Realtime.name, jobId: 'a1', turn: 'call-a' },
+      { name: Realtime.name, jobId: 'a2', turn: 'call-a' },
+      { name: Realtime.name, jobId: 'b1', turn: 'call-b' },
     ]);
     await settled();
     expect(held.runningIds()).toEqual(['a1', 'b1']);
@@ -133,11 +153,11 @@ describe('AfterCommitJobs drain', () => {
   it('stops taking places, and waits for a statement still holding places and for the jobs it then runs', async () => {
     const held = heldRunner();
     const jobsHere = afterCommitJobs(8, held.runner);
-    jobsHere.start([QueueName.CarrierEvents]);
-    const slot = jobsHere.reserve(JobName.ProcessCarrierEvent, 2)!;
+    jobsHere.start([Realtime.queue]);
+    const slot = jobsHere.reserve(Realtime, 2)!;
     let drained = false;
     const draining = jobsHere.drain().then(() => (drained = true));
-    expect(jobsHere.reserve(JobName.ProcessCarrierEvent)).toBeUndefined();
+    expect(jobsHere.reserve(Realtime)).toBeUndefined();
     await settled();
     expect(drained).toBe(false); // the statement has not returned yet
     slot.run(jobs(2));
@@ -150,7 +170,7 @@ describe('AfterCommitJobs drain', () => {
 
   it('with nothing held, at once', async () => {
     const jobsHere = afterCommitJobs(8, heldRunner().runner);
-    jobsHere.start([QueueName.CarrierEvents]);
+    jobsHere.start([Realtime.queue]);
     await expect(jobsHere.drain()).resolves.toBeUndefined();
   });
 });

@@ -1,0 +1,44 @@
+import { describe, expect, it } from '@jest/globals';
+import { Gate, type Urgency } from '../connection-budget.js';
+
+describe('Gate (a lane budget)', () => {
+  /** Acquires with `urgency` and records the order the places are given in. */
+  function waitFor(gate: Gate, name: string, given: string[], urgency: Urgency = 'later'): Promise<void> {
+    return gate.acquire(urgency).then(() => void given.push(name));
+  }
+
+  it('gives a freed place to the most urgent waiter (now, then soon, then later), each urgency in arrival order', async () => {
+    const gate = new Gate(1);
+    await gate.acquire();
+    const given: string[] = [];
+    const all = [
+      waitFor(gate, 'sms-1', given),
+      waitFor(gate, 'event-1', given, 'soon'),
+      waitFor(gate, 'sms-2', given),
+      waitFor(gate, 'command-1', given, 'now'),
+      waitFor(gate, 'event-2', given, 'soon'),
+      waitFor(gate, 'command-2', given, 'now'),
+    ];
+    expect(gate.waiting).toBe(6);
+    expect([gate.waitingAhead('now'), gate.waitingAhead('soon'), gate.waitingAhead('later')]).toEqual([2, 4, 6]);
+    for (let i = 0; i < all.length; i++) {
+      gate.release();
+      await Promise.resolve();
+      await Promise.resolve();
+    }
+    await Promise.all(all);
+    expect(given).toEqual(['command-1', 'command-2', 'event-1', 'event-2', 'sms-1', 'sms-2']);
+    expect(gate.held).toBe(1);
+  });
+
+  it('takes a free place at once, whatever its urgency, up to its limit', async () => {
+    const gate = new Gate(2);
+    await gate.acquire();
+    await gate.acquire('now');
+    expect(gate.held).toBe(2);
+    expect(gate.waiting).toBe(0);
+    gate.release();
+    gate.release();
+    expect(gate.held).toBe(0);
+  });
+});

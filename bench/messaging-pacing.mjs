@@ -6,7 +6,9 @@
 // quiet traffic while the same burst to one paced number drains at its rate. Reports the paced number's throughput against
 // its rate, carrier 429s and doubles, and the quiet numbers' accept → carrier latency in both
 // phases (pacing one number should cost the others nothing). Loopback only, bounded in time.
-// Usage: npm run bench:pacing [-- --rate 20 --burst 300 --quiet-numbers 10 --quiet-rate 2 --seconds 10]
+// `--phases` runs only some of them, in this order (e.g. `--phases unpaced`: the quiet numbers beside
+// a burst to a number far under its rate, which pacing must not slow).
+// Usage: npm run bench:pacing [-- --rate 20 --burst 300 --quiet-numbers 10 --quiet-rate 2 --seconds 10 --phases alone,unpaced,paced]
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -22,8 +24,11 @@ const { values } = parseArgs({
     'quiet-numbers': { type: 'string', default: '10' },
     'quiet-rate': { type: 'string', default: '2' },
     seconds: { type: 'string', default: '10' },
+    phases: { type: 'string', default: 'alone,unpaced,paced' },
   },
 });
+const PHASES = new Set(values.phases.split(','));
+for (const p of PHASES) if (!['alone', 'unpaced', 'paced'].includes(p)) throw new Error(`--phases: unknown phase ${p} (alone, unpaced, paced)`);
 const RATE = Number(values.rate);
 const BURST = Number(values.burst);
 const QUIET_NUMBERS = Number(values['quiet-numbers']);
@@ -126,7 +131,7 @@ try {
     Number((await pool.query(`SELECT count(DISTINCT data->>'messageId') FROM outbox_jobs WHERE job_id LIKE 'dispatch-%-at-%' AND data->>'messageId' = ANY($1)`, [ids])).rows[0].count);
 
   // Phase 1: quiet numbers alone.
-  const quiet1 = await quietTraffic(SECONDS, 'quiet alone');
+  const quiet1 = PHASES.has('alone') ? await quietTraffic(SECONDS, 'quiet alone') : [];
   await arrived(quiet1, 30_000);
 
   /** A burst to `from`, posted as fast as 32 connections go, beside the same quiet traffic; waits for all of it. */
@@ -148,8 +153,8 @@ try {
   };
   // Phase 2: beside a burst that is not paced (the load of the burst itself); phase 3: beside the paced burst.
   const drainSeconds0 = Math.max(SECONDS, BURST / RATE);
-  const unpaced = await beside(UNPACED, drainSeconds0);
-  const { burstIds, quietIds: quiet2 } = await beside(PACED, drainSeconds0);
+  const unpaced = PHASES.has('unpaced') ? await beside(UNPACED, drainSeconds0) : undefined;
+  const { burstIds, quietIds: quiet2 } = PHASES.has('paced') ? await beside(PACED, drainSeconds0) : { burstIds: [], quietIds: [] };
 
   const burstTimes = burstIds.filter((id) => arrivals.has(id)).map((id) => arrivals.get(id)[0]).sort((a, b) => a - b);
   const drainSeconds = (burstTimes.at(-1) - burstTimes[0]) / 1000;
@@ -169,14 +174,19 @@ try {
     return `| ${label} | ${ids.length} | ${l.length} | ${fmt(percentile(l, 50))} | ${fmt(percentile(l, 99))} | ${waited} |`;
   };
 
-  console.log(`\n## Sender pacing (${new Date().toISOString()})\nmachine: ${machine()}\ncommand: npm run bench:pacing -- --rate ${RATE} --burst ${BURST} --quiet-numbers ${QUIET_NUMBERS} --quiet-rate ${QUIET_RATE} --seconds ${SECONDS}\n`);
-  console.log(`paced number: ${BURST} messages posted at once, rate ${RATE}/s: ${burstTimes.length} arrived over ${fmt(drainSeconds, 2)} s = ${fmt((burstTimes.length - 1) / drainSeconds, 2)} messages/s at the carrier (expected ${RATE}); send slots ${fmt(slots.min_gap * 1000, 1)} to ${fmt(slots.max_gap * 1000, 1)} ms apart (1/rate = ${fmt(1000 / RATE, 1)} ms)`);
-  console.log(`most arrivals from the paced number in any 1 s: ${busiestSecond} (rate ${RATE})`);
+  console.log(`\n## Sender pacing (${new Date().toISOString()})\nmachine: ${machine()}\ncommand: npm run bench:pacing -- --rate ${RATE} --burst ${BURST} --quiet-numbers ${QUIET_NUMBERS} --quiet-rate ${QUIET_RATE} --seconds ${SECONDS} --phases ${values.phases}\n`);
+  if (PHASES.has('paced')) {
+    console.log(`paced number: ${BURST} messages posted at once, rate ${RATE}/s: ${burstTimes.length} arrived over ${fmt(drainSeconds, 2)} s = ${fmt((burstTimes.length - 1) / drainSeconds, 2)} messages/s at the carrier (expected ${RATE}); send slots ${fmt(slots.min_gap * 1000, 1)} to ${fmt(slots.max_gap * 1000, 1)} ms apart (1/rate = ${fmt(1000 / RATE, 1)} ms)`);
+    console.log(`most arrivals from the paced number in any 1 s: ${busiestSecond} (rate ${RATE})`);
+  }
   console.log(`carrier 429s: paced ${throttled.get(PACED) ?? 0}, quiet ${QUIET.reduce((s, n) => s + (throttled.get(n) ?? 0), 0)}; doubles (a message arriving twice): ${doubles}\n`);
   console.log(`| quiet numbers (${QUIET_NUMBERS}, each ${QUIET_RATE}/s, limit ${QUIET_LIMIT}/s) | posted | arrived | accept → carrier p50 ms | p99 ms | waited for a slot |\n|---|---|---|---|---|---|`);
-  console.log(row('alone', quiet1, await waitedForSlot(quiet1)));
-  console.log(row(`beside a burst of ${BURST} to a number at 1000/s (not paced)`, unpaced.quietIds, await waitedForSlot(unpaced.quietIds)));
-  console.log(row(`beside the burst of ${BURST} paced at ${RATE}/s`, quiet2, await waitedForSlot(quiet2)));
+  if (PHASES.has('alone')) console.log(row('alone', quiet1, await waitedForSlot(quiet1)));
+  if (unpaced) {
+    console.log(row(`beside a burst of ${BURST} to a number at 1000/s (not paced)`, unpaced.quietIds, await waitedForSlot(unpaced.quietIds)));
+    console.log(row(`(the burst of ${BURST} itself, at 1000/s)`, unpaced.burstIds, await waitedForSlot(unpaced.burstIds)));
+  }
+  if (PHASES.has('paced')) console.log(row(`beside the burst of ${BURST} paced at ${RATE}/s`, quiet2, await waitedForSlot(quiet2)));
 } finally {
   await pool.end();
   await app.stop();

@@ -1045,12 +1045,12 @@ export interface components {
         };
         NumberMessagingSettings: {
             /**
-             * @description Message segments per second it sends at most: its own rate, else the default for its carrier and type
+             * @description Message segments per second it sends at most, the rate its sends are paced by: its own rate, else the platform default
              * @example 1
              */
             send_rate_per_second: number;
             /**
-             * @description number: set with PATCH; default: by carrier and type (long code or toll-free)
+             * @description number: set with PATCH; default: the platform's (the operator's MESSAGE_SEND_RATE_DEFAULT when set, else by carrier and type: long code or toll-free)
              * @example default
              * @enum {string}
              */
@@ -1094,7 +1094,7 @@ export interface components {
         };
         MessagingSettingsDto: {
             /**
-             * @description Message segments per second this number sends at most (the carrier's throughput for it); null: the default for its carrier and type
+             * @description Message segments per second this number sends at most (the carrier's throughput for it), 0.01 to 1000 with at most 2 decimals (0.5: one segment every 2 s); null: the platform's default (see send_rate_source)
              * @example 10
              */
             send_rate_per_second: number | null;
@@ -1393,7 +1393,7 @@ export interface components {
             send_at: string | null;
             /**
              * Format: date-time
-             * @description While queued or scheduled: when it goes to the carrier, its sending number's pace permitting (the send slot it was given; for a scheduled message not yet given one, its send_at). Null once picked up, and for a queued message in the moment before its first slot (or while its number waits out a carrier's Retry-After)
+             * @description While queued or scheduled: when it goes to the carrier, its sending number's pace permitting: the send slot it was given; before it has one, for a scheduled message its send_at, for a queued one the earliest its number's pace allows (the number's next free slot, never inside a carrier's Retry-After; now when nothing is ahead of it). Null once picked up
              * @example 2026-12-01T09:00:01.000Z
              */
             expected_send_at: string | null;
@@ -1480,7 +1480,7 @@ export interface components {
             send_at: string | null;
             /**
              * Format: date-time
-             * @description While queued or scheduled: when it goes to the carrier, its sending number's pace permitting (the send slot it was given; for a scheduled message not yet given one, its send_at). Null once picked up, and for a queued message in the moment before its first slot (or while its number waits out a carrier's Retry-After)
+             * @description While queued or scheduled: when it goes to the carrier, its sending number's pace permitting: the send slot it was given; before it has one, for a scheduled message its send_at, for a queued one the earliest its number's pace allows (the number's next free slot, never inside a carrier's Retry-After; now when nothing is ahead of it). Null once picked up
              * @example 2026-12-01T09:00:01.000Z
              */
             expected_send_at: string | null;

@@ -5,19 +5,20 @@ WITH locked AS (SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS
               (m.auto_reply IS NULL AND m.status = ANY($3::text[]) AND EXISTS (SELECT FROM message_opt_outs o JOIN accounts oa ON oa.id = o.account_id
                    WHERE o.account_id = m.account_id AND o.handset = m.to_number AND o.opted_out
                      AND o.our_number = CASE oa.opt_out_scope WHEN 'account' THEN '*' ELSE m.from_number END)) AS refused,
-              (m.status = ANY($3::text[]) AND p.id IS NOT NULL AND (m.send_slot IS NULL OR m.send_slot < p.send_paused_until)) AS needs_slot
+              (m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now())) AS reclaim,
+              ((m.status = ANY($3::text[]) OR (m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now()))) AND p.id IS NOT NULL AND (m.send_slot IS NULL OR m.send_slot < p.send_paused_until)) AS needs_slot
          FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.status IN ('ordering', 'active', 'releasing')
-        WHERE m.id = $1::text AND m.direction = 'outbound' AND m.status = ANY($2::text[])),
+        WHERE m.id = $1::text AND m.direction = 'outbound' AND m.status = ANY($2::text[]) FOR UPDATE OF m SKIP LOCKED),
 num AS (SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until
-         FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE l.previous = ANY($3::text[]) AND NOT l.refused FOR UPDATE OF p),
-paced AS (SELECT d.*, (NOT d.refused AND d.due AND CASE WHEN d.previous = 'sending' THEN d.held_until IS NULL OR d.held_until <= now() ELSE d.within_burst END) AS may_send
+         FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE (l.previous = ANY($3::text[]) AND NOT l.refused) OR l.reclaim FOR UPDATE OF p),
+paced AS (SELECT d.*, (NOT d.refused AND d.due AND d.within_burst AND (d.previous = ANY($3::text[]) OR d.reclaim)) AS may_send
          FROM (SELECT l.*, n.num_id, n.sends_paced_until, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
-                      (coalesce(x.new_slot, l.held_slot) IS NULL OR coalesce(x.new_slot, l.held_slot) <= c.clk) AS due
+                      (coalesce(x.new_slot, l.held_slot) IS NULL OR (coalesce(x.new_slot, l.held_slot) <= c.clk + l.burst AND NOT coalesce(n.send_paused_until > c.clk, false))) AS due
                  FROM locked l LEFT JOIN num n ON true
                  CROSS JOIN LATERAL (SELECT clock_timestamp() AS clk) c
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + l.burst AS within_burst) b
                  CROSS JOIN LATERAL (
-                   SELECT CASE WHEN n.num_id IS NOT NULL AND (l.needs_slot OR (l.held_slot <= c.clk AND NOT b.within_burst))
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND (l.needs_slot OR (l.held_slot <= c.clk + l.burst AND NOT b.within_burst))
                                THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - l.burst) END AS new_slot
                  ) x) d),
 num_moved AS (UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL THEN pc.new_slot + pc.spacing ELSE p.next_send_at END,
@@ -28,7 +29,8 @@ refused AS (UPDATE messages m SET status = 'failed', error_code = 'recipient_opt
          FROM paced WHERE m.id = paced.locked_id AND paced.refused
        RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
   segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
-  CASE WHEN status IN ('queued', 'scheduled') THEN coalesce(send_slot, send_at) END AS expected_send_at, created_at, updated_at, account_id),
+  CASE status WHEN 'scheduled' THEN coalesce(send_slot, send_at) WHEN 'queued' THEN coalesce(send_slot, (SELECT greatest(p.next_send_at, p.send_paused_until, now()) FROM phone_numbers p WHERE p.phone_number = from_number AND p.status IN ('ordering', 'active', 'releasing'))) END AS expected_send_at,
+  created_at, updated_at, account_id),
 msg_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, $5::text FROM refused),
 evt_emitted AS (INSERT INTO outbound_events (id, account_id, type, event_version, payload)
        SELECT onceline_id('evt'), account_id, $6::text, $7::int, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
@@ -63,5 +65,7 @@ slotted AS (UPDATE messages m SET send_slot = paced.new_slot FROM paced
 slotted_job AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT 'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint, 'messaging', 'dispatch-message', jsonb_build_object('messageId', slotted_id), wake_at FROM slotted
        ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name)
-SELECT paced.previous AS found, paced.holder, paced.held_until, paced.refused, paced.slot_at, ((SELECT count(*) FROM dlv_jobs) + (SELECT count(*) FROM slotted_job))::int AS jobs, claimed.*
-           FROM paced LEFT JOIN claimed ON claimed.id = paced.locked_id;
+SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at,
+              EXISTS (SELECT FROM messages WHERE id = $1::text AND direction = 'outbound' AND status = ANY($2::text[])) AS present,
+              ((SELECT count(*) FROM dlv_jobs) + (SELECT count(*) FROM slotted_job))::int AS jobs, claimed.*
+         FROM (VALUES (1)) AS one (n) LEFT JOIN paced ON true LEFT JOIN claimed ON claimed.id = paced.locked_id;

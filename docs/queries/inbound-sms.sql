@@ -16,7 +16,8 @@ msg_received AS (INSERT INTO messages (id, account_id, direction, from_number, t
        ON CONFLICT (carrier, carrier_message_id) DO NOTHING
        RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
   segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
-  CASE WHEN status IN ('queued', 'scheduled') THEN coalesce(send_slot, send_at) END AS expected_send_at, created_at, updated_at, account_id),
+  CASE status WHEN 'scheduled' THEN coalesce(send_slot, send_at) WHEN 'queued' THEN coalesce(send_slot, (SELECT greatest(p.next_send_at, p.send_paused_until, now()) FROM phone_numbers p WHERE p.phone_number = from_number AND p.status IN ('ordering', 'active', 'releasing'))) END AS expected_send_at,
+  created_at, updated_at, account_id),
 use_recorded AS (INSERT INTO usage_records (id, account_id, kind, resource_id, quantity, unit_price_micros, amount_micros)
        SELECT onceline_id('use'), account_id, $5::text, id, segments, $4::bigint, segments::bigint * $4::bigint
          FROM msg_received

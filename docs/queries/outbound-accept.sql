@@ -6,4 +6,5 @@ INSERT INTO messages (id, account_id, direction, from_number, to_number, text, s
                      AND o.our_number = CASE oa.opt_out_scope WHEN 'account' THEN '*' ELSE $3::text END)
        RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
   segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
-  CASE WHEN status IN ('queued', 'scheduled') THEN coalesce(send_slot, send_at) END AS expected_send_at, created_at, updated_at, account_id;
+  CASE status WHEN 'scheduled' THEN coalesce(send_slot, send_at) WHEN 'queued' THEN coalesce(send_slot, (SELECT greatest(p.next_send_at, p.send_paused_until, now()) FROM phone_numbers p WHERE p.phone_number = from_number AND p.status IN ('ordering', 'active', 'releasing'))) END AS expected_send_at,
+  created_at, updated_at, account_id;

@@ -13,7 +13,8 @@ rcpt_moved AS (UPDATE messages m SET status = $5::text, error_code = coalesce($8
         WHERE m.id = rcpt_found.found_id AND outbound AND previous <> ALL($6::text[]) AND previous <> $5::text
        RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
   segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
-  CASE WHEN status IN ('queued', 'scheduled') THEN coalesce(send_slot, send_at) END AS expected_send_at, created_at, updated_at, account_id),
+  CASE status WHEN 'scheduled' THEN coalesce(send_slot, send_at) WHEN 'queued' THEN coalesce(send_slot, (SELECT greatest(p.next_send_at, p.send_paused_until, now()) FROM phone_numbers p WHERE p.phone_number = from_number AND p.status IN ('ordering', 'active', 'releasing'))) END AS expected_send_at,
+  created_at, updated_at, account_id),
 msg_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, $10::text FROM rcpt_moved),
 evt_emitted AS (INSERT INTO outbound_events (id, account_id, type, event_version, payload)
        SELECT onceline_id('evt'), account_id, $11::text, $12::int, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",

@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import type { PhoneNumberView } from '../../src/modules/numbers/phone-number.dto.js';
 import { PhoneNumbers } from '../../src/modules/numbers/phone-numbers.service.js';
+import { AppConfig } from '../../src/platform/config/app-config.js';
 import type { TestApp } from './app.js';
 
 export type Carrier = 'telnyx' | 'twilio' | 'vonage';
@@ -22,7 +23,8 @@ export function assignNumber(app: TestApp, accountId: string, phoneNumber: strin
 export async function assignNumbersIn(databaseUrl: string, accountId: string, phoneNumbers: string[], carrier: Carrier = 'telnyx'): Promise<PhoneNumberView[]> {
   const dataSource = await new DataSource({ type: 'postgres', url: databaseUrl, entities: [] }).initialize();
   try {
-    const numbers = new PhoneNumbers(dataSource);
+    // assign only: its answer's rate (MESSAGE_SEND_RATE_DEFAULT unset here) is not used
+    const numbers = new PhoneNumbers(dataSource, new AppConfig());
     const assigned: PhoneNumberView[] = [];
     for (const phoneNumber of phoneNumbers) assigned.push(await numbers.assign(accountId, phoneNumber, carrier));
     return assigned;

@@ -2,7 +2,6 @@ import { Injectable, Logger } from '@nestjs/common';
 import { CarrierThrottledError, CarrierUnavailableError, type SendResult } from '../../carriers/message-sender.js';
 import { MessageSenders } from '../../carriers/message-senders.js';
 import { AppConfig } from '../../platform/config/app-config.js';
-import type { Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { PayloadOf } from '../../platform/outbox/job-definition.js';
 import { DispatchMessageJob } from './messaging.jobs.js';
@@ -32,7 +31,7 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
   ) {}
 
   async handle({ messageId }: PayloadOf<typeof DispatchMessageJob>, { attempt }: JobContext): Promise<void> {
-    const claim = await this.uow.run((tx) => this.claim(tx, messageId));
+    const claim = await this.claim(messageId);
     if (!claim) return;
     try {
       await this.sendAndRecord(claim, attempt);
@@ -45,17 +44,22 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
   }
 
   /**
-   * The claim, or undefined when this run must not call the carrier. A message another run holds
-   * the lease of gets a run at the lease's end in the same transaction (one per lease, however
+   * The claim, or undefined when this run must not call the carrier: one autocommit statement,
+   * or when another transaction holds the message's row, the transaction that waits for it. A
+   * message another run holds the lease of gets a run at the lease's end (one per lease, however
    * many twins find it), so a holder that died is followed up even if its own job is spent.
    */
-  private async claim(tx: Tx, messageId: string): Promise<DispatchClaim | undefined> {
-    const outcome = await this.transitions.claimForDispatch(tx, messageId, this.config.DISPATCH_LEASE_SECONDS, this.config.MESSAGE_SEND_RATE_DEFAULT);
+  private async claim(messageId: string): Promise<DispatchClaim | undefined> {
+    const [lease, rate] = [this.config.DISPATCH_LEASE_SECONDS, this.config.MESSAGE_SEND_RATE_DEFAULT];
+    const outcome =
+      (await this.transitions.claimNow(messageId, lease, rate)) ?? (await this.uow.run((tx) => this.transitions.claimForDispatch(tx, messageId, lease, rate)));
     if (outcome.kind === 'claimed') return outcome.claim;
     if (outcome.kind === 'leased') {
       // run_at is the lease's end by the database clock, which is also what the relay waits on,
-      // so this run finds that lease ended.
-      await this.outbox.enqueue(tx, { job: DispatchMessageJob, data: { messageId }, jobId: `dispatch-${messageId}-${outcome.holder}`, runAt: outcome.until });
+      // so this run finds that lease ended. (If this process dies first, its own job is redriven and finds the lease again.)
+      await this.uow.run((tx) =>
+        this.outbox.enqueue(tx, { job: DispatchMessageJob, data: { messageId }, jobId: `dispatch-${messageId}-${outcome.holder}`, runAt: outcome.until }),
+      );
     }
     return undefined;
   }

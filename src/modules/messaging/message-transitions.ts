@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { randomUUID } from 'node:crypto';
 import { UsageLedger } from '../billing/usage-ledger.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
@@ -72,6 +73,21 @@ export type DispatchClaimOutcome =
   | { kind: 'paced'; at: Date }
   | { kind: 'done' };
 
+/** The claim statement's one row: what `locked` found (all NULL when nothing), and the claim when the UPDATE took it. */
+type ClaimStatementRow = ClaimRow & { locked_id: string | null; refused: boolean | null; lease_live: boolean | null; slot_at: Date | null; present: boolean; jobs: number };
+
+function claimOutcome(row: ClaimStatementRow): DispatchClaimOutcome {
+  const { locked_id: lockedId, holder, held_until: heldUntil, refused, lease_live: leaseLive, slot_at: slotAt, present: _present, jobs: _jobs, ...taken } = row;
+  if (lockedId === null || refused) return { kind: 'done' };
+  if (taken.id === null) {
+    // not taken: a live lease (held_until > now()), or a slot still to come (its job is due then)
+    if (leaseLive) return { kind: 'leased', holder: holder!, until: heldUntil! };
+    return { kind: 'paced', at: slotAt! };
+  }
+  const { previous: _previous, ...claim } = taken;
+  return { kind: 'claimed', claim };
+}
+
 /**
  * Every change of a message's status. Each is one UPDATE whose WHERE clause is the guard; the
  * status history, the usage row and the customer event are written in the same transaction,
@@ -84,6 +100,7 @@ export class MessageTransitions {
     private readonly events: CustomerEvents,
     private readonly keywords: OptOutKeywords,
     private readonly outbox: OutboxService,
+    private readonly dataSource: DataSource,
   ) {}
 
   /**
@@ -91,58 +108,93 @@ export class MessageTransitions {
    * `leaseSeconds`: queued|scheduled → sending (history, no event, no charge). A message already
    * `sending` is claimed again only once its lease has ended (the run holding it died or stalled
    * past it); while the lease lasts another run must not call the carrier (Twilio ignores
-   * Idempotency-Key: that would be a second SMS).
+   * Idempotency-Key: that would be a second SMS); taken again, it is paced like any send.
    *
    * Pacing: a waiting message first takes a send slot from its number (segments / rate after the
-   * number's last one, never inside a carrier's pause), by the same statement. A slot that is now
-   * is claimed at once, if the sends claimed so far leave room for it (SEND_BURST_SECONDS); a later
-   * one is kept on the message with a dispatch job due then (the outbox row is the truth: a Redis
-   * that loses the job only delays it), and this run sends nothing.
+   * number's last one, never inside a carrier's pause), by the same statement. A slot that is now,
+   * or at most the burst allowance ahead (SEND_BURST_SECONDS less one message: what a number under
+   * its rate never waits a relay pass for), is claimed at once if the sends claimed so far leave room
+   * for it; a later one is kept on the message with a dispatch job due then (the outbox row is the
+   * truth: a Redis that loses the job only delays it), and this run sends nothing.
+   *
+   * Dispatch runs it as ONE autocommit statement (claimNow): the number's row is then held only
+   * until that statement's own commit, never while the client sends a COMMIT (a busy process
+   * would hold every other claim of the number, and the connections they wait on, that long).
+   * This transactional form is claimNow's fallback for a message row another transaction holds.
    */
   async claimForDispatch(tx: Tx, messageId: string, leaseSeconds: number, rateOverride?: number): Promise<DispatchClaimOutcome> {
     // The message's row first, alone: the statement that decides then reads the opt-outs with a
     // snapshot taken after any wait for this row, so a STOP committed before the claim (even one
     // committed while a twin held the row) is seen and refuses the send.
     await exec(tx, `SELECT FROM messages WHERE id = $1 FOR UPDATE`, [messageId]);
+    const stmt = this.claimStatement(messageId, leaseSeconds, rateOverride, 'FOR UPDATE OF m');
+    const { rows } = await exec<ClaimStatementRow>(tx, stmt.sql, stmt.params);
+    this.outbox.jobsWritten(rows[0].jobs, tx);
+    return claimOutcome(rows[0]);
+  }
+
+  /**
+   * claimForDispatch as one autocommit statement, which locks the message's row itself: skipped
+   * when another transaction holds it (a twin claim, a cancel, a recording), so the statement's
+   * snapshot never predates a wait for that row (a STOP committed meanwhile would go unseen).
+   * Undefined then: the caller runs claimForDispatch, which waits for the row.
+   */
+  async claimNow(messageId: string, leaseSeconds: number, rateOverride?: number): Promise<DispatchClaimOutcome | undefined> {
+    const stmt = this.claimStatement(messageId, leaseSeconds, rateOverride, 'FOR UPDATE OF m SKIP LOCKED');
+    const { rows } = await exec<ClaimStatementRow>(this.dataSource.manager, stmt.sql, stmt.params);
+    this.outbox.jobsWritten(rows[0].jobs);
+    if (rows[0].locked_id === null && rows[0].present) return undefined;
+    return claimOutcome(rows[0]);
+  }
+
+  /** The claim statement: `lockMessage` is the locking clause `locked` takes the message's row with. */
+  private claimStatement(messageId: string, leaseSeconds: number, rateOverride: number | undefined, lockMessage: string): { sql: string; params: unknown[] } {
     const stmt = new CteStatement();
     const [id, unsent, waiting] = [stmt.param(messageId, 'text'), stmt.param(UNSENT_STATUSES, 'text[]'), stmt.param(WAITING_STATUSES, 'text[]')];
     const rate = sendRateSql('p', stmt.param(rateOverride ?? null, 'numeric'));
     // `refused`: a message not yet picked up whose recipient has opted out (a keyword reply is
-    // the confirmation, sent whatever the consent). `needs_slot`: waiting, from a number we hold,
-    // with no slot yet, or one that fell inside a carrier's pause (429 Retry-After) since.
+    // the confirmation, sent whatever the consent). `reclaim`: `sending` under a lease that ended
+    // or was given back (the run holding it died, stalled or failed): taken again, and paced like
+    // any send (a recovery that sends at once would burst: every lease a dead worker held ends
+    // together). `needs_slot`: to be sent (waiting, or a reclaim), from a number we hold, with no
+    // slot yet, or one that fell inside a carrier's pause (429 Retry-After) since.
+    const reclaim = `(m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now()))`;
     stmt.with(
       'locked',
       `SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot, p.id AS number_id,
               make_interval(secs => (m.segments / ${rate})::float8) AS spacing, ${burstToleranceSql(rate)} AS burst,
               (m.auto_reply IS NULL AND m.status = ANY(${waiting}) AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')}) AS refused,
-              (m.status = ANY(${waiting}) AND p.id IS NOT NULL AND (m.send_slot IS NULL OR m.send_slot < p.send_paused_until)) AS needs_slot
+              ${reclaim} AS reclaim,
+              ((m.status = ANY(${waiting}) OR ${reclaim}) AND p.id IS NOT NULL AND (m.send_slot IS NULL OR m.send_slot < p.send_paused_until)) AS needs_slot
          FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.${HELD}
-        WHERE m.id = ${id} AND m.direction = 'outbound' AND m.status = ANY(${unsent})`,
+        WHERE m.id = ${id} AND m.direction = 'outbound' AND m.status = ANY(${unsent}) ${lockMessage}`,
     );
-    // The number's row, locked for a waiting message: a claim for another message of the same
+    // The number's row, locked for a message to be sent: a claim for another message of the same
     // number waits here, then reads what that one left (FOR UPDATE returns the newest version),
     // so no two messages share a slot and no two sends break the burst bound.
     stmt.with(
       'num',
       `SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until
-         FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE l.previous = ANY(${waiting}) AND NOT l.refused FOR UPDATE OF p`,
+         FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE (l.previous = ANY(${waiting}) AND NOT l.refused) OR l.reclaim FOR UPDATE OF p`,
     );
     // The decision, from the locked row. `within_burst`: the sends claimed so far, spaced at the
     // rate, leave room for one more now. A new slot: after the number's last one, never inside a
     // pause, and no sooner than the burst allowance leaves room; taken by a message without one,
     // and by one whose slot fell due together with others (jobs ran late) and finds no room (it
-    // goes behind the queue rather than every such message waking at the same moment).
-    // `may_send`: the slot is now and there is room; or a lease that ended.
+    // goes behind the queue rather than every such message waking at the same moment). `due`: the
+    // slot is at most the burst allowance ahead (a slot that close is sent now, never through a
+    // relay pass: sending it early stays within the burst bound) and the number is not paused.
+    // `may_send`: waiting or a reclaim, due, with room in the burst.
     stmt.with(
       'paced',
-      `SELECT d.*, (NOT d.refused AND d.due AND CASE WHEN d.previous = 'sending' THEN d.held_until IS NULL OR d.held_until <= now() ELSE d.within_burst END) AS may_send
+      `SELECT d.*, (NOT d.refused AND d.due AND d.within_burst AND (d.previous = ANY(${waiting}) OR d.reclaim)) AS may_send
          FROM (SELECT l.*, n.num_id, n.sends_paced_until, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
-                      (coalesce(x.new_slot, l.held_slot) IS NULL OR coalesce(x.new_slot, l.held_slot) <= c.clk) AS due
+                      (coalesce(x.new_slot, l.held_slot) IS NULL OR (coalesce(x.new_slot, l.held_slot) <= c.clk + l.burst AND NOT coalesce(n.send_paused_until > c.clk, false))) AS due
                  FROM locked l LEFT JOIN num n ON true
                  CROSS JOIN LATERAL (SELECT clock_timestamp() AS clk) c
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + l.burst AS within_burst) b
                  CROSS JOIN LATERAL (
-                   SELECT CASE WHEN n.num_id IS NOT NULL AND (l.needs_slot OR (l.held_slot <= c.clk AND NOT b.within_burst))
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND (l.needs_slot OR (l.held_slot <= c.clk + l.burst AND NOT b.within_burst))
                                THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - l.burst) END AS new_slot
                  ) x) d`,
     );
@@ -161,7 +213,7 @@ export class MessageTransitions {
        RETURNING ${MESSAGE_COLUMNS}`,
     );
     this.sideEffectsCtes(stmt, refused, 'failed', 'message.failed');
-    // The UPDATE's WHERE is the guard: a message not yet picked up whose slot is now, or one whose lease has ended.
+    // The UPDATE's WHERE is the guard: a message not yet picked up, or one whose lease has ended, whose slot is due.
     stmt.with(
       'claimed',
       `UPDATE messages m SET status = 'sending', claim_token = ${stmt.param(randomUUID(), 'text')}, claimed_until = now() + make_interval(secs => ${stmt.param(leaseSeconds, 'int')}),
@@ -172,7 +224,8 @@ export class MessageTransitions {
     // Its `sending` history in the same statement: the number's row is held only until this
     // statement's commit, never across another round trip.
     stmt.with('claim_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'sending' FROM claimed WHERE previous = ANY(${waiting})`);
-    // Not now: a new slot still to come, kept on the message, with a dispatch job due then.
+    // Not now: a new slot still to come, kept on the message (a reclaim stays `sending`, its lease
+    // ended), with a dispatch job due then.
     const slotted = stmt.with(
       'slotted',
       `UPDATE messages m SET send_slot = paced.new_slot FROM paced
@@ -184,25 +237,14 @@ export class MessageTransitions {
       data: `jsonb_build_object('messageId', slotted_id)`,
       runAt: 'wake_at',
     });
-    const { rows } = await exec<ClaimRow & { found: MessageStatus; refused: boolean; slot_at: Date | null; jobs: number }>(
-      tx,
-      stmt.text(
-        `SELECT paced.previous AS found, paced.holder, paced.held_until, paced.refused, paced.slot_at, (${newJobsCount(stmt)})::int AS jobs, claimed.*
-           FROM paced LEFT JOIN claimed ON claimed.id = paced.locked_id`,
-      ),
-      stmt.params,
+    // One row whatever happened: `present` tells a message row skipped (locked elsewhere) from one that is gone or past sending.
+    const sql = stmt.text(
+      `SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at,
+              EXISTS (SELECT FROM messages WHERE id = ${id} AND direction = 'outbound' AND status = ANY(${unsent})) AS present,
+              (${newJobsCount(stmt)})::int AS jobs, claimed.*
+         FROM (VALUES (1)) AS one (n) LEFT JOIN paced ON true LEFT JOIN claimed ON claimed.id = paced.locked_id`,
     );
-    if (rows.length === 0) return { kind: 'done' };
-    const { found, holder, held_until: heldUntil, refused: wasRefused, slot_at: slotAt, jobs, ...taken } = rows[0];
-    this.outbox.jobsWritten(jobs, tx);
-    if (wasRefused) return { kind: 'done' };
-    if (taken.id === null) {
-      // not taken: a live lease (held_until > now()), or a slot still to come (its job is due then)
-      if (found === 'sending') return { kind: 'leased', holder: holder!, until: heldUntil! };
-      return { kind: 'paced', at: slotAt! };
-    }
-    const { previous: _previous, ...claim } = taken;
-    return { kind: 'claimed', claim };
+    return { sql, params: stmt.params };
   }
 
   /**

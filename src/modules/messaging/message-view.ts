@@ -2,6 +2,7 @@ import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import type { Encoding } from '../../telephony/segments.js';
 import { isoTimestampSql } from '../../platform/database/cte-statement.js';
+import { HELD } from '../numbers/phone-numbers.service.js';
 
 export const MESSAGE_STATUSES = ['queued', 'scheduled', 'sending', 'sent', 'delivered', 'failed', 'received', 'cancelled'] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
@@ -33,7 +34,7 @@ export class MessageView {
     nullable: true,
     ...at('2026-12-01T09:00:01.000Z'),
     description:
-      "While queued or scheduled: when it goes to the carrier, its sending number's pace permitting (the send slot it was given; for a scheduled message not yet given one, its send_at). Null once picked up, and for a queued message in the moment before its first slot (or while its number waits out a carrier's Retry-After)",
+      "While queued or scheduled: when it goes to the carrier, its sending number's pace permitting: the send slot it was given; before it has one, for a scheduled message its send_at, for a queued one the earliest its number's pace allows (the number's next free slot, never inside a carrier's Retry-After; now when nothing is ahead of it). Null once picked up",
   })
   expected_send_at!: string | null;
   @ApiProperty(at('2026-11-03T10:15:00.000Z')) created_at!: string;
@@ -53,10 +54,18 @@ export class MessageWithHistory extends MessageView {
   @ApiProperty({ type: [StatusChange] }) status_history!: StatusChange[];
 }
 
+/**
+ * A queued message not yet given a send slot (just accepted, or back from a carrier's 429): the
+ * earliest its number's pace allows, the next free slot (never inside a carrier's pause), now when
+ * nothing is ahead of it. The message's slot is taken at dispatch from the same columns.
+ */
+const NEXT_FREE_SLOT = `(SELECT greatest(p.next_send_at, p.send_paused_until, now()) FROM phone_numbers p WHERE p.phone_number = from_number AND p.${HELD})`;
+
 /** The SELECT / RETURNING list that yields a MessageView (plus account_id, stripped by toView). */
 export const MESSAGE_COLUMNS = `id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
   segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
-  CASE WHEN status IN ('queued', 'scheduled') THEN coalesce(send_slot, send_at) END AS expected_send_at, created_at, updated_at, account_id`;
+  CASE status WHEN 'scheduled' THEN coalesce(send_slot, send_at) WHEN 'queued' THEN coalesce(send_slot, ${NEXT_FREE_SLOT}) END AS expected_send_at,
+  created_at, updated_at, account_id`;
 
 /**
  * toView in SQL, over a row of MESSAGE_COLUMNS (a RETURNING of them): the payload of a customer

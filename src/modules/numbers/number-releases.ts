@@ -9,7 +9,7 @@ import { HandlesJob, type JobHandler } from '../../platform/outbox/job-handler.j
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
 import type { PhoneNumberView } from './phone-number.dto.js';
-import { NUMBER_COLUMNS } from './phone-numbers.service.js';
+import { PhoneNumbers } from './phone-numbers.service.js';
 
 /**
  * Releasing a number: it stops routing at once (releasing), and is released at the carrier once
@@ -20,6 +20,7 @@ export class NumberReleases {
   constructor(
     private readonly uow: UnitOfWork,
     private readonly outbox: OutboxService,
+    private readonly numbers: PhoneNumbers,
   ) {}
 
   /** The number as it now is (releasing, or already releasing/released: a repeat changes nothing). */
@@ -37,8 +38,7 @@ export class NumberReleases {
       if (!row || row.was === 'failed') throw new NotFoundException({ code: 'not_found', title: 'Resource not found', detail: 'no phone number with this id' });
       if (row.was === 'ordering') throw new ConflictException({ code: 'order_in_progress', title: 'Order in progress', detail: 'the number is still being ordered; release it once its order completed' });
       if (row.moved) await this.outbox.enqueue(tx, { job: ReleaseNumberJob, data: { numberId }, jobId: `release-${numberId}` });
-      const [view] = await tx.query(`SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE id = $1`, [numberId]);
-      return view;
+      return this.numbers.viewIn(tx, numberId);
     });
   }
 }
@@ -53,6 +53,7 @@ export class ReleaseNumberHandler implements JobHandler<typeof ReleaseNumberJob>
     private readonly outbox: OutboxService,
     private readonly events: CustomerEvents,
     private readonly config: AppConfig,
+    private readonly numbers: PhoneNumbers,
   ) {}
 
   async handle({ numberId }: PayloadOf<typeof ReleaseNumberJob>): Promise<void> {
@@ -67,8 +68,7 @@ export class ReleaseNumberHandler implements JobHandler<typeof ReleaseNumberJob>
         [numberId],
       );
       if (rows.length === 0) return;
-      const [view] = await tx.query(`SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE id = $1`, [numberId]);
-      await this.events.emit(tx, rows[0].account_id, 'number.released', view);
+      await this.events.emit(tx, rows[0].account_id, 'number.released', await this.numbers.viewIn(tx, numberId));
     });
   }
 

@@ -14,7 +14,7 @@ export class MessagingSettingsDto {
     minimum: MIN_SEND_RATE,
     maximum: MAX_SEND_RATE,
     example: 10,
-    description: "Message segments per second this number sends at most (the carrier's throughput for it); null: the default for its carrier and type",
+    description: "Message segments per second this number sends at most (the carrier's throughput for it), 0.01 to 1000 with at most 2 decimals (0.5: one segment every 2 s); null: the platform's default (see send_rate_source)",
   })
   @ValidateIf((_, v) => v !== null)
   @IsNumber({ allowNaN: false, allowInfinity: false, maxDecimalPlaces: 2 }, { message: 'send_rate_per_second must be a number (at most 2 decimals) or null' })
@@ -40,9 +40,9 @@ export type NumberStatus = (typeof NUMBER_STATUSES)[number];
 /** A number's sending pace, as the REST API shows it. */
 @ApiSchema({ name: 'NumberMessagingSettings' })
 export class NumberMessagingView {
-  @ApiProperty({ type: 'number', example: 1, description: 'Message segments per second it sends at most: its own rate, else the default for its carrier and type' })
+  @ApiProperty({ type: 'number', example: 1, description: 'Message segments per second it sends at most, the rate its sends are paced by: its own rate, else the platform default' })
   send_rate_per_second!: number;
-  @ApiProperty({ enum: ['number', 'default'], example: 'default', description: 'number: set with PATCH; default: by carrier and type (long code or toll-free)' })
+  @ApiProperty({ enum: ['number', 'default'], example: 'default', description: "number: set with PATCH; default: the platform's (the operator's MESSAGE_SEND_RATE_DEFAULT when set, else by carrier and type: long code or toll-free)" })
   send_rate_source!: 'number' | 'default';
   @ApiProperty({ type: 'string', format: 'date-time', nullable: true, example: null, description: 'A carrier answered 429: no message from this number goes out before this time (its Retry-After)' })
   paused_until!: string | null;

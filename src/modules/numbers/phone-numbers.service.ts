@@ -8,13 +8,21 @@ import type { CarrierName } from '../../carriers/normalized-event.js';
 import type { VoiceSettings } from '../sequential-ring/ring-plan.js';
 import type { PhoneNumberView } from './phone-number.dto.js';
 import { isoTimestampSql, type CteStatement } from '../../platform/database/cte-statement.js';
-import { sendRateSql } from './send-rates.js';
+import { rateDefaultSql, sendRateSql } from './send-rates.js';
+import { AppConfig } from '../../platform/config/app-config.js';
 
-export const NUMBER_COLUMNS = `id, 'phone_number' AS record_type, phone_number, carrier, status, voice,
-  jsonb_build_object('send_rate_per_second', ${sendRateSql('phone_numbers', 'NULL')}::float8,
+/**
+ * The SELECT / RETURNING list that yields a PhoneNumberView. Its rate is the effective one: the
+ * number's own, else `rateDefault` (MESSAGE_SEND_RATE_DEFAULT) when the operator set one, else the
+ * default for its carrier and type: the rate dispatch paces it by.
+ */
+export function numberColumns(rateDefault: number | undefined): string {
+  return `id, 'phone_number' AS record_type, phone_number, carrier, status, voice,
+  jsonb_build_object('send_rate_per_second', ${sendRateSql('phone_numbers', rateDefaultSql(rateDefault))}::float8,
                      'send_rate_source', CASE WHEN phone_numbers.send_rate_per_second IS NULL THEN 'default' ELSE 'number' END,
                      'paused_until', CASE WHEN phone_numbers.send_paused_until > now() THEN ${isoTimestampSql('phone_numbers.send_paused_until')} END) AS messaging,
   created_at`;
+}
 
 /** PATCH /v2/phone_numbers/:id: each setting given is replaced (null clears it), the others are kept. */
 export interface NumberSettingsChange {
@@ -40,7 +48,15 @@ export type OwnersOf = (rows: string, numberColumn: string) => string;
 
 @Injectable()
 export class PhoneNumbers {
-  constructor(private readonly dataSource: DataSource) {}
+  /** numberColumns with this process's MESSAGE_SEND_RATE_DEFAULT. */
+  private readonly columns: string;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    config: AppConfig,
+  ) {
+    this.columns = numberColumns(config.MESSAGE_SEND_RATE_DEFAULT);
+  }
 
   /**
    * Assigns a number the platform already holds at the carrier to an account (the operator's
@@ -56,7 +72,7 @@ export class PhoneNumbers {
         `INSERT INTO phone_numbers (id, account_id, phone_number, carrier, status, activated_at) VALUES ($1, $2, $3, $4, 'active', now())
          ON CONFLICT (phone_number) WHERE ${HELD} DO UPDATE SET carrier = phone_numbers.carrier
            WHERE phone_numbers.account_id = EXCLUDED.account_id AND phone_numbers.carrier = EXCLUDED.carrier AND phone_numbers.${ROUTES}
-         RETURNING ${NUMBER_COLUMNS}`,
+         RETURNING ${this.columns}`,
         [newId(IdPrefix.PhoneNumber), accountId, phoneNumber, carrier],
       ));
     } catch (err) {
@@ -85,7 +101,7 @@ export class PhoneNumbers {
       this.dataSource.manager,
       `UPDATE phone_numbers SET voice = CASE WHEN $4 THEN $3::jsonb ELSE voice END,
               send_rate_per_second = CASE WHEN $6 THEN $5::numeric ELSE send_rate_per_second END
-        WHERE id = $1 AND account_id = $2 AND ${HELD} RETURNING ${NUMBER_COLUMNS}`,
+        WHERE id = $1 AND account_id = $2 AND ${HELD} RETURNING ${this.columns}`,
       [
         id, accountId,
         change.voice ? JSON.stringify(change.voice) : null, change.voice !== undefined,
@@ -95,15 +111,21 @@ export class PhoneNumbers {
     return rows[0];
   }
 
+  /** The number's view in `tx` (whoever holds it): what a release answers and announces. */
+  async viewIn(tx: Tx, id: string): Promise<PhoneNumberView> {
+    const [row] = await queryRows<PhoneNumberView>(tx, `SELECT ${this.columns} FROM phone_numbers WHERE id = $1`, [id]);
+    return row;
+  }
+
   async get(accountId: string, id: string): Promise<PhoneNumberView | undefined> {
-    const [row] = await queryRows<PhoneNumberView>(this.dataSource.manager, `SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE id = $1 AND account_id = $2`, [id, accountId]);
+    const [row] = await queryRows<PhoneNumberView>(this.dataSource.manager, `SELECT ${this.columns} FROM phone_numbers WHERE id = $1 AND account_id = $2`, [id, accountId]);
     return row;
   }
 
   async list(accountId: string, page: PageRequest): Promise<PhoneNumberView[]> {
     return queryRows<PhoneNumberView>(
       this.dataSource.manager,
-      `SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE account_id = $1 AND ${HELD} AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
+      `SELECT ${this.columns} FROM phone_numbers WHERE account_id = $1 AND ${HELD} AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
       [accountId, page.after ?? null, page.size + 1],
     );
   }
@@ -113,7 +135,7 @@ export class PhoneNumbers {
    * caller's transaction: a second pooled connection per transaction can exhaust the pool.
    */
   async findOwned(tx: Tx, accountId: string, phoneNumber: string): Promise<PhoneNumberView | undefined> {
-    const [row] = await tx.query(`SELECT ${NUMBER_COLUMNS} FROM phone_numbers WHERE account_id = $1 AND phone_number = $2 AND ${ROUTES}`, [accountId, phoneNumber]);
+    const [row] = await tx.query(`SELECT ${this.columns} FROM phone_numbers WHERE account_id = $1 AND phone_number = $2 AND ${ROUTES}`, [accountId, phoneNumber]);
     return row;
   }
 

@@ -32,6 +32,16 @@ export function defaultSendRate(carrier: CarrierName, phoneNumber: string): numb
 }
 
 /**
+ * SQL: MESSAGE_SEND_RATE_DEFAULT as the `override` of sendRateSql, a numeric literal (the config
+ * holds a finite number from MIN_SEND_RATE to MAX_SEND_RATE), or NULL when unset.
+ */
+export function rateDefaultSql(rateDefault: number | undefined): string {
+  if (rateDefault === undefined) return 'NULL';
+  if (!Number.isFinite(rateDefault)) throw new Error(`MESSAGE_SEND_RATE_DEFAULT ${rateDefault} is not a number`);
+  return `${rateDefault}::numeric`;
+}
+
+/**
  * SQL: the rate of number row `p` (alias), segments per second. `override` is a SQL expression
  * (a parameter) for MESSAGE_SEND_RATE_DEFAULT, NULL when unset: it replaces the table for every
  * number without its own rate. The table's numbers are literals from this file.

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync, ValidateBy } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsNumber, IsOptional, IsString, Matches, Max, Min, validateSync, ValidateBy } from 'class-validator';
 import { isLoopbackUrl } from '../net/loopback.js';
 import {
   DEV_STRIPE_WEBHOOK_SECRET, DEV_TELNYX_API_KEY, DEV_TELNYX_CONNECTION_ID, DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN,
@@ -8,7 +8,9 @@ import {
 } from '../../telephony/dev-credentials.js';
 import { DEFAULT_SANDBOX_TELNYX_SEED, telnyxDevKeyPair } from '../../telephony/telnyx-dev-key.js';
 
-const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
+/** A number ('' and unset: undefined); IsInt or IsNumber beside it says which numbers a setting takes. */
+const toNumber = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
+const toInt = toNumber;
 /** 'true' / 'false'; anything else is left as it is, for IsBoolean to refuse by name. */
 const toBoolean = ({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value === '' ? undefined : value);
 const URL_RE = /^[a-z][a-z0-9+.-]*:\/\/.+/i;
@@ -257,7 +259,9 @@ export class AppConfig {
    * carrier's default for its type (src/modules/numbers/send-rates.ts). Unset in production;
    * tests and benchmarks that send bursts from one number set it high.
    */
-  @IsOptional() @Transform(toInt) @Min(0.01) @Max(1000)
+  @IsOptional() @Transform(toNumber)
+  @IsNumber({ allowNaN: false, allowInfinity: false, maxDecimalPlaces: 2 }, { message: 'must be a number of segments per second, at most 2 decimals (0.5 is one message every 2 s)' })
+  @Min(0.01) @Max(1000)
   MESSAGE_SEND_RATE_DEFAULT?: number;
 
   /** Calls: a leg that answered but is not bridged this long after is hung up, and the ring plan moves on. */

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { DataSource } from 'typeorm';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
+import { AppConfig } from '../../../src/platform/config/app-config.js';
+import { PhoneNumbers } from '../../../src/modules/numbers/phone-numbers.service.js';
 import { MessageTransitions } from '../../../src/modules/messaging/message-transitions.js';
 import type { ApiClient } from '../../support/api-client.js';
 import type { TestApp } from '../../support/app.js';
@@ -13,6 +16,12 @@ const TOLL_FREE = '+18005550031';
 const THROTTLED = '+17735550032';
 const RACED = '+17735550033';
 const LATE = '+17735550034';
+const CLOSE = '+17735550035';
+const EXPECT = '+17735550036';
+const PAUSED = '+17735550037';
+const RECOVERED = '+17735550038';
+const RACED_TX = '+17735550039';
+const ROW_HELD = '+17735550030';
 const HANDSET = '+13125550031';
 
 /**
@@ -39,33 +48,113 @@ describe('sender pacing', () => {
   const whenSent = (id: string) => waitFor(() => customer.get(`/v2/messages/${id}`), (r) => r.body.data.status === 'sent', { what: `${id} sent` });
 
   beforeAll(async () => {
-    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx' });
+    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx', [CLOSE]: 'telnyx', [EXPECT]: 'telnyx', [PAUSED]: 'telnyx', [RECOVERED]: 'telnyx', [RACED_TX]: 'telnyx', [ROW_HELD]: 'telnyx' });
     ({ db, app, carrier, customer } = pipeline);
     const { body } = await customer.get('/v2/phone_numbers');
     for (const n of body.data) numberIds[n.phone_number] = n.id;
   });
   afterAll(() => pipeline.stop());
 
-  it('shows each number its rate (the default for its carrier and type until one is set) and takes a new one through PATCH', async () => {
+  it('shows each number the rate it is paced by: its own once set through PATCH, else MESSAGE_SEND_RATE_DEFAULT when set, else the default for its carrier and type', async () => {
+    // The test app sets MESSAGE_SEND_RATE_DEFAULT=1000 (test/support/app.ts): what dispatch paces by, so what the number shows.
     const longCode = await customer.get(`/v2/phone_numbers/${numberIds[LONG_CODE]}`);
-    expect(longCode.body.data.messaging).toEqual({ send_rate_per_second: 1, send_rate_source: 'default', paused_until: null });
-    const tollFree = await customer.get(`/v2/phone_numbers/${numberIds[TOLL_FREE]}`);
-    expect(tollFree.body.data.messaging).toMatchObject({ send_rate_per_second: 20, send_rate_source: 'default' });
+    expect(longCode.body.data.messaging).toEqual({ send_rate_per_second: 1000, send_rate_source: 'default', paused_until: null });
+    // Without it (the production default), the carrier's default for the number's type.
+    const withoutOverride = new PhoneNumbers(app.app.get(DataSource), new AppConfig());
+    expect((await withoutOverride.get(customer.accountId, numberIds[LONG_CODE]))?.messaging).toEqual({ send_rate_per_second: 1, send_rate_source: 'default', paused_until: null });
+    expect((await withoutOverride.get(customer.accountId, numberIds[TOLL_FREE]))?.messaging).toMatchObject({ send_rate_per_second: 20, send_rate_source: 'default' });
+    const fractionalOverride = new PhoneNumbers(app.app.get(DataSource), Object.assign(new AppConfig(), { MESSAGE_SEND_RATE_DEFAULT: 2.5 }));
+    expect((await fractionalOverride.get(customer.accountId, numberIds[TOLL_FREE]))?.messaging).toMatchObject({ send_rate_per_second: 2.5, send_rate_source: 'default' });
 
     const set = await setRate(LONG_CODE, 4.5);
     expect(set.status).toBe(200);
     expect(set.body.data.messaging).toMatchObject({ send_rate_per_second: 4.5, send_rate_source: 'number' });
+    expect((await withoutOverride.get(customer.accountId, numberIds[LONG_CODE]))?.messaging).toMatchObject({ send_rate_per_second: 4.5, send_rate_source: 'number' });
     // Voice settings are kept by a PATCH that names only messaging, and the other way round.
     const voice = await customer.request('PATCH', `/v2/phone_numbers/${numberIds[LONG_CODE]}`, { voice: { ring_plan: { targets: [{ to: HANDSET }] } } });
     expect(voice.body.data.messaging.send_rate_per_second).toBe(4.5);
-    expect((await setRate(LONG_CODE, null)).body.data).toMatchObject({ messaging: { send_rate_per_second: 1, send_rate_source: 'default' }, voice: { ring_plan: { targets: [{ to: HANDSET }] } } });
+    expect((await setRate(LONG_CODE, null)).body.data).toMatchObject({ messaging: { send_rate_per_second: 1000, send_rate_source: 'default' }, voice: { ring_plan: { targets: [{ to: HANDSET }] } } });
   });
 
-  it.each([[0], [1001], [0.001], ['10'], [undefined]])('refuses send_rate_per_second %p with 422 naming the field, changing nothing', async (rate) => {
-    const res = await customer.request('PATCH', `/v2/phone_numbers/${numberIds[TOLL_FREE]}`, { messaging: { send_rate_per_second: rate } });
+  it.each([[0.5], [0.01], [12.25], [1000]])('takes a fractional or whole send_rate_per_second %p (at most 2 decimals), stored and shown as given', async (rate) => {
+    const res = await setRate(TOLL_FREE, rate);
+    expect(res.status).toBe(200);
+    expect(res.body.data.messaging).toMatchObject({ send_rate_per_second: rate, send_rate_source: 'number' });
+    const [row] = (await db.pool.query(`SELECT send_rate_per_second::text AS rate FROM phone_numbers WHERE id = $1`, [numberIds[TOLL_FREE]])).rows;
+    expect(Number(row.rate)).toBe(rate);
+    expect((await setRate(TOLL_FREE, null)).body.data.messaging.send_rate_source).toBe('default');
+  });
+
+  it.each([[0], [-1], [-0.5], [1001], [1e9], [0.001], [12.345], ['10'], ['0.5'], [true], [{}], [[]], [undefined]])(
+    'refuses send_rate_per_second %p with 422 naming the field, changing nothing',
+    async (rate) => {
+      const res = await customer.request('PATCH', `/v2/phone_numbers/${numberIds[TOLL_FREE]}`, { messaging: { send_rate_per_second: rate } });
+      expect(res.status).toBe(422);
+      expect(res.body.errors.length).toBeGreaterThan(0);
+      expect(JSON.stringify(res.body.errors)).toContain('send_rate_per_second');
+      expect((await customer.get(`/v2/phone_numbers/${numberIds[TOLL_FREE]}`)).body.data.messaging.send_rate_source).toBe('default');
+    },
+  );
+
+  it.each([
+    ['a number too large for a double (JSON 1e400: Infinity)', '{"messaging":{"send_rate_per_second":1e400}}', 'send_rate_per_second'],
+    ['messaging not an object', '{"messaging":"fast"}', 'messaging'],
+    ['messaging null', '{"messaging":null}', 'messaging'],
+  ])('refuses %s with 422 (errors[]), never a 500', async (_what, body, field) => {
+    const res = await fetch(`${customer.baseUrl}/v2/phone_numbers/${numberIds[TOLL_FREE]}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${customer.apiKey}`, 'content-type': 'application/json' },
+      body,
+    });
     expect(res.status).toBe(422);
-    expect(JSON.stringify(res.body.errors)).toContain('send_rate_per_second');
-    expect((await customer.get(`/v2/phone_numbers/${numberIds[TOLL_FREE]}`)).body.data.messaging.send_rate_source).toBe('default');
+    const { errors } = (await res.json()) as { errors: unknown[] };
+    expect(errors.length).toBeGreaterThan(0);
+    expect(JSON.stringify(errors)).toContain(field);
+  });
+
+  it('a queued message shows when it is expected to go out from the moment it is accepted: the 202 names its number\'s next free slot, the slot it is then given', async () => {
+    // 0.1 a second: slots 10 s apart, no burst allowance.
+    expect((await setRate(EXPECT, 0.1)).status).toBe(200);
+    const first = await customer.post('/v2/messages', { from: EXPECT, to: HANDSET, text: 'first' });
+    expect(first.status).toBe(202);
+    // Nothing ahead of it: now (the accepting transaction's time, its created_at).
+    expect(first.body.data.expected_send_at).toBe(first.body.data.created_at);
+    await whenSent(first.body.data.id);
+    const [{ send_slot: firstSlot }] = (await db.pool.query(`SELECT send_slot FROM messages WHERE id = $1`, [first.body.data.id])).rows;
+
+    // The next one is accepted behind it: its 202 names the next free slot, 10 s after the first's.
+    const second = await customer.post('/v2/messages', { from: EXPECT, to: HANDSET, text: 'second' });
+    expect(second.status).toBe(202);
+    expect(second.body.data.status).toBe('queued');
+    expect(new Date(second.body.data.expected_send_at).getTime()).toBe(firstSlot.getTime() + 10_000);
+    // ... which is the slot dispatch gives it, shown the same afterwards.
+    const slotted = await waitFor(
+      () => db.pool.query(`SELECT send_slot FROM messages WHERE id = $1`, [second.body.data.id]).then((r) => r.rows[0].send_slot as Date | null),
+      (slot) => slot !== null,
+      { what: 'the second message given its slot' },
+    );
+    expect(slotted!.getTime()).toBe(firstSlot.getTime() + 10_000);
+    const shown = await customer.get(`/v2/messages/${second.body.data.id}`);
+    expect(shown.body.data).toMatchObject({ status: 'queued', expected_send_at: second.body.data.expected_send_at });
+  });
+
+  it('a message back in the queue after a carrier 429 shows the end of its number\'s pause as its expected send time, not null', async () => {
+    const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+    const id = (await customer.post('/v2/messages', { from: PAUSED, to: HANDSET, text: 'throttled', send_at: sendAt })).body.data.id as string;
+    const uow = app.app.get(UnitOfWork);
+    const transitions = app.app.get(MessageTransitions);
+    const outcome = await uow.run((tx) => transitions.claimForDispatch(tx, id, 60));
+    if (outcome.kind !== 'claimed') throw new Error(`expected a claim, got ${outcome.kind}`);
+    // The carrier answered 429 with Retry-After 30.
+    const resumeAt = await uow.run((tx) => transitions.requeueThrottled(tx, outcome.claim, 30));
+    expect(resumeAt).toBeInstanceOf(Date);
+
+    const number = await customer.get(`/v2/phone_numbers/${numberIds[PAUSED]}`);
+    const message = await customer.get(`/v2/messages/${id}`);
+    expect(message.body.data.status).toBe('queued');
+    expect(message.body.data.expected_send_at).toBe(resumeAt!.toISOString());
+    // (the number's view formats it in SQL: the same instant, to the millisecond)
+    expect(Math.abs(new Date(number.body.data.messaging.paused_until).getTime() - resumeAt!.getTime())).toBeLessThanOrEqual(1);
   });
 
   it('a carrier 429 puts the message back in the queue behind its Retry-After and pauses its number: each message sent once, billed once, slots after the pause', async () => {
@@ -122,19 +211,90 @@ describe('sender pacing', () => {
     expect(jobs.rows.map((j) => j.run_at.getTime())).toEqual([held.send_slot.getTime()]);
   });
 
-  it('two dispatches claiming slots of one number at once get distinct slots one rate apart (the number row is the guard)', async () => {
-    expect((await setRate(RACED, 2)).status).toBe(200);
+  it('a slot less than the burst allowance ahead is sent at once (no job due later, no relay pass); one further ahead waits for it', async () => {
+    // 10 a second: a burst allowance of 0.5 s - 1/rate = 400 ms.
+    expect((await setRate(CLOSE, 10)).status).toBe(200);
+    const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+    const ids: string[] = [];
+    for (const text of ['near', 'far']) ids.push((await customer.post('/v2/messages', { from: CLOSE, to: HANDSET, text, send_at: sendAt })).body.data.id);
+    const claimBehind = (id: string, aheadMs: number) =>
+      app.app.get(UnitOfWork).run(async (tx) => {
+        // Planted in the claim's own transaction (so the machine's speed does not move it): the
+        // number's next free slot is `aheadMs` from now, as if earlier messages took the ones before.
+        await tx.query(`UPDATE phone_numbers SET next_send_at = clock_timestamp() + make_interval(secs => $2 / 1000.0), sends_paced_until = NULL WHERE phone_number = $1`, [CLOSE, aheadMs]);
+        return app.app.get(MessageTransitions).claimForDispatch(tx, id, 60);
+      });
+    expect((await claimBehind(ids[0], 200)).kind).toBe('claimed');
+    expect((await claimBehind(ids[1], 600)).kind).toBe('paced');
+
+    // The near one went at once with its slot 200 ms ahead; only the far one has a job due at its slot.
+    const [near] = (await db.pool.query(
+      `SELECT extract(epoch FROM m.send_slot - h.at) * 1000 AS ahead_ms FROM messages m JOIN message_status_history h ON h.message_id = m.id AND h.status = 'sending' WHERE m.id = $1`,
+      [ids[0]],
+    )).rows;
+    expect(Number(near.ahead_ms)).toBeGreaterThanOrEqual(200);
+    expect(Number(near.ahead_ms)).toBeLessThan(400);
+    const slotJobs = await db.pool.query(`SELECT data->>'messageId' AS id FROM outbox_jobs WHERE job_id LIKE 'dispatch-%-at-%' AND data->>'messageId' = ANY($1)`, [ids]);
+    expect(slotJobs.rows.map((j) => j.id)).toEqual([ids[1]]);
+    await waitFor(() => db.count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'sent'`, [ids[1]]), (n) => n === 1, { what: 'the far one sent at its slot' });
+  });
+
+  it('a message taken again after its lease ended (the run holding it died) is paced like any send: no second send inside the number\'s spacing', async () => {
+    // 0.1 a second: a send every 10 s, no burst allowance.
+    expect((await setRate(RECOVERED, 0.1)).status).toBe(200);
+    const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+    const id = (await customer.post('/v2/messages', { from: RECOVERED, to: HANDSET, text: 'recovered', send_at: sendAt })).body.data.id as string;
+    const uow = app.app.get(UnitOfWork);
+    const claim = () => uow.run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, 60));
+    const first = await claim();
+    if (first.kind !== 'claimed') throw new Error(`expected a claim, got ${first.kind}`);
+    // While its lease lasts, another run leaves it alone.
+    expect((await claim()).kind).toBe('leased');
+    // Planted: the run died, its lease has ended (it may or may not have reached the carrier).
+    await db.pool.query(`UPDATE messages SET claimed_until = now() - interval '1 second' WHERE id = $1`, [id]);
+
+    // Taken again at once it would be a second send inside the 10 s: it waits for a new slot instead.
+    const again = await claim();
+    expect(again.kind).toBe('paced');
+    const [row] = (await db.pool.query(
+      `SELECT m.status, m.claim_token, m.send_slot, p.next_send_at, p.sends_paced_until FROM messages m JOIN phone_numbers p ON p.phone_number = m.from_number WHERE m.id = $1`,
+      [id],
+    )).rows;
+    expect(row).toMatchObject({ status: 'sending', claim_token: first.claim.token });
+    expect(row.send_slot.getTime()).toBe(row.sends_paced_until.getTime());
+    expect(row.next_send_at.getTime() - row.send_slot.getTime()).toBe(10_000);
+    const jobs = await db.pool.query(`SELECT run_at FROM outbox_jobs WHERE job_id LIKE 'dispatch-' || $1 || '-at-%'`, [id]);
+    expect(jobs.rows.map((j) => j.run_at.getTime())).toEqual([row.send_slot.getTime()]);
+
+    // At that slot (planted: the number's spacing has passed) it is taken again, under a new lease.
+    await db.pool.query(`UPDATE phone_numbers SET sends_paced_until = now() - interval '1 second', next_send_at = now() - interval '1 second' WHERE phone_number = $1`, [RECOVERED]);
+    await db.pool.query(`UPDATE messages SET send_slot = now() - interval '1 second' WHERE id = $1`, [id]);
+    const taken = await claim();
+    if (taken.kind !== 'claimed') throw new Error(`expected a claim, got ${taken.kind}`);
+    expect(taken.claim.token).not.toBe(first.claim.token);
+  });
+
+  const claimThrough = {
+    // what dispatch runs: one autocommit statement
+    'one autocommit statement (claimNow)': async (id: string) => (await app.app.get(MessageTransitions).claimNow(id, 60))!,
+    // its fallback when another transaction holds the message's row
+    'the transaction (claimForDispatch)': (id: string) => app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, 60)),
+  };
+
+  it.each(Object.keys(claimThrough) as (keyof typeof claimThrough)[])('two dispatches claiming slots of one number at once through %s get distinct slots one rate apart (the number row is the guard)', async (path) => {
+    // a number of its own per path
+    const raced = path === 'the transaction (claimForDispatch)' ? RACED_TX : RACED;
+    expect((await setRate(raced, 2)).status).toBe(200);
     // Scheduled a day ahead: their own jobs are not due, so only the claims below run now.
     const sendAt = new Date(Date.now() + 86_400_000).toISOString();
     const ids: string[] = [];
-    for (const text of ['a', 'b']) ids.push((await customer.post('/v2/messages', { from: RACED, to: HANDSET, text, send_at: sendAt })).body.data.id);
+    for (const text of ['a', 'b']) ids.push((await customer.post('/v2/messages', { from: raced, to: HANDSET, text, send_at: sendAt })).body.data.id);
 
     const holder = await db.pool.connect();
     try {
       await holder.query('BEGIN');
-      await holder.query(`SELECT FROM phone_numbers WHERE id = $1 FOR UPDATE`, [numberIds[RACED]]);
-      const claim = (id: string) => app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, 60));
-      const claims = Promise.all(ids.map(claim));
+      await holder.query(`SELECT FROM phone_numbers WHERE id = $1 FOR UPDATE`, [numberIds[raced]]);
+      const claims = Promise.all(ids.map(claimThrough[path]));
       // both claims wait for the number's row the test holds
       await waitFor(
         () => db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`),
@@ -149,9 +309,27 @@ describe('sender pacing', () => {
     }
     const { rows } = await db.pool.query(`SELECT send_slot FROM messages WHERE id = ANY($1) ORDER BY send_slot`, [ids]);
     expect(rows[1].send_slot.getTime() - rows[0].send_slot.getTime()).toBe(500);
-    const [number] = (await db.pool.query(`SELECT next_send_at FROM phone_numbers WHERE id = $1`, [numberIds[RACED]])).rows;
+    const [number] = (await db.pool.query(`SELECT next_send_at FROM phone_numbers WHERE id = $1`, [numberIds[raced]])).rows;
     expect(number.next_send_at.getTime() - rows[1].send_slot.getTime()).toBe(500);
     // The paced one goes out at its slot, through the job the claim wrote (and the file ends with nothing in flight).
     await waitFor(() => db.count(`SELECT count(*) FROM messages WHERE id = ANY($1) AND status = 'sent'`, [ids]), (n) => n === 1, { what: 'the paced message sent at its slot' });
+  });
+
+  it('the autocommit claim leaves a message whose row another transaction holds to the transaction that waits for it (its snapshot never predates that wait)', async () => {
+    const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+    const id = (await customer.post('/v2/messages', { from: ROW_HELD, to: HANDSET, text: 'held', send_at: sendAt })).body.data.id as string;
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT FROM messages WHERE id = $1 FOR UPDATE`, [id]);
+      expect(await app.app.get(MessageTransitions).claimNow(id, 60)).toBeUndefined();
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    expect((await db.pool.query(`SELECT status FROM messages WHERE id = $1`, [id])).rows[0].status).toBe('scheduled');
+    // free, it is claimed by the statement alone; a message gone or past sending is done
+    expect((await app.app.get(MessageTransitions).claimNow(id, 60))?.kind).toBe('claimed');
+    expect((await app.app.get(MessageTransitions).claimNow('msg_none', 60))?.kind).toBe('done');
   });
 });

@@ -38,7 +38,9 @@ opt_changed AS (INSERT INTO message_opt_outs (account_id, our_number, handset, o
        RETURNING account_id, our_number, handset, opted_out, changed_by, changed_at, (xmax = 0) AS inserted),
 opt_announced AS (SELECT * FROM opt_changed WHERE opted_out OR NOT inserted),
 opt_seq_bumped AS (UPDATE phone_numbers p SET opt_out_seq = p.opt_out_seq + 1
-            FROM (SELECT q.id FROM phone_numbers q WHERE q.status IN ('ordering', 'active', 'releasing') AND (EXISTS (SELECT FROM opt_announced c WHERE c.account_id = q.account_id AND (c.our_number = '*' OR c.our_number = q.phone_number))) ORDER BY q.id FOR NO KEY UPDATE) bump
+            FROM (SELECT q.id FROM phone_numbers q WHERE q.id IN (SELECT n.id FROM opt_announced c JOIN phone_numbers n ON n.phone_number = c.our_number AND n.account_id = c.account_id AND n.status IN ('ordering', 'active', 'releasing')
+         UNION ALL
+         SELECT n.id FROM opt_announced c JOIN phone_numbers n ON c.our_number = '*' AND n.account_id = c.account_id AND n.status IN ('ordering', 'active', 'releasing')) AND q.status IN ('ordering', 'active', 'releasing') ORDER BY q.id FOR NO KEY UPDATE) bump
            WHERE p.id = bump.id
           RETURNING p.id),
 opt_reply_queued AS (INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, auto_reply)

@@ -61,7 +61,7 @@ export class MessagingSettings {
        ),
        -- a new scope changes which opt-out counts for every number of the account: a dispatch
        -- claim waiting for one of their rows meanwhile runs again (MessageTransitions.claimStatement)
-       scope_seq_bumped AS (${optOutSeqBumpSql(`EXISTS (SELECT FROM changed c WHERE c.id = q.account_id AND c.previous <> c.opt_out_scope)`)})
+       scope_seq_bumped AS (${optOutSeqBumpSql(`SELECT n.id FROM changed c JOIN phone_numbers n ON n.account_id = c.id AND n.${HELD} WHERE c.previous <> c.opt_out_scope`)})
        SELECT opt_out_scope, keyword_replies FROM changed`,
       [accountId, change.scope ?? null, JSON.stringify(set), reset],
     );

@@ -36,14 +36,15 @@ export function optedOutSql(account: string, fromNumber: string, toNumber: strin
 
 /**
  * The body of a data-modifying CTE that bumps `phone_numbers.opt_out_seq` of the numbers we hold
- * that `which` selects (a condition on `q`), written by the statement that changed their consent
- * (see migration 0021 and MessageTransitions.claimStatement). The rows are locked in id order
- * first (FOR NO KEY UPDATE, the lock the UPDATE takes), so two statements bumping the same numbers
- * take their locks in one order (no deadlock).
+ * whose ids the query `ids` returns, written by the statement that changed their consent (see
+ * migration 0021 and MessageTransitions.claimStatement). The rows are locked in id order first
+ * (FOR NO KEY UPDATE, the lock the UPDATE takes), so two statements bumping the same numbers take
+ * their locks in one order (no deadlock). `ids` starts from the change (usually no row), so no
+ * statement scans the numbers it does not concern.
  */
-export function optOutSeqBumpSql(which: string): string {
+export function optOutSeqBumpSql(ids: string): string {
   return `UPDATE phone_numbers p SET opt_out_seq = p.opt_out_seq + 1
-            FROM (SELECT q.id FROM phone_numbers q WHERE q.${HELD} AND (${which}) ORDER BY q.id FOR NO KEY UPDATE) bump
+            FROM (SELECT q.id FROM phone_numbers q WHERE q.id IN (${ids}) AND q.${HELD} ORDER BY q.id FOR NO KEY UPDATE) bump
            WHERE p.id = bump.id
           RETURNING p.id`;
 }
@@ -102,7 +103,11 @@ export class OptOutKeywords {
     // runs again with a snapshot that sees the change (the guard rule; MessageTransitions.claimStatement).
     stmt.with(
       'opt_seq_bumped',
-      optOutSeqBumpSql(`EXISTS (SELECT FROM ${announced} c WHERE c.account_id = q.account_id AND (c.our_number = '*' OR c.our_number = q.phone_number))`),
+      optOutSeqBumpSql(
+        `SELECT n.id FROM ${announced} c JOIN phone_numbers n ON n.phone_number = c.our_number AND n.account_id = c.account_id AND n.${HELD}
+         UNION ALL
+         SELECT n.id FROM ${announced} c JOIN phone_numbers n ON c.our_number = '*' AND n.account_id = c.account_id AND n.${HELD}`,
+      ),
     );
     this.queueReplies(stmt, keywords, announced);
     return stmt.with(

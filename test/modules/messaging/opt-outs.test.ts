@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { DispatchMessageHandler } from '../../../src/modules/messaging/dispatch-message.handler.js';
 import { MessagesService } from '../../../src/modules/messaging/messages.service.js';
+import { MessageTransitions } from '../../../src/modules/messaging/message-transitions.js';
+import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { VerifyService } from '../../../src/platform/verify/verify.service.js';
 import { HELP_KEYWORDS, OPT_IN_KEYWORDS, OPT_OUT_KEYWORDS } from '../../../src/modules/messaging/opt-out-keywords.js';
 import { telnyxEvent, telnyxInboundSms } from '../../support/carrier-signing.js';
@@ -161,6 +163,34 @@ describe('opt-out keywords', () => {
     const report = await pipeline.app.app.get(VerifyService).run({ limit: 10 });
     expect(report.invariants.find((i) => i.name === 'messaging.no_send_after_opt_out')).toMatchObject({ ok: true, count: 0 });
   }
+  /**
+   * While the test holds `lockSql`, dispatches `id` until `dispatchWaits`, then commits a STOP from
+   * `handset` (the whole inbound path), then lets the dispatch go: the guard must refuse it.
+   */
+  async function stopWhileDispatchWaits(
+    handset: string,
+    id: string,
+    lockSql: string,
+    params: unknown[],
+    dispatchWaits: () => Promise<unknown>,
+    runDispatch: (id: string) => Promise<unknown> = dispatch,
+  ): Promise<void> {
+    await holding(lockSql, params, async (holder) => {
+      const run = runDispatch(id);
+      await dispatchWaits();
+      await inbound(handset, 'STOP');
+      expect(await consent(handset)).toBe(true);
+      await holder.query('COMMIT');
+      await run;
+    });
+    await expectRefusedAtDispatch(id);
+  }
+  /** A STOP from `handset`, delivered (its processing may wait); the event id to wait for. */
+  async function deliverStop(handset: string): Promise<string> {
+    const { body } = telnyxInboundSms(OUR_NUMBER, 'STOP', { from: handset });
+    expect(await pipeline.deliverTelnyx(body)).toBe(200);
+    return JSON.parse(body).data.id;
+  }
   const NUMBER_ROW = `SELECT FROM phone_numbers WHERE phone_number = $1 AND status IN ('ordering', 'active', 'releasing')`;
   /** The dispatch claim statement, by its first CTE (pg_stat_activity keeps a statement's first 1 kB only). */
   const CLAIM = 'WITH locked AS (SELECT m.id AS locked_id';
@@ -172,19 +202,13 @@ describe('opt-out keywords', () => {
     const id = await accepted(handset, 'accepted before STOP');
     // The test holds the message's row: the dispatch run starts and waits for it, as a run does
     // behind a twin, then the STOP commits.
-    await holding(`SELECT FROM messages WHERE id = $1 FOR UPDATE`, [id], async (holder) => {
-      const run = dispatch(id);
-      await waitFor(
+    await stopWhileDispatchWaits(handset, id, `SELECT FROM messages WHERE id = $1 FOR UPDATE`, [id], () =>
+      waitFor(
         () => db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`),
         (n) => n >= 1,
         { what: 'the dispatch run to wait for the message row' },
-      );
-      await inbound(handset, 'STOP');
-      expect(await consent(handset)).toBe(true);
-      await holder.query('COMMIT');
-      await run;
-    });
-    await expectRefusedAtDispatch(id);
+      ),
+    );
   });
 
   it("a STOP that commits while the dispatch claim waits for the sending number's row: the claim sees the number's opt_out_seq move, runs again, and fails the message", async () => {
@@ -195,28 +219,29 @@ describe('opt-out keywords', () => {
     // first), so the STOP commits exactly while the claim waits, after the claim's snapshot was
     // taken. (A real competitor, another claim, holds the row FOR UPDATE: the STOP then queues
     // for the row too; the next two tests take that in both orders.)
-    await holding(`${NUMBER_ROW} FOR KEY SHARE`, [OUR_NUMBER], async (holder) => {
-      const run = dispatch(id);
-      await lockWaits(CLAIM, "the dispatch claim to wait for the number's row");
-      await inbound(handset, 'STOP');
-      expect(await consent(handset)).toBe(true);
-      await holder.query('COMMIT');
-      await run;
-    });
-    await expectRefusedAtDispatch(id);
+    await stopWhileDispatchWaits(handset, id, `${NUMBER_ROW} FOR KEY SHARE`, [OUR_NUMBER], () => lockWaits(CLAIM, "the dispatch claim to wait for the number's row"));
+  });
+
+  it("the same through the transactional claim (claimNow's fallback): its statement, told the number's opt-outs changed, runs again in its transaction and refuses", async () => {
+    const handset = newHandset();
+    const id = await accepted(handset, 'accepted before STOP, transactional claim waiting for the number');
+    const outcomes: unknown[] = [];
+    const claimInTransaction = async (messageId: string) =>
+      outcomes.push(await pipeline.app.app.get(UnitOfWork).run((tx) => pipeline.app.app.get(MessageTransitions).claimForDispatch(tx, messageId, 60)));
+    await stopWhileDispatchWaits(handset, id, `${NUMBER_ROW} FOR KEY SHARE`, [OUR_NUMBER], () => lockWaits(CLAIM, "the transactional claim to wait for the number's row"), claimInTransaction);
+    expect(outcomes).toEqual([{ kind: 'done' }]);
   });
 
   it("another claim holds the number's row, a STOP queued for it first, then the dispatch claim: the STOP commits first, the claim sees it and fails the message", async () => {
     const handset = newHandset();
     const id = await accepted(handset, 'accepted before STOP, STOP first in the queue');
     await holding(`${NUMBER_ROW} FOR UPDATE`, [OUR_NUMBER], async (holder) => {
-      const { body } = telnyxInboundSms(OUR_NUMBER, 'STOP', { from: handset });
-      expect(await pipeline.deliverTelnyx(body)).toBe(200);
+      const stop = await deliverStop(handset);
       await lockWaits(KEYWORD, "the STOP's statement to wait for the number's row");
       const run = dispatch(id);
       await lockWaits(CLAIM, "the dispatch claim to wait for the number's row behind the STOP");
       await holder.query('COMMIT');
-      await processed(JSON.parse(body).data.id);
+      await processed(stop);
       await run;
     });
     expect(await consent(handset)).toBe(true);
@@ -229,14 +254,13 @@ describe('opt-out keywords', () => {
     await holding(`${NUMBER_ROW} FOR UPDATE`, [OUR_NUMBER], async (holder) => {
       const run = dispatch(id);
       await lockWaits(CLAIM, "the dispatch claim to wait for the number's row");
-      const { body } = telnyxInboundSms(OUR_NUMBER, 'STOP', { from: handset });
-      expect(await pipeline.deliverTelnyx(body)).toBe(200);
+      const stop = await deliverStop(handset);
       await lockWaits(KEYWORD, "the STOP's statement to wait for the number's row behind the claim");
       // the STOP has not committed: it waits behind the claim
       expect(await consent(handset)).toBeUndefined();
       await holder.query('COMMIT');
       await run;
-      await processed(JSON.parse(body).data.id);
+      await processed(stop);
     });
     expect(await consent(handset)).toBe(true);
     // claimed before the STOP committed: sent once, billed once; never taken for sending after it

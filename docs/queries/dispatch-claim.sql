@@ -1,6 +1,7 @@
 -- The dispatch claims a queued message and its send slot on its number (pacing), or fails it when the handset opted out since
 -- Written in src/modules/messaging/message-transitions.ts; captured by test/docs/queries.test.ts. Regenerate: npm run docs:queries
 WITH locked AS (SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot, p.id AS number_id,
+              p.opt_out_seq AS seen_seq,
               make_interval(secs => (m.segments / coalesce(p.send_rate_per_second, $4::numeric, CASE p.carrier WHEN 'telnyx' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 20 ELSE 1 END WHEN 'twilio' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END WHEN 'vonage' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END ELSE 1 END)::numeric)::float8) AS spacing, make_interval(secs => greatest(0, 0.5 - 1.0 / coalesce(p.send_rate_per_second, $4::numeric, CASE p.carrier WHEN 'telnyx' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 20 ELSE 1 END WHEN 'twilio' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END WHEN 'vonage' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END ELSE 1 END)::numeric)::float8) AS burst,
               (m.auto_reply IS NULL AND m.status = ANY($3::text[]) AND EXISTS (SELECT FROM message_opt_outs o JOIN accounts oa ON oa.id = o.account_id
                    WHERE o.account_id = m.account_id AND o.handset = m.to_number AND o.opted_out
@@ -9,16 +10,17 @@ WITH locked AS (SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS
               ((m.status = ANY($3::text[]) OR (m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now()))) AND p.id IS NOT NULL AND (m.send_slot IS NULL OR m.send_slot < p.send_paused_until)) AS needs_slot
          FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.status IN ('ordering', 'active', 'releasing')
         WHERE m.id = $1::text AND m.direction = 'outbound' AND m.status = ANY($2::text[]) FOR UPDATE OF m SKIP LOCKED),
-num AS (SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until
+num AS (SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until, p.opt_out_seq AS locked_seq
          FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE (l.previous = ANY($3::text[]) AND NOT l.refused) OR l.reclaim FOR UPDATE OF p),
-paced AS (SELECT d.*, (NOT d.refused AND d.due AND d.within_burst AND (d.previous = ANY($3::text[]) OR d.reclaim)) AS may_send
+paced AS (SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.within_burst AND (d.previous = ANY($3::text[]) OR d.reclaim)) AS may_send
          FROM (SELECT l.*, n.num_id, n.sends_paced_until, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
+                      coalesce(n.locked_seq <> l.seen_seq, false) AS consent_changed,
                       (coalesce(x.new_slot, l.held_slot) IS NULL OR (coalesce(x.new_slot, l.held_slot) <= c.clk + l.burst AND NOT coalesce(n.send_paused_until > c.clk, false))) AS due
                  FROM locked l LEFT JOIN num n ON true
                  CROSS JOIN LATERAL (SELECT clock_timestamp() AS clk) c
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + l.burst AS within_burst) b
                  CROSS JOIN LATERAL (
-                   SELECT CASE WHEN n.num_id IS NOT NULL AND (l.needs_slot OR (l.held_slot <= c.clk + l.burst AND NOT b.within_burst))
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND n.locked_seq = l.seen_seq AND (l.needs_slot OR (l.held_slot <= c.clk + l.burst AND NOT b.within_burst))
                                THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - l.burst) END AS new_slot
                  ) x) d),
 num_moved AS (UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL THEN pc.new_slot + pc.spacing ELSE p.next_send_at END,
@@ -26,7 +28,7 @@ num_moved AS (UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS
          FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send)),
 refused AS (UPDATE messages m SET status = 'failed', error_code = 'recipient_opted_out', error_detail = 'the recipient replied with an opt-out keyword',
               claimed_until = NULL, updated_at = now()
-         FROM paced WHERE m.id = paced.locked_id AND paced.refused
+         FROM paced WHERE m.id = paced.locked_id AND paced.refused AND NOT paced.consent_changed
        RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
   segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
   CASE status WHEN 'scheduled' THEN coalesce(send_slot, send_at) WHEN 'queued' THEN coalesce(send_slot, (SELECT greatest(p.next_send_at, p.send_paused_until, now()) FROM phone_numbers p WHERE p.phone_number = from_number AND p.status IN ('ordering', 'active', 'releasing'))) END AS expected_send_at,
@@ -65,7 +67,7 @@ slotted AS (UPDATE messages m SET send_slot = paced.new_slot FROM paced
 slotted_job AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT 'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint, 'messaging', 'dispatch-message', jsonb_build_object('messageId', slotted_id), wake_at FROM slotted
        ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name)
-SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at,
+SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at, paced.consent_changed,
               EXISTS (SELECT FROM messages WHERE id = $1::text AND direction = 'outbound' AND status = ANY($2::text[])) AS present,
               ((SELECT count(*) FROM dlv_jobs) + (SELECT count(*) FROM slotted_job))::int AS jobs, claimed.*
          FROM (VALUES (1)) AS one (n) LEFT JOIN paced ON true LEFT JOIN claimed ON claimed.id = paced.locked_id;

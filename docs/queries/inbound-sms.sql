@@ -37,6 +37,12 @@ opt_changed AS (INSERT INTO message_opt_outs (account_id, our_number, handset, o
         WHERE message_opt_outs.opted_out <> EXCLUDED.opted_out
        RETURNING account_id, our_number, handset, opted_out, changed_by, changed_at, (xmax = 0) AS inserted),
 opt_announced AS (SELECT * FROM opt_changed WHERE opted_out OR NOT inserted),
+opt_seq_bumped AS (UPDATE phone_numbers p SET opt_out_seq = p.opt_out_seq + 1
+            FROM (SELECT q.id FROM phone_numbers q WHERE q.id IN (SELECT n.id FROM opt_announced c JOIN phone_numbers n ON n.phone_number = c.our_number AND n.account_id = c.account_id AND n.status IN ('ordering', 'active', 'releasing')
+         UNION ALL
+         SELECT n.id FROM opt_announced c JOIN phone_numbers n ON c.our_number = '*' AND n.account_id = c.account_id AND n.status IN ('ordering', 'active', 'releasing')) AND q.status IN ('ordering', 'active', 'releasing') ORDER BY q.id FOR NO KEY UPDATE) bump
+           WHERE p.id = bump.id
+          RETURNING p.id),
 opt_reply_queued AS (INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, auto_reply)
        SELECT onceline_id('msg'), k.account_id, 'outbound', k.our_number, k.handset, reply->>'text', 'queued',
               (reply->>'segments')::int, reply->>'encoding', k.carrier, k.keyword

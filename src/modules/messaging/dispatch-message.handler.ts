@@ -45,7 +45,8 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
 
   /**
    * The claim, or undefined when this run must not call the carrier: one autocommit statement,
-   * or when another transaction holds the message's row, the transaction that waits for it. A
+   * or when another transaction holds the message's row (or a STOP/START of the number committed
+   * while that statement waited for the number's row), the transaction that waits for it. A
    * message another run holds the lease of gets a run at the lease's end (one per lease, however
    * many twins find it), so a holder that died is followed up even if its own job is spent.
    */

@@ -20,6 +20,9 @@ import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
 
 type Row = MessageView & { account_id: string };
 
+/** Runs of the transactional claim statement before it gives up on a number whose opt-outs keep changing under it (the second never should: see claimForDispatch). */
+const CLAIM_RUNS = 3;
+
 /** A final delivery receipt, in our words. */
 export interface Receipt {
   carrier: CarrierName;
@@ -74,10 +77,23 @@ export type DispatchClaimOutcome =
   | { kind: 'done' };
 
 /** The claim statement's one row: what `locked` found (all NULL when nothing), and the claim when the UPDATE took it. */
-type ClaimStatementRow = ClaimRow & { locked_id: string | null; refused: boolean | null; lease_live: boolean | null; slot_at: Date | null; present: boolean; jobs: number };
+type ClaimStatementRow = ClaimRow & {
+  locked_id: string | null;
+  refused: boolean | null;
+  lease_live: boolean | null;
+  slot_at: Date | null;
+  /** The number's opt_out_seq changed while the statement waited for its row: it took and wrote nothing. */
+  consent_changed: boolean | null;
+  present: boolean;
+  jobs: number;
+};
 
-function claimOutcome(row: ClaimStatementRow): DispatchClaimOutcome {
-  const { locked_id: lockedId, holder, held_until: heldUntil, refused, lease_live: leaseLive, slot_at: slotAt, present: _present, jobs: _jobs, ...taken } = row;
+/** The claim statement's outcome: a decision, or `consent_changed` (nothing written; run the statement again). */
+type ClaimStatementOutcome = DispatchClaimOutcome | { kind: 'consent_changed' };
+
+function claimOutcome(row: ClaimStatementRow): ClaimStatementOutcome {
+  const { locked_id: lockedId, holder, held_until: heldUntil, refused, lease_live: leaseLive, slot_at: slotAt, consent_changed: consentChanged, present: _present, jobs: _jobs, ...taken } = row;
+  if (consentChanged) return { kind: 'consent_changed' };
   if (lockedId === null || refused) return { kind: 'done' };
   if (taken.id === null) {
     // not taken: a live lease (held_until > now()), or a slot still to come (its job is due then)
@@ -120,31 +136,43 @@ export class MessageTransitions {
    * Dispatch runs it as ONE autocommit statement (claimNow): the number's row is then held only
    * until that statement's own commit, never while the client sends a COMMIT (a busy process
    * would hold every other claim of the number, and the connections they wait on, that long).
-   * This transactional form is claimNow's fallback for a message row another transaction holds.
+   * This transactional form is claimNow's fallback for a message row another transaction holds,
+   * and for a claimNow whose number's consent changed while it waited for the number's row.
    */
   async claimForDispatch(tx: Tx, messageId: string, leaseSeconds: number, rateOverride?: number): Promise<DispatchClaimOutcome> {
     // The message's row first, alone: the statement that decides then reads the opt-outs with a
     // snapshot taken after any wait for this row, so a STOP committed before the claim (even one
     // committed while a twin held the row) is seen and refuses the send.
     await exec(tx, `SELECT FROM messages WHERE id = $1 FOR UPDATE`, [messageId]);
-    const stmt = this.claimStatement(messageId, leaseSeconds, rateOverride, 'FOR UPDATE OF m');
-    const { rows } = await exec<ClaimStatementRow>(tx, stmt.sql, stmt.params);
-    this.outbox.jobsWritten(rows[0].jobs, tx);
-    return claimOutcome(rows[0]);
+    // A STOP/START that committed while the statement waited for the number's row (another
+    // claim held it) is not in its snapshot: it then wrote nothing, and runs again with a fresh
+    // one. That run cannot be told so again: this transaction now holds the number's row, and a
+    // keyword statement bumping it waits for our commit (so it comes after this claim).
+    for (let run = 1; ; run++) {
+      const stmt = this.claimStatement(messageId, leaseSeconds, rateOverride, 'FOR UPDATE OF m');
+      const { rows } = await exec<ClaimStatementRow>(tx, stmt.sql, stmt.params);
+      this.outbox.jobsWritten(rows[0].jobs, tx);
+      const outcome = claimOutcome(rows[0]);
+      if (outcome.kind !== 'consent_changed') return outcome;
+      if (run === CLAIM_RUNS) throw new Error(`dispatch claim of ${messageId}: the number's opt-outs changed under ${run} runs of the statement`);
+    }
   }
 
   /**
    * claimForDispatch as one autocommit statement, which locks the message's row itself: skipped
    * when another transaction holds it (a twin claim, a cancel, a recording), so the statement's
    * snapshot never predates a wait for that row (a STOP committed meanwhile would go unseen).
-   * Undefined then: the caller runs claimForDispatch, which waits for the row.
+   * Undefined then: the caller runs claimForDispatch, which waits for the row. Undefined too when
+   * a STOP/START of the number committed while the statement waited for the number's row (it
+   * took and wrote nothing): claimForDispatch runs it again, and decides (see there).
    */
   async claimNow(messageId: string, leaseSeconds: number, rateOverride?: number): Promise<DispatchClaimOutcome | undefined> {
     const stmt = this.claimStatement(messageId, leaseSeconds, rateOverride, 'FOR UPDATE OF m SKIP LOCKED');
     const { rows } = await exec<ClaimStatementRow>(this.dataSource.manager, stmt.sql, stmt.params);
     this.outbox.jobsWritten(rows[0].jobs);
     if (rows[0].locked_id === null && rows[0].present) return undefined;
-    return claimOutcome(rows[0]);
+    const outcome = claimOutcome(rows[0]);
+    return outcome.kind === 'consent_changed' ? undefined : outcome;
   }
 
   /** The claim statement: `lockMessage` is the locking clause `locked` takes the message's row with. */
@@ -162,6 +190,7 @@ export class MessageTransitions {
     stmt.with(
       'locked',
       `SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot, p.id AS number_id,
+              p.opt_out_seq AS seen_seq,
               make_interval(secs => (m.segments / ${rate})::float8) AS spacing, ${burstToleranceSql(rate)} AS burst,
               (m.auto_reply IS NULL AND m.status = ANY(${waiting}) AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')}) AS refused,
               ${reclaim} AS reclaim,
@@ -171,10 +200,15 @@ export class MessageTransitions {
     );
     // The number's row, locked for a message to be sent: a claim for another message of the same
     // number waits here, then reads what that one left (FOR UPDATE returns the newest version),
-    // so no two messages share a slot and no two sends break the burst bound.
+    // so no two messages share a slot and no two sends break the burst bound. `seen_seq` (above,
+    // unlocked) is the number's opt_out_seq in this statement's snapshot; `locked_seq` is that of
+    // the newest version, locked here. They differ only when a STOP/START concerning the number
+    // committed while this statement waited for the row: its snapshot, and so `refused`, cannot
+    // see it, so the statement takes and writes nothing (`consent_changed`) and is run again. A
+    // claim that waited behind another claim's slot update finds the same seq and goes on.
     stmt.with(
       'num',
-      `SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until
+      `SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until, p.opt_out_seq AS locked_seq
          FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE (l.previous = ANY(${waiting}) AND NOT l.refused) OR l.reclaim FOR UPDATE OF p`,
     );
     // The decision, from the locked row. `within_burst`: the sends claimed so far, spaced at the
@@ -187,14 +221,15 @@ export class MessageTransitions {
     // `may_send`: waiting or a reclaim, due, with room in the burst.
     stmt.with(
       'paced',
-      `SELECT d.*, (NOT d.refused AND d.due AND d.within_burst AND (d.previous = ANY(${waiting}) OR d.reclaim)) AS may_send
+      `SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.within_burst AND (d.previous = ANY(${waiting}) OR d.reclaim)) AS may_send
          FROM (SELECT l.*, n.num_id, n.sends_paced_until, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
+                      coalesce(n.locked_seq <> l.seen_seq, false) AS consent_changed,
                       (coalesce(x.new_slot, l.held_slot) IS NULL OR (coalesce(x.new_slot, l.held_slot) <= c.clk + l.burst AND NOT coalesce(n.send_paused_until > c.clk, false))) AS due
                  FROM locked l LEFT JOIN num n ON true
                  CROSS JOIN LATERAL (SELECT clock_timestamp() AS clk) c
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + l.burst AS within_burst) b
                  CROSS JOIN LATERAL (
-                   SELECT CASE WHEN n.num_id IS NOT NULL AND (l.needs_slot OR (l.held_slot <= c.clk + l.burst AND NOT b.within_burst))
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND n.locked_seq = l.seen_seq AND (l.needs_slot OR (l.held_slot <= c.clk + l.burst AND NOT b.within_burst))
                                THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - l.burst) END AS new_slot
                  ) x) d`,
     );
@@ -209,7 +244,7 @@ export class MessageTransitions {
       'refused',
       `UPDATE messages m SET status = 'failed', error_code = 'recipient_opted_out', error_detail = 'the recipient replied with an opt-out keyword',
               claimed_until = NULL, updated_at = now()
-         FROM paced WHERE m.id = paced.locked_id AND paced.refused
+         FROM paced WHERE m.id = paced.locked_id AND paced.refused AND NOT paced.consent_changed
        RETURNING ${MESSAGE_COLUMNS}`,
     );
     this.sideEffectsCtes(stmt, refused, 'failed', 'message.failed');
@@ -239,7 +274,7 @@ export class MessageTransitions {
     });
     // One row whatever happened: `present` tells a message row skipped (locked elsewhere) from one that is gone or past sending.
     const sql = stmt.text(
-      `SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at,
+      `SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at, paced.consent_changed,
               EXISTS (SELECT FROM messages WHERE id = ${id} AND direction = 'outbound' AND status = ANY(${unsent})) AS present,
               (${newJobsCount(stmt)})::int AS jobs, claimed.*
          FROM (VALUES (1)) AS one (n) LEFT JOIN paced ON true LEFT JOIN claimed ON claimed.id = paced.locked_id`,

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { exec, queryRows } from '../../platform/database/tx.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
 import type { KeywordRepliesDto, MessagingSettingsView, OptOutScope } from './messaging-settings.dto.js';
-import { DEFAULT_KEYWORD_REPLIES, HELP_KEYWORDS, keywordReply, OPT_IN_KEYWORDS, OPT_OUT_KEYWORDS, type KeywordKind } from './opt-out-keywords.js';
+import { DEFAULT_KEYWORD_REPLIES, HELP_KEYWORDS, keywordReply, OPT_IN_KEYWORDS, OPT_OUT_KEYWORDS, optOutSeqBumpSql, type KeywordKind } from './opt-out-keywords.js';
 
 const KINDS = Object.keys(DEFAULT_KEYWORD_REPLIES) as KeywordKind[];
 
@@ -58,7 +58,10 @@ export class MessagingSettings {
          ON CONFLICT (account_id, handset, our_number) DO UPDATE SET opted_out = true, changed_by = EXCLUDED.changed_by, changed_at = clock_timestamp()
           WHERE NOT message_opt_outs.opted_out
          RETURNING 1
-       )
+       ),
+       -- a new scope changes which opt-out counts for every number of the account: a dispatch
+       -- claim waiting for one of their rows meanwhile runs again (MessageTransitions.claimStatement)
+       scope_seq_bumped AS (${optOutSeqBumpSql(`SELECT n.id FROM changed c JOIN phone_numbers n ON n.account_id = c.id AND n.${HELD} WHERE c.previous <> c.opt_out_scope`)})
        SELECT opt_out_scope, keyword_replies FROM changed`,
       [accountId, change.scope ?? null, JSON.stringify(set), reset],
     );

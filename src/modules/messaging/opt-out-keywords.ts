@@ -5,6 +5,7 @@ import { DispatchMessageJob } from './messaging.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { countSegments } from '../../telephony/segments.js';
 import { isoTimestampSql } from '../../platform/database/cte-statement.js';
+import { HELD } from '../numbers/phone-numbers.service.js';
 
 /** Whole-message keywords (trimmed, any case) carriers and regulators expect a sender to honour. */
 export const OPT_OUT_KEYWORDS = ['STOP', 'STOPALL', 'UNSUBSCRIBE', 'CANCEL', 'END', 'QUIT', 'REVOKE', 'OPTOUT'] as const;
@@ -31,6 +32,21 @@ export function optedOutSql(account: string, fromNumber: string, toNumber: strin
   return `EXISTS (SELECT FROM message_opt_outs o JOIN accounts oa ON oa.id = o.account_id
                    WHERE o.account_id = ${account} AND o.handset = ${toNumber} AND o.opted_out
                      AND o.our_number = CASE oa.opt_out_scope WHEN 'account' THEN '*' ELSE ${fromNumber} END)`;
+}
+
+/**
+ * The body of a data-modifying CTE that bumps `phone_numbers.opt_out_seq` of the numbers we hold
+ * whose ids the query `ids` returns, written by the statement that changed their consent (see
+ * migration 0021 and MessageTransitions.claimStatement). The rows are locked in id order first
+ * (FOR NO KEY UPDATE, the lock the UPDATE takes), so two statements bumping the same numbers take
+ * their locks in one order (no deadlock). `ids` starts from the change (usually no row), so no
+ * statement scans the numbers it does not concern.
+ */
+export function optOutSeqBumpSql(ids: string): string {
+  return `UPDATE phone_numbers p SET opt_out_seq = p.opt_out_seq + 1
+            FROM (SELECT q.id FROM phone_numbers q WHERE q.id IN (${ids}) AND q.${HELD} ORDER BY q.id FOR NO KEY UPDATE) bump
+           WHERE p.id = bump.id
+          RETURNING p.id`;
 }
 
 /** POST /v2/messages to a handset that opted out of the sending number (or of the account). */
@@ -81,6 +97,18 @@ export class OptOutKeywords {
     );
     // A START from a handset that never opted out is no change worth announcing or answering.
     const announced = stmt.with('opt_announced', `SELECT * FROM ${changed} WHERE opted_out OR NOT inserted`);
+    // Each consent that changed bumps opt_out_seq of the numbers it concerns (the number the
+    // handset texted; every number of the account for an account-wide row), in this statement: a
+    // dispatch claim that waited for one of those rows while this committed sees the bump and
+    // runs again with a snapshot that sees the change (the guard rule; MessageTransitions.claimStatement).
+    stmt.with(
+      'opt_seq_bumped',
+      optOutSeqBumpSql(
+        `SELECT n.id FROM ${announced} c JOIN phone_numbers n ON n.phone_number = c.our_number AND n.account_id = c.account_id AND n.${HELD}
+         UNION ALL
+         SELECT n.id FROM ${announced} c JOIN phone_numbers n ON c.our_number = '*' AND n.account_id = c.account_id AND n.${HELD}`,
+      ),
+    );
     this.queueReplies(stmt, keywords, announced);
     return stmt.with(
       'opt_events',

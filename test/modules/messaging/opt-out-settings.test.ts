@@ -78,4 +78,29 @@ describe('messaging settings (opt-out scope, keyword replies)', () => {
     expect((await send(FIRST, other)).status).toBe(202);
     expect((await send(SECOND, other)).status).toBe(422);
   });
+
+  it("each consent change moves opt_out_seq of the numbers it concerns, once, in its own statement; a repeat, a HELP or the same scope again moves nothing", async () => {
+    /** opt_out_seq of FIRST and SECOND, as moved since `from`. */
+    const seqs = async (from = [0, 0]) => {
+      const { rows } = await db.pool.query(`SELECT phone_number, opt_out_seq::int AS seq FROM phone_numbers WHERE phone_number = ANY($1)`, [[FIRST, SECOND]]);
+      return [FIRST, SECOND].map((n, i) => rows.find((r) => r.phone_number === n).seq - from[i]);
+    };
+    const handset = '+13125550054';
+    let before = await seqs();
+    await inbound(handset, FIRST, 'STOP'); // scope number: the number texted
+    expect(await seqs(before)).toEqual([1, 0]);
+    before = await seqs();
+    await inbound(handset, FIRST, 'stop'); // no change of consent
+    await inbound(handset, FIRST, 'HELP');
+    expect(await patch({ opt_out_scope: 'number' })).toMatchObject({ status: 200 }); // the same scope
+    expect(await seqs(before)).toEqual([0, 0]);
+    expect(await patch({ opt_out_scope: 'account' })).toMatchObject({ status: 200 }); // every number of the account
+    expect(await seqs(before)).toEqual([1, 1]);
+    before = await seqs();
+    await inbound(handset, SECOND, 'START'); // an account-wide opt-in: every number
+    expect(await seqs(before)).toEqual([1, 1]);
+    before = await seqs();
+    expect(await patch({ opt_out_scope: 'number' })).toMatchObject({ status: 200 });
+    expect(await seqs(before)).toEqual([1, 1]);
+  });
 });

@@ -4,7 +4,7 @@ import { assignNumbersIn } from './numbers.js';
 import { telnyxSigner, type TelnyxSigner } from './carrier-signing.js';
 import { freePort } from './ports.js';
 import { RoleProcess, waitHttpOk } from './processes.js';
-import { runNode } from './run-node.js';
+import { runCliHere } from './run-cli.js';
 
 /**
  * The built program as real processes on one database and one Redis: apis, relays and
@@ -63,7 +63,7 @@ export async function startCluster(databaseUrl: string, redisUrl: string, extraE
     MESSAGE_SEND_RATE_DEFAULT: '1000',
     ...extraEnv,
   };
-  const migrated = await runNode(['dist/cli.js', 'migrate', '--json'], env);
+  const migrated = await runCliHere(['migrate', '--json'], env);
   expect(migrated.code).toBe(0);
   const ports = [port];
   while (ports.length < (options.apis ?? 1)) ports.push(await freePort());
@@ -78,7 +78,7 @@ export async function startCluster(databaseUrl: string, redisUrl: string, extraE
   let customer: ApiClient;
   try {
     for (const u of urls) await waitHttpOk(`${u}/health/live`);
-    const created = await runNode(['dist/cli.js', 'accounts:create', '--name', 'chaos', '--json'], env);
+    const created = await runCliHere(['accounts:create', '--name', 'chaos', '--json'], env);
     const { account, api_key } = JSON.parse(created.stdout);
     customer = new ApiClient(url, account.id, api_key);
     await assignNumbersIn(env.DATABASE_URL, account.id, options.numbers ?? [], 'telnyx');
@@ -105,7 +105,7 @@ export async function startCluster(databaseUrl: string, redisUrl: string, extraE
 
 /** The promise as an auditor checks it where it runs: `onceline verify` finds every invariant holding. */
 export async function expectVerified(cluster: Cluster): Promise<void> {
-  const run = await runNode(['dist/cli.js', 'verify', '--json'], cluster.env);
+  const run = await runCliHere(['verify', '--json'], cluster.env);
   let report: { ok: boolean; invariants: { name: string; ok: boolean }[] };
   try {
     report = JSON.parse(run.stdout);

@@ -7,9 +7,9 @@ import { expectVerified, startCluster, type Cluster } from '../support/cluster.j
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { TEST_REDIS_URL } from '../support/env.js';
 import { freePort } from '../support/ports.js';
-import { runNode } from '../support/run-node.js';
 import { startSandboxChild, type SandboxChild } from '../support/sandbox-child.js';
 import { waitFor } from '../support/wait.js';
+import { runCliHere } from '../support/run-cli.js';
 
 /**
  * Calls through ring plans on the built program as real processes (api, relay, two workers)
@@ -96,7 +96,7 @@ describe('calls under chaos: workers killed mid-plan, every call webhook duplica
     const log = await (await fetch(`${sandbox.url}/sandbox/calls/log?since=${encodeURIComponent(since)}`)).text();
     const file = join(mkdtempSync(join(tmpdir(), 'calls-log-')), 'log.jsonl');
     writeFileSync(file, log);
-    const audit = await runNode(['dist/cli.js', 'audit:calls', '--carrier-log', file, '--json'], cluster.env);
+    const audit = await runCliHere(['audit:calls', '--carrier-log', file, '--json'], cluster.env);
     expect(JSON.parse(audit.stdout)).toMatchObject({ ok: true, carrier_calls: CALLS, missing_here: [], missing_at_carrier: [], duration_mismatches: [] });
     expect(audit.code).toBe(0);
   }, 300_000);

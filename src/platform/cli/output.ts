@@ -1,10 +1,46 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 /** How a command prints: with --json exactly one JSON document on stdout; otherwise text. */
 export interface OutputOptions {
   json?: boolean;
 }
 
+/**
+ * Where one CLI run writes, and the exit code its command asked for (setFailed): the process's
+ * own streams, or, for a run inside another process (runCli from a test), streams of its own.
+ */
+export interface CliStreams {
+  out(text: string): void;
+  err(text: string): void;
+  exitCode?: number;
+}
+
+/** The process's own stdout and stderr. */
+export function processStreams(): CliStreams {
+  return { out: (text) => void process.stdout.write(text), err: (text) => void process.stderr.write(text) };
+}
+
+const runs = new AsyncLocalStorage<CliStreams>();
+
+/** The streams of the CLI run this code is part of. */
+export function cliStreams(): CliStreams {
+  return runs.getStore() ?? processStreams();
+}
+
+/** Runs `run` (one CLI run) writing to `streams`. */
+export function withCliStreams<T>(streams: CliStreams, run: () => Promise<T>): Promise<T> {
+  return runs.run(streams, run);
+}
+
+/** The command ran and reports a failure (an invariant broken): exit code 1, the app still closing normally. */
+export function setFailed(): void {
+  const run = runs.getStore();
+  if (run) run.exitCode = 1;
+  else process.exitCode = 1;
+}
+
 export function printResult(options: OutputOptions, result: unknown, human: string): void {
-  process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${human}\n`);
+  cliStreams().out(options.json ? `${JSON.stringify(result)}\n` : `${human}\n`);
 }
 
 /** An error leaves the same way: one JSON document with errors[] under --json, a line on stderr otherwise. */
@@ -16,9 +52,9 @@ export function printError(json: boolean, err: unknown): void {
   if (json) {
     const status = typeof e?.getStatus === 'function' ? e.getStatus() : undefined;
     const code = status === 404 ? 'not_found' : 'command_failed';
-    process.stdout.write(`${JSON.stringify({ errors: [{ code, title: 'Command failed', detail }] })}\n`);
+    cliStreams().out(`${JSON.stringify({ errors: [{ code, title: 'Command failed', detail }] })}\n`);
   } else {
-    process.stderr.write(`error: ${detail}\n`);
+    cliStreams().err(`error: ${detail}\n`);
   }
 }
 

@@ -1,7 +1,7 @@
 import { Command, Option } from 'nest-commander';
 import { JsonCommand } from '../cli/json-command.js';
 import { wholeNumberOption } from '../cli/options.js';
-import { printResult, type OutputOptions } from '../cli/output.js';
+import { printResult, setFailed, type OutputOptions } from '../cli/output.js';
 import { VerifyService, type VerifyReport } from './verify.service.js';
 
 interface VerifyOptions extends OutputOptions {
@@ -26,7 +26,7 @@ export class VerifyCommand extends JsonCommand {
     const report = await this.verify.run({ limit: options.limit ?? 10 });
     printResult(options, report, humanReport(report));
     // Not process.exit: the application still closes its pool on the way out.
-    if (!report.ok) process.exitCode = 1;
+    if (!report.ok) setFailed();
   }
 }
 

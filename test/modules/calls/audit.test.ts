@@ -6,8 +6,8 @@ import { AccountsService } from '../../../src/modules/accounts/accounts.service.
 import { CallTransitions } from '../../../src/modules/calls/call-transitions.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { TEST_REDIS_URL } from '../../support/env.js';
-import { runNode } from '../../support/run-node.js';
 import { withTestApp } from '../../support/with-test-app.js';
+import { runCliHere } from '../../support/run-cli.js';
 
 describe('audit:calls --carrier-log: our calls beside the carrier\'s call log', () => {
   const t = withTestApp({ http: false });
@@ -51,7 +51,7 @@ describe('audit:calls --carrier-log: our calls beside the carrier\'s call log', 
     const dir = mkdtempSync(join(tmpdir(), 'audit-'));
     const file = join(dir, 'calls.jsonl');
     writeFileSync(file, [...log, 'this is not json', ''].join('\n'));
-    const run = await runNode(['dist/cli.js', 'audit:calls', '--carrier-log', file, '--json'], { DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
+    const run = await runCliHere(['audit:calls', '--carrier-log', file, '--json'], { DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
     expect(run.code).toBe(1);
     const report = JSON.parse(run.stdout);
     expect(report).toMatchObject({
@@ -66,16 +66,16 @@ describe('audit:calls --carrier-log: our calls beside the carrier\'s call log', 
     expect(report.unanswered_here).toHaveLength(1);
     expect(JSON.stringify(report)).not.toContain(matching);
     expect(JSON.stringify(report)).not.toContain(missedBoth);
-    const humanRun = await runNode(['dist/cli.js', 'audit:calls', '--carrier-log', file], { DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
+    const humanRun = await runCliHere(['audit:calls', '--carrier-log', file], { DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
     expect(humanRun.stdout).toContain(`UNANSWERED HERE    ${missedHere}`);
 
     const clean = join(dir, 'clean.jsonl');
     writeFileSync(clean, [log[0], JSON.stringify({ call_session_id: 'sess-mismatch', status: 'completed', duration_secs: 64 }), JSON.stringify({ call_session_id: 'sess-unlisted', status: 'completed', duration_secs: 30 }), JSON.stringify({ call_session_id: 'sess-missed-here', status: 'no-answer', duration_secs: 0 }), log[7]].join('\n'));
-    const agreed = await runNode(['dist/cli.js', 'audit:calls', '--carrier-log', clean], { DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
+    const agreed = await runCliHere(['audit:calls', '--carrier-log', clean], { DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
     expect(agreed.code).toBe(0);
     expect(agreed.stdout).toMatch(/they agree/);
 
-    const missing = await runNode(['dist/cli.js', 'audit:calls', '--carrier-log', join(dir, 'nope.jsonl'), '--json'], { DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
+    const missing = await runCliHere(['audit:calls', '--carrier-log', join(dir, 'nope.jsonl'), '--json'], { DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
     expect(missing.code).not.toBe(0);
     expect(JSON.parse(missing.stdout).errors[0].detail).toMatch(/cannot read --carrier-log/);
   }, 120_000);
@@ -94,7 +94,7 @@ describe('audit:calls --carrier-log: our calls beside the carrier\'s call log', 
       { call_session_id: 'sess-earlier', status: 'completed', start_time: iso(since - 11_000), end_time: iso(since - 1000), duration_secs: 12 },
       { call_session_id: 'sess-ours', status: 'completed', start_time: iso(since + 500), end_time: iso(since + 6000), duration_secs: 5 },
     ].map((line) => JSON.stringify(line)).join('\n'));
-    const audit = (...args: string[]) => runNode(['dist/cli.js', 'audit:calls', '--carrier-log', file, ...args, '--json'], { DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
+    const audit = (...args: string[]) => runCliHere(['audit:calls', '--carrier-log', file, ...args, '--json'], { DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
 
     const scoped = await audit('--since', iso(since), '--account', mine.id);
     expect(JSON.parse(scoped.stdout)).toMatchObject({ ok: true, carrier_calls: 1, our_calls: 1, missing_here: [], missing_at_carrier: [], duration_mismatches: [] });

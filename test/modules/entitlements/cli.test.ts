@@ -1,14 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { TEST_REDIS_URL } from '../../support/env.js';
-import { oneJsonDocument as oneDocument, runNode } from '../../support/run-node.js';
+import { oneJsonDocument as oneDocument } from '../../support/run-node.js';
+import { runCliHere } from '../../support/run-cli.js';
 
 // Each command boots a Node process; on a busy 2-core machine a test of several takes a while.
 const SLOW = 180_000;
 
 describe('admin CLI: plans and billing customers', () => {
   let db: TestDatabase;
-  const cli = (...args: string[]) => runNode(['dist/cli.js', ...args, '--json'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+  const cli = (...args: string[]) => runCliHere([...args, '--json'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -43,7 +44,7 @@ describe('admin CLI: plans and billing customers', () => {
         { lookup_key: 'sms_1000', type: 'sms_segments', quantity: 1200, created_at: expect.any(String), updated_at: expect.any(String) },
       ],
     });
-    const human = await runNode(['dist/cli.js', 'plans:list'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+    const human = await runCliHere(['plans:list'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
     expect(human.stdout).toBe('calls_60  60 call_minutes per unit\nsms_1000  1200 sms_segments per unit\n');
   }, SLOW);
 
@@ -71,7 +72,7 @@ describe('admin CLI: plans and billing customers', () => {
     expect(oneDocument(taken).errors[0].detail).toMatch(/billing customer cus_cli_1 belongs to another account/);
     const both = await cli('accounts:link-billing', '--account', account, '--billing-customer', 'cus_cli_3', '--unlink');
     expect(oneDocument(both).errors[0].detail).toMatch(/exactly one of --billing-customer <id> and --unlink/);
-    const human = await runNode(['dist/cli.js', 'accounts:link-billing', '--account', account, '--unlink', '--by', 'ops'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+    const human = await runCliHere(['accounts:link-billing', '--account', account, '--unlink', '--by', 'ops'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
     expect(human.stdout).toMatch(new RegExp(`^audit \\d+: \\S+Z ops linked account ${account} to billing customer \\(none\\) \\(was cus_cli_2\\)`));
     expect((await db.pool.query(`SELECT previous_customer_id, customer_id, changed_by FROM billing_link_audit WHERE account_id = $1 ORDER BY id`, [account])).rows).toEqual([
       { previous_customer_id: null, customer_id: 'cus_cli_2', changed_by: 'ops' },

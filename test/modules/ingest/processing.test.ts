@@ -8,8 +8,8 @@ import { JobRunner } from '../../../src/platform/outbox/job-runner.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { telnyxEvent, telnyxFixture, telnyxReceipt, telnyxSigner } from '../../support/carrier-signing.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
-import { runNode } from '../../support/run-node.js';
 import { waitFor } from '../../support/wait.js';
+import { runCliHere } from '../../support/run-cli.js';
 
 const signer = telnyxSigner();
 
@@ -196,21 +196,21 @@ describe('carrier event processing', () => {
     expect(row.error).toBe('inbound handler bug');
     const env = { DATABASE_URL: db.url, REDIS_URL: app.config.REDIS_URL, QUEUE_PREFIX: app.config.QUEUE_PREFIX, LOG_LEVEL: 'error' };
 
-    const list = await runNode(['dist/cli.js', 'carrier-events:list', '--failed', '--limit', '10', '--json'], env);
+    const list = await runCliHere(['carrier-events:list', '--failed', '--limit', '10', '--json'], env);
     expect(list.code).toBe(0);
     const listed = JSON.parse(list.stdout);
     expect(listed.data.map((e: { id: string }) => e.id)).toContain(row.id);
     expect(listed.data.find((e: { id: string }) => e.id === row.id)).toMatchObject({ carrier: 'telnyx', kind: 'message.received', error: 'inbound handler bug', processed_at: null });
 
-    const replay = await runNode(['dist/cli.js', 'carrier-events:replay', row.id, '--json'], env);
+    const replay = await runCliHere(['carrier-events:replay', row.id, '--json'], env);
     expect(replay.code).toBe(0);
     expect(JSON.parse(replay.stdout)).toEqual({ replayed: 1, outcomes: { processed: 1 }, results: [{ id: row.id, outcome: 'processed' }] });
     expect((await eventRow(db, id)).processed_at).not.toBeNull();
 
-    const again = await runNode(['dist/cli.js', 'carrier-events:replay', '--all-failed', '--json'], env);
+    const again = await runCliHere(['carrier-events:replay', '--all-failed', '--json'], env);
     expect(JSON.parse(again.stdout)).toEqual({ replayed: 0, outcomes: {}, results: [] });
 
-    const missing = await runNode(['dist/cli.js', 'carrier-events:replay', 'cev_nope', '--json'], env);
+    const missing = await runCliHere(['carrier-events:replay', 'cev_nope', '--json'], env);
     expect(missing.code).not.toBe(0);
     expect(JSON.parse(missing.stdout).errors[0]).toMatchObject({ code: 'not_found' });
   });

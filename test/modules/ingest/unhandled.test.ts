@@ -7,8 +7,8 @@ import { startTestApp, type TestApp } from '../../support/app.js';
 import { telnyxFixture, telnyxSigner } from '../../support/carrier-signing.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { pausePoint } from '../../support/pause.js';
-import { runNode } from '../../support/run-node.js';
 import { waitFor } from '../../support/wait.js';
+import { runCliHere } from '../../support/run-cli.js';
 
 const signer = telnyxSigner();
 
@@ -179,17 +179,17 @@ describe('carrier events with no handler for their kind', () => {
     await waitingForHandler(db, call);
     const env = { DATABASE_URL: db.url, REDIS_URL: app.config.REDIS_URL, QUEUE_PREFIX: app.config.QUEUE_PREFIX, LOG_LEVEL: 'error' };
 
-    const list = await runNode(['dist/cli.js', 'carrier-events:list', '--unhandled', '--json'], env);
+    const list = await runCliHere(['carrier-events:list', '--unhandled', '--json'], env);
     expect(list.code).toBe(0);
     const listed = JSON.parse(list.stdout).data as { id: string; kind: string; unhandled_since: string | null; processed_at: string | null }[];
     expect(listed.map((e) => e.id)).toEqual(expect.arrayContaining([sms, call]));
     expect(listed.every((e) => e.unhandled_since !== null && e.processed_at === null)).toBe(true);
 
-    const both = await runNode(['dist/cli.js', 'carrier-events:list', '--unhandled', '--failed', '--json'], env);
+    const both = await runCliHere(['carrier-events:list', '--unhandled', '--failed', '--json'], env);
     expect(both.code).not.toBe(0);
     expect(JSON.parse(both.stdout).errors[0].detail).toMatch(/at most one of --failed and --unhandled/);
 
-    const replay = await runNode(['dist/cli.js', 'carrier-events:replay', '--all-unhandled', '--json'], env);
+    const replay = await runCliHere(['carrier-events:replay', '--all-unhandled', '--json'], env);
     expect(replay.code).toBe(0);
     const replayed = JSON.parse(replay.stdout);
     expect(replayed.results).toEqual(expect.arrayContaining([{ id: sms, outcome: 'processed' }, { id: call, outcome: 'processed' }]));
@@ -199,7 +199,7 @@ describe('carrier events with no handler for their kind', () => {
     expect(await eventRow(db, call)).toMatchObject({ error: null, unhandled_since: null, note: expect.stringMatching(/no account owns/) });
     expect((await eventRow(db, call)).processed_at).not.toBeNull();
 
-    const ambiguous = await runNode(['dist/cli.js', 'carrier-events:replay', call, '--all-unhandled', '--json'], env);
+    const ambiguous = await runCliHere(['carrier-events:replay', call, '--all-unhandled', '--json'], env);
     expect(ambiguous.code).not.toBe(0);
     expect(JSON.parse(ambiguous.stdout).errors[0].detail).toMatch(/exactly one of an event id, --all-failed and --all-unhandled/);
   });

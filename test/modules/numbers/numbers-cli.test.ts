@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { TEST_REDIS_URL } from '../../support/env.js';
 import { FakeNumberCarrier } from '../../support/fake-number-carrier.js';
-import { oneDocument, runNode } from '../../support/run-node.js';
+import { oneDocument } from '../../support/run-node.js';
+import { runCliHere } from '../../support/run-cli.js';
 
 const SLOW = 180_000;
 
@@ -11,7 +12,7 @@ const SLOW = 180_000;
 describe('numbers:assign', () => {
   let db: TestDatabase;
   const carrier = new FakeNumberCarrier(['+15550302001', '+15550302002']);
-  const cli = (...args: string[]) => runNode(['dist/cli.js', ...args, '--json'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL, ...carrier.env() });
+  const cli = (...args: string[]) => runCliHere([...args, '--json'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL, ...carrier.env() });
   let alice: string;
   let bob: string;
 

@@ -8,6 +8,7 @@ import { createTestDatabase, type TestDatabase } from '../../support/database.js
 import { databaseUrl, TEST_PG_BASE, TEST_REDIS_URL } from '../../support/env.js';
 import { freePort } from '../../support/ports.js';
 import { mapLimit, oneDocument, runNode, type NodeRun } from '../../support/run-node.js';
+import { runCliHere } from '../../support/run-cli.js';
 
 // Each command boots a Node process; on a busy 2-core machine a test of several takes a while.
 const SLOW = 180_000;
@@ -24,7 +25,7 @@ function expectFailure(run: NodeRun, code: string, detail: RegExp): void {
 describe('admin CLI: every command with --json prints exactly one JSON document on stdout', () => {
   let db: TestDatabase;
   const cli = (args: string[], env: Record<string, string> = {}) =>
-    runNode(['dist/cli.js', ...args, '--json'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL, ...env });
+    runCliHere([...args, '--json'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL, ...env });
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -140,11 +141,11 @@ describe('admin CLI: every command with --json prints exactly one JSON document 
     // The same file the app, the demo and the scripts read (ONCELINE_ENV_FILE names it; by default .env in the package root).
     const file = join(mkdtempSync(join(tmpdir(), 'onceline-env-')), 'test.env');
     writeFileSync(file, `# a second install\nDATABASE_URL=postgres://carol:hunter2@127.0.0.1:${port}/second\nQUEUE_PREFIX=second\n`);
-    const fromFile = await runNode(['dist/cli.js', 'outbox:status', '--json'], { ONCELINE_ENV_FILE: file, REDIS_URL: TEST_REDIS_URL });
+    const fromFile = await runCliHere(['outbox:status', '--json'], { ONCELINE_ENV_FILE: file, REDIS_URL: TEST_REDIS_URL });
     expectFailure(fromFile, 'command_failed', new RegExp(`postgres://carol:\\*\\*\\*@127\\.0\\.0\\.1:${port}/second \\(DATABASE_URL from \\.env \\(${file.replace(/[.]/g, '\\.')}\\)\\)`));
     expect(fromFile.stdout + fromFile.stderr).not.toContain('hunter2');
     // The environment wins over the file.
-    const both = await runNode(['dist/cli.js', 'outbox:status', '--json'], { ONCELINE_ENV_FILE: file, DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+    const both = await runCliHere(['outbox:status', '--json'], { ONCELINE_ENV_FILE: file, DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
     expect(both.code).toBe(0);
     rmSync(file);
   }, SLOW);

@@ -10,9 +10,10 @@ import { telnyxEvent, telnyxFixture, telnyxReceipt, telnyxSigner } from '../../s
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { TEST_REDIS_URL } from '../../support/env.js';
 import { FakeCarrier } from '../../support/fake-carrier.js';
-import { runNode, type NodeRun } from '../../support/run-node.js';
+import { type NodeRun } from '../../support/run-node.js';
 import { waitFor } from '../../support/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
+import { runCliHere } from '../../support/run-cli.js';
 
 // Each verify is a booted Node process; on a busy 2-core machine that takes a while.
 const SLOW = 180_000;
@@ -62,7 +63,7 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
   /** Rows of the real flow the plants below break and restore. */
   const flow = { accountId: '', outbound: '', inbound: '', endpoint: '', delivery: '', call: '' };
   const sql = (text: string, params: unknown[] = []) => db.pool.query(text, params);
-  const verify = (...args: string[]) => runNode(['dist/cli.js', 'verify', ...args], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
+  const verify = (...args: string[]) => runCliHere(['verify', ...args], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
 
   /**
    * Runs the pass with a violation planted, and expects exactly `invariant` broken, by `examples`.

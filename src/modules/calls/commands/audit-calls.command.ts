@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'nest-commander';
 import { JsonCommand } from '../../../platform/cli/json-command.js';
-import { printResult, requireOption, type OutputOptions } from '../../../platform/cli/output.js';
+import { printResult, requireOption, setFailed, type OutputOptions } from '../../../platform/cli/output.js';
 import { CallsAudit, parseCarrierLog, type CallAuditReport } from '../calls-audit.js';
 
 interface AuditOptions extends OutputOptions {
@@ -44,7 +44,7 @@ export class AuditCallsCommand extends JsonCommand {
     const { entries, invalidLines } = parseCarrierLog(text);
     const report = await this.audit.compare(entries, invalidLines, { since: options.since, accountId: options.account });
     printResult(options, report, human(report));
-    if (!report.ok) process.exitCode = 1;
+    if (!report.ok) setFailed();
   }
 }
 

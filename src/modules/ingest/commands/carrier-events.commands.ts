@@ -1,6 +1,6 @@
 import { Command, Option } from 'nest-commander';
 import { JsonCommand } from '../../../platform/cli/json-command.js';
-import { printResult, type OutputOptions } from '../../../platform/cli/output.js';
+import { cliStreams, printResult, type OutputOptions } from '../../../platform/cli/output.js';
 import type { ProcessResult } from '../carrier-event-processor.js';
 import { CarrierEventsService, type CarrierEventRow } from '../carrier-events.service.js';
 
@@ -86,7 +86,7 @@ export class ReplayCarrierEventsCommand extends JsonCommand {
     const progress = (done: number, total: number) => {
       if (Date.now() - last < PROGRESS_EVERY_MS && done < total) return;
       last = Date.now();
-      process.stderr.write(`replayed ${done}/${total}\n`);
+      cliStreams().err(`replayed ${done}/${total}\n`);
     };
     let results: ProcessResult[];
     if (id) results = [await this.events.replay(id)];

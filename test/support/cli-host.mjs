@@ -1,0 +1,24 @@
+// One Node process that runs admin CLI commands for a test file (test/support/run-cli.ts): the
+// built program's runCli (dist/cli-program.js), each command with its own arguments, environment
+// and output, so a file pays the boot of Node and the program's modules once, not per command.
+// Plain ESM run by node, not by jest: nest-commander require()s the ES modules of Nest 12, which
+// jest's module system cannot.
+const { runCli } = await import('../../dist/cli-program.js');
+// Loaded one after the other before any command (see src/cli-program.ts: Node 22 refuses a
+// require() of an ES module a concurrent import() is still loading).
+await import('../../dist/cli.module.js');
+await import('nest-commander');
+
+process.on('message', async ({ id, args, env }) => {
+  let stdout = '';
+  let stderr = '';
+  let code;
+  try {
+    code = await runCli(args, env, { out: (text) => void (stdout += text), err: (text) => void (stderr += text) });
+  } catch (err) {
+    code = 1;
+    stderr += `cli-host: ${err.stack ?? err}\n`;
+  }
+  process.send({ id, code, stdout, stderr });
+});
+process.send({ ready: true });

@@ -1,0 +1,66 @@
+import { afterAll } from '@jest/globals';
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { ROOT, type NodeRun } from './run-node.js';
+
+interface Reply extends NodeRun {
+  id?: number;
+  ready?: boolean;
+}
+
+/**
+ * The CLI host of this test file (test/support/cli-host.mjs), started on first use and stopped
+ * after the file's tests.
+ */
+let host: Promise<ChildProcess> | undefined;
+let nextId = 0;
+const pending = new Map<number, (reply: NodeRun) => void>();
+
+function startHost(): Promise<ChildProcess> {
+  return new Promise((resolve, reject) => {
+    const child = fork(fileURLToPath(new URL('./cli-host.mjs', import.meta.url)), [], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' },
+      // The host's own output (the CLI's boot warnings) stays out of the test's.
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      host = undefined;
+      for (const [id, settle] of pending) {
+        pending.delete(id);
+        settle({ code: code ?? 1, stdout: '', stderr: `the CLI host exited (${code})` });
+      }
+    });
+    child.on('message', (reply: Reply) => {
+      if (reply.ready) return resolve(child);
+      const settle = pending.get(reply.id!);
+      pending.delete(reply.id!);
+      settle?.({ code: reply.code, stdout: reply.stdout, stderr: reply.stderr });
+    });
+  });
+}
+
+afterAll(async () => {
+  const child = await host;
+  if (!child) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+});
+
+/**
+ * Runs one admin CLI command (`args` as after `onceline`), with only the given environment (plus
+ * PATH and HOME), as runNode runs `node dist/cli.js` (the same runCli of the built program, the
+ * same output and exit code) but without booting a Node process per command: for tests of what a
+ * command does and prints. Tests of the process itself (a signal, --help of the program) keep runNode.
+ */
+export async function runCliHere(args: string[], env: Record<string, string>): Promise<NodeRun> {
+  host ??= startHost();
+  const child = await host;
+  const id = nextId++;
+  return new Promise((resolve) => {
+    pending.set(id, resolve);
+    child.send({ id, args, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env } });
+  });
+}

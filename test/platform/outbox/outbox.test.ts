@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { ProbeJob } from '../../../src/platform/outbox/probe.handler.js';
+import { JobRegistry } from '../../../src/platform/outbox/job-registry.js';
 import type { JobDefinition } from '../../../src/platform/outbox/job-definition.js';
 import * as callsJobs from '../../../src/modules/calls/calls.jobs.js';
 import * as ingestJobs from '../../../src/modules/ingest/ingest.jobs.js';
@@ -133,6 +134,17 @@ describe('transactional outbox', () => {
     expect(jobs).toEqual([1, 2, 3, 4].map((g) => ({ job_id: `cte-${g}`, queue: 'system', name: ProbeJob.name, data: { label: `cte-${g}` } })));
     await waitFor(() => db.count(`SELECT count(*) FROM probe_runs WHERE label LIKE 'cte-%'`), (n) => n === 4, { what: 'the four probe jobs to run' });
   });
+
+  it('the running app has exactly one handler for every job its modules declare (JobRegistry checks it at boot)', async () => {
+    const registry = app.app.get(JobRegistry);
+    const declared = [ProbeJob, ...[messagingJobs, webhooksJobs, ingestJobs, callsJobs, numbersJobs].flatMap((jobs) => Object.values(jobs) as JobDefinition[])];
+    expect(declared.length).toBe(11);
+    for (const job of declared) {
+      expect(registry.spec(job.name)).toBe(job);
+      expect(registry.get(job.name)).toBeDefined();
+    }
+    expect(registry.queues().sort()).toEqual(['calls', 'carrier-events', 'messaging', 'numbers', 'system', 'webhooks']);
+  });
 });
 
 describe('relays running side by side', () => {
@@ -227,23 +239,5 @@ describe('Redis loses its jobs', () => {
     await redis.start();
     await expectEachRanOnce(db, 'restart', 100);
     await expectEachRanOnce(db, 'restartb', 50);
-  });
-});
-
-describe('jobs declared by their modules', () => {
-  it('the running app has exactly one handler for every job its modules declare (JobRegistry checks it at boot)', async () => {
-    const db = await createTestDatabase();
-    const app = await startTestApp({ databaseUrl: db.url, http: false });
-    const { JobRegistry } = await import('../../../src/platform/outbox/job-registry.js');
-    const registry = app.app.get(JobRegistry);
-    const declared = [ProbeJob, ...[messagingJobs, webhooksJobs, ingestJobs, callsJobs, numbersJobs].flatMap((jobs) => Object.values(jobs) as JobDefinition[])];
-    expect(declared.length).toBe(11);
-    for (const job of declared) {
-      expect(registry.spec(job.name)).toBe(job);
-      expect(registry.get(job.name)).toBeDefined();
-    }
-    expect(registry.queues().sort()).toEqual(['calls', 'carrier-events', 'messaging', 'numbers', 'system', 'webhooks']);
-    await app.close();
-    await db.drop();
   });
 });

@@ -127,7 +127,7 @@ describe('transactional outbox', () => {
       outbox.jobsWritten(row.jobs);
       return row;
     };
-    // No job of this statement runs after commit (stmt.jobRunAfterCommit unset): all are due now.
+    // No job of this statement runs after commit (StatementJobs.runAfterCommit unset): all are due now.
     expect(await write(1, 3)).toEqual({ jobs: 3, afterCommit: [] });
     expect(await write(3, 4)).toEqual({ jobs: 1, afterCommit: [] });
     const { rows: jobs } = await db.pool.query(`SELECT job_id, queue, name, data FROM outbox_jobs WHERE job_id LIKE 'cte-%' ORDER BY job_id`);

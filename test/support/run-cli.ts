@@ -21,15 +21,18 @@ function startHost(): Promise<ChildProcess> {
     const child = fork(fileURLToPath(new URL('./cli-host.mjs', import.meta.url)), [], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' },
-      // The host's own output (the CLI's boot warnings) stays out of the test's.
-      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      // The host's own output (the CLI's boot logs, an expected error's log line) stays out of
+      // the suite's; the end of it is shown if the host itself dies.
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
+    let log = '';
+    child.stderr!.on('data', (chunk) => (log = (log + chunk).slice(-4000)));
     child.once('error', reject);
     child.once('exit', (code) => {
       host = undefined;
       for (const [id, settle] of pending) {
         pending.delete(id);
-        settle({ code: code ?? 1, stdout: '', stderr: `the CLI host exited (${code})` });
+        settle({ code: code ?? 1, stdout: '', stderr: `the CLI host exited (${code}):\n${log}` });
       }
     });
     child.on('message', (reply: Reply) => {

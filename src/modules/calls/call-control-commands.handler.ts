@@ -88,7 +88,11 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
       if (result.outcome !== 'unanswered') return result;
       const delayMs = resendDelayMs(result, unanswered);
       if (delayMs === undefined || !this.insideWindow(send, delayMs)) return result;
-      if (delayMs > 0) await sleep(delayMs, undefined, { signal });
+      // An abort ends the wait with the stop's own reason (what the job's row records), not a bare AbortError.
+      if (delayMs > 0) await sleep(delayMs, undefined, { signal }).catch((err: unknown) => {
+        signal?.throwIfAborted();
+        throw err;
+      });
     }
   }
 

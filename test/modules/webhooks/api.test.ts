@@ -1,5 +1,3 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { AccountsService } from '../../../src/modules/accounts/accounts.service.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
@@ -7,6 +5,7 @@ import { CustomerEvents } from '../../../src/modules/webhooks/customer-events.js
 import { CUSTOMER_EVENT_TYPES } from '../../../src/modules/webhooks/event-types.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { runCliHere } from '../../support/run-cli.js';
 
 describe('webhook endpoints and events API', () => {
   let db: TestDatabase;
@@ -143,10 +142,9 @@ describe('webhook endpoints and events API', () => {
   it('CLI endpoints:enable re-enables an endpoint and prints one JSON document', async () => {
     const ep = (await api(mine.key, 'POST', '/v2/webhook_endpoints', { url: 'https://example.com/cli' })).body.data;
     await db.pool.query(`UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'test' WHERE id = $1`, [ep.id]);
-    const { stdout } = await promisify(execFile)('node', ['dist/cli.js', 'endpoints:enable', ep.id, '--json'], {
-      env: { ...process.env, DATABASE_URL: db.url, LOG_LEVEL: 'error' },
-    });
-    const out = JSON.parse(stdout);
+    const run = await runCliHere(['endpoints:enable', ep.id, '--json'], { DATABASE_URL: db.url, REDIS_URL: app.config.REDIS_URL, LOG_LEVEL: 'error' });
+    expect(run.code).toBe(0);
+    const out = JSON.parse(run.stdout);
     expect(out.endpoint).toMatchObject({ id: ep.id, enabled: true, disabled_reason: null, resumed_deliveries: 0 });
     expect((await api(mine.key, 'GET', `/v2/webhook_endpoints/${ep.id}`)).body.data.enabled).toBe(true);
   });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { ProbeJob } from '../../../src/platform/outbox/probe.handler.js';
+import { JobRegistry } from '../../../src/platform/outbox/job-registry.js';
 import type { JobDefinition } from '../../../src/platform/outbox/job-definition.js';
 import * as callsJobs from '../../../src/modules/calls/calls.jobs.js';
 import * as ingestJobs from '../../../src/modules/ingest/ingest.jobs.js';
@@ -126,12 +127,23 @@ describe('transactional outbox', () => {
       outbox.jobsWritten(row.jobs);
       return row;
     };
-    // No job of this statement runs after commit (stmt.jobRunAfterCommit unset): all are due now.
+    // No job of this statement runs after commit (StatementJobs.runAfterCommit unset): all are due now.
     expect(await write(1, 3)).toEqual({ jobs: 3, afterCommit: [] });
     expect(await write(3, 4)).toEqual({ jobs: 1, afterCommit: [] });
     const { rows: jobs } = await db.pool.query(`SELECT job_id, queue, name, data FROM outbox_jobs WHERE job_id LIKE 'cte-%' ORDER BY job_id`);
     expect(jobs).toEqual([1, 2, 3, 4].map((g) => ({ job_id: `cte-${g}`, queue: 'system', name: ProbeJob.name, data: { label: `cte-${g}` } })));
     await waitFor(() => db.count(`SELECT count(*) FROM probe_runs WHERE label LIKE 'cte-%'`), (n) => n === 4, { what: 'the four probe jobs to run' });
+  });
+
+  it('the running app has exactly one handler for every job its modules declare (JobRegistry checks it at boot)', async () => {
+    const registry = app.app.get(JobRegistry);
+    const declared = [ProbeJob, ...[messagingJobs, webhooksJobs, ingestJobs, callsJobs, numbersJobs].flatMap((jobs) => Object.values(jobs) as JobDefinition[])];
+    expect(declared.length).toBe(11);
+    for (const job of declared) {
+      expect(registry.spec(job.name)).toBe(job);
+      expect(registry.get(job.name)).toBeDefined();
+    }
+    expect(registry.queues().sort()).toEqual(['calls', 'carrier-events', 'messaging', 'numbers', 'system', 'webhooks']);
   });
 });
 
@@ -227,23 +239,5 @@ describe('Redis loses its jobs', () => {
     await redis.start();
     await expectEachRanOnce(db, 'restart', 100);
     await expectEachRanOnce(db, 'restartb', 50);
-  });
-});
-
-describe('jobs declared by their modules', () => {
-  it('the running app has exactly one handler for every job its modules declare (JobRegistry checks it at boot)', async () => {
-    const db = await createTestDatabase();
-    const app = await startTestApp({ databaseUrl: db.url, http: false });
-    const { JobRegistry } = await import('../../../src/platform/outbox/job-registry.js');
-    const registry = app.app.get(JobRegistry);
-    const declared = [ProbeJob, ...[messagingJobs, webhooksJobs, ingestJobs, callsJobs, numbersJobs].flatMap((jobs) => Object.values(jobs) as JobDefinition[])];
-    expect(declared.length).toBe(11);
-    for (const job of declared) {
-      expect(registry.spec(job.name)).toBe(job);
-      expect(registry.get(job.name)).toBeDefined();
-    }
-    expect(registry.queues().sort()).toEqual(['calls', 'carrier-events', 'messaging', 'numbers', 'system', 'webhooks']);
-    await app.close();
-    await db.drop();
   });
 });

@@ -277,7 +277,7 @@ try {
   };
   const p = (values) => `${fmt(percentile(values, 50))} / ${fmt(percentile(values, 99))}`;
   const bridgedTwice = [...sessions.values()].filter((s) => s.bridged !== 1).length;
-  console.log(`\n## Calls (${new Date().toISOString()})\nmachine: ${machine()}\ncommand: npm run bench:calls -- --calls ${CALLS} --ring-ms ${RING_MS} --warmup ${WARMUP}\n`);
+  console.log(`\n## Calls (${new Date().toISOString()})\nmachine: ${machine()}\ncommand: npm run bench:calls -- --calls ${CALLS} --ring-ms ${RING_MS} --warmup ${WARMUP} --rounds ${ROUNDS}${SMS_BURST > 0 ? ` --sms-burst ${SMS_BURST} --sms-rate ${SMS_RATE}` : ""}\n`);
   console.log(`${WARMUP} warm-up calls (not counted), then ${ROUNDS} round(s) of ${CALLS} inbound calls at once, three-target plans, every leg hangup and answer delivered twice (two event ids, at once); targets 0 and 1 ring ${RING_MS} ms and time out, target 2 answers.\n`);
   console.log('| measure | value |\n|---|---|');
   console.log(`| carrier leg hangup → next dial issued, p50 / p99 (${latencies.length} hand-offs) | ${fmt(percentile(latencies, 50))} ms / ${fmt(percentile(latencies, 99))} ms |`);

@@ -21,12 +21,14 @@ const LOCK_CONFLICT_ATTEMPTS = 3;
 /**
  * Stores accepted webhooks: concurrent deliveries share one statement (one multi-row insert and
  * an outbox job for each row that was new, committed together), and each delivery learns whether
- * it was the new one only after that commit.
+ * it was the new one only after that commit. Calls' events and the rest (inbound SMS, receipts)
+ * are batched apart, by their urgency (urgencyOf): a call's event never waits for, nor shares
+ * the after-commit places of, an SMS burst's batch.
  */
 @Injectable()
 export class CarrierEventWriter implements BeforeApplicationShutdown {
   private readonly logger = new Logger(CarrierEventWriter.name);
-  private readonly batches: GroupCommitter<AcceptedWebhook, IngestStatus>;
+  private readonly batches: Record<'soon' | 'later', GroupCommitter<AcceptedWebhook, IngestStatus>>;
 
   constructor(
     private readonly statements: Statements,
@@ -35,20 +37,22 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
     private readonly afterCommit: AfterCommitJobs,
     config: AppConfig,
   ) {
-    this.batches = new GroupCommitter((items) => this.writeBatch(items), {
-      maxBatch: config.INGEST_BATCH_MAX,
-      maxInFlight: config.INGEST_BATCH_CONCURRENCY,
-    });
-    metrics.readWaitingFrom(() => this.batches.waiting);
+    const committer = () =>
+      new GroupCommitter<AcceptedWebhook, IngestStatus>((items) => this.writeBatch(items), {
+        maxBatch: config.INGEST_BATCH_MAX,
+        maxInFlight: config.INGEST_BATCH_CONCURRENCY,
+      });
+    this.batches = { soon: committer(), later: committer() };
+    metrics.readWaitingFrom(() => this.batches.soon.waiting + this.batches.later.waiting);
   }
 
   /** Resolves after the commit that holds this delivery's row (or shows it was already stored). */
   write(accepted: AcceptedWebhook): Promise<IngestStatus> {
-    return this.batches.submit(accepted);
+    return this.batches[urgencyOf(accepted.event) === 'soon' ? 'soon' : 'later'].submit(accepted);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await this.batches.drained();
+    await Promise.all([this.batches.soon.drained(), this.batches.later.drained()]);
   }
 
   private async writeBatch(items: AcceptedWebhook[]): Promise<BatchOutcome<IngestStatus>[]> {

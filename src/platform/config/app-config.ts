@@ -288,7 +288,7 @@ export class AppConfig {
   @Transform(toInt) @Min(1) @Max(5000) @IsInt()
   INGEST_BATCH_MAX = 256;
 
-  /** Ingest: most batch transactions running at once, per process. */
+  /** Ingest: most batch transactions running at once, per process, for calls' events and for the rest each (batched apart). */
   @Transform(toInt) @Min(1) @Max(64) @IsInt()
   INGEST_BATCH_CONCURRENCY = 2;
 

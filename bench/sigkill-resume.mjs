@@ -98,7 +98,7 @@ try {
             (SELECT count(*) FROM (SELECT 1 FROM outbound_events WHERE type = 'message.received' GROUP BY coalesce(payload->>'carrier_message_id', payload->'data'->>'carrier_message_id') HAVING count(*) > 1) d)::int AS doubles`,
   )).rows;
   console.log(`\n## SIGKILL resume (${new Date().toISOString()})\nmachine: ${machine()}\ncommand: npm run bench:sigkill -- --messages ${MESSAGES}\n`);
-  console.log(`${MESSAGES} inbound SMS; api, relay and two workers; the customer endpoint holds every answer until one worker is SIGKILLed (lease ${env.WORKER_AFTER_COMMIT_GRACE_SECONDS ?? 10} s, BullMQ lock ${env.WORKER_LOCK_DURATION_MS ?? 6000} ms: the defaults unless BENCH_APP_ENV sets them).\n`);
+  console.log(`${MESSAGES} inbound SMS; api, relay and two workers; the customer endpoint holds every answer until one worker is SIGKILLed (after-commit lease and BullMQ lock: the app's defaults, WORKER_AFTER_COMMIT_GRACE_SECONDS and WORKER_LOCK_DURATION_MS, unless BENCH_APP_ENV sets them).\n`);
   console.log('| measure | value |\n|---|---|');
   console.log(`| deliveries asked before the kill (both workers) | ${askedBeforeKill.size} |`);
   console.log(`| held by the killed worker and resumed by the other: count | ${resumed.length} |`);

@@ -232,10 +232,11 @@ export class AppConfig {
    * and the process running it pushes that forward every third of it while the run lasts
    * (AfterCommitJobs), so a run that outlasts it (a slow customer endpoint) is never taken twice,
    * and the rows of a process that died (SIGKILL) are due for the relay, and so for any worker,
-   * within this long.
+   * within this long. 6 s: a dead process's work resumes within 10 s (the relay's pass included;
+   * npm run bench:sigkill), at one renewal statement every 2 s per process.
    */
   @Transform(toInt) @Min(1) @Max(3600) @IsInt()
-  WORKER_AFTER_COMMIT_GRACE_SECONDS = 10;
+  WORKER_AFTER_COMMIT_GRACE_SECONDS = 6;
 
   /**
    * Dispatch: how long a run's claim on a message lasts. No other run calls the carrier for that

@@ -108,10 +108,11 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
       () => this.insertStatement(stmt, batch),
       (inserted) =>
         (inserted[0]?.afterCommit ?? []).map((job) => {
-          const turn = callTurn(stored.get(job.jobId)?.normalized);
-          return { ...job, prefetched: stored.get(job.jobId), turn, urgency: urgencyOf(stored.get(job.jobId)?.normalized) };
+          const event = stored.get(job.jobId);
+          return { ...job, prefetched: event, turn: callTurn(event?.normalized), urgency: urgencyOf(event?.normalized) };
         }),
-      { urgency: items.some((item) => urgencyOf(item.event) === 'soon') ? 'soon' : 'later' },
+      // A batch is of one urgency (write() batches calls' events apart).
+      { urgency: urgencyOf(items[0].event) },
     );
     this.outbox.jobsWritten(rows[0]?.jobs ?? 0);
     const inserted = new Set(rows.map((r) => r.id));

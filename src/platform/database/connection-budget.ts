@@ -43,7 +43,7 @@ export class Gate {
   constructor(readonly limit: number) {}
 
   get waiting(): number {
-    return this.waiters.now.length + this.waiters.soon.length + this.waiters.later.length;
+    return this.waitingAhead('later');
   }
 
   /** The waiters a newcomer of `urgency` would wait behind (itself not counted). */
@@ -69,7 +69,8 @@ export class Gate {
   }
 
   release(): void {
-    const next = this.waiters.now.shift() ?? this.waiters.soon.shift() ?? this.waiters.later.shift();
+    let next: (() => void) | undefined;
+    for (const level of URGENCIES) if ((next = this.waiters[level].shift())) break;
     // The place passes straight to the next waiter: the count stays.
     if (next) next();
     else this.holders--;

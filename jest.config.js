@@ -21,6 +21,7 @@ const shared = {
 export default {
   testTimeout: 60000,
   maxWorkers: 2,
+  testSequencer: '<rootDir>/test/support/sequencer.mjs',
   projects: [
     { ...shared, displayName: 'unit', testMatch: ['<rootDir>/src/**/__tests__/**/*.spec.ts'] },
     {

@@ -54,23 +54,30 @@ export function asPostgresUser(bin, args) {
   return [bin, args];
 }
 
+/** Runs initdb in dataDir (created, and with logDir given to the postgres user when we are root). */
+export function initPostgresCluster(dataDir, logDir = dirname(dataDir)) {
+  const bin = findPostgresBin();
+  if (!bin) throw new Error('PostgreSQL is not installed. Install it (Debian: apt-get install postgresql) or run `docker compose up -d postgres redis`.');
+  mkdirSync(dataDir, { recursive: true });
+  givePostgres(dataDir, logDir);
+  const [cmd, args] = asPostgresUser(join(bin, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
+  execFileSync(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+/** Running as root, the postgres user must own what PostgreSQL writes to. */
+export function givePostgres(...dirs) {
+  if (process.getuid?.() !== 0) return;
+  const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+  const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+  for (const dir of dirs) chownSync(dir, uid, gid);
+}
+
 /** Initialises (once) and starts a PostgreSQL cluster in dataDir on port; returns when it answers. */
 export async function startPostgresCluster(dataDir, port, logFile = `${dataDir}.log`) {
   const bin = findPostgresBin();
   if (!bin) throw new Error('PostgreSQL is not installed. Install it (Debian: apt-get install postgresql) or run `docker compose up -d postgres redis`.');
   mkdirSync(dirname(dataDir), { recursive: true });
-  const root = process.getuid?.() === 0;
-  if (!existsSync(join(dataDir, 'PG_VERSION'))) {
-    mkdirSync(dataDir, { recursive: true });
-    if (root) {
-      const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
-      const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
-      chownSync(dataDir, uid, gid);
-      chownSync(dirname(logFile), uid, gid);
-    }
-    const [cmd, args] = asPostgresUser(join(bin, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
-    execFileSync(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'] });
-  }
+  if (!existsSync(join(dataDir, 'PG_VERSION'))) initPostgresCluster(dataDir, dirname(logFile));
   const options = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dataDir} -c fsync=on`;
   const [cmd, args] = asPostgresUser(join(bin, 'pg_ctl'), ['-D', dataDir, '-o', options, '-l', logFile, '-w', '-t', '60', 'start']);
   execFileSync(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'] });

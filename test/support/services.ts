@@ -1,9 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 // @ts-expect-error plain ESM script shared with npm start and .ci/run
-import { startPostgresCluster, startRedisServer, stopPostgresCluster } from '../../scripts/services.mjs';
+import { givePostgres, initPostgresCluster, startPostgresCluster, startRedisServer, stopPostgresCluster } from '../../scripts/services.mjs';
+import { TEMPLATE_DB } from './env.js';
 import { freePort } from './ports.js';
 
 export interface PrivateRedis {
@@ -46,11 +47,35 @@ export interface PrivatePostgres {
   dispose(): void;
 }
 
-/** A PostgreSQL cluster of this test's own (initdb in a temp dir), free to stop and restart. */
+/**
+ * One initdb per jest run (1.2 s of CPU), copied for each private cluster (`cp -a`: 0.1 s). Made
+ * aside and renamed into place, so a worker never copies a half-made one; a worker that loses the
+ * race drops its own. Global set-up names it (ONCELINE_TEST_PG_SEED), global teardown removes it.
+ */
+function initialisedDataDir(): string {
+  const seed = process.env.ONCELINE_TEST_PG_SEED ?? join(tmpdir(), `onceline-pgseed-${TEMPLATE_DB}`);
+  if (existsSync(join(seed, 'PG_VERSION'))) return seed;
+  const building = mkdtempSync(`${seed}-`);
+  try {
+    initPostgresCluster(join(building, 'data'), building);
+    try {
+      renameSync(join(building, 'data'), seed);
+    } catch (err) {
+      if (!existsSync(join(seed, 'PG_VERSION'))) throw err;
+    }
+  } finally {
+    rmSync(building, { recursive: true, force: true });
+  }
+  return seed;
+}
+
+/** A PostgreSQL cluster of this test's own (a copy of this run's initialised data directory), free to stop and restart. */
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const port = await freePort();
   const parent = mkdtempSync(join(tmpdir(), 'onceline-pg-'));
   const dataDir = join(parent, 'data');
+  givePostgres(parent);
+  execFileSync('cp', ['-a', initialisedDataDir(), dataDir]);
   await startPostgresCluster(dataDir, port, join(parent, 'pg.log'));
   return {
     port,

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { randomUUID } from 'node:crypto';
-import { UsageLedger } from '../billing/usage-ledger.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import type { EventBatchRun, OneStatementRun } from '../ingest/carrier-event-handlers.js';
@@ -12,13 +11,11 @@ import { DispatchMessageJob } from './messaging.jobs.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
 import { burstToleranceSql } from './sender-pacing.js';
 import { sendRateSql } from '../numbers/send-rates.js';
-import { CustomerEvents } from '../webhooks/customer-events.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
+import { MessageEffects, type MessageRow } from './message-effects.js';
 import { OptOutKeywords, optedOutSql } from './opt-out-keywords.js';
-import { MESSAGE_COLUMNS, MESSAGE_VIEW_JSON, TERMINAL_STATUSES, toView, UNSENT_STATUSES, WAITING_STATUSES, type MessageStatus, type MessageView } from './message-view.js';
+import { MESSAGE_COLUMNS, TERMINAL_STATUSES, toView, UNSENT_STATUSES, WAITING_STATUSES, type MessageStatus, type MessageView } from './message-view.js';
 import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
-
-type Row = MessageView & { account_id: string };
 
 /** Runs of the transactional claim statement before it gives up on a number whose opt-outs keep changing under it (the second never should: see claimForDispatch). */
 const CLAIM_RUNS = 3;
@@ -106,14 +103,14 @@ function claimOutcome(row: ClaimStatementRow): ClaimStatementOutcome {
 
 /**
  * Every change of a message's status. Each is one UPDATE whose WHERE clause is the guard; the
- * status history, the usage row and the customer event are written in the same transaction,
- * only when that UPDATE changed a row. A duplicate or contradictory carrier report changes nothing.
+ * status history is written in the same transaction, and what the move bills and announces
+ * (MessageEffects) too, only when that UPDATE changed a row. A duplicate or contradictory carrier
+ * report changes nothing.
  */
 @Injectable()
 export class MessageTransitions {
   constructor(
-    private readonly usage: UsageLedger,
-    private readonly events: CustomerEvents,
+    private readonly effects: MessageEffects,
     private readonly keywords: OptOutKeywords,
     private readonly outbox: OutboxService,
     private readonly dataSource: DataSource,
@@ -339,7 +336,7 @@ export class MessageTransitions {
        RETURNING ${MESSAGE_COLUMNS}`,
     );
     this.sideEffectsCtes(stmt, cancelled, 'cancelled', 'message.cancelled');
-    const { rows } = await exec<{ previous: MessageStatus; jobs: number; message: Row | null }>(
+    const { rows } = await exec<{ previous: MessageStatus; jobs: number; message: MessageRow | null }>(
       tx,
       stmt.text(`SELECT found.previous, (${newJobsCount(stmt)})::int AS jobs, (SELECT to_jsonb(c) FROM ${cancelled} c) AS message FROM found`),
       stmt.params,
@@ -359,17 +356,15 @@ export class MessageTransitions {
   async markSent(tx: Tx, lease: DispatchLease, carrierMessageId: string): Promise<boolean> {
     // sending under this run's token: a second run (crash after the carrier answered) finds it
     // sent already, and a run whose lease was taken over records nothing.
-    const { rows } = await exec<Row>(
+    const { rows } = await exec<MessageRow>(
       tx,
       `UPDATE messages SET status = 'sent', carrier_message_id = $2, claimed_until = NULL, updated_at = now()
         WHERE id = $1 AND status = 'sending' AND claim_token = $3 RETURNING ${MESSAGE_COLUMNS}`,
       [lease.id, carrierMessageId, lease.token],
     );
     if (rows.length === 0) return false;
-    const message = rows[0];
-    await this.recordHistory(tx, message.id, 'sent');
-    await this.usage.record(tx, { accountId: message.account_id, kind: 'sms_outbound_segments', resourceId: message.id, quantity: message.segments });
-    await this.emit(tx, message, 'message.sent');
+    await this.recordHistory(tx, lease.id, 'sent');
+    await this.effects.sent(tx, rows[0]);
     return true;
   }
 
@@ -377,7 +372,7 @@ export class MessageTransitions {
   async markRejected(tx: Tx, lease: DispatchLease, errorCode: string, errorDetail: string): Promise<boolean> {
     // sending under this run's token: a message the carrier accepted is never failed by a late
     // send error, nor by a run whose lease was taken over.
-    const { rows } = await exec<Row>(
+    const { rows } = await exec<MessageRow>(
       tx,
       `UPDATE messages SET status = 'failed', error_code = $2, error_detail = $3, claimed_until = NULL, updated_at = now()
         WHERE id = $1 AND status = 'sending' AND claim_token = $4 RETURNING ${MESSAGE_COLUMNS}`,
@@ -385,7 +380,7 @@ export class MessageTransitions {
     );
     if (rows.length === 0) return false;
     await this.recordHistory(tx, lease.id, 'failed');
-    await this.emit(tx, rows[0], 'message.failed');
+    await this.effects.announce(tx, rows[0], 'message.failed');
     return true;
   }
 
@@ -426,7 +421,8 @@ export class MessageTransitions {
 
   /**
    * Inbound messages, as fragments of one statement for a batch of events: each recorded once per
-   * carrier message id when a number of ours receives it (`owners`), then billed and announced.
+   * carrier message id when a number of ours receives it (`owners`), then billed and announced
+   * (MessageEffects).
    */
   receiveInboundCtes(run: EventBatchRun, owners: OwnersOf, inbound: Inbound[]): void {
     const { stmt } = run;
@@ -445,29 +441,20 @@ export class MessageTransitions {
        ON CONFLICT (carrier, carrier_message_id) DO NOTHING
        RETURNING ${MESSAGE_COLUMNS}`,
     );
-    this.usage.recordFromCte(stmt, received, 'sms_inbound_segments', { accountId: 'account_id', resourceId: 'id', quantity: 'segments' });
+    this.effects.billInboundCtes(stmt, received);
     stmt.with('msg_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'received' FROM ${received}`);
     // A keyword's consent change is written by this same statement, and announced with the messages.
     const consent = this.keywords.applyCtes(stmt, received);
-    const announced = stmt.with(
-      'msg_announced',
-      `SELECT account_id, 'message.received' AS type, ${MESSAGE_VIEW_JSON} AS payload FROM ${received}
-       UNION ALL SELECT account_id, type, payload FROM ${consent}`,
-    );
-    this.events.emitFromCte(stmt, announced, ['message.received', 'message.opted_out', 'message.opted_in'], 'payload');
+    this.effects.announceInboundCtes(stmt, received, consent);
   }
 
   /** The history row and the customer event of a move, for the rows of CTE `changed` (MESSAGE_COLUMNS). */
   private sideEffectsCtes(stmt: CteStatement, changed: string, status: MessageStatus, type: CustomerEventType): void {
     stmt.with('msg_history', `INSERT INTO message_status_history (message_id, status) SELECT id, ${stmt.param(status, 'text')} FROM ${changed}`);
-    this.events.emitFromCte(stmt, changed, type, MESSAGE_VIEW_JSON);
+    this.effects.announceCtes(stmt, changed, type);
   }
 
   async recordHistory(tx: Tx, messageId: string, status: MessageStatus): Promise<void> {
     await exec(tx, `INSERT INTO message_status_history (message_id, status) VALUES ($1, $2)`, [messageId, status]);
-  }
-
-  private async emit(tx: Tx, row: Row, type: CustomerEventType): Promise<void> {
-    await this.events.emit(tx, row.account_id, type, toView(row));
   }
 }

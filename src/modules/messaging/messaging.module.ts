@@ -8,6 +8,7 @@ import { NumbersModule } from '../numbers/numbers.module.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { DispatchMessageHandler } from './dispatch-message.handler.js';
+import { MessageEffects } from './message-effects.js';
 import { MessageTransitions } from './message-transitions.js';
 import { MessagingCarrierEvents } from './messaging-carrier-events.js';
 import { MessagingInvariants } from './messaging-invariants.js';
@@ -26,7 +27,7 @@ import './messaging.events.js';
 @Module({
   imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, WebhooksModule],
   controllers: [MessagesController, MessagingSettingsController],
-  providers: [MessagesService, MessagesQuery, MessageTransitions, MessagingCarrierEvents, declareJobs(DispatchMessageJob), DispatchMessageHandler, MessagingInvariants, OptOutKeywords, MessagingSettings],
+  providers: [MessagesService, MessagesQuery, MessageTransitions, MessageEffects, MessagingCarrierEvents, declareJobs(DispatchMessageJob), DispatchMessageHandler, MessagingInvariants, OptOutKeywords, MessagingSettings],
   exports: [MessageTransitions],
 })
 export class MessagingModule {}

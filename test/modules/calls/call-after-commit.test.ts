@@ -138,7 +138,8 @@ describe('events of one call in arrival order, with nothing run after commit', (
   let voice: VoicePipeline;
 
   beforeAll(async () => {
-    voice = await VoicePipeline.start({ WORKER_AFTER_COMMIT_JOBS: '0', WORKER_REALTIME_AFTER_COMMIT_JOBS: '0', INGEST_LANE_BACKLOG_MAX: '2' }, { relay: false });
+    // One ingest batch in flight at a time per batcher: a held batch holds everything batched with it.
+    voice = await VoicePipeline.start({ WORKER_AFTER_COMMIT_JOBS: '0', WORKER_REALTIME_AFTER_COMMIT_JOBS: '0', INGEST_LANE_BACKLOG_MAX: '2', INGEST_BATCH_CONCURRENCY: '1' }, { relay: false });
     await voice.number(RING, { ring_plan: { targets: [{ to: A }], fallback: { action: 'hangup' } } });
   });
   afterAll(async () => {
@@ -160,6 +161,44 @@ describe('events of one call in arrival order, with nothing run after commit', (
     expect(await voice.call(callId)).toMatchObject({ status: 'missed' });
     expect(await runner.run(ProcessCarrierEventJob.name, events[0].id, 1)).toBe('completed');
     expect(await voice.db.count(`SELECT count(*) FROM outbox_jobs WHERE name = 'process-carrier-event' AND job_id LIKE '%-w%'`)).toBe(0);
+  });
+
+  it("ingest batches a call's events apart from SMS: a call's event is stored while an SMS batch waits on a row lock", async () => {
+    const smsId = randomUUID();
+    const payload = JSON.parse(carrierFixture('telnyx/message.received.json')).data.payload;
+    const sms = JSON.stringify({
+      data: { event_type: 'message.received', id: smsId, occurred_at: new Date().toISOString(), record_type: 'event', payload: { ...payload, id: `held-msg-${smsId}`, to: [{ phone_number: RING, status: 'webhook_delivered' }] } },
+      meta: { attempt: 1, delivered_to: `${voice.app.url}/webhooks/telnyx` },
+    });
+    // The test's own transaction holds the SMS's key: its batch's INSERT waits for this transaction to end.
+    const holder = await voice.db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(
+        `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized) VALUES ($1, 'telnyx', $2, 'message.received', 'message.received', '{}', '{}')`,
+        [`cev_held_${smsId}`, smsId],
+      );
+      let smsAnswered = false;
+      const smsDelivery = voice.deliver(sms).then((status) => ((smsAnswered = true), status));
+      await waitFor(
+        () => voice.db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO carrier_events%'`),
+        (waiting) => waiting === 1,
+        { what: "the SMS batch's INSERT to wait for the test's transaction" },
+      );
+      const call = { session: `apart-${randomUUID()}`, caller: `v3:caller-${randomUUID()}`, from: CALLER, to: RING };
+      const callDelivery = voice.callerEvent(call, 'call.initiated', { direction: 'incoming', state: 'parked' });
+      // Batched with the SMS (one batcher, one batch at a time), the call's event would wait for the held one.
+      await waitFor(() => voice.db.count(`SELECT count(*) FROM carrier_events WHERE normalized->>'callSessionId' = $1`, [call.session]), (n) => n === 1, {
+        what: "the call's event stored while the SMS batch waits",
+      });
+      expect(await callDelivery).toBe(200);
+      expect(smsAnswered).toBe(false);
+      await holder.query('ROLLBACK');
+      expect(await smsDelivery).toBe(200);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
   });
 
   it("backpressure: past INGEST_LANE_BACKLOG_MAX realtime runs waiting for a connection, ingest answers 503 and stores nothing; an SMS backlog refuses SMS, never a call's events", async () => {

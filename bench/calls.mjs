@@ -11,7 +11,13 @@
 // bulk work, the SMS' end-to-end latency and the customer API's latency and non-2xx answers.
 // --count-statements: the statements (round trips) the app sent during the measured rounds, per
 // call and per carrier event, and the most frequent (bench/statement-counter.mjs).
-// Usage: npm run bench:calls [-- --calls 200 --ring-ms 50 --warmup 20 --rounds 1 --sms-burst 2000 --count-statements]
+// --sigkill-after-ms T: a second `all` process runs beside the first; T ms into the (last) measured
+// round the first is SIGKILLed and the carrier delivers to the second from then on (a load
+// balancer's failover). What the dead process held (events it stored and had not processed,
+// commands it had decided and not sent or not heard back on) resumes once its leases run out:
+// for each hand-off, bridge and first dial the kill cut across, kill → the command at the carrier;
+// every call must still complete, dialed and bridged once. Not with --count-statements.
+// Usage: npm run bench:calls [-- --calls 200 --ring-ms 50 --warmup 20 --rounds 1 --sms-burst 2000 --count-statements --sigkill-after-ms 1000]
 import { randomUUID } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
@@ -24,7 +30,7 @@ import { assignNumber, createAccountWithNumber, fmt, freePort, freshDatabase, ma
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '200' }, 'ring-ms': { type: 'string', default: '50' }, warmup: { type: 'string', default: '20' }, rounds: { type: 'string', default: '1' },
   'sms-burst': { type: 'string', default: '0' }, 'sms-rate': { type: 'string', default: '1000' }, 'sms-answer-ms': { type: 'string', default: '300' },
-  'count-statements': { type: 'boolean', default: false } } });
+  'count-statements': { type: 'boolean', default: false }, 'sigkill-after-ms': { type: 'string', default: '0' } } });
 const CALLS = Number(values.calls);
 const RING_MS = Number(values['ring-ms']);
 const WARMUP = Number(values.warmup);
@@ -35,17 +41,27 @@ const SMS_RATE = Number(values['sms-rate']);
 const SMS_NUMBER = '+15550100001';
 const OUR_NUMBER = '+15550100000';
 const TARGETS = ['+15557000001', '+15557000002', '+15557000003'];
+const SIGKILL_AFTER_MS = Number(values['sigkill-after-ms']);
+if (SIGKILL_AFTER_MS > 0 && values['count-statements']) throw new Error('--sigkill-after-ms and --count-statements: the statements of a process that dies are not counted; run them apart');
 
 const { privateKey, publicKeyBase64 } = telnyxKeyPair();
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
+/** Where the carrier delivers: the first process, or after --sigkill-after-ms the second. */
+let deliverTo = base;
+/** performance.now() of the SIGKILL (--sigkill-after-ms), and what each wait it cut across took from it. */
+let killedAt;
+const resumedAfterKill = { handOff: [], bridge: [], firstDial: [] };
+const acrossKill = (kind, startedAt, now) => {
+  if (killedAt !== undefined && startedAt < killedAt && now > killedAt) resumedAfterKill[kind].push(now - killedAt);
+};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Signs and posts one Telnyx call event to the app, retrying until it answers 200 (as Telnyx does). */
 async function deliver(eventType, payload, id = randomUUID()) {
   const body = JSON.stringify({ data: { event_type: eventType, id, occurred_at: new Date().toISOString(), record_type: 'event', payload }, meta: { attempt: 1, delivered_to: `${base}/webhooks/telnyx` } });
   for (let attempt = 0; attempt < 20; attempt++) {
-    const res = await request(`${base}/webhooks/telnyx`, { method: 'POST', headers: telnyxHeaders(privateKey, body), body }).catch(() => ({ status: 0 }));
+    const res = await request(`${deliverTo}/webhooks/telnyx`, { method: 'POST', headers: telnyxHeaders(privateKey, body), body }).catch(() => ({ status: 0 }));
     if (res.status === 200) return;
     await sleep(100 * (attempt + 1));
   }
@@ -97,9 +113,13 @@ function onDial(body, controlId) {
   const previous = call.hangupSentAt.get(state.target - 1);
   if (previous !== undefined) {
     latencies.push(now - previous);
+    acrossKill('handOff', previous, now);
     handOffs.push({ eventIds: call.hangupEventIds.get(state.target - 1), sentAt: call.hangupWallAt.get(state.target - 1), dialCommandId: body.command_id, dialAt: Date.now() });
   }
-  if (state.target === 0) firstDialLatencies.push(now - call.startedAt);
+  if (state.target === 0) {
+    firstDialLatencies.push(now - call.startedAt);
+    acrossKill('firstDial', call.startedAt, now);
+  }
   call.dials.push({ target: state.target, attempt: state.attempt, commandId: body.command_id });
   const leg = { call_control_id: controlId, call_session_id: session, client_state: body.client_state, from: body.from, to: body.to, direction: 'outgoing' };
   setTimeout(async () => {
@@ -122,7 +142,10 @@ function onBridge(callerControlId) {
   const [session, call] = sessionOfCaller(callerControlId);
   if (!call) return;
   call.bridged++;
-  if (call.answerSentAt !== undefined) bridgeLatencies.push(performance.now() - call.answerSentAt);
+  if (call.answerSentAt !== undefined) {
+    bridgeLatencies.push(performance.now() - call.answerSentAt);
+    acrossKill('bridge', call.answerSentAt, performance.now());
+  }
   setTimeout(() => deliver('call.hangup', { call_control_id: call.caller, call_session_id: session, client_state: null, from: '+15559000000', to: OUR_NUMBER, hangup_cause: 'normal_clearing', hangup_source: 'caller' }), RING_MS);
 }
 
@@ -137,6 +160,12 @@ const app = await startRole('all', countFile ? { ...env, BENCH_STATEMENT_COUNT_F
   readyUrl: `${base}/health/ready`,
   nodeArgs: countFile ? ['--import', new URL('./statement-counter.mjs', import.meta.url).href] : [],
 });
+// The failover target (--sigkill-after-ms): the same system, idle until the first dies.
+const spare = SIGKILL_AFTER_MS > 0 ? await (async () => {
+  const sparePort = await freePort();
+  const role = await startRole('all', { ...env, PORT: String(sparePort) }, { readyUrl: `http://127.0.0.1:${sparePort}/health/ready` });
+  return { ...role, base: `http://127.0.0.1:${sparePort}` };
+})() : undefined;
 let countsBefore = {};
 /**
  * CPU seconds used so far by the app, by this database's PostgreSQL backends (a backend started
@@ -166,6 +195,7 @@ async function cpuSnapshot() {
     }
   }
   const own = process.cpuUsage();
+  if (killedAt !== undefined) return undefined; // the app's CPU died with it
   return { app: cpuSecondsOf(app.child.pid), postgres: [...backendCpu.values()].reduce((a, b) => a + b, 0), bench: (own.user + own.system) / 1e6 };
 }
 let eventsBefore = 0;
@@ -220,6 +250,13 @@ try {
   const t0 = performance.now();
   let completed = 0;
   for (let round = 1; round <= ROUNDS; round++) {
+    if (spare && round === ROUNDS) {
+      setTimeout(() => {
+        app.child.kill('SIGKILL');
+        killedAt = performance.now();
+        deliverTo = spare.base;
+      }, SIGKILL_AFTER_MS);
+    }
     if (!smsLoad || round < ROUNDS) {
       completed = (await callRound(CALLS, WARMUP + round * CALLS)) - WARMUP;
       continue;
@@ -277,7 +314,7 @@ try {
   };
   const p = (values) => `${fmt(percentile(values, 50))} / ${fmt(percentile(values, 99))}`;
   const bridgedTwice = [...sessions.values()].filter((s) => s.bridged !== 1).length;
-  console.log(`\n## Calls (${new Date().toISOString()})\nmachine: ${machine()}\ncommand: npm run bench:calls -- --calls ${CALLS} --ring-ms ${RING_MS} --warmup ${WARMUP} --rounds ${ROUNDS}${SMS_BURST > 0 ? ` --sms-burst ${SMS_BURST} --sms-rate ${SMS_RATE}` : ""}\n`);
+  console.log(`\n## Calls (${new Date().toISOString()})\nmachine: ${machine()}\ncommand: npm run bench:calls -- --calls ${CALLS} --ring-ms ${RING_MS} --warmup ${WARMUP} --rounds ${ROUNDS}${SMS_BURST > 0 ? ` --sms-burst ${SMS_BURST} --sms-rate ${SMS_RATE}` : ""}${spare ? ` --sigkill-after-ms ${SIGKILL_AFTER_MS}` : ''}\n`);
   console.log(`${WARMUP} warm-up calls (not counted), then ${ROUNDS} round(s) of ${CALLS} inbound calls at once, three-target plans, every leg hangup and answer delivered twice (two event ids, at once); targets 0 and 1 ring ${RING_MS} ms and time out, target 2 answers.\n`);
   console.log('| measure | value |\n|---|---|');
   console.log(`| carrier leg hangup → next dial issued, p50 / p99 (${latencies.length} hand-offs) | ${fmt(percentile(latencies, 50))} ms / ${fmt(percentile(latencies, 99))} ms |`);
@@ -295,6 +332,14 @@ try {
   console.log(`| … processing began → next dial's send recorded | ${p(stages.claimed)} ms |`);
   console.log(`| … send recorded → dial at the carrier | ${p(stages.sent)} ms |`);
   console.log(`| commands the carrier saw again under the same command_id (retries, done once) | ${retriedCommands} |`);
+  if (spare) {
+    const resumed = (list) => (list.length ? `${list.length}: ${fmt(percentile(list, 50))} / ${fmt(Math.max(...list))} ms` : '0');
+    const env = JSON.parse(process.env.BENCH_APP_ENV ?? '{}');
+    console.log(`| SIGKILL of the process handling the calls, ${SIGKILL_AFTER_MS} ms into the ${ROUNDS > 1 ? 'last ' : ''}round (after-commit lease ${env.WORKER_AFTER_COMMIT_GRACE_SECONDS ?? 'default'} s); the carrier fails over to a second process | |`);
+    console.log(`| … hand-offs the kill cut across: count: kill → next dial p50 / max | ${resumed(resumedAfterKill.handOff)} |`);
+    console.log(`| … answers the kill cut across: count: kill → bridge p50 / max | ${resumed(resumedAfterKill.bridge)} |`);
+    console.log(`| … call starts the kill cut across: count: kill → first dial p50 / max | ${resumed(resumedAfterKill.firstDial)} |`);
+  }
   if (smsLoad) {
     console.log(`| SMS burst beside the last round: received by the endpoint (${values['sms-answer-ms']} ms answers) / offered / refused | ${smsRun.received} / ${smsRun.offered} / ${smsRun.rejected} |`);
     console.log(`| … SMS carrier webhook → customer webhook p50 / p99 | ${p(smsRun.latencies)} ms |`);
@@ -321,6 +366,7 @@ try {
 } finally {
   await pool.end().catch(() => undefined);
   await app.stop();
+  await spare?.stop();
   await smsLoad?.close();
   telnyx.close();
   await db.drop();

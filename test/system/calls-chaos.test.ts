@@ -51,7 +51,7 @@ describe('calls under chaos: workers killed mid-plan, every call webhook duplica
 
   it(`${CALLS} inbound calls through decline → answer-then-drop → ring out → answer: four dials, one bridge, one usage row each`, async () => {
     const numberId = (await cluster.customer.get('/v2/phone_numbers')).body.data[0].id;
-    const plan = { voice: { ring_plan: { targets: [{ to: DECLINES }, { to: DROPS }, { to: RINGS_OUT, timeout_secs: 10 }, { to: ANSWERS }], fallback: { action: 'hangup' } } } };
+    const plan = { voice: { ring_plan: { targets: [{ to: DECLINES }, { to: DROPS }, { to: RINGS_OUT, timeout_secs: 5 }, { to: ANSWERS }], fallback: { action: 'hangup' } } } };
     expect((await cluster.customer.request('PATCH', `/v2/phone_numbers/${numberId}`, plan)).status).toBe(200);
     const behaviours = {
       time_scale: 0.05, [DECLINES]: { decline: true }, [DROPS]: { answer_then_drop: true }, [RINGS_OUT]: { no_answer: true }, [ANSWERS]: { answer_after_ms: 1000, talk_ms: 200_000 },

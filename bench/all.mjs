@@ -17,6 +17,7 @@ const BENCHES = [
   { title: 'Calls: 200 concurrent inbound calls through three-target ring plans, duplicated webhooks', script: 'bench/calls.mjs', args: ['--calls', '200'] },
   { title: 'Calls: 200 concurrent inbound calls beside a burst of 2,000 inbound SMS to an endpoint answering in 300 ms', script: 'bench/calls.mjs', args: ['--calls', '200', '--sms-burst', '2000'] },
   { title: 'SIGKILL of a worker holding customer webhook deliveries: resumed by the other worker, once', script: 'bench/sigkill-resume.mjs', args: [] },
+  { title: 'SIGKILL of the process handling 200 ringing calls: its call work resumed by a second process, every call dialed and bridged once', script: 'bench/calls.mjs', args: ['--calls', '200', '--sigkill-after-ms', '1000'] },
 ];
 const only = process.argv.slice(2);
 

@@ -24,7 +24,7 @@ export default {
   // How long a worker may take to end once its last file is done before jest kills it and warns
   // "A worker process has failed to exit gracefully" (default 500 ms). Measured (#28, probe in
   // the note): our workers have nothing left but their stdio pipes when told to end and emit
-  // 'exit' within 1 ms, but Node then frees a 400-550 MB heap, which took 430-670 ms on this
+  // 'exit' within 2 ms, but Node then frees a 350-530 MB heap, which took 300-970 ms on this
   // 2-core machine under load; so the warning named no leak. A real leak (a socket, server, child
   // or ref'd timer left open) keeps a worker alive for good and is still reported, 5 s later.
   workerGracefulExitTimeout: 5000,

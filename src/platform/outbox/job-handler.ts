@@ -49,3 +49,23 @@ export const HandlesJob = (job: JobDefinition) => SetMetadata(JOB_HANDLER_METADA
 
 /** Thrown by a handler for an error that no retry will fix: the job is failed at once. */
 export class PermanentJobError extends Error {}
+
+/**
+ * Thrown by a transactional job's handler whose work failed in a way that is the job's outcome
+ * (recorded, not retried) while it ran without a savepoint: its transaction cannot keep the job's
+ * claim and that record, so it must roll back whole (the handler's writes and the claim with it).
+ * JobRunner then claims the job again in a second transaction and runs `record` in it; a twin run
+ * that claimed the job in between leaves it nothing to record. A caller that runs the handler's
+ * work outside a job (a replay) runs `record` in a second transaction of its own. The success
+ * path so costs no SAVEPOINT round trip; only a failure pays for its second transaction.
+ */
+export class RecordAfterRollbackError<T = unknown> extends Error {
+  constructor(
+    message: string,
+    /** Writes the outcome in the second transaction `tx`, which holds nothing of the first. */
+    readonly record: (tx: Tx) => Promise<T>,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}

@@ -130,9 +130,12 @@ export class CarrierEventProcessor {
    * caller rolls `tx` back and records the outcome in a second transaction (JobRunner does, with
    * the job's claim). A run that also handles earlier events keeps a savepoint per handler, so
    * one event's failure never undoes the others.
+   *
+   * `callLocked`: the caller already ran lockCallSql for this event in `tx` (the job's claim did),
+   * and this is what it returned.
    */
-  async process(tx: Tx, id: string, { replay = false } = {}): Promise<ProcessResult> {
-    if (!(await this.lockCall(tx, id))) return this.processOne(tx, id, replay, await this.lockEvent(tx, id), { alone: true });
+  async process(tx: Tx, id: string, { replay = false, callLocked }: { replay?: boolean; callLocked?: boolean } = {}): Promise<ProcessResult> {
+    if (!(callLocked ?? (await this.lockCall(tx, id)))) return this.processOne(tx, id, replay, await this.lockEvent(tx, id), { alone: true });
     const event = await this.lockEvent(tx, id, { withEarlier: true });
     const earlier = event?.earlier ?? [];
     for (const other of earlier) await this.processOne(tx, other, false, await this.lockEvent(tx, other), { alone: false });
@@ -141,18 +144,25 @@ export class CarrierEventProcessor {
 
   /**
    * Takes the lock of the event's call; false for an event of no call (or one already processed),
-   * which takes none. Its own statement: the lock must be held before the event and the call's
-   * earlier events are read (lockEvent), so that these show what the previous holder committed.
+   * which takes none. Not in the statement that reads the event: the lock must be held before the
+   * event and the call's earlier events are read (lockEvent), so that these show what the
+   * previous holder committed, and under READ COMMITTED a statement reads from the snapshot it
+   * took when it started, before any lock it waits for. A statement that reads nothing the lock
+   * protects (a job's claim, JobHandler.withClaim) may take it.
    */
   private async lockCall(tx: Tx, id: string): Promise<boolean> {
-    const { rows } = await exec<{ locked: string }>(
-      tx,
-      `SELECT pg_advisory_xact_lock(hashtextextended('call-session:' || e.session, 0))::text AS locked
-         FROM (SELECT normalized->>'callSessionId' AS session FROM carrier_events
-                WHERE id = $1 AND normalized ? 'callSessionId' AND processed_at IS NULL) e`,
-      [id],
-    );
-    return rows.length > 0;
+    const { rows } = await exec<{ locked: boolean }>(tx, `SELECT ${this.lockCallSql('$1')} AS locked`, [id]);
+    return rows[0].locked;
+  }
+
+  /**
+   * lockCall as an SQL boolean over `id`, the SQL text of the event's id: true once the lock is
+   * held. A scalar subquery (never EXISTS, whose select list the planner may drop), so the lock
+   * is taken for the one row found.
+   */
+  lockCallSql(id: string): string {
+    return `((SELECT pg_advisory_xact_lock(hashtextextended('call-session:' || (e.normalized->>'callSessionId'), 0))::text
+               FROM carrier_events e WHERE e.id = ${id} AND e.normalized ? 'callSessionId' AND e.processed_at IS NULL) IS NOT NULL)`;
   }
 
   /**

@@ -23,8 +23,19 @@ export class ProcessCarrierEventHandler implements JobHandler<typeof ProcessCarr
     return this.oneStatement.run(jobId, context?.prefetched as StoredCarrierEvent | undefined);
   }
 
-  async handle(data: PayloadOf<typeof ProcessCarrierEventJob>, { tx }: JobContext): Promise<void> {
-    await this.processor.process(tx!, data.carrierEventId);
+  /**
+   * The call's lock (CarrierEventProcessor.lockCallSql) is taken by the job's claim, in the same
+   * statement: one round trip less. The claim writes only the job's row, and the lock reads of
+   * the event only whether it is a call's and not processed yet (processed_at, once set, stays
+   * set: a stale "not yet" only takes a lock for nothing); the event and the call's earlier
+   * events are read after the lock is held, by lockEvent's own statement.
+   */
+  withClaim(data: string): string {
+    return this.processor.lockCallSql(`(${data}->>'carrierEventId')`);
+  }
+
+  async handle(data: PayloadOf<typeof ProcessCarrierEventJob>, { tx, claimed }: JobContext): Promise<void> {
+    await this.processor.process(tx!, data.carrierEventId, { callLocked: typeof claimed === 'boolean' ? claimed : undefined });
   }
 
   /** Infrastructure errors outlasted every attempt: the event joins the failed list, replayable. */

@@ -22,6 +22,8 @@ export interface JobContext {
    * need not read it back. A hint, never a guard: the statement's own guards decide.
    */
   prefetched?: unknown;
+  /** For a transactional job whose handler has withClaim: its value, computed by the claim's statement. */
+  claimed?: unknown;
 }
 
 export type RunOutcome = 'completed' | 'skipped';
@@ -36,6 +38,14 @@ export interface JobHandler<J extends JobDefinition> {
    * the general path (`handle` in its transaction); it must then have written nothing.
    */
   runInOneStatement?(jobId: string, context: JobContext): Promise<RunOutcome | undefined>;
+  /**
+   * Optional, transactional jobs: an SQL expression that the statement claiming the job evaluates
+   * once it has claimed it (its row locked), `data` being the claimed row's payload (jsonb). Its
+   * value reaches `handle` as JobContext.claimed: what the handler would otherwise ask in a round
+   * trip of its own right after the claim (a lock it takes first). It must only read and lock:
+   * the claim's snapshot is the statement's, taken before any wait it makes.
+   */
+  withClaim?(data: string): string;
   /**
    * Optional: the job failed for good (a permanent error, or its attempts ran out). Runs in the
    * transaction that records the failure on the outbox row, so the owning module's record of it

@@ -54,10 +54,12 @@ export class JobRunner {
       try {
         return await this.uow.run(async (tx) => {
           // Claims the job: only one run can move completed_at off NULL, and a twin run blocks on
-          // this row lock until the first commits, then finds nothing to claim.
-          const { rows } = await exec<{ data: never }>(tx, claimJobSql('$1'), [jobId]);
+          // this row lock until the first commits, then finds nothing to claim. The handler's
+          // withClaim rides in the same statement, evaluated only for the job claimed.
+          const also = handler.withClaim?.('outbox_jobs.data');
+          const { rows } = await exec<{ data: never; claimed?: unknown }>(tx, claimJobSql('$1', 'true', also && `(${also}) AS claimed`), [jobId]);
           if (rows.length === 0) return 'skipped';
-          await handler.handle(rows[0].data, { jobId, attempt, tx, signal });
+          await handler.handle(rows[0].data, { jobId, attempt, tx, signal, claimed: rows[0].claimed });
           return 'completed';
         });
       } catch (err) {

@@ -37,6 +37,12 @@ export function callTurn(event: NormalizedEvent | undefined): string | undefined
   return event && 'callSessionId' in event ? event.callSessionId : undefined;
 }
 
+/**
+ * What lockCall found: `locked`, an unprocessed event of a call, whose call's lock is now held;
+ * `unlocked`, an unprocessed event of no call (no lock); `processed`, an event processed already.
+ */
+export type CallLock = 'locked' | 'unlocked' | 'processed';
+
 /** A carrier event's row as lockEvent read it, locked. */
 interface LockedEvent {
   normalized: NormalizedEvent;
@@ -131,11 +137,14 @@ export class CarrierEventProcessor {
    * the job's claim). A run that also handles earlier events keeps a savepoint per handler, so
    * one event's failure never undoes the others.
    *
-   * `callLocked`: the caller already ran lockCallSql for this event in `tx` (the job's claim did),
+   * `callLock`: the caller already ran lockCallSql for this event in `tx` (the job's claim did),
    * and this is what it returned.
    */
-  async process(tx: Tx, id: string, { replay = false, callLocked }: { replay?: boolean; callLocked?: boolean } = {}): Promise<ProcessResult> {
-    if (!(callLocked ?? (await this.lockCall(tx, id)))) return this.processOne(tx, id, replay, await this.lockEvent(tx, id), { alone: true });
+  async process(tx: Tx, id: string, { replay = false, callLock }: { replay?: boolean; callLock?: CallLock | null } = {}): Promise<ProcessResult> {
+    const lock = callLock !== undefined ? callLock : await this.lockCall(tx, id);
+    // Processed is for good (processed_at is never set back): nothing to lock or read.
+    if (lock === 'processed') return { id, outcome: 'already_processed' };
+    if (lock !== 'locked') return this.processOne(tx, id, replay, await this.lockEvent(tx, id), { alone: true });
     const event = await this.lockEvent(tx, id, { withEarlier: true });
     const earlier = event?.earlier ?? [];
     for (const other of earlier) await this.processOne(tx, other, false, await this.lockEvent(tx, other), { alone: false });
@@ -143,26 +152,29 @@ export class CarrierEventProcessor {
   }
 
   /**
-   * Takes the lock of the event's call; false for an event of no call (or one already processed),
-   * which takes none. Not in the statement that reads the event: the lock must be held before the
+   * Takes the lock of the event's call (lockCallSql). Not in the statement that reads the event: the lock must be held before the
    * event and the call's earlier events are read (lockEvent), so that these show what the
    * previous holder committed, and under READ COMMITTED a statement reads from the snapshot it
    * took when it started, before any lock it waits for. A statement that reads nothing the lock
    * protects (a job's claim, JobHandler.withClaim) may take it.
    */
-  private async lockCall(tx: Tx, id: string): Promise<boolean> {
-    const { rows } = await exec<{ locked: boolean }>(tx, `SELECT ${this.lockCallSql('$1')} AS locked`, [id]);
-    return rows[0].locked;
+  private async lockCall(tx: Tx, id: string): Promise<CallLock | null> {
+    const { rows } = await exec<{ lock: CallLock | null }>(tx, `SELECT ${this.lockCallSql('$1')} AS lock`, [id]);
+    return rows[0].lock;
   }
 
   /**
-   * lockCall as an SQL boolean over `id`, the SQL text of the event's id: true once the lock is
-   * held. A scalar subquery (never EXISTS, whose select list the planner may drop), so the lock
-   * is taken for the one row found.
+   * lockCall as SQL text over `id`, the SQL text of the event's id (a CallLock, NULL for no such
+   * event): an unprocessed event of a call takes its call's lock, any other takes none. A scalar
+   * subquery with a CASE, which evaluates only the branch it takes: the lock is taken once, for
+   * the one row found, and only for a call's unprocessed event.
    */
   lockCallSql(id: string): string {
-    return `((SELECT pg_advisory_xact_lock(hashtextextended('call-session:' || (e.normalized->>'callSessionId'), 0))::text
-               FROM carrier_events e WHERE e.id = ${id} AND e.normalized ? 'callSessionId' AND e.processed_at IS NULL) IS NOT NULL)`;
+    return `(SELECT CASE WHEN e.processed_at IS NOT NULL THEN 'processed'
+                         WHEN e.normalized ? 'callSessionId'
+                           THEN 'locked' || pg_advisory_xact_lock(hashtextextended('call-session:' || (e.normalized->>'callSessionId'), 0))::text
+                         ELSE 'unlocked' END
+               FROM carrier_events e WHERE e.id = ${id})`;
   }
 
   /**

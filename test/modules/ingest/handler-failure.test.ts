@@ -89,7 +89,7 @@ describe("a carrier event's handler failing without a savepoint", () => {
       'UPDATE carrier_events SET processed_at =',
       'COMMIT',
     ]);
-    expect(texts.find((text) => text.startsWith('UPDATE outbox_jobs'))).toMatch(/RETURNING data, \(\(\(SELECT pg_advisory_xact_lock/);
+    expect(texts.find((text) => text.startsWith('UPDATE outbox_jobs'))).toMatch(/RETURNING data, \(\(SELECT CASE WHEN e\.processed_at IS NOT NULL THEN 'processed'/);
     expect(await event(id)).toMatchObject({ processed: true, error: null, attempts: 1 });
     expect(await job(id)).toEqual({ completed: true, failed: false, attempts: 1 });
     expect(await effects(id)).toBe(1);
@@ -108,7 +108,7 @@ describe("a carrier event's handler failing without a savepoint", () => {
       'ROLLBACK',
       'START TRANSACTION',
       'UPDATE outbox_jobs SET completed_at = no',
-      'SELECT ((SELECT pg_advisory_xact_lock(ha',
+      'SELECT (SELECT CASE WHEN e.processed_at ',
       'UPDATE carrier_events SET error = $2, at',
       'COMMIT',
     ]);
@@ -117,6 +117,17 @@ describe("a carrier event's handler failing without a savepoint", () => {
     expect(await job(id)).toEqual({ completed: true, failed: false, attempts: 1 });
     expect(await effects(id)).toBe(0);
     expect(await run(id)).toBe('skipped');
+  });
+
+  it("a job whose event is processed already: its claim says so, and nothing else is read", async () => {
+    handler(async () => undefined);
+    const id = await ingest();
+    expect(await t.app.app.get(CarrierEventsService).replay(id)).toEqual({ id, outcome: 'processed' });
+    const { result, texts } = await captured(() => run(id));
+    expect(result).toBe('completed');
+    expect(transactions(texts)).toEqual(['START TRANSACTION', 'UPDATE outbox_jobs SET completed_at = no', 'COMMIT']);
+    expect(await job(id)).toEqual({ completed: true, failed: false, attempts: 1 });
+    expect(await effects(id)).toBe(1);
   });
 
   it('the other outcomes after a rollback: retried later as a new job, or left waiting for a handler', async () => {

@@ -18,6 +18,7 @@ import {
 } from './carrier-event-handlers.js';
 import type { NormalizedEvent } from '../../carriers/normalized-event.js';
 import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
+import { RecordAfterRollbackError } from '../../platform/outbox/job-handler.js';
 
 /** `unhandled`: no module handles the event's kind yet; it stays unconsumed, waiting for a replay. */
 export type ProcessOutcome = 'processed' | 'ignored' | 'unhandled' | 'retry_scheduled' | 'failed' | 'already_processed' | 'not_found';
@@ -35,6 +36,12 @@ const EARLIER_EVENTS_MAX = 50;
 export function callTurn(event: NormalizedEvent | undefined): string | undefined {
   return event && 'callSessionId' in event ? event.callSessionId : undefined;
 }
+
+/**
+ * What lockCall found: `locked`, an unprocessed event of a call, whose call's lock is now held;
+ * `unlocked`, an unprocessed event of no call (no lock); `processed`, an event processed already.
+ */
+export type CallLock = 'locked' | 'unlocked' | 'processed';
 
 /** A carrier event's row as lockEvent read it, locked. */
 interface LockedEvent {
@@ -61,6 +68,18 @@ export function isTransient(err: unknown): boolean {
 }
 
 /**
+ * A one-statement handler's event is not ready (a receipt before its message): its statement
+ * wrote nothing, so the transaction it ran in is as it was before the handler.
+ */
+class NotReadyError extends RetryLaterError {}
+
+/**
+ * A handler that ran without a savepoint failed (RecordAfterRollbackError): the caller rolls its
+ * transaction back, then `record` gives the event its outcome in a second one and returns it.
+ */
+export class HandlerFailedError extends RecordAfterRollbackError<ProcessResult> {}
+
+/**
  * Runs one stored carrier event through its owning module's handler, in the caller's
  * transaction (the job's, or a replay's), and marks it processed in that same transaction.
  */
@@ -84,7 +103,7 @@ export class CarrierEventProcessor {
       stmt.text(`SELECT (${consumption.ready ?? 'true'}) AS ready, (${consumption.note ?? 'NULL'})::text AS note, (${newJobsCount(stmt)})::int AS jobs`),
       stmt.params,
     );
-    if (!rows[0].ready) throw new RetryLaterError(consumption.notReadyReason ?? 'not ready');
+    if (!rows[0].ready) throw new NotReadyError(consumption.notReadyReason ?? 'not ready');
     this.outbox.jobsWritten(rows[0].jobs, tx);
     return rows[0].note ?? undefined;
   }
@@ -111,28 +130,51 @@ export class CarrierEventProcessor {
    * being sent round the outbox again with a delay. A twin run of an event in flight waits on the
    * lock and then finds it processed. Only untried events count: one already waiting for
    * something (a call not recorded yet) does not hold later ones up.
+   *
+   * A run of one event (the common case) runs its handler without a savepoint: a handler that
+   * fails for a reason of the event's (not the database's) throws HandlerFailedError, and the
+   * caller rolls `tx` back and records the outcome in a second transaction (JobRunner does, with
+   * the job's claim). A run that also handles earlier events keeps a savepoint per handler, so
+   * one event's failure never undoes the others.
+   *
+   * `callLock`: the caller already ran lockCallSql for this event in `tx` (the job's claim did),
+   * and this is what it returned.
    */
-  async process(tx: Tx, id: string, { replay = false } = {}): Promise<ProcessResult> {
-    if (!(await this.lockCall(tx, id))) return this.processOne(tx, id, replay, await this.lockEvent(tx, id));
+  async process(tx: Tx, id: string, { replay = false, callLock }: { replay?: boolean; callLock?: CallLock | null } = {}): Promise<ProcessResult> {
+    const lock = callLock !== undefined ? callLock : await this.lockCall(tx, id);
+    // Processed is for good (processed_at is never set back): nothing to lock or read.
+    if (lock === 'processed') return { id, outcome: 'already_processed' };
+    if (lock !== 'locked') return this.processOne(tx, id, replay, await this.lockEvent(tx, id), { alone: true });
     const event = await this.lockEvent(tx, id, { withEarlier: true });
-    for (const earlier of event?.earlier ?? []) await this.processOne(tx, earlier, false, await this.lockEvent(tx, earlier));
-    return this.processOne(tx, id, replay, event);
+    const earlier = event?.earlier ?? [];
+    for (const other of earlier) await this.processOne(tx, other, false, await this.lockEvent(tx, other), { alone: false });
+    return this.processOne(tx, id, replay, event, { alone: earlier.length === 0 });
   }
 
   /**
-   * Takes the lock of the event's call; false for an event of no call (or one already processed),
-   * which takes none. Its own statement: the lock must be held before the event and the call's
-   * earlier events are read (lockEvent), so that these show what the previous holder committed.
+   * Takes the lock of the event's call (lockCallSql). Not in the statement that reads the event: the lock must be held before the
+   * event and the call's earlier events are read (lockEvent), so that these show what the
+   * previous holder committed, and under READ COMMITTED a statement reads from the snapshot it
+   * took when it started, before any lock it waits for. A statement that reads nothing the lock
+   * protects (a job's claim, JobHandler.withClaim) may take it.
    */
-  private async lockCall(tx: Tx, id: string): Promise<boolean> {
-    const { rows } = await exec<{ locked: string }>(
-      tx,
-      `SELECT pg_advisory_xact_lock(hashtextextended('call-session:' || e.session, 0))::text AS locked
-         FROM (SELECT normalized->>'callSessionId' AS session FROM carrier_events
-                WHERE id = $1 AND normalized ? 'callSessionId' AND processed_at IS NULL) e`,
-      [id],
-    );
-    return rows.length > 0;
+  private async lockCall(tx: Tx, id: string): Promise<CallLock | null> {
+    const { rows } = await exec<{ lock: CallLock | null }>(tx, `SELECT ${this.lockCallSql('$1')} AS lock`, [id]);
+    return rows[0].lock;
+  }
+
+  /**
+   * lockCall as SQL text over `id`, the SQL text of the event's id (a CallLock, NULL for no such
+   * event): an unprocessed event of a call takes its call's lock, any other takes none. A scalar
+   * subquery with a CASE, which evaluates only the branch it takes: the lock is taken once, for
+   * the one row found, and only for a call's unprocessed event.
+   */
+  lockCallSql(id: string): string {
+    return `(SELECT CASE WHEN e.processed_at IS NOT NULL THEN 'processed'
+                         WHEN e.normalized ? 'callSessionId'
+                           THEN 'locked' || pg_advisory_xact_lock(hashtextextended('call-session:' || (e.normalized->>'callSessionId'), 0))::text
+                         ELSE 'unlocked' END
+               FROM carrier_events e WHERE e.id = ${id})`;
   }
 
   /**
@@ -158,7 +200,11 @@ export class CarrierEventProcessor {
     return rows[0];
   }
 
-  private async processOne(tx: Tx, id: string, replay: boolean, row: LockedEvent | undefined): Promise<ProcessResult> {
+  /**
+   * `alone`: nothing else this transaction did needs keeping if the handler fails (it handles no
+   * other event), so the handler runs without a savepoint (see process).
+   */
+  private async processOne(tx: Tx, id: string, replay: boolean, row: LockedEvent | undefined, { alone }: { alone: boolean }): Promise<ProcessResult> {
     if (!row) return { id, outcome: 'not_found' };
     if (row.processed) return { id, outcome: 'already_processed' };
     const event = row.normalized;
@@ -177,26 +223,52 @@ export class CarrierEventProcessor {
       await this.markUnhandled(tx, id, event.kind);
       return { id, outcome: 'unhandled' };
     }
-    // A savepoint, so a failed handler's partial writes go while the outcome is still recorded
-    // and the job still completes in this transaction.
-    await exec(tx, 'SAVEPOINT carrier_event_handler');
+    // Beside other events' work, a savepoint, so a failed handler's partial writes go while the
+    // others stay, the outcome is still recorded and the job still completes in this transaction.
+    if (!alone) await exec(tx, 'SAVEPOINT carrier_event_handler');
     let note: string | void;
     try {
       // No RELEASE on success: COMMIT ends the savepoint anyway, and it would cost a round trip.
       note = await handler(event as never, tx, { carrierEventId: id, attempt: row.attempts + 1, replay, receivedAt: row.created_at });
     } catch (err) {
       if (isTransient(err)) throw err;
-      await exec(tx, 'ROLLBACK TO SAVEPOINT carrier_event_handler');
-      if (err instanceof RetryLaterError) return this.retryLater(tx, id, row.age_ms, err);
-      if (err instanceof NotHandledYetError) {
-        await this.markUnhandled(tx, id, `${event.kind} (${err.message})`);
-        return { id, outcome: 'unhandled' };
+      if (!alone) await exec(tx, 'ROLLBACK TO SAVEPOINT carrier_event_handler');
+      // Alone, a handler that wrote nothing (an event not ready) leaves the transaction as it was:
+      // its outcome is recorded here. Any other failure may have written, or aborted the
+      // transaction: it rolls back whole, and the outcome is recorded after (HandlerFailedError).
+      else if (!(err instanceof NotReadyError)) {
+        const { kind } = event;
+        throw new HandlerFailedError(`carrier event ${id}: ${storedMessage(err)}`, (second) => this.recordAfterRollback(second, id, kind, row.age_ms, err), { cause: err });
       }
-      await this.markFailed(tx, id, storedMessage(err));
-      return { id, outcome: 'failed', error: storedMessage(err) };
+      return this.recordFailure(tx, id, event.kind, row.age_ms, err);
     }
     await this.markProcessed(tx, id, note || null);
     return { id, outcome: 'processed' };
+  }
+
+  /**
+   * A handler's failure (not the database's) as the event's outcome. Each record is one statement
+   * guarded on processed_at IS NULL: in the handler's transaction we hold the event's row lock;
+   * after a rollback (recordAfterRollback) an event that another run processed since is left as
+   * it is, and reported `already_processed`.
+   */
+  private async recordFailure(tx: Tx, id: string, kind: string, ageMs: number, err: unknown): Promise<ProcessResult> {
+    if (err instanceof RetryLaterError) return this.retryLater(tx, id, ageMs, err);
+    if (err instanceof NotHandledYetError) {
+      return (await this.markUnhandled(tx, id, `${kind} (${err.message})`)) ? { id, outcome: 'unhandled' } : { id, outcome: 'already_processed' };
+    }
+    const error = storedMessage(err);
+    return (await this.markFailed(tx, id, error)) ? { id, outcome: 'failed', error } : { id, outcome: 'already_processed' };
+  }
+
+  /**
+   * The outcome of a handler that failed alone, in the transaction after the rollback. It takes
+   * the call's lock first, as the handler's run did: the call's next run then reads the event's
+   * outcome (it is not offered as an untried earlier event while it is being recorded).
+   */
+  private async recordAfterRollback(tx: Tx, id: string, kind: string, ageMs: number, err: unknown): Promise<ProcessResult> {
+    await this.lockCall(tx, id);
+    return this.recordFailure(tx, id, kind, ageMs, err);
   }
 
   /**
@@ -209,8 +281,7 @@ export class CarrierEventProcessor {
     const remainingMs = this.config.CARRIER_EVENT_RETRY_DEADLINE_SECONDS * 1000 - ageMs;
     if (remainingMs <= 0) {
       const error = `retry deadline of ${this.config.CARRIER_EVENT_RETRY_DEADLINE_SECONDS} s passed: ${storedMessage(err)}`;
-      await this.markFailed(tx, id, error);
-      return { id, outcome: 'failed', error };
+      return (await this.markFailed(tx, id, error)) ? { id, outcome: 'failed', error } : { id, outcome: 'already_processed' };
     }
     // Guarded on processed_at IS NULL (we hold the row lock): counts the attempt, names the wait.
     const { rows } = await exec<{ attempts: number }>(
@@ -219,6 +290,7 @@ export class CarrierEventProcessor {
         WHERE id = $1 AND processed_at IS NULL RETURNING attempts`,
       [id, `waiting to retry: ${storedMessage(err)}`],
     );
+    if (rows.length === 0) return { id, outcome: 'already_processed' };
     const attempts = rows[0].attempts;
     const delayMs = Math.min(remainingMs, this.backoffMs(attempts));
     await this.outbox.enqueue(tx, {
@@ -251,14 +323,15 @@ export class CarrierEventProcessor {
    * No module handles this kind yet (call.* before Calls ship): the event is not consumed, so a
    * replay runs it once a handler exists. The handler never ran, so attempts is not counted.
    */
-  private async markUnhandled(tx: Tx, id: string, kind: string): Promise<void> {
+  private async markUnhandled(tx: Tx, id: string, kind: string): Promise<boolean> {
     // Only an unprocessed event can wait for a handler; it keeps the time it first found none.
-    await exec(
+    const { affected } = await exec(
       tx,
       `UPDATE carrier_events SET unhandled_since = coalesce(unhandled_since, now()), error = NULL, note = $2
         WHERE id = $1 AND processed_at IS NULL`,
       [id, `waiting for a handler for ${kind}`],
     );
+    return affected > 0;
   }
 
   /** Its processing job failed for good (not the handler's verdict): recorded as the event's error. */
@@ -266,8 +339,10 @@ export class CarrierEventProcessor {
     await this.markFailed(tx, id, `processing job failed after its last attempt: ${error}`);
   }
 
-  private async markFailed(tx: Tx, id: string, error: string): Promise<void> {
+  /** True when it recorded the failure (false: the event was processed meanwhile). */
+  private async markFailed(tx: Tx, id: string, error: string): Promise<boolean> {
     // processed_at stays NULL: the event is in the failed list (not the unhandled one) until a replay succeeds.
-    await exec(tx, `UPDATE carrier_events SET error = $2, attempts = attempts + 1, unhandled_since = NULL WHERE id = $1 AND processed_at IS NULL`, [id, error]);
+    const { affected } = await exec(tx, `UPDATE carrier_events SET error = $2, attempts = attempts + 1, unhandled_since = NULL WHERE id = $1 AND processed_at IS NULL`, [id, error]);
+    return affected > 0;
   }
 }

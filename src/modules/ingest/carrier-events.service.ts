@@ -1,7 +1,7 @@
 import { Injectable, NotFoundException } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
-import { CarrierEventProcessor, type ProcessResult } from './carrier-event-processor.js';
+import { CarrierEventProcessor, HandlerFailedError, type ProcessResult } from './carrier-event-processor.js';
 import { queryRows } from '../../platform/database/tx.js';
 
 export interface CarrierEventRow {
@@ -62,9 +62,22 @@ export class CarrierEventsService {
 
   /** Re-runs one event in its own transaction; an already processed one is left alone. */
   async replay(id: string): Promise<ProcessResult> {
-    const result = await this.uow.run((tx) => this.processor.process(tx, id, { replay: true }));
+    const result = await this.replayOne(id);
     if (result.outcome === 'not_found') throw new NotFoundException(`carrier event ${id} not found`);
     return result;
+  }
+
+  /**
+   * One event's run in its own transaction; a handler that failed there (HandlerFailedError) has
+   * its outcome recorded in a second one, after the first rolled back.
+   */
+  private async replayOne(id: string): Promise<ProcessResult> {
+    try {
+      return await this.uow.run((tx) => this.processor.process(tx, id, { replay: true }));
+    } catch (err) {
+      if (!(err instanceof HandlerFailedError)) throw err;
+      return this.uow.run((tx) => err.record(tx));
+    }
   }
 
   /** Every failed event, oldest id first (see replayAll). */
@@ -92,7 +105,7 @@ export class CarrierEventsService {
       );
       if (page.length === 0) return results;
       for (const { id } of page) {
-        results.push(await this.uow.run((tx) => this.processor.process(tx, id, { replay: true })));
+        results.push(await this.replayOne(id));
         onProgress?.(results.length, Math.max(total, results.length));
       }
       after = page[page.length - 1].id;

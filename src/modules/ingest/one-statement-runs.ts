@@ -43,7 +43,7 @@ export class OneStatementRuns {
    * Undefined (nothing written) sends the job down the general path: a processed or missing
    * event, a call event (arrival order and row locks need a transaction), an event not ready (a
    * receipt before its message), or a statement that failed for a reason of its own (the general
-   * path runs the handler again under a savepoint and records the failure).
+   * path runs the handler again and records the failure).
    */
   async run(jobId: string, prefetched?: StoredCarrierEvent): Promise<RunOutcome | undefined> {
     // Prefetched (ingest committed it a moment ago in this process): no read. The read spares a

@@ -22,6 +22,8 @@ export interface JobContext {
    * need not read it back. A hint, never a guard: the statement's own guards decide.
    */
   prefetched?: unknown;
+  /** For a transactional job whose handler has withClaim: its value, computed by the claim's statement. */
+  claimed?: unknown;
 }
 
 export type RunOutcome = 'completed' | 'skipped';
@@ -37,6 +39,14 @@ export interface JobHandler<J extends JobDefinition> {
    */
   runInOneStatement?(jobId: string, context: JobContext): Promise<RunOutcome | undefined>;
   /**
+   * Optional, transactional jobs: an SQL expression that the statement claiming the job evaluates
+   * once it has claimed it (its row locked), `data` being the claimed row's payload (jsonb). Its
+   * value reaches `handle` as JobContext.claimed: what the handler would otherwise ask in a round
+   * trip of its own right after the claim (a lock it takes first). It must only read and lock:
+   * the claim's snapshot is the statement's, taken before any wait it makes.
+   */
+  withClaim?(data: string): string;
+  /**
    * Optional: the job failed for good (a permanent error, or its attempts ran out). Runs in the
    * transaction that records the failure on the outbox row, so the owning module's record of it
    * (an event's `error`, say) commits with it.
@@ -49,3 +59,23 @@ export const HandlesJob = (job: JobDefinition) => SetMetadata(JOB_HANDLER_METADA
 
 /** Thrown by a handler for an error that no retry will fix: the job is failed at once. */
 export class PermanentJobError extends Error {}
+
+/**
+ * Thrown by a transactional job's handler whose work failed in a way that is the job's outcome
+ * (recorded, not retried) while it ran without a savepoint: its transaction cannot keep the job's
+ * claim and that record, so it must roll back whole (the handler's writes and the claim with it).
+ * JobRunner then claims the job again in a second transaction and runs `record` in it; a twin run
+ * that claimed the job in between leaves it nothing to record. A caller that runs the handler's
+ * work outside a job (a replay) runs `record` in a second transaction of its own. The success
+ * path so costs no SAVEPOINT round trip; only a failure pays for its second transaction.
+ */
+export class RecordAfterRollbackError<T = unknown> extends Error {
+  constructor(
+    message: string,
+    /** Writes the outcome in the second transaction `tx`, which holds nothing of the first. */
+    readonly record: (tx: Tx) => Promise<T>,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}

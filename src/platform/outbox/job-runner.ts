@@ -4,7 +4,7 @@ import { inLane, type Urgency } from '../database/connection-budget.js';
 import { storedMessage } from '../database/pg-errors.js';
 import { exec, queryRows } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import { PermanentJobError, type RunOutcome } from './job-handler.js';
+import { PermanentJobError, RecordAfterRollbackError, type RunOutcome } from './job-handler.js';
 import { JobRegistry } from './job-registry.js';
 import { claimJobSql, completeJobSql, pendingJobSql } from './job-sql.js';
 
@@ -51,14 +51,29 @@ export class JobRunner {
     const fast = await handler.runInOneStatement?.(jobId, { jobId, attempt, prefetched, signal });
     if (fast) return fast;
     if (this.registry.spec(name).mode === 'transactional') {
-      return this.uow.run(async (tx) => {
-        // Claims the job: only one run can move completed_at off NULL, and a twin run blocks on
-        // this row lock until the first commits, then finds nothing to claim.
-        const { rows } = await exec<{ data: never }>(tx, claimJobSql('$1'), [jobId]);
-        if (rows.length === 0) return 'skipped';
-        await handler.handle(rows[0].data, { jobId, attempt, tx, signal });
-        return 'completed';
-      });
+      try {
+        return await this.uow.run(async (tx) => {
+          // Claims the job: only one run can move completed_at off NULL, and a twin run blocks on
+          // this row lock until the first commits, then finds nothing to claim. The handler's
+          // withClaim rides in the same statement, evaluated only for the job claimed.
+          const also = handler.withClaim?.('outbox_jobs.data');
+          const { rows } = await exec<{ data: never; claimed?: unknown }>(tx, claimJobSql('$1', 'true', also && `(${also}) AS claimed`), [jobId]);
+          if (rows.length === 0) return 'skipped';
+          await handler.handle(rows[0].data, { jobId, attempt, tx, signal, claimed: rows[0].claimed });
+          return 'completed';
+        });
+      } catch (err) {
+        if (!(err instanceof RecordAfterRollbackError)) throw err;
+        // The handler's transaction rolled back, its claim with it: the failure is the job's
+        // outcome, recorded with a claim of its own (the same guard: a twin run that claimed the
+        // job since has left nothing to record).
+        return this.uow.run(async (tx) => {
+          const { rows } = await exec(tx, claimJobSql('$1'), [jobId]);
+          if (rows.length === 0) return 'skipped';
+          await err.record(tx);
+          return 'completed';
+        });
+      }
     }
     // External handlers are at least once and guard their own writes: this read only spares a job
     // that already has an outcome; a twin run that passes it too is stopped by the handler's guards.

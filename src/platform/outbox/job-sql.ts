@@ -14,11 +14,12 @@ const NOTHING_LEFT_TO_RELAY = 'relayed_at = coalesce(relayed_at, now())';
 /**
  * Claims a transactional job: only one run moves completed_at off NULL (a twin run blocks on the
  * row lock until the first commits, then finds nothing to claim); `when` holds the claim back.
+ * `also`: more RETURNING columns, evaluated only for a row claimed, once its row lock is held.
  */
-export function claimJobSql(job: string, when = 'true'): string {
+export function claimJobSql(job: string, when = 'true', also?: string): string {
   return `UPDATE outbox_jobs SET completed_at = now(), attempts = attempts + 1, ${NOTHING_LEFT_TO_RELAY}
            WHERE job_id = ${job} AND completed_at IS NULL AND failed_at IS NULL AND (${when})
-           RETURNING data`;
+           RETURNING data${also ? `, ${also}` : ''}`;
 }
 
 /**

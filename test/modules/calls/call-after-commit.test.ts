@@ -201,6 +201,37 @@ describe('events of one call in arrival order, with nothing run after commit', (
     }
   });
 
+  it("interleaved: a job's claim takes the call's lock, and the event is read after it, in a statement of its own: what the lock's holder committed meanwhile is seen", async () => {
+    const call = await voice.incoming(CALLER, RING);
+    const [initiated] = (await voice.db.pool.query<{ id: string }>(`SELECT id FROM carrier_events WHERE normalized->>'callSessionId' = $1`, [call.session])).rows;
+    // The test holds the call's lock, as a run of another event of the call would.
+    const holder = await voice.db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT pg_advisory_xact_lock(hashtextextended('call-session:' || $1, 0))`, [call.session]);
+      const run = voice.app.app.get(JobRunner).run(ProcessCarrierEventJob.name, initiated.id, 1);
+      // The job's claim (one statement, which also takes the call's lock) waits on the test's lock,
+      // having claimed the job's row.
+      await waitFor(
+        () => voice.db.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`),
+        (n) => n === 1,
+        { what: "the job's claim waiting on the call's lock" },
+      );
+      expect(await voice.db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id = $1 AND completed_at IS NULL`, [initiated.id])).toBe(1);
+      // Meanwhile the lock's holder processes the event (as the run of a later event of the call would).
+      await holder.query(`UPDATE carrier_events SET processed_at = now(), note = 'processed by the lock holder', attempts = attempts + 1 WHERE id = $1`, [initiated.id]);
+      await holder.query('COMMIT');
+      // The run reads the event once it holds the lock: processed, so its handler never runs.
+      expect(await run).toBe('completed');
+    } finally {
+      holder.release();
+    }
+    const event = (await voice.db.pool.query(`SELECT note, attempts FROM carrier_events WHERE id = $1`, [initiated.id])).rows[0];
+    expect(event).toEqual({ note: 'processed by the lock holder', attempts: 1 });
+    expect(await voice.db.count(`SELECT count(*) FROM calls WHERE carrier_call_id = $1`, [call.session])).toBe(0);
+    expect(await voice.db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id = $1 AND completed_at IS NOT NULL`, [initiated.id])).toBe(1);
+  });
+
   it("backpressure: past INGEST_LANE_BACKLOG_MAX realtime runs waiting for a connection, ingest answers 503 and stores nothing; an SMS backlog refuses SMS, never a call's events", async () => {
     const gate = voice.app.app.get(ConnectionBudget).gates.realtime;
     const events = () => voice.db.count(`SELECT count(*) FROM carrier_events`);

@@ -100,7 +100,7 @@ describe('inbound SMS processed in batches', () => {
       await expectReceivedOnce(c);
       expect(await message(refused)).toHaveLength(0);
       expect([await processed(refused), await jobDone(refused)]).toEqual([0, 0]);
-      // The general path runs the same handler (a batch of one) under a savepoint and records the failure.
+      // The general path runs the same handler (a batch of one) and records the failure (after a rollback).
       expect(await t.app.app.get(JobRunner).run(ProcessCarrierEventJob.name, refused.jobId, 1)).toBe('completed');
       expect(await t.db.count(`SELECT count(*) FROM carrier_events WHERE id = $1 AND processed_at IS NULL AND error LIKE '%refused%'`, [refused.stored.id])).toBe(1);
       expect(await message(refused)).toHaveLength(0);

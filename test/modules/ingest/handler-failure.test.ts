@@ -146,9 +146,11 @@ describe("a carrier event's handler failing without a savepoint", () => {
   });
 
   /**
-   * The job's first transaction fails; before its second claims the job, the test takes the job's
-   * row (a connection of its own waits for it behind the first transaction's claim, so it holds
-   * it as soon as that rolls back) and lets `between` act while the second transaction waits.
+   * The job's first transaction fails; before its second claims the job, the test holds the jobs'
+   * table in SHARE mode (requested while the first transaction's claim holds ROW EXCLUSIVE, so it
+   * is granted as that rolls back, and the second claim's ROW EXCLUSIVE queues behind it: table
+   * locks are granted in order, where a row lock a rollback frees goes to whichever asks first)
+   * and lets `between` act while the second transaction waits.
    */
   async function failThenHold(id: string, between: (held: pg.PoolClient) => Promise<void>): Promise<'completed' | 'skipped'> {
     const held = await t.db.pool.connect();
@@ -160,12 +162,12 @@ describe("a carrier event's handler failing without a savepoint", () => {
       handler(async () => {
         if (!first) return undefined;
         first = false;
-        locking = held.query(`SELECT 1 FROM outbox_jobs WHERE job_id = $1 FOR UPDATE`, [id]);
+        locking = held.query(`LOCK TABLE outbox_jobs IN SHARE MODE`);
         await waitFor(() => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`, [holderPid]), (n) => n === 1, { what: "the test's lock to wait behind the claim" });
         return new Error('handler bug');
       });
       const running = run(id);
-      // The first transaction rolled back: the test holds the job's row, the second claim waits on it.
+      // The first transaction rolled back: the test holds the jobs' table, the second claim waits on it.
       await waitFor(() => locking !== undefined, Boolean, { what: 'the handler to run' });
       await locking;
       await waitFor(

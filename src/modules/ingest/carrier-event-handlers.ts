@@ -113,6 +113,14 @@ export interface EventBatchRun {
  */
 export type BatchCarrierEventHandler<K extends HandledKind> = (events: EventOfKind<K>[], run: EventBatchRun) => void;
 
+/** How the events of a kind are handled (CarrierEventHandlers.handlingOf): one handler, of one shape. */
+export type EventHandling =
+  | { shape: 'ignored' }
+  | { shape: 'batch'; handler: BatchCarrierEventHandler<HandledKind> }
+  | { shape: 'one-statement'; handler: OneStatementCarrierEventHandler<HandledKind> }
+  | { shape: 'transaction'; handler: CarrierEventHandler<HandledKind> }
+  | { shape: 'none' };
+
 /**
  * Marks a method as the one handler of a kind of carrier event. The method has the shape of
  * CarrierEventHandler; the owning module's service declares it, as job handlers declare jobs.
@@ -182,17 +190,19 @@ export class CarrierEventHandlers implements OnModuleInit {
     };
   }
 
-  get(kind: NormalizedEventKind): CarrierEventHandler<HandledKind> | undefined {
-    return kind === 'ignored' ? undefined : this.handlers.get(kind);
-  }
-
-  /** The kind's handler when it is a one-statement one (then get() has none). */
-  getOneStatement(kind: NormalizedEventKind): OneStatementCarrierEventHandler<HandledKind> | undefined {
-    return kind === 'ignored' ? undefined : this.oneStatementHandlers.get(kind);
-  }
-
-  /** The kind's handler when it writes batches of events in one statement (then the others have none). */
-  getBatch(kind: NormalizedEventKind): BatchCarrierEventHandler<HandledKind> | undefined {
-    return kind === 'ignored' ? undefined : this.batchHandlers.get(kind);
+  /**
+   * The one dispatch by kind: the kind's handler and its shape, or `ignored` (no module acts on
+   * it) or `none` (no module handles it yet). A job's one-statement run (OneStatementRuns) and the
+   * run in a transaction (CarrierEventProcessor) both take it from here and switch on the shape.
+   */
+  handlingOf(kind: NormalizedEventKind): EventHandling {
+    if (kind === 'ignored') return { shape: 'ignored' };
+    const batch = this.batchHandlers.get(kind);
+    if (batch) return { shape: 'batch', handler: batch };
+    const oneStatement = this.oneStatementHandlers.get(kind);
+    if (oneStatement) return { shape: 'one-statement', handler: oneStatement };
+    const inTransaction = this.handlers.get(kind);
+    if (inTransaction) return { shape: 'transaction', handler: inTransaction };
+    return { shape: 'none' };
   }
 }

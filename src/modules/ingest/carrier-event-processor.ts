@@ -13,6 +13,7 @@ import {
   RetryLaterError,
   type BatchCarrierEventHandler,
   type CarrierEventHandler,
+  type EventHandling,
   type HandledKind,
   type OneStatementCarrierEventHandler,
 } from './carrier-event-handlers.js';
@@ -204,25 +205,32 @@ export class CarrierEventProcessor {
    * `alone`: nothing else this transaction did needs keeping if the handler fails (it handles no
    * other event), so the handler runs without a savepoint (see process).
    */
+  /** A handler of any shape as one run in the caller's transaction (a batch handler: a batch of one). */
+  private inTransaction(handling: Exclude<EventHandling, { shape: 'ignored' | 'none' }>, id: string): CarrierEventHandler<HandledKind> {
+    switch (handling.shape) {
+      case 'one-statement':
+        return (event, tx) => this.runOneStatementHandlerIn(tx, handling.handler, event as NormalizedEvent);
+      case 'batch':
+        return (event, tx) => this.runBatchHandlerIn(tx, handling.handler, event as NormalizedEvent, id);
+      case 'transaction':
+        return handling.handler;
+    }
+  }
+
   private async processOne(tx: Tx, id: string, replay: boolean, row: LockedEvent | undefined, { alone }: { alone: boolean }): Promise<ProcessResult> {
     if (!row) return { id, outcome: 'not_found' };
     if (row.processed) return { id, outcome: 'already_processed' };
     const event = row.normalized;
-    if (event.kind === 'ignored') {
-      await this.markProcessed(tx, id, `ignored: carrier event type ${event.carrierEventType}`);
+    const handling = this.handlers.handlingOf(event.kind);
+    if (handling.shape === 'ignored') {
+      await this.markProcessed(tx, id, `ignored: carrier event type ${(event as { carrierEventType: string }).carrierEventType}`);
       return { id, outcome: 'ignored' };
     }
-    const oneStatement = this.handlers.getOneStatement(event.kind);
-    const batch = this.handlers.getBatch(event.kind);
-    const handler: CarrierEventHandler<HandledKind> | undefined = oneStatement
-      ? (ev, handlerTx) => this.runOneStatementHandlerIn(handlerTx, oneStatement, ev as NormalizedEvent)
-      : batch
-        ? (ev, handlerTx) => this.runBatchHandlerIn(handlerTx, batch, ev as NormalizedEvent, id)
-        : this.handlers.get(event.kind);
-    if (!handler) {
+    if (handling.shape === 'none') {
       await this.markUnhandled(tx, id, event.kind);
       return { id, outcome: 'unhandled' };
     }
+    const handler = this.inTransaction(handling, id);
     // Beside other events' work, a savepoint, so a failed handler's partial writes go while the
     // others stay, the outcome is still recorded and the job still completes in this transaction.
     if (!alone) await exec(tx, 'SAVEPOINT carrier_event_handler');

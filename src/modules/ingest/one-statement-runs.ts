@@ -52,10 +52,10 @@ export class OneStatementRuns {
     const row = prefetched ?? (await this.readPending(jobId));
     if (!row) return undefined;
     const event = row.normalized as NormalizedEvent;
-    const batchHandler = this.handlers.getBatch(event.kind);
-    if (batchHandler) return this.batches.run(event.kind as HandledKind, batchHandler, jobId, row);
-    const handler = event.kind === 'ignored' ? ignoreEvent : this.handlers.getOneStatement(event.kind);
-    if (!handler) return undefined;
+    const handling = this.handlers.handlingOf(event.kind);
+    if (handling.shape === 'batch') return this.batches.run(event.kind as HandledKind, handling.handler, jobId, row);
+    if (handling.shape !== 'one-statement' && handling.shape !== 'ignored') return undefined;
+    const handler = handling.shape === 'ignored' ? ignoreEvent : handling.handler;
     const stmt = new CteStatement();
     // The jobs this statement creates that may run here once it returns (a new event's first
     // webhook attempts); with no place free they are written due now, for the relay.

@@ -51,6 +51,7 @@ const base = `http://127.0.0.1:${port}`;
 let deliverTo = base;
 /** performance.now() of the SIGKILL (--sigkill-after-ms), and what each wait it cut across took from it. */
 let killedAt;
+let killedWallAt;
 const resumedAfterKill = { handOff: [], bridge: [], firstDial: [] };
 const acrossKill = (kind, startedAt, now) => {
   if (killedAt !== undefined && startedAt < killedAt && now > killedAt) resumedAfterKill[kind].push(now - killedAt);
@@ -254,6 +255,7 @@ try {
       setTimeout(() => {
         app.child.kill('SIGKILL');
         killedAt = performance.now();
+        killedWallAt = Date.now();
         deliverTo = spare.base;
       }, SIGKILL_AFTER_MS);
     }
@@ -339,6 +341,19 @@ try {
     console.log(`| … hand-offs the kill cut across: count: kill → next dial p50 / max | ${resumed(resumedAfterKill.handOff)} |`);
     console.log(`| … answers the kill cut across: count: kill → bridge p50 / max | ${resumed(resumedAfterKill.bridge)} |`);
     console.log(`| … call starts the kill cut across: count: kill → first dial p50 / max | ${resumed(resumedAfterKill.firstDial)} |`);
+    // The dead process's work, by job: what the relay handed on after the kill (leases that ran
+    // out, rows due and never taken), and how long after the kill it was relayed and done.
+    const { rows: byJob } = await pool.query(
+      `SELECT name, count(*)::int AS n,
+              percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM relayed_at) * 1000 - $1) AS relayed_p50,
+              max(extract(epoch FROM relayed_at) * 1000 - $1)::float8 AS relayed_max,
+              percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM completed_at) * 1000 - $1) AS done_p50,
+              max(extract(epoch FROM completed_at) * 1000 - $1)::float8 AS done_max
+         FROM outbox_jobs WHERE created_at < to_timestamp($1 / 1000.0) AND relayed_at > to_timestamp($1 / 1000.0) AND redrive_at IS NOT NULL
+        GROUP BY name ORDER BY name`,
+      [killedWallAt],
+    );
+    for (const j of byJob) console.log(`| … ${j.name} jobs written before the kill, relayed after it: ${j.n}: kill → relayed p50 / max, kill → done p50 / max | ${fmt(j.relayed_p50)} / ${fmt(j.relayed_max)} ms, ${fmt(j.done_p50)} / ${fmt(j.done_max)} ms |`);
   }
   if (smsLoad) {
     console.log(`| SMS burst beside the last round: received by the endpoint (${values['sms-answer-ms']} ms answers) / offered / refused | ${smsRun.received} / ${smsRun.offered} / ${smsRun.rejected} |`);

@@ -201,10 +201,6 @@ export class CarrierEventProcessor {
     return rows[0];
   }
 
-  /**
-   * `alone`: nothing else this transaction did needs keeping if the handler fails (it handles no
-   * other event), so the handler runs without a savepoint (see process).
-   */
   /** A handler of any shape as one run in the caller's transaction (a batch handler: a batch of one). */
   private inTransaction(handling: Exclude<EventHandling, { shape: 'ignored' | 'none' }>, id: string): CarrierEventHandler<HandledKind> {
     switch (handling.shape) {
@@ -217,6 +213,10 @@ export class CarrierEventProcessor {
     }
   }
 
+  /**
+   * `alone`: nothing else this transaction did needs keeping if the handler fails (it handles no
+   * other event), so the handler runs without a savepoint (see process).
+   */
   private async processOne(tx: Tx, id: string, replay: boolean, row: LockedEvent | undefined, { alone }: { alone: boolean }): Promise<ProcessResult> {
     if (!row) return { id, outcome: 'not_found' };
     if (row.processed) return { id, outcome: 'already_processed' };

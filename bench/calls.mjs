@@ -26,7 +26,7 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { newRun, startInboundLoad } from './e2e-load.mjs';
-import { assignNumber, createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair } from './lib.mjs';
+import { assignNumber, createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair, troublesCell } from './lib.mjs';
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '200' }, 'ring-ms': { type: 'string', default: '50' }, warmup: { type: 'string', default: '20' }, rounds: { type: 'string', default: '1' },
   'sms-burst': { type: 'string', default: '0' }, 'sms-rate': { type: 'string', default: '1000' }, 'sms-answer-ms': { type: 'string', default: '300' },
@@ -329,6 +329,7 @@ try {
   console.log(`| call_minutes usage rows / call.completed events (warm-up included: ${WARMUP + CALLS * ROUNDS} calls) | ${usage} / ${events} |`);
   console.log(`| (warm-up included) carrier events stored / retried for a call not recorded yet / turns given to an earlier event of the call | ${carrierEvents} / ${retries} / ${orderWaits} |`);
   console.log(`| jobs BullMQ had to run again (infrastructure errors: pool timeouts, deadlocks) | ${jobRetries} |`);
+  console.log(`| pool connect timeouts / deadlocks in the app's log${spare ? ' (both processes)' : ''} / deadlocks PostgreSQL counted in this database | ${await troublesCell(spare ? [app, spare] : [app], pool)} |`);
   console.log(`| hand-off stages p50 / p99: hangup sent → stored | ${p(stages.stored)} ms |`);
   console.log(`| … stored → its processing began | ${p(stages.processed)} ms |`);
   console.log(`| … processing began → next dial's send recorded | ${p(stages.claimed)} ms |`);

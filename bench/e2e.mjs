@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import pg from 'pg';
 import { newRun, startInboundLoad } from './e2e-load.mjs';
-import { createAccountWithNumber, fmt, freePort, freshDatabase, machine, peakRssBytes, percentile, pgbench, REDIS_URL, request, startRole, telnyxKeyPair } from './lib.mjs';
+import { createAccountWithNumber, fmt, freePort, freshDatabase, machine, peakRssBytes, percentile, pgbench, REDIS_URL, request, startRole, telnyxKeyPair, troublesCell } from './lib.mjs';
 import { prepareStatementCounting, resetStatements, startPrivatePostgres, statementList, statementsBetween, statementsByUser } from './private-pg.mjs';
 
 const { values } = parseArgs({
@@ -190,7 +190,7 @@ async function timedPhase() {
   const maximum = values['find-max'] ? await findMax(main) : undefined;
   if (maximum) maximum.rss = main.peakRss();
   await main.stop();
-  return { run, warmup, drained, statementsSeen, timedLists, jobStages, maximum, rss };
+  return { run, warmup, drained, statementsSeen, timedLists, jobStages, maximum, rss, troubles: await troublesCell(main.procs, sql) };
 }
 
 /**
@@ -262,7 +262,7 @@ function byWindow(run, ms) {
   return windows.map((latencies, i) => ({ from: (i * ms) / 1000, to: ((i + 1) * ms) / 1000, p99: latencies ? percentile(latencies, 99) : NaN }));
 }
 
-function report({ run, warmup, drained, statementsSeen, timedLists, jobStages, maximum, rss }, counted, reference) {
+function report({ run, warmup, drained, statementsSeen, timedLists, jobStages, maximum, rss, troubles }, counted, reference) {
   const throughput = run.received / run.drainSeconds;
   // The goal is in MB (10^6 bytes); MiB beside it, as the kernel's kB are KiB.
   const mib = (b) => `${fmt(b / 1e6, 0)} MB (${fmt(b / 2 ** 20, 0)} MiB)`;
@@ -280,6 +280,7 @@ function report({ run, warmup, drained, statementsSeen, timedLists, jobStages, m
     : '| warm-up | none: the timed run starts on processes just booted | |');
   console.log(`| peak RSS, boot to the end of the timed run | ${rss.map((r) => `${r.role} ${mib(r.bytes)}`).join(', ')} | ≤ 300 MB each |`);
   console.log(`| duplicate deliveries (same webhook-id again) | ${run.duplicates} | 0 |`);
+  console.log(`| pool connect timeouts / deadlocks in every role's log, boot to stop / deadlocks PostgreSQL counted in this database | ${troubles} | 0 / 0 / 0 |`);
   console.log(`| statements per inbound SMS in this run, its delivery included (of which BEGIN/COMMIT/ROLLBACK/SAVEPOINT) | ${per(statementsSeen, run.received)} | |`);
   if (maximum) {
     console.log(`| maximum sustainable rate (p99 ≤ 1 s, all delivered), ${maximum.stepSeconds} s steps | ${maximum.max}/s; steps: ${maximum.steps.map((s) => `${s.rate}/s ${s.ok ? 'ok' : 'no'} (p99 ${fmt(s.p99, 0)} ms)`).join(', ')} | ≥ 500/s |`);

@@ -92,6 +92,27 @@ export function freePort() {
  * `inheritEnv: false`). Resolves when `readyUrl` answers OK (api roles), when stderr matches
  * `readyLine` (a RegExp, e.g. /onceline relay started/), or at once.
  */
+/**
+ * Log lines no benchmark run may have (issue #27's "0 in the logs of all these runs"): a pool
+ * connect that timed out (node-postgres: "timeout exceeded when trying to connect") and a
+ * deadlock PostgreSQL broke ("deadlock detected"), whatever the log level lets through (warn and up).
+ */
+function countTroubles(line, troubles) {
+  if (/timeout exceeded when trying to connect/i.test(line)) troubles.connectTimeouts++;
+  if (/deadlock detected/i.test(line)) troubles.deadlocks++;
+}
+
+/**
+ * The troubles of several roles (startRole's troubles()), added up, and the deadlocks PostgreSQL
+ * counted in the bench's database (pg_stat_database, which sees a deadlock a retry hid from the
+ * logs), as a table cell: connect timeouts / deadlocks logged / deadlocks PostgreSQL broke.
+ */
+export async function troublesCell(roles, pool) {
+  const sum = roles.reduce((t, r) => ({ connectTimeouts: t.connectTimeouts + r.troubles().connectTimeouts, deadlocks: t.deadlocks + r.troubles().deadlocks }), { connectTimeouts: 0, deadlocks: 0 });
+  const { rows } = await pool.query('SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()');
+  return `${sum.connectTimeouts} / ${sum.deadlocks} / ${rows[0]?.deadlocks ?? 'n/a'}`;
+}
+
 export async function startRole(role, env, { readyUrl, readyLine, inheritEnv = true, nodeArgs: extraNodeArgs = [] } = {}) {
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the roles.
   const nodeArgs = [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), ...extraNodeArgs];
@@ -103,8 +124,13 @@ export async function startRole(role, env, { readyUrl, readyLine, inheritEnv = t
   let stderr = '';
   let stderrBytes = 0;
   let onStderr = () => undefined;
+  const troubles = { connectTimeouts: 0, deadlocks: 0 };
+  let partialLine = '';
   child.stderr.on('data', (d) => {
     stderrBytes += d.length;
+    const lines = (partialLine + d).split('\n');
+    partialLine = lines.pop() ?? '';
+    for (const line of lines) countTroubles(line, troubles);
     const seen = stderr + d;
     stderr = seen.slice(-4000);
     onStderr(seen);
@@ -139,6 +165,8 @@ export async function startRole(role, env, { readyUrl, readyLine, inheritEnv = t
   return {
     child,
     logged: () => ({ bytes: stderrBytes, tail: stderr }),
+    /** Log lines of the kinds no run may have (countTroubles), counted over the whole run. */
+    troubles: () => ({ ...troubles }),
     stop: () => new Promise((resolve) => {
       // Already exited (a SIGTERM'd child has exitCode null but signalCode set): a second stop()
       // must not wait for an 'exit' that has come and gone.

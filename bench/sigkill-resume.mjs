@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair } from './lib.mjs';
+import { createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair, troublesCell } from './lib.mjs';
 
 const { values } = parseArgs({ options: { messages: { type: 'string', default: '300' } } });
 const MESSAGES = Number(values.messages);
@@ -42,7 +42,7 @@ const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
 const db = await freshDatabase('onceline_bench_sigkill');
 const env = {
-  DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: `benchkill${port}`, PORT: String(port), LOG_LEVEL: 'fatal',
+  DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: `benchkill${port}`, PORT: String(port), LOG_LEVEL: 'warn',
   TELNYX_PUBLIC_KEY: publicKeyBase64, WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', API_RATE_LIMIT_PER_MINUTE: '100000000',
   // The endpoint holds its answers for the whole wait: no delivery may time out meanwhile.
   WEBHOOK_TIMEOUT_MS: '120000',
@@ -104,6 +104,7 @@ try {
   console.log(`| held by the killed worker and resumed by the other: count | ${resumed.length} |`);
   console.log(`| … kill → asked again, p50 / p99 / max | ${fmt(percentile(resumed, 50))} / ${fmt(percentile(resumed, 99))} / ${fmt(Math.max(...resumed))} ms |`);
   console.log(`| messages delivered / deliveries / message.received events / events twice for one message | ${delivered} of ${MESSAGES} / ${deliveries} / ${events} / ${doubles} |`);
+  console.log(`| pool connect timeouts / deadlocks in every role's log / deadlocks PostgreSQL counted in this database | ${await troublesCell(started, pool)} |`);
   if (delivered < MESSAGES || deliveries !== MESSAGES || events !== MESSAGES || doubles > 0) process.exitCode = 1;
 } finally {
   await pool.end();

@@ -221,6 +221,11 @@ describe('phone numbers, messages and usage API', () => {
     });
 
     it('usage sums the ledger in integers and lists its rows', async () => {
+      // Messages the earlier tests accepted may still be on their way to the carrier, and each is
+      // billed as it is sent: the usage read and the ledger count below must see the same sends.
+      await waitFor(() => db.count(`SELECT count(*) FROM messages WHERE account_id = $1 AND status IN ('queued', 'sending')`, [alice.accountId]), (n) => n === 0, {
+        what: "alice's accepted messages to be sent or failed",
+      });
       const usage = await alice.get('/v2/usage');
       expect(usage.status).toBe(200);
       const outbound = await db.count(`SELECT coalesce(sum(quantity), 0) FROM usage_records WHERE account_id = $1 AND kind = 'sms_outbound_segments'`, [alice.accountId]);

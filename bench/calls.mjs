@@ -186,7 +186,8 @@ function cpuSecondsOf(pid) {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 async function cpuSnapshot() {
-  if (!existsSync('/proc/self/stat')) return undefined;
+  // No /proc; or the app was SIGKILLed (--sigkill-after-ms), and its CPU died with it.
+  if (!existsSync('/proc/self/stat') || killedAt !== undefined) return undefined;
   const { rows } = await pool.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`);
   for (const { pid } of rows) {
     try {
@@ -196,7 +197,6 @@ async function cpuSnapshot() {
     }
   }
   const own = process.cpuUsage();
-  if (killedAt !== undefined) return undefined; // the app's CPU died with it
   return { app: cpuSecondsOf(app.child.pid), postgres: [...backendCpu.values()].reduce((a, b) => a + b, 0), bench: (own.user + own.system) / 1e6 };
 }
 let eventsBefore = 0;

@@ -108,7 +108,8 @@ function countTroubles(line, troubles) {
  * logs), as a table cell: connect timeouts / deadlocks logged / deadlocks PostgreSQL broke.
  */
 export async function troublesCell(roles, pool) {
-  const sum = roles.reduce((t, r) => ({ connectTimeouts: t.connectTimeouts + r.troubles().connectTimeouts, deadlocks: t.deadlocks + r.troubles().deadlocks }), { connectTimeouts: 0, deadlocks: 0 });
+  const logged = roles.map((r) => r.troubles());
+  const sum = { connectTimeouts: logged.reduce((n, t) => n + t.connectTimeouts, 0), deadlocks: logged.reduce((n, t) => n + t.deadlocks, 0) };
   const { rows } = await pool.query('SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()');
   return `${sum.connectTimeouts} / ${sum.deadlocks} / ${rows[0]?.deadlocks ?? 'n/a'}`;
 }

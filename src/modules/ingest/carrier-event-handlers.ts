@@ -2,7 +2,7 @@ import { Injectable, Logger, SetMetadata, type OnModuleInit } from '@nestjs/comm
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import type { Tx } from '../../platform/database/tx.js';
 import type { CteStatement } from '../../platform/database/cte-statement.js';
-import { HANDLED_KINDS, type NormalizedEvent, type NormalizedEventKind } from '../../carriers/normalized-event.js';
+import { HANDLED_KINDS, type NormalizedEvent } from '../../carriers/normalized-event.js';
 import { findDecoratedMethods, UniqueRegistry } from '../../platform/registry.js';
 
 /** Kinds a module can own; `ignored` events are never dispatched. */
@@ -115,7 +115,7 @@ export type BatchCarrierEventHandler<K extends HandledKind> = (events: EventOfKi
 
 /** How the events of a kind are handled (CarrierEventHandlers.handlingOf): one handler, of one shape. */
 export type EventHandling =
-  | { shape: 'ignored' }
+  | { shape: 'ignored'; /** Kept on the event: why nothing was done. */ note: string }
   | { shape: 'batch'; handler: BatchCarrierEventHandler<HandledKind> }
   | { shape: 'one-statement'; handler: OneStatementCarrierEventHandler<HandledKind> }
   | { shape: 'transaction'; handler: CarrierEventHandler<HandledKind> }
@@ -191,12 +191,13 @@ export class CarrierEventHandlers implements OnModuleInit {
   }
 
   /**
-   * The one dispatch by kind: the kind's handler and its shape, or `ignored` (no module acts on
+   * The one dispatch by kind: the event's handler and its shape, or `ignored` (no module acts on
    * it) or `none` (no module handles it yet). A job's one-statement run (OneStatementRuns) and the
    * run in a transaction (CarrierEventProcessor) both take it from here and switch on the shape.
    */
-  handlingOf(kind: NormalizedEventKind): EventHandling {
-    if (kind === 'ignored') return { shape: 'ignored' };
+  handlingOf(event: NormalizedEvent): EventHandling {
+    if (event.kind === 'ignored') return { shape: 'ignored', note: `ignored: carrier event type ${event.carrierEventType}` };
+    const { kind } = event;
     const batch = this.batchHandlers.get(kind);
     if (batch) return { shape: 'batch', handler: batch };
     const oneStatement = this.oneStatementHandlers.get(kind);

@@ -221,9 +221,9 @@ export class CarrierEventProcessor {
     if (!row) return { id, outcome: 'not_found' };
     if (row.processed) return { id, outcome: 'already_processed' };
     const event = row.normalized;
-    const handling = this.handlers.handlingOf(event.kind);
+    const handling = this.handlers.handlingOf(event);
     if (handling.shape === 'ignored') {
-      await this.markProcessed(tx, id, `ignored: carrier event type ${(event as { carrierEventType: string }).carrierEventType}`);
+      await this.markProcessed(tx, id, handling.note);
       return { id, outcome: 'ignored' };
     }
     if (handling.shape === 'none') {

@@ -13,9 +13,8 @@ import { buildOneStatement } from './one-statement-build.js';
 import { OneStatementBatches } from './one-statement-batches.js';
 import { afterCommitJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
 
-/** An event no module acts on: consumed with the reason. */
-const ignoreEvent: OneStatementCarrierEventHandler<HandledKind> = (event, { stmt, consume }) =>
-  void consume({ note: stmt.param(`ignored: carrier event type ${(event as unknown as { carrierEventType: string }).carrierEventType}`, 'text') });
+/** An event no module acts on: consumed with the reason (`note`). */
+const ignoring = (note: string): OneStatementCarrierEventHandler<HandledKind> => (_event, { stmt, consume }) => void consume({ note: stmt.param(note, 'text') });
 
 /**
  * The process-carrier-event job in one statement, for an event whose handler is a one-statement
@@ -52,10 +51,10 @@ export class OneStatementRuns {
     const row = prefetched ?? (await this.readPending(jobId));
     if (!row) return undefined;
     const event = row.normalized as NormalizedEvent;
-    const handling = this.handlers.handlingOf(event.kind);
+    const handling = this.handlers.handlingOf(event);
     if (handling.shape === 'batch') return this.batches.run(event.kind as HandledKind, handling.handler, jobId, row);
     if (handling.shape !== 'one-statement' && handling.shape !== 'ignored') return undefined;
-    const handler = handling.shape === 'ignored' ? ignoreEvent : handling.handler;
+    const handler = handling.shape === 'ignored' ? ignoring(handling.note) : handling.handler;
     const stmt = new CteStatement();
     // The jobs this statement creates that may run here once it returns (a new event's first
     // webhook attempts); with no place free they are written due now, for the relay.

@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import { UnitOfWork } from './unit-of-work.js';
-import { Statements } from './statements.js';
+import { prepareStatementsOf, Statements } from './statements.js';
 import { ConnectionBudget } from './connection-budget.js';
 
 /**
@@ -31,6 +31,7 @@ import { ConnectionBudget } from './connection-budget.js';
           extra: { max: config.DATABASE_POOL_SIZE, connectionTimeoutMillis: 5000 },
         });
         await dataSource.initialize();
+        if (config.DATABASE_PREPARED_STATEMENTS) prepareStatementsOf(dataSource);
         budget.install((dataSource.driver as unknown as { master: Pool }).master);
         return dataSource;
       },

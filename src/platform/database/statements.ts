@@ -8,7 +8,7 @@ const names = new Map<string, string>();
 
 /**
  * The most statement texts a process prepares. The app's texts are fixed (values are always
- * parameters; src/ has about 280 call sites that run SQL, some assembling a few variants); a text
+ * parameters; src/ has about 200 call sites that run SQL, some assembling a few variants); a text
  * first seen past this many runs unnamed, so a pooled connection never holds more than this many
  * prepared statements (each keeps its plan in the server's memory).
  */

@@ -376,7 +376,7 @@ try {
     const total = sent.reduce((sum, [, n]) => sum + n, 0);
     console.log(`| statements (round trips) the app sent in the measured rounds: all / per call / per carrier event | ${total} / ${fmt(total / (CALLS * ROUNDS))} / ${fmt(total / eventsMeasured)} |`);
     console.log('\nMost frequent statements in the measured rounds (first 100 characters):\n\n| count | statement |\n|---|---|');
-    for (const [text, n] of sent.slice(0, 12)) console.log(`| ${n} | \`${text.replaceAll('|', '\\|')}\` |`);
+    for (const [text, n] of sent.slice(0, 30)) console.log(`| ${n} | \`${text.replaceAll('|', '\\|')}\` |`);
     rmSync(countFile, { force: true });
   }
 } finally {

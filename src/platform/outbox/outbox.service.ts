@@ -59,7 +59,9 @@ export class OutboxService {
     }
     // Due now: may run here after commit (a place each); written a lease ahead when it has one.
     const candidates = requests.map((r) => (r.runAt === undefined ? { definition: r.job, run: { name: r.job.name, jobId: r.jobId, payload: r.data } } : undefined));
+    let runHere: boolean[] = [];
     const inserted = await this.afterCommitJobs.aroundTransactionalWrite(tx, candidates, async (here) => {
+      runHere = here;
       // ON CONFLICT (job_id): a job id already in the outbox (or twice in this list) is one job.
       const { rows } = await exec<{ job_id: string }>(
         tx,
@@ -80,7 +82,9 @@ export class OutboxService {
       );
       return new Set(rows.map((row) => row.job_id));
     });
-    if (inserted.size > 0) afterCommit(tx, () => this.wakeup.hint());
+    // Only a new job this process does not run itself needs a relay: one run here is leased ahead,
+    // so a relay woken for it would find nothing due (a NOTIFY and a poll for nothing, per command).
+    if (requests.some((r, i) => !runHere[i] && inserted.has(r.jobId))) afterCommit(tx, () => this.wakeup.hint());
     return inserted.size;
   }
 

@@ -1,8 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { ConnectionBudget } from '../../../src/platform/database/connection-budget.js';
 import { ProcessCarrierEventJob } from '../../../src/modules/ingest/ingest.jobs.js';
 import { JobRunner } from '../../../src/platform/outbox/job-runner.js';
+import { OutboxService } from '../../../src/platform/outbox/outbox.service.js';
+import { RelayWakeup } from '../../../src/platform/outbox/relay-wakeup.js';
+import { ProbeJob } from '../../../src/platform/outbox/probe.handler.js';
+import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { carrierFixture } from '../../support/carrier-signing.js';
 import { pausePoint } from '../../support/pause.js';
 import { VoicePipeline } from '../../support/voice-pipeline.js';
@@ -48,6 +52,24 @@ describe('call work after commit, with no relay', () => {
     );
     expect(jobs.rows.length).toBeGreaterThanOrEqual(3);
     expect(jobs.rows.every((job) => job.done && !job.relayed)).toBe(true);
+  });
+
+  it('a command run here wakes no relay (its row is leased ahead: a relay would find nothing due); a job left to the relay does', async () => {
+    const hint = jest.spyOn(voice.app.app.get(RelayWakeup), 'hint');
+    try {
+      const call = await voice.incoming(CALLER, RING);
+      const callId = await voice.callId(call);
+      await voice.dial(callId);
+      await voice.settled();
+      expect(hint).not.toHaveBeenCalled();
+      const jobId = `left-to-relay-${randomUUID()}`;
+      await voice.app.app.get(UnitOfWork).run((tx) => voice.app.app.get(OutboxService).enqueue(tx, { job: ProbeJob, data: { label: 'left-to-relay' }, jobId }));
+      expect(hint).toHaveBeenCalledTimes(1);
+      // No relay runs here: the probe is given its outcome by hand, so the tests after this one settle.
+      await voice.db.pool.query(`UPDATE outbox_jobs SET completed_at = now() WHERE job_id = $1`, [jobId]);
+    } finally {
+      hint.mockRestore();
+    }
   });
 
   it('a dial the carrier does not answer within CALL_COMMAND_TIMEOUT_MS is sent once more at once under the same command_id; the leg it names rings on', async () => {

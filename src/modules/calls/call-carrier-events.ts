@@ -46,7 +46,7 @@ export class CallCarrierEvents {
       const leg = await this.liveLeg(tx, found as Required<LockedCall>, event, context);
       if (!leg) return STALE;
       await this.transitions.legRinging(tx, leg.id);
-      await this.record(tx, found, event, context, 'ignored', 'our own leg: creates nothing');
+      this.record(found, event, context, 'ignored', 'our own leg: creates nothing');
     });
   }
 
@@ -62,12 +62,12 @@ export class CallCarrierEvents {
       case 'missed': {
         const { call } = started;
         await this.commands.queue(tx, call.id, `${call.id}-refuse`, [this.commands.hangupCaller(event.carrierCallId, call.id)]);
-        await this.record(tx, { call }, event, context, 'applied', 'no voice settings: missed, caller hung up');
+        this.record({ call }, event, context, 'applied', 'no voice settings: missed, caller hung up');
         return;
       }
       case 'ringing':
         await this.flow.applyRingStep(tx, started.call, started.decision);
-        await this.record(tx, { call: started.call }, event, context, 'applied');
+        this.record({ call: started.call }, event, context, 'applied');
     }
   }
 
@@ -76,13 +76,13 @@ export class CallCarrierEvents {
     const started = await this.incomingCalls.startOwnEndpointCall(tx, event);
     if (started.kind === 'not_ours') return `outgoing call from ${started.from || 'an unknown number'}, which no account owns: not recorded`;
     if (started.kind === 'duplicate') return this.duplicateStart(tx, event, context);
-    await this.record(tx, { call: started.call }, event, context, 'applied', 'outbound call from your own endpoint');
+    this.record({ call: started.call }, event, context, 'applied', 'outbound call from your own endpoint');
   }
 
   private async duplicateStart(tx: Tx, event: CallEvent, context: CarrierEventContext): Promise<string> {
     // ON CONFLICT waited for the first insert's commit, so the call is there and this lock finds it.
     const call = await this.transitions.lockBySession(tx, event.carrier, event.callSessionId);
-    if (call) await this.record(tx, { call }, event, context, 'duplicate');
+    if (call) this.record({ call }, event, context, 'duplicate');
     return 'duplicate call.initiated';
   }
 
@@ -98,11 +98,11 @@ export class CallCarrierEvents {
       if (call.ring_plan && call.ring_plan.phase !== 'voicemail') {
         // We answered the caller for the leg that won: the carrier's billed time starts now.
         const moved = await this.transitions.startBilledTimeAtCallerAnswer(tx, call.id, event.occurredAt);
-        return this.record(tx, found, event, context, moved ? 'applied' : 'duplicate', 'the caller answered for the leg that won: billed time starts here');
+        return this.record(found, event, context, moved ? 'applied' : 'duplicate', 'the caller answered for the leg that won: billed time starts here');
       }
       const answered = await this.transitions.answerOwnLeg(tx, call.id, event.occurredAt);
       if (answered) await this.flow.announce(tx, answered, 'call.answered');
-      return this.record(tx, found, event, context, answered ? 'applied' : 'duplicate');
+      return this.record(found, event, context, answered ? 'applied' : 'duplicate');
     }
     const leg = await this.liveLeg(tx, found as Required<LockedCall>, event, context);
     if (!leg) return STALE;
@@ -111,11 +111,11 @@ export class CallCarrierEvents {
     if (won) {
       if (call.caller_control_id) await this.flow.joinWinner(tx, won, leg);
       else await this.announceJoined(tx, won, leg.id, event.occurredAt);
-      return this.record(tx, found, event, context, 'applied');
+      return this.record(found, event, context, 'applied');
     }
-    if (call.answered_leg === leg.id) return this.record(tx, found, event, context, 'duplicate');
+    if (call.answered_leg === leg.id) return this.record(found, event, context, 'duplicate');
     await this.flow.hangUpLeg(tx, call, leg);
-    return this.record(tx, found, event, context, 'stale', 'not the live leg of the plan\'s current try (another target answered, the leg was written off, or the call is over): leg hung up');
+    return this.record(found, event, context, 'stale', 'not the live leg of the plan\'s current try (another target answered, the leg was written off, or the call is over): leg hung up');
   }
 
   @HandlesCarrierEvent('call.bridged')
@@ -125,7 +125,7 @@ export class CallCarrierEvents {
       // The join is what call.answered announces: once per call, only for the leg that won.
       const joined = await this.transitions.markJoined(tx, found.call.id, found.leg?.id, event.occurredAt);
       if (joined) await this.flow.announce(tx, joined, 'call.answered');
-      return this.record(tx, found, event, context, joined ? 'applied' : 'duplicate');
+      return this.record(found, event, context, joined ? 'applied' : 'duplicate');
     });
   }
 
@@ -138,20 +138,20 @@ export class CallCarrierEvents {
     const { call } = found;
     if (!found.leg) {
       const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, 'caller');
-      return this.record(tx, found, event, context, ended ? 'applied' : 'duplicate');
+      return this.record(found, event, context, ended ? 'applied' : 'duplicate');
     }
     const control = await this.transitions.claimLegControl(tx, found.leg.id, event.carrierCallId);
-    if (!control.ours) return this.record(tx, found, event, context, 'stale', 'the hangup of another physical leg than the one kept for this try: changes nothing');
+    if (!control.ours) return this.record(found, event, context, 'stale', 'the hangup of another physical leg than the one kept for this try: changes nothing');
     const leg = found.leg;
     const legEnded = await this.transitions.endLeg(tx, leg.id, event.occurredAt, event.hangupCause ?? 'unspecified');
     if (call.answered_leg === leg.id || !call.ring_plan) {
       // The answered leg, or the only leg of a call we placed: its end is the call's end.
       const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, leg);
-      return this.record(tx, found, event, context, ended ? 'applied' : 'duplicate');
+      return this.record(found, event, context, ended ? 'applied' : 'duplicate');
     }
-    if (!legEnded) return this.record(tx, found, event, context, 'duplicate');
+    if (!legEnded) return this.record(found, event, context, 'duplicate');
     const outcome = await this.flow.advanceAfterLeg(tx, call, leg, event.endReason ?? 'failed');
-    return this.record(tx, found, event, context, outcome, outcome === 'superseded' ? 'not this leg\'s turn: the plan had moved on' : undefined);
+    return this.record(found, event, context, outcome, outcome === 'superseded' ? 'not this leg\'s turn: the plan had moved on' : undefined);
   }
 
   /**
@@ -166,7 +166,7 @@ export class CallCarrierEvents {
     if (control.ours && !control.over && !call.ended_at) return { ...leg, control_id: event.carrierCallId };
     await this.flow.hangUpPhysicalLeg(tx, call.id, leg.id, event.carrierCallId, control.ours);
     const why = !control.ours ? 'a second physical leg for this try' : 'a leg that is over (written off, or its call ended)';
-    await this.record(tx, found, event, context, 'stale', `${why}: hung up`);
+    this.record(found, event, context, 'stale', `${why}: hung up`);
     return undefined;
   }
 
@@ -179,7 +179,7 @@ export class CallCarrierEvents {
   /** Progress reports (ringing, early media) never end a call. */
   @HandlesCarrierEvent('call.status')
   progress(event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
-    return this.withLockedCall(tx, event, (found) => this.record(tx, found, event, context, 'ignored', `progress report (${event.carrierStatus}) ends nothing`));
+    return this.withLockedCall(tx, event, (found) => this.record(found, event, context, 'ignored', `progress report (${event.carrierStatus}) ends nothing`));
   }
 
   @HandlesCarrierEvent('call.recording.saved')
@@ -187,16 +187,16 @@ export class CallCarrierEvents {
     return this.withLockedCall(tx, event, async (found) => {
       const saved = await this.transitions.saveVoicemail(tx, found.call.id, event.recordingUrl);
       if (saved) await this.flow.announce(tx, saved, 'call.voicemail');
-      return this.record(tx, found, event, context, saved ? 'applied' : 'duplicate');
+      return this.record(found, event, context, saved ? 'applied' : 'duplicate');
     });
   }
 
   @HandlesCarrierEvent('call.transcription')
   transcription(event: CallTranscription, tx: Tx, context: CarrierEventContext): Promise<string | void> {
     return this.withLockedCall(tx, event, async (found) => {
-      if (!event.final) return this.record(tx, found, event, context, 'ignored', 'interim fragment');
+      if (!event.final) return this.record(found, event, context, 'ignored', 'interim fragment');
       const added = await this.transitions.addTranscriptFragment(tx, found.call.id, event.occurredAt, event.text);
-      return this.record(tx, found, event, context, added ? 'applied' : 'duplicate');
+      return this.record(found, event, context, added ? 'applied' : 'duplicate');
     });
   }
 
@@ -205,7 +205,7 @@ export class CallCarrierEvents {
    * here; otherwise the call the event belongs to is locked, and `act` runs with it (an event of
    * no call of ours changes nothing).
    */
-  private async withLockedCall(tx: Tx, event: AnyCallEvent, act: (found: LockedCall) => Promise<string | void>): Promise<string | void> {
+  private async withLockedCall(tx: Tx, event: AnyCallEvent, act: (found: LockedCall) => Promise<string | void> | string | void): Promise<string | void> {
     const elsewhere = answeredElsewhere(event);
     if (elsewhere) return elsewhere;
     const found = await this.locate(tx, event);
@@ -239,8 +239,10 @@ export class CallCarrierEvents {
     return call.caller_control_id === event.carrierCallId ? { call } : undefined;
   }
 
-  private async record(tx: Tx, found: LockedCall, event: AnyCallEvent, context: CarrierEventContext, outcome: FlowOutcome, note?: string): Promise<string | void> {
-    await this.timeline.record(tx, { callId: found.call.id, carrierEventId: context.carrierEventId, eventType: event.kind, leg: found.leg?.id ?? 'caller', outcome, note, occurredAt: event.occurredAt, receivedAt: context.receivedAt });
+  /** The event's timeline entry, written with its processed mark (withProcessedMark); its note unless applied. */
+  private record(found: LockedCall, event: AnyCallEvent, context: CarrierEventContext, outcome: FlowOutcome, note?: string): string | void {
+    const entry = { callId: found.call.id, carrierEventId: context.carrierEventId, eventType: event.kind, leg: found.leg?.id ?? 'caller', outcome, note, occurredAt: event.occurredAt, receivedAt: context.receivedAt };
+    context.withProcessedMark((stmt) => this.timeline.recordIn(stmt, entry));
     if (outcome !== 'applied') return note ?? outcome;
   }
 }

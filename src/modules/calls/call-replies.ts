@@ -65,11 +65,11 @@ export class CallReplies {
       case 'duplicate':
         return this.duplicateStart(tx, event, context);
       case 'missed':
-        await this.record(tx, started.call, undefined, event, context, 'applied', 'no voice settings: missed, rejected');
+        this.record(started.call, undefined, event, context, 'applied', 'no voice settings: missed, rejected');
         return { reply: { kind: 'reject' } };
       case 'ringing': {
         const reply = await this.carryOut(tx, started.call, started.decision, event.occurredAt);
-        await this.record(tx, started.call, undefined, event, context, 'applied');
+        this.record(started.call, undefined, event, context, 'applied');
         return { reply };
       }
     }
@@ -84,14 +84,14 @@ export class CallReplies {
     const started = await this.incomingCalls.startOwnEndpointCall(tx, event);
     if (started.kind === 'not_ours') return { reply: HANGUP, note: `outgoing call from ${started.from || 'an unknown number'}, which no account owns: not recorded` };
     if (started.kind === 'duplicate') return this.duplicateStart(tx, event, context);
-    await this.record(tx, started.call, undefined, event, context, 'applied', 'outbound call from your own side: no ring plan');
+    this.record(started.call, undefined, event, context, 'applied', 'outbound call from your own side: no ring plan');
     return { reply: NOTHING };
   }
 
   /** The call exists under another delivery of its start: this one decides nothing. */
   private async duplicateStart(tx: Tx, event: CallEvent, context: CarrierEventContext): Promise<DecidedReply> {
     const call = await this.transitions.lockBySession(tx, event.carrier, event.callSessionId);
-    if (call) await this.record(tx, call, undefined, event, context, 'duplicate');
+    if (call) this.record(call, undefined, event, context, 'duplicate');
     return { reply: HANGUP, note: 'the call was started by another request' };
   }
 
@@ -111,17 +111,17 @@ export class CallReplies {
       // no voicemail answering a call that is over); the call ends missed, once.
       const ended = await this.flow.endCall(tx, call, event.occurredAt, 'caller_left', 'caller');
       const note = 'the caller had left while this target rang: the plan stops here';
-      await this.record(tx, call, leg, event, context, ended ? 'applied' : 'superseded', note);
+      this.record(call, leg, event, context, ended ? 'applied' : 'superseded', note);
       return { reply: HANGUP, note };
     }
     const decision = legEnded ? await this.flow.claimNextStep(tx, call, leg, event.endReason ?? 'failed') : undefined;
     if (!decision) {
       const note = "not this dial's turn: the plan had moved on or the call is over";
-      await this.record(tx, call, leg, event, context, 'superseded', note);
+      this.record(call, leg, event, context, 'superseded', note);
       return { reply: HANGUP, note };
     }
     const reply = await this.carryOut(tx, { ...call, ring_plan: decision.plan }, decision, event.occurredAt);
-    await this.record(tx, call, leg, event, context, 'applied');
+    this.record(call, leg, event, context, 'applied');
     return { reply };
   }
 
@@ -137,7 +137,7 @@ export class CallReplies {
     await this.transitions.endLeg(tx, leg.id, event.occurredAt, 'completed');
     const outcome: FlowOutcome = won ? 'applied' : call.answered_leg === leg.id ? 'duplicate' : 'superseded';
     const note = outcome === 'superseded' ? 'the call had another winner or was over' : undefined;
-    await this.record(tx, call, leg, event, context, outcome, note);
+    this.record(call, leg, event, context, outcome, note);
     return { reply: HANGUP, note };
   }
 
@@ -153,11 +153,11 @@ export class CallReplies {
     if (event.kind === 'call.answered') return this.callerAnswered(tx, call, event, context);
     if (event.kind !== 'call.hangup') {
       const note = `progress report (${event.carrierStatus}) ends nothing`;
-      await this.record(tx, call, undefined, event, context, 'ignored', note);
+      this.record(call, undefined, event, context, 'ignored', note);
       return { reply: NOTHING, note };
     }
     const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, 'caller', { reportedSeconds: event.durationSeconds });
-    await this.record(tx, call, undefined, event, context, ended ? 'applied' : 'duplicate');
+    this.record(call, undefined, event, context, ended ? 'applied' : 'duplicate');
     return { reply: NOTHING, note: ended ? undefined : 'the call had ended already' };
   }
 
@@ -166,7 +166,7 @@ export class CallReplies {
     const won = leg && (await this.transitions.answerByLeg(tx, call.id, leg.id, event.occurredAt));
     if (won) await this.announceJoined(tx, won, leg, event.occurredAt);
     const note = won ? 'the target the plan rang answered: the caller is joined to it' : 'the caller was answered already (a target, or the voicemail)';
-    await this.record(tx, call, leg, event, context, won ? 'applied' : 'duplicate', note);
+    this.record(call, leg, event, context, won ? 'applied' : 'duplicate', note);
     return { reply: NOTHING, note: won ? undefined : note };
   }
 
@@ -181,7 +181,7 @@ export class CallReplies {
     if (!call) return { reply: HANGUP, note: 'no call recorded for this recording' };
     const saved = await this.transitions.saveVoicemail(tx, call.id, event.recordingUrl);
     if (saved) await this.flow.announce(tx, saved, 'call.voicemail');
-    await this.record(tx, call, undefined, event, context, saved ? 'applied' : 'duplicate');
+    this.record(call, undefined, event, context, saved ? 'applied' : 'duplicate');
     return { reply: HANGUP };
   }
 
@@ -201,7 +201,9 @@ export class CallReplies {
     return HANGUP;
   }
 
-  private async record(tx: Tx, call: CallRow, leg: LegRow | undefined, event: NormalizedEvent & { kind: string }, context: CarrierEventContext, outcome: FlowOutcome, note?: string): Promise<void> {
-    await this.timeline.record(tx, { callId: call.id, carrierEventId: context.carrierEventId, eventType: event.kind, leg: leg?.id ?? 'caller', outcome, note, occurredAt: event.occurredAt, receivedAt: context.receivedAt });
+  /** The event's timeline entry, written with its processed mark (withProcessedMark). */
+  private record(call: CallRow, leg: LegRow | undefined, event: NormalizedEvent & { kind: string }, context: CarrierEventContext, outcome: FlowOutcome, note?: string): void {
+    const entry = { callId: call.id, carrierEventId: context.carrierEventId, eventType: event.kind, leg: leg?.id ?? 'caller', outcome, note, occurredAt: event.occurredAt, receivedAt: context.receivedAt };
+    context.withProcessedMark((stmt) => this.timeline.recordIn(stmt, entry));
   }
 }

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
-import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
+import type { CteStatement } from '../../platform/database/cte-statement.js';
+import { queryRows } from '../../platform/database/tx.js';
 import { FLOW_OUTCOMES, type FlowOutcome } from './call-flow.js';
 
 const at = (example: string, description: string) => ({ format: 'date-time', example, description });
@@ -24,16 +25,22 @@ export class TimelineEntry {
 export class CallTimeline {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** Written in the handler's transaction; UNIQUE(carrier_event_id) keeps one entry per stored event. */
-  async record(
-    tx: Tx,
+  /**
+   * The entry as a CTE of `stmt`: the statement that marks its carrier event processed
+   * (CarrierEventContext.withProcessedMark), so it commits with the handler's work at no round trip
+   * of its own. UNIQUE(carrier_event_id) keeps one entry per stored event: the first recorded.
+   */
+  recordIn(
+    stmt: CteStatement,
     entry: { callId: string; carrierEventId: string; eventType: string; leg: string | null; outcome: FlowOutcome; note?: string; occurredAt: string; receivedAt: Date },
-  ): Promise<void> {
-    await exec(
-      tx,
-      `INSERT INTO call_timeline (call_id, carrier_event_id, event_type, leg, outcome, note, occurred_at, received_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+  ): void {
+    let name = 'call_timeline_entry';
+    for (let n = 2; stmt.has(name); n++) name = `call_timeline_entry_${n}`;
+    const values = [entry.callId, entry.carrierEventId, entry.eventType, entry.leg, entry.outcome, entry.note ?? null, entry.occurredAt, entry.receivedAt].map((value) => stmt.param(value));
+    stmt.with(
+      name,
+      `INSERT INTO call_timeline (call_id, carrier_event_id, event_type, leg, outcome, note, occurred_at, received_at) VALUES (${values.join(', ')})
        ON CONFLICT (carrier_event_id) DO NOTHING`,
-      [entry.callId, entry.carrierEventId, entry.eventType, entry.leg, entry.outcome, entry.note ?? null, entry.occurredAt, entry.receivedAt],
     );
   }
 

@@ -5,7 +5,7 @@ import { isSerializationConflict, isUniqueViolation } from '../../platform/datab
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { IdPrefix, newId } from '../../platform/ids.js';
-import type { CarrierEventContext } from './carrier-event-handlers.js';
+import { handlerContext, type CarrierEventContext } from './carrier-event-handlers.js';
 import type { IngestStatus } from './carrier-event-writer.js';
 
 /** What the owning module decided for an event answered in the request: the answer's text, and why it did nothing (if so). */
@@ -76,9 +76,15 @@ export class AnsweredCarrierEvents {
     );
     const row = rows[0];
     if (row.id !== id) return { status: 'duplicate', reply: row.reply };
-    const answer = await respond(event, tx, { carrierEventId: id, attempt: 1, replay: false, receivedAt: row.created_at });
-    // processed_at IS NULL: the row this transaction just inserted, answered once.
-    await exec(tx, `UPDATE carrier_events SET reply = $2, note = left($3, 2000), processed_at = now(), attempts = 1 WHERE id = $1 AND processed_at IS NULL`, [id, answer.reply, answer.note ?? null]);
+    const { context, mark } = handlerContext({ carrierEventId: id, attempt: 1, replay: false, receivedAt: row.created_at });
+    const answer = await respond(event, tx, context);
+    // processed_at IS NULL: the row this transaction just inserted, answered once (with the responder's fragments).
+    await exec(
+      tx,
+      mark.text(`UPDATE carrier_events SET reply = ${mark.param(answer.reply)}, note = left(${mark.param(answer.note ?? null)}, 2000), processed_at = now(), attempts = 1
+                  WHERE id = ${mark.param(id)} AND processed_at IS NULL`),
+      mark.params,
+    );
     return { status: 'accepted', reply: answer.reply };
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable, Logger, SetMetadata, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import type { Tx } from '../../platform/database/tx.js';
-import type { CteStatement } from '../../platform/database/cte-statement.js';
+import { CteStatement } from '../../platform/database/cte-statement.js';
 import { HANDLED_KINDS, type NormalizedEvent } from '../../carriers/normalized-event.js';
 import { findDecoratedMethods, UniqueRegistry } from '../../platform/registry.js';
 
@@ -24,6 +24,22 @@ export interface CarrierEventContext {
   replay: boolean;
   /** When ingest stored it: the event's place in arrival order (never the carrier's clock). */
   receivedAt: Date;
+  /**
+   * Adds a write to the statement that marks this event processed once the handler has returned
+   * (CTE fragments over the caller's own tables): a write that only records what the handler did
+   * (a call's timeline entry) then costs no round trip of its own. It commits or rolls back with
+   * the handler's work, and runs after it: nothing the handler reads may depend on it.
+   */
+  withProcessedMark(fragment: (stmt: CteStatement) => void): void;
+}
+
+/**
+ * A handler's context for one run, and the statement its withProcessedMark fragments go into:
+ * the runner ends that statement with the UPDATE that marks the event processed (processedMarkSql).
+ */
+export function handlerContext(fields: Omit<CarrierEventContext, 'withProcessedMark'>): { context: CarrierEventContext; mark: CteStatement } {
+  const mark = new CteStatement();
+  return { context: { ...fields, withProcessedMark: (fragment) => fragment(mark) }, mark };
 }
 
 /**

@@ -9,6 +9,7 @@ import { CteStatement } from '../../platform/database/cte-statement.js';
 import { buildBatchStatement, buildOneStatement } from './one-statement-build.js';
 import {
   CarrierEventHandlers,
+  handlerContext,
   NotHandledYetError,
   RetryLaterError,
   type BatchCarrierEventHandler,
@@ -234,10 +235,12 @@ export class CarrierEventProcessor {
     // Beside other events' work, a savepoint, so a failed handler's partial writes go while the
     // others stay, the outcome is still recorded and the job still completes in this transaction.
     if (!alone) await exec(tx, 'SAVEPOINT carrier_event_handler');
-    let note: string | void;
     try {
+      const { context, mark } = handlerContext({ carrierEventId: id, attempt: row.attempts + 1, replay, receivedAt: row.created_at });
+      const note = await handler(event as never, tx, context);
+      // In the try: the handler's fragments ride in this statement, and their failure is its own.
+      await this.markProcessed(tx, id, note || null, mark);
       // No RELEASE on success: COMMIT ends the savepoint anyway, and it would cost a round trip.
-      note = await handler(event as never, tx, { carrierEventId: id, attempt: row.attempts + 1, replay, receivedAt: row.created_at });
     } catch (err) {
       if (isTransient(err)) throw err;
       if (!alone) await exec(tx, 'ROLLBACK TO SAVEPOINT carrier_event_handler');
@@ -250,7 +253,6 @@ export class CarrierEventProcessor {
       }
       return this.recordFailure(tx, id, event.kind, row.age_ms, err);
     }
-    await this.markProcessed(tx, id, note || null);
     return { id, outcome: 'processed' };
   }
 
@@ -316,14 +318,15 @@ export class CarrierEventProcessor {
     return ceiling / 2 + Math.random() * (ceiling / 2);
   }
 
-  private async markProcessed(tx: Tx, id: string, note: string | null): Promise<void> {
+  /** `mark`: the statement the handler's withProcessedMark fragments went into (none: a new one). */
+  private async markProcessed(tx: Tx, id: string, note: string | null, mark = new CteStatement()): Promise<void> {
     // Only an unprocessed event becomes processed (we hold its row lock since the SELECT); an
     // event that waited for a handler stops waiting in this same statement.
     await exec(
       tx,
-      `UPDATE carrier_events SET processed_at = now(), error = NULL, note = $2, attempts = attempts + 1, unhandled_since = NULL
-        WHERE id = $1 AND processed_at IS NULL`,
-      [id, note],
+      mark.text(`UPDATE carrier_events SET processed_at = now(), error = NULL, note = ${mark.param(note)}, attempts = attempts + 1, unhandled_since = NULL
+        WHERE id = ${mark.param(id)} AND processed_at IS NULL`),
+      mark.params,
     );
   }
 

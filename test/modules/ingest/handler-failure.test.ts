@@ -95,6 +95,43 @@ describe("a carrier event's handler failing without a savepoint", () => {
     expect(await effects(id)).toBe(1);
   });
 
+  /** message.status handled by a handler that adds its write to the processed mark, then fails with `err` (none: it succeeds). */
+  function handlerWritingWithMark(err?: Error): void {
+    undo.push(
+      t.app.app.get(CarrierEventHandlers).override('message.status', async (_event, _tx, context) => {
+        context.withProcessedMark((stmt) => stmt.with('test_effect', `INSERT INTO test_effects VALUES (${stmt.param(context.carrierEventId)})`));
+        if (err) throw err;
+      }),
+    );
+  }
+
+  it('a write a handler adds with withProcessedMark rides in the statement that marks its event processed: no round trip of its own', async () => {
+    handlerWritingWithMark();
+    const id = await ingest();
+    const { result, texts } = await captured(() => run(id));
+    expect(result).toBe('completed');
+    expect(transactions(texts)).toEqual([
+      'START TRANSACTION',
+      'UPDATE outbox_jobs SET completed_at = no',
+      'SELECT e.normalized, e.attempts, e.proce',
+      'WITH test_effect AS (INSERT INTO test_ef',
+      'COMMIT',
+    ]);
+    expect(texts.find((text) => text.startsWith('WITH test_effect'))).toMatch(/\) UPDATE carrier_events SET processed_at = now\(\)/);
+    expect(await event(id)).toMatchObject({ processed: true, error: null, attempts: 1 });
+    expect(await effects(id)).toBe(1);
+  });
+
+  it('a handler that adds a write with withProcessedMark and then fails: the write is never sent, the failure is recorded', async () => {
+    handlerWritingWithMark(new Error('handler bug after its mark write'));
+    const id = await ingest();
+    const { result, texts } = await captured(() => run(id));
+    expect(result).toBe('completed');
+    expect(texts.some((text) => text.includes('test_effects'))).toBe(false);
+    expect(await event(id)).toMatchObject({ processed: false, error: 'handler bug after its mark write', attempts: 1 });
+    expect(await effects(id)).toBe(0);
+  });
+
   it("a handler that fails alone: its writes roll back whole, and its outcome is recorded with the job's claim in a second transaction", async () => {
     handler(async () => new Error('handler bug'));
     const id = await ingest();

@@ -38,6 +38,22 @@ export interface LockedCall {
  * what the guard sees. They change rows and return what changed; deciding, billing and announcing
  * are CallFlow's, in the same transaction.
  */
+const columnsOf = (list: string) => list.split(',').map((column) => column.trim());
+const LEG_COLUMN_NAMES = columnsOf(LEG_COLUMNS);
+/** A call's columns and its leg's in one row: the call's as they are, the leg's prefixed `leg_`. */
+const CALL_COLUMNS_OF_C = columnsOf(CALL_COLUMNS).map((column) => `c.${column}`).join(', ');
+const LEG_COLUMNS_AS_PREFIXED = LEG_COLUMN_NAMES.map((column) => `l.${column} AS leg_${column}`).join(', ');
+
+function splitCallAndLeg(row: CallRow & Record<string, unknown>): { call: CallRow; leg: LegRow } {
+  const call = { ...row };
+  const leg: Record<string, unknown> = {};
+  for (const column of LEG_COLUMN_NAMES) {
+    leg[column] = row[`leg_${column}`];
+    delete (call as Record<string, unknown>)[`leg_${column}`];
+  }
+  return { call, leg: leg as unknown as LegRow };
+}
+
 @Injectable()
 export class CallTransitions {
   /** A new call, once per carrier call however often its first event comes; undefined when it exists. */
@@ -63,12 +79,24 @@ export class CallTransitions {
     return rows[0];
   }
 
-  /** The call and the leg our client_state names, the call locked; undefined when no such leg of ours exists. */
+  /**
+   * The call and the leg our client_state names, both locked (call first, then leg: the order in
+   * which every call transaction takes them; one that locks a leg alone never waits for its call
+   * after); undefined when no such leg of ours exists. One statement: a row it had to wait for is
+   * locked and returned at its latest version (READ COMMITTED re-reads a locked row after the
+   * wait), so both rows are as their last holder committed. The leg is locked too for that
+   * reason: a row only joined, not locked, would come from the snapshot taken before the wait.
+   */
   async lockByLeg(tx: Tx, carrier: CarrierName, leg: { callId: string; target: number; attempt: number }): Promise<LockedCall | undefined> {
-    const { rows } = await exec<CallRow>(tx, `SELECT ${CALL_COLUMNS} FROM calls WHERE id = $1 AND carrier = $2 FOR UPDATE`, [leg.callId, carrier]);
-    if (!rows[0]) return undefined;
-    const legs = await exec<LegRow>(tx, `SELECT ${LEG_COLUMNS} FROM call_legs WHERE call_id = $1 AND target_index = $2 AND attempt = $3`, [leg.callId, leg.target, leg.attempt]);
-    return legs.rows[0] ? { call: rows[0], leg: legs.rows[0] } : undefined;
+    const { rows } = await exec<CallRow & Record<string, unknown>>(
+      tx,
+      `SELECT ${CALL_COLUMNS_OF_C}, ${LEG_COLUMNS_AS_PREFIXED}
+         FROM calls c JOIN call_legs l ON l.call_id = c.id AND l.target_index = $3 AND l.attempt = $4
+        WHERE c.id = $1 AND c.carrier = $2
+          FOR UPDATE OF c FOR NO KEY UPDATE OF l`,
+      [leg.callId, carrier, leg.target, leg.attempt],
+    );
+    return rows[0] && splitCallAndLeg(rows[0]);
   }
 
   async lockById(tx: Tx, callId: string): Promise<CallRow | undefined> {

@@ -6,6 +6,7 @@ import type { CallRow } from '../../../src/modules/calls/call-view.js';
 import { startPlan } from '../../../src/modules/sequential-ring/ring-plan.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { pausePoint } from '../../support/pause.js';
+import { waitFor } from '../../support/wait.js';
 import { withTestApp } from '../../support/with-test-app.js';
 
 /**
@@ -113,6 +114,51 @@ describe('call guards under interleaving', () => {
     const named = () => uow().run((tx) => transitions().claimLegControl(tx, call.leg0, 'v3:leg-0'));
     const [legsUp, control] = await interleave('call_legs', `NEW.id = '${call.leg0}' AND NEW.ended_at IS NOT NULL`, close, named);
     expect([legsUp, control]).toEqual([[], { ours: true, over: true }]);
+  });
+
+  /**
+   * `first` held after its UPDATE of a call_legs row matching `when`; lockByLeg of leg0 started and
+   * seen waiting on a row lock (pg_stat_activity) before `first` commits: what it returns is read
+   * after that wait, not from a snapshot taken before it.
+   */
+  async function lockByLegBehind<A>(call: CallRow & { leg0: string }, when: string, first: () => Promise<A>) {
+    const pause = await pausePoint(t.db.url, { table: 'call_legs', on: 'UPDATE', when });
+    await pause.hold();
+    try {
+      const held = first();
+      await pause.waitUntilPaused();
+      const locked = uow().run((tx) => transitions().lockByLeg(tx, 'telnyx', { callId: call.id, target: 0, attempt: 1 }));
+      await waitFor(
+        () => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM calls c JOIN call_legs l%'`),
+        (n) => n === 1,
+        { what: 'lockByLeg waiting on a row lock' },
+      );
+      await pause.release();
+      await held;
+      return await locked;
+    } finally {
+      await pause.remove();
+    }
+  }
+
+  it("lockByLeg behind a transaction holding the call that ends the leg: it waits, then returns the leg as that one committed it", async () => {
+    const call = await ringingCall();
+    const endLegUnderCallLock = () => uow().run(async (tx) => {
+      await transitions().lockById(tx, call.id);
+      return transitions().endLeg(tx, call.leg0, new Date().toISOString(), 'normal_clearing');
+    });
+    const found = await lockByLegBehind(call, `NEW.id = '${call.leg0}' AND NEW.ended_at IS NOT NULL`, endLegUnderCallLock);
+    expect(found?.call.id).toBe(call.id);
+    expect(found?.leg).toMatchObject({ id: call.leg0, status: 'ended', hangup_cause: 'normal_clearing' });
+    expect(found?.leg.ended_at).not.toBeNull();
+  });
+
+  it('lockByLeg behind a transaction holding only the leg (a dial\'s answer naming it): it waits, then returns the leg as named', async () => {
+    const call = await ringingCall();
+    const named = () => uow().run((tx) => transitions().claimLegControl(tx, call.leg0, 'v3:leg-0'));
+    const found = await lockByLegBehind(call, `NEW.id = '${call.leg0}' AND NEW.control_id IS NOT NULL`, named);
+    expect(found?.leg).toMatchObject({ id: call.leg0, control_id: 'v3:leg-0' });
+    expect(found?.call).not.toHaveProperty('leg_id');
   });
 
   it('the hangup guard: two hangups at once end the call once and bill it once', async () => {

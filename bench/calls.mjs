@@ -290,10 +290,9 @@ try {
     return n + (s.dials.length - tries.size) + s.dials.filter((d) => d.target > 2 || d.attempt > 1).length;
   }, 0);
   const legsPerCall = [...sessions.values()].map((s) => s.dials.length);
-  const [{ usage, events, carrierEvents, retries, orderWaits, jobRetries }] = (await pool.query(
+  const [{ usage, events, carrierEvents, retries, jobRetries }] = (await pool.query(
     `SELECT (SELECT count(*) FROM usage_records WHERE kind = 'call_minutes')::int AS usage, (SELECT count(*) FROM outbound_events WHERE type = 'call.completed')::int AS events,
             (SELECT count(*) FROM carrier_events)::int AS "carrierEvents", (SELECT coalesce(sum(attempts - 1), 0) FROM carrier_events WHERE attempts > 1)::int AS retries,
-            (SELECT coalesce(sum(order_waits), 0) FROM carrier_events)::int AS "orderWaits",
             (SELECT count(*) FROM outbox_jobs WHERE attempts > 1 OR last_error IS NOT NULL)::int AS "jobRetries"`,
   )).rows;
   // Where a hand-off's time goes, from the first of its two leg hangups: sent → stored (ingest's
@@ -327,7 +326,7 @@ try {
   console.log(`| legs dialed per call (min / max) | ${Math.min(...legsPerCall)} / ${Math.max(...legsPerCall)} |`);
   console.log(`| calls not bridged exactly once | ${bridgedTwice} |`);
   console.log(`| call_minutes usage rows / call.completed events (warm-up included: ${WARMUP + CALLS * ROUNDS} calls) | ${usage} / ${events} |`);
-  console.log(`| (warm-up included) carrier events stored / retried for a call not recorded yet / turns given to an earlier event of the call | ${carrierEvents} / ${retries} / ${orderWaits} |`);
+  console.log(`| (warm-up included) carrier events stored / retried for a call not recorded yet | ${carrierEvents} / ${retries} |`);
   console.log(`| jobs BullMQ had to run again (infrastructure errors: pool timeouts, deadlocks) | ${jobRetries} |`);
   console.log(`| pool connect timeouts / deadlocks in the app's log${spare ? ' (both processes)' : ''} / deadlocks PostgreSQL counted in this database | ${await troublesCell(spare ? [app, spare] : [app], pool)} |`);
   console.log(`| hand-off stages p50 / p99: hangup sent → stored | ${p(stages.stored)} ms |`);

@@ -30,7 +30,9 @@ export async function exec<T = Record<string, unknown>>(
 ): Promise<QueryResult<T>> {
   const runner = manager.queryRunner ?? manager.connection.createQueryRunner();
   try {
-    const name = preparedName(manager.connection, sql);
+    // A text without parameters keeps the simple protocol, as before: it may hold several
+    // statements (a migration's file), and it is rarely a hot one.
+    const name = params.length > 0 ? preparedName(manager.connection, sql) : undefined;
     if (name) {
       // TypeORM's query takes no statement name: pg's own config object on the runner's client.
       const client = (await runner.connect()) as PgClient;

@@ -59,6 +59,16 @@ describe('exec: named prepared statements', () => {
     expect(isUniqueViolation(err)).toBe(true);
   });
 
+  it('a text without parameters keeps the simple protocol: unnamed, and it may hold several statements', async () => {
+    const listed = await prepared.transaction(async (manager) => {
+      const tx = manager as Tx;
+      await exec(tx, 'CREATE TEMP TABLE several_probe (n int); INSERT INTO several_probe VALUES (1), (2)');
+      expect((await exec<{ n: number }>(tx, 'SELECT count(*)::int AS n FROM several_probe')).rows).toEqual([{ n: 2 }]);
+      return preparedOnThisConnection(tx);
+    });
+    expect(listed.filter((row) => row.statement.includes('several_probe'))).toEqual([]);
+  });
+
   it('a data source not marked to prepare (DATABASE_PREPARED_STATEMENTS=false) runs every statement unnamed', async () => {
     const listed = await unnamed.transaction(async (manager) => {
       const tx = manager as Tx;

@@ -8,7 +8,7 @@ import { assignNumbersIn } from './numbers.js';
 import { telnyxSigner, type TelnyxSigner } from './carrier-signing.js';
 import { freePort } from './ports.js';
 import { RoleProcess, waitHttpOk } from './processes.js';
-import { runCliHere } from './run-cli.js';
+import { runCliHere, warmCliHost } from './run-cli.js';
 
 /**
  * The built program as real processes on one database and one Redis: apis, relays and
@@ -23,6 +23,8 @@ export interface ClusterOptions {
   relays?: number;
   /** The port the first api will listen on, when something must know it first (a sandbox calling back). */
   port?: number;
+  /** The test runs CLI commands on the cluster (expectVerified): the file's CLI host boots with its processes, not at the first command. */
+  cli?: boolean;
 }
 
 export interface Cluster {
@@ -76,6 +78,7 @@ export async function startCluster(databaseUrl: string, redisUrl: string, extraE
   const apis = ports.map((p) => new RoleProcess('api', { ...env, PORT: String(p) }).start());
   const relays = Array.from({ length: options.relays ?? 1 }, () => new RoleProcess('relay', env).start());
   const workers = Array.from({ length: options.workers ?? 2 }, () => new RoleProcess('worker', env).start());
+  if (options.cli) warmCliHost();
   // Teardown kills every process at once (SIGKILL): no test asserts on a cluster's graceful
   // stop, which held each afterAll 0.3-0.8 s while the relay and workers finished what they held.
   const stopAll = async () => {

@@ -1,10 +1,14 @@
 import { expect } from '@jest/globals';
+import { DataSource } from 'typeorm';
+import { AccountsService } from '../../src/modules/accounts/accounts.service.js';
+import { migrate } from '../../src/platform/database/migrator.js';
+import { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
 import { ApiClient } from './api-client.js';
 import { assignNumbersIn } from './numbers.js';
 import { telnyxSigner, type TelnyxSigner } from './carrier-signing.js';
 import { freePort } from './ports.js';
 import { RoleProcess, waitHttpOk } from './processes.js';
-import { runCliHere } from './run-cli.js';
+import { runCliHere, warmCliHost } from './run-cli.js';
 
 /**
  * The built program as real processes on one database and one Redis: apis, relays and
@@ -19,6 +23,8 @@ export interface ClusterOptions {
   relays?: number;
   /** The port the first api will listen on, when something must know it first (a sandbox calling back). */
   port?: number;
+  /** The test runs CLI commands on the cluster (expectVerified): the file's CLI host boots with its processes, not at the first command. */
+  cli?: boolean;
 }
 
 export interface Cluster {
@@ -36,6 +42,7 @@ export interface Cluster {
   telnyx: TelnyxSigner;
   /** What every process of the cluster (and its CLI) runs with. */
   env: Record<string, string>;
+  /** Teardown: every process SIGKILLed at once; resolves when all have exited. */
   stopAll(): Promise<void>;
 }
 
@@ -63,25 +70,36 @@ export async function startCluster(databaseUrl: string, redisUrl: string, extraE
     MESSAGE_SEND_RATE_DEFAULT: '1000',
     ...extraEnv,
   };
-  const migrated = await runCliHere(['migrate', '--json'], env);
-  expect(migrated.code).toBe(0);
+  // What `onceline migrate` runs (the CLI's own tests cover the command), in this process: the
+  // file's CLI host would cost 1.6-2 s of boot here, before any process of the cluster starts.
+  await migrate(env.DATABASE_URL);
   const ports = [port];
   while (ports.length < (options.apis ?? 1)) ports.push(await freePort());
   const apis = ports.map((p) => new RoleProcess('api', { ...env, PORT: String(p) }).start());
   const relays = Array.from({ length: options.relays ?? 1 }, () => new RoleProcess('relay', env).start());
   const workers = Array.from({ length: options.workers ?? 2 }, () => new RoleProcess('worker', env).start());
+  if (options.cli) warmCliHost();
+  // Teardown kills every process at once (SIGKILL): no test asserts on a cluster's graceful
+  // stop, which held each afterAll 0.3-0.8 s while the relay and workers finished what they held.
   const stopAll = async () => {
-    await Promise.all([...apis, ...relays, ...workers].map((p) => p.stop()));
+    await Promise.all([...apis, ...relays, ...workers].map((p) => p.kill()));
   };
   const urls = ports.map((p) => `http://127.0.0.1:${p}`);
   const url = urls[0];
   let customer: ApiClient;
   try {
-    for (const u of urls) await waitHttpOk(`${u}/health/live`);
-    const created = await runCliHere(['accounts:create', '--name', 'chaos', '--json'], env);
-    const { account, api_key } = JSON.parse(created.stdout);
+    // The customer and its numbers are made while the processes boot: they need the database, not them.
+    const [{ account, api_key }] = await Promise.all([
+      (async () => {
+        const created = await createAccountIn(env.DATABASE_URL, 'chaos');
+        await assignNumbersIn(env.DATABASE_URL, created.account.id, options.numbers ?? [], 'telnyx');
+        return created;
+      })(),
+      (async () => {
+        for (const u of urls) await waitHttpOk(`${u}/health/live`);
+      })(),
+    ]);
     customer = new ApiClient(url, account.id, api_key);
-    await assignNumbersIn(env.DATABASE_URL, account.id, options.numbers ?? [], 'telnyx');
   } catch (err) {
     // A cluster that never came up stops its own processes: nobody else holds them yet.
     await stopAll();
@@ -102,6 +120,18 @@ export async function startCluster(databaseUrl: string, redisUrl: string, extraE
   };
 }
 
+/**
+ * An account and its first API key as `onceline accounts:create` makes them (the same service
+ * method, on a connection of the test's own): no CLI command on the path of every cluster start.
+ */
+async function createAccountIn(databaseUrl: string, name: string): Promise<{ account: { id: string }; api_key: string }> {
+  const dataSource = await new DataSource({ type: 'postgres', url: databaseUrl, entities: [] }).initialize();
+  try {
+    return await new AccountsService(new UnitOfWork(dataSource), dataSource).createAccount(name);
+  } finally {
+    await dataSource.destroy();
+  }
+}
 
 /** The promise as an auditor checks it where it runs: `onceline verify` finds every invariant holding. */
 export async function expectVerified(cluster: Cluster): Promise<void> {

@@ -40,7 +40,7 @@ describe('calls under chaos: workers killed mid-plan, every call webhook duplica
       db.url,
       TEST_REDIS_URL,
       { TELNYX_API_URL: `${sandbox.url}/v2`, TELNYX_PUBLIC_KEY: telnyxDevKeyPair(SEED).publicKey, DIAL_JOIN_TIMEOUT_SECONDS: '20' },
-      { numbers: [OUR_NUMBER], port },
+      { numbers: [OUR_NUMBER], port, cli: true },
     );
   }, 120_000);
   afterAll(async () => {

@@ -87,7 +87,7 @@ describe('chaos: SIGKILL of workers and the relay mid-burst', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    cluster = await startCluster(db.url, TEST_REDIS_URL, {}, { numbers: [OUR_NUMBER] });
+    cluster = await startCluster(db.url, TEST_REDIS_URL, {}, { numbers: [OUR_NUMBER], cli: true });
   });
   afterAll(async () => {
     await cluster?.stopAll();
@@ -118,7 +118,7 @@ describe('chaos: Redis killed and restarted empty mid-burst', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     redis = await startPrivateRedis();
-    cluster = await startCluster(db.url, redis.url, {}, { numbers: [OUR_NUMBER] });
+    cluster = await startCluster(db.url, redis.url, {}, { numbers: [OUR_NUMBER], cli: true });
   });
   afterAll(async () => {
     await cluster?.stopAll();
@@ -152,7 +152,7 @@ describe('chaos: Postgres stopped mid-burst', () => {
     pgServer = await startPrivatePostgres();
     const url = new URL(pgServer.baseUrl);
     url.pathname = '/onceline_chaos';
-    cluster = await startCluster(url.toString(), TEST_REDIS_URL, {}, { numbers: [OUR_NUMBER] });
+    cluster = await startCluster(url.toString(), TEST_REDIS_URL, {}, { numbers: [OUR_NUMBER], cli: true });
     const pg = (await import('pg')).default;
     counter = {
       async count(sql, params = []) {
@@ -199,7 +199,7 @@ describe('chaos: 50 concurrent duplicates of one receipt', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     carrier = await new FakeCarrier().start();
-    cluster = await startCluster(db.url, TEST_REDIS_URL, carrier.env(), { numbers: [OUR_NUMBER] });
+    cluster = await startCluster(db.url, TEST_REDIS_URL, carrier.env(), { numbers: [OUR_NUMBER], cli: true });
   });
   afterAll(async () => {
     await cluster?.stopAll();

@@ -91,7 +91,7 @@ describe('several processes of each role: two apis, two relays, two workers on o
       db.url,
       TEST_REDIS_URL,
       { ...carrier.env(), QUEUE_PREFIX: `multi_${randomBytes(4).toString('hex')}` },
-      { numbers: [OUR_NUMBER], apis: 2, relays: 2, workers: 2 },
+      { numbers: [OUR_NUMBER], apis: 2, relays: 2, workers: 2, cli: true },
     );
   }, 120_000);
   afterAll(async () => {

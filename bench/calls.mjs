@@ -337,7 +337,7 @@ try {
   if (spare) {
     const resumed = (list) => (list.length ? `${list.length}: ${fmt(percentile(list, 50))} / ${fmt(Math.max(...list))} ms` : '0');
     const env = JSON.parse(process.env.BENCH_APP_ENV ?? '{}');
-    console.log(`| SIGKILL of the process handling the calls, ${SIGKILL_AFTER_MS} ms into the ${ROUNDS > 1 ? 'last ' : ''}round (after-commit lease ${env.WORKER_AFTER_COMMIT_GRACE_SECONDS ?? 'default'} s); the carrier fails over to a second process | |`);
+    console.log(`| SIGKILL of the process handling the calls, ${SIGKILL_AFTER_MS} ms into the ${ROUNDS > 1 ? 'last ' : ''}round (after-commit lease ${env.WORKER_AFTER_COMMIT_GRACE_SECONDS ?? 'default, 6'} s); the carrier fails over to a second process | |`);
     console.log(`| … hand-offs the kill cut across: count: kill → next dial p50 / max | ${resumed(resumedAfterKill.handOff)} |`);
     console.log(`| … answers the kill cut across: count: kill → bridge p50 / max | ${resumed(resumedAfterKill.bridge)} |`);
     console.log(`| … call starts the kill cut across: count: kill → first dial p50 / max | ${resumed(resumedAfterKill.firstDial)} |`);

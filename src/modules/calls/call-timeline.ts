@@ -28,14 +28,16 @@ export class CallTimeline {
   /**
    * The entry as a CTE of `stmt`: the statement that marks its carrier event processed
    * (CarrierEventContext.withProcessedMark), so it commits with the handler's work at no round trip
-   * of its own. UNIQUE(carrier_event_id) keeps one entry per stored event: the first recorded.
+   * of its own. One entry per stored event (UNIQUE(carrier_event_id)): the first recorded, as when
+   * each entry was a statement of its own; a second one for the same statement is left out, since
+   * the CTEs of one statement run in no set order.
    */
   recordIn(
     stmt: CteStatement,
     entry: { callId: string; carrierEventId: string; eventType: string; leg: string | null; outcome: FlowOutcome; note?: string; occurredAt: string; receivedAt: Date },
   ): void {
-    let name = 'call_timeline_entry';
-    for (let n = 2; stmt.has(name); n++) name = `call_timeline_entry_${n}`;
+    const name = 'call_timeline_entry';
+    if (stmt.has(name)) return;
     const values = [entry.callId, entry.carrierEventId, entry.eventType, entry.leg, entry.outcome, entry.note ?? null, entry.occurredAt, entry.receivedAt].map((value) => stmt.param(value));
     stmt.with(
       name,

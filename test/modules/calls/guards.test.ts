@@ -150,7 +150,7 @@ describe('call guards under interleaving', () => {
     const found = await lockByLegBehind(call, `NEW.id = '${call.leg0}' AND NEW.ended_at IS NOT NULL`, endLegUnderCallLock);
     expect(found?.call.id).toBe(call.id);
     expect(found?.leg).toMatchObject({ id: call.leg0, status: 'ended', hangup_cause: 'normal_clearing' });
-    expect(found?.leg.ended_at).not.toBeNull();
+    expect(found?.leg?.ended_at).not.toBeNull();
   });
 
   it('lockByLeg behind a transaction holding only the leg (a dial\'s answer naming it): it waits, then returns the leg as named', async () => {

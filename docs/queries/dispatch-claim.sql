@@ -6,8 +6,7 @@ WITH locked AS (SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS
               (m.auto_reply IS NULL AND m.status = ANY($3::text[]) AND EXISTS (SELECT FROM message_opt_outs o JOIN accounts oa ON oa.id = o.account_id
                    WHERE o.account_id = m.account_id AND o.handset = m.to_number AND o.opted_out
                      AND o.our_number = CASE oa.opt_out_scope WHEN 'account' THEN '*' ELSE m.from_number END)) AS refused,
-              (m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now())) AS reclaim,
-              ((m.status = ANY($3::text[]) OR (m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now()))) AND p.id IS NOT NULL AND (m.send_slot IS NULL OR m.send_slot < p.send_paused_until)) AS needs_slot
+              (m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now())) AS reclaim
          FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.status IN ('ordering', 'active', 'releasing')
         WHERE m.id = $1::text AND m.direction = 'outbound' AND m.status = ANY($2::text[]) FOR UPDATE OF m SKIP LOCKED),
 num AS (SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until, p.opt_out_seq AS locked_seq
@@ -20,7 +19,7 @@ paced AS (SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.w
                  CROSS JOIN LATERAL (SELECT clock_timestamp() AS clk) c
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + l.burst AS within_burst) b
                  CROSS JOIN LATERAL (
-                   SELECT CASE WHEN n.num_id IS NOT NULL AND n.locked_seq = l.seen_seq AND (l.needs_slot OR (l.held_slot <= c.clk + l.burst AND NOT b.within_burst))
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND n.locked_seq = l.seen_seq AND (l.held_slot IS NULL OR l.held_slot < n.send_paused_until OR (l.held_slot <= c.clk + l.burst AND NOT b.within_burst))
                                THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - l.burst) END AS new_slot
                  ) x) d),
 num_moved AS (UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL THEN pc.new_slot + pc.spacing ELSE p.next_send_at END,

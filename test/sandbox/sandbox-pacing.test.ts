@@ -46,8 +46,19 @@ describe('pacing and opt-outs against the carrier sandbox', () => {
   };
   const allSent = (ids: string[]) =>
     waitFor(() => count(`SELECT count(*) FROM messages WHERE id = ANY($1) AND status IN ('sent', 'delivered')`, [ids]), (n) => n === ids.length, {
-      timeoutMs: 60_000,
+      timeoutMs: 40_000,
       what: `${ids.length} messages sent`,
+    }).catch(async (err: Error) => {
+      // What the messages still waiting were doing, and their jobs: a stall explains itself.
+      const waiting = await db.pool.query(
+        `SELECT m.id, m.status, m.claimed_until, m.send_slot, clock_timestamp() AS now,
+                (SELECT json_agg(json_build_object('job', j.job_id, 'run_at', j.run_at, 'relayed_at', j.relayed_at, 'redrive_at', j.redrive_at, 'completed_at', j.completed_at, 'attempts', j.attempts, 'error', j.last_error) ORDER BY j.created_at) FROM outbox_jobs j WHERE j.data->>'messageId' = m.id) AS jobs,
+                (SELECT json_agg(h.status || '@' || h.at ORDER BY h.at) FROM message_status_history h WHERE h.message_id = m.id) AS history
+           FROM messages m WHERE m.id = ANY($1) AND m.status NOT IN ('sent', 'delivered')`,
+        [ids],
+      );
+      const numbers = await db.pool.query(`SELECT phone_number, send_paused_until FROM phone_numbers`);
+      throw new Error(`${err.message}\nwaiting: ${JSON.stringify(waiting.rows, null, 1)}\nnumbers: ${JSON.stringify(numbers.rows)}\nsandbox: ${JSON.stringify((await sandbox.stats()).sends)}`);
     });
   /** Per message: its usage rows and message.sent events, where either is not exactly 1. */
   const notOnce = (ids: string[]) =>

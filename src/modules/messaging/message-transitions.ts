@@ -181,8 +181,7 @@ export class MessageTransitions {
     // the confirmation, sent whatever the consent). `reclaim`: `sending` under a lease that ended
     // or was given back (the run holding it died, stalled or failed): taken again, and paced like
     // any send (a recovery that sends at once would burst: every lease a dead worker held ends
-    // together). `needs_slot`: to be sent (waiting, or a reclaim), from a number we hold, with no
-    // slot yet, or one that fell inside a carrier's pause (429 Retry-After) since.
+    // together).
     const reclaim = `(m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now()))`;
     stmt.with(
       'locked',
@@ -190,8 +189,7 @@ export class MessageTransitions {
               p.opt_out_seq AS seen_seq,
               make_interval(secs => (m.segments / ${rate})::float8) AS spacing, ${burstToleranceSql(rate)} AS burst,
               (m.auto_reply IS NULL AND m.status = ANY(${waiting}) AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')}) AS refused,
-              ${reclaim} AS reclaim,
-              ((m.status = ANY(${waiting}) OR ${reclaim}) AND p.id IS NOT NULL AND (m.send_slot IS NULL OR m.send_slot < p.send_paused_until)) AS needs_slot
+              ${reclaim} AS reclaim
          FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.${HELD}
         WHERE m.id = ${id} AND m.direction = 'outbound' AND m.status = ANY(${unsent}) ${lockMessage}`,
     );
@@ -210,11 +208,14 @@ export class MessageTransitions {
     );
     // The decision, from the locked row. `within_burst`: the sends claimed so far, spaced at the
     // rate, leave room for one more now. A new slot: after the number's last one, never inside a
-    // pause, and no sooner than the burst allowance leaves room; taken by a message without one,
-    // and by one whose slot fell due together with others (jobs ran late) and finds no room (it
-    // goes behind the queue rather than every such message waking at the same moment). `due`: the
-    // slot is at most the burst allowance ahead (a slot that close is sent now, never through a
-    // relay pass: sending it early stays within the burst bound) and the number is not paused.
+    // pause, and no sooner than the burst allowance leaves room; taken by a message to be sent (the
+    // number's row is locked only for those) without one, by one whose slot fell inside a carrier's
+    // pause (429 Retry-After: read from the locked row, for a pause committed while this statement
+    // waited for it is one its snapshot cannot see), and by one whose slot fell due together with
+    // others (jobs ran late) and finds no room (it goes behind the queue rather than every such
+    // message waking at the same moment). `due`: the slot is at most the burst allowance ahead (a
+    // slot that close is sent now, never through a relay pass: sending it early stays within the
+    // burst bound) and the number is not paused.
     // `may_send`: waiting or a reclaim, due, with room in the burst.
     stmt.with(
       'paced',
@@ -226,7 +227,7 @@ export class MessageTransitions {
                  CROSS JOIN LATERAL (SELECT clock_timestamp() AS clk) c
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + l.burst AS within_burst) b
                  CROSS JOIN LATERAL (
-                   SELECT CASE WHEN n.num_id IS NOT NULL AND n.locked_seq = l.seen_seq AND (l.needs_slot OR (l.held_slot <= c.clk + l.burst AND NOT b.within_burst))
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND n.locked_seq = l.seen_seq AND (l.held_slot IS NULL OR l.held_slot < n.send_paused_until OR (l.held_slot <= c.clk + l.burst AND NOT b.within_burst))
                                THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - l.burst) END AS new_slot
                  ) x) d`,
     );

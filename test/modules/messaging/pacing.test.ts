@@ -22,6 +22,8 @@ const PAUSED = '+17735550037';
 const RECOVERED = '+17735550038';
 const RACED_TX = '+17735550039';
 const ROW_HELD = '+17735550030';
+const PAUSED_RACED = '+17735550029';
+const PAUSED_RACED_TX = '+17735550028';
 const HANDSET = '+13125550031';
 
 /**
@@ -48,7 +50,7 @@ describe('sender pacing', () => {
   const whenSent = (id: string) => waitFor(() => customer.get(`/v2/messages/${id}`), (r) => r.body.data.status === 'sent', { what: `${id} sent` });
 
   beforeAll(async () => {
-    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx', [CLOSE]: 'telnyx', [EXPECT]: 'telnyx', [PAUSED]: 'telnyx', [RECOVERED]: 'telnyx', [RACED_TX]: 'telnyx', [ROW_HELD]: 'telnyx' });
+    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx', [CLOSE]: 'telnyx', [EXPECT]: 'telnyx', [PAUSED]: 'telnyx', [RECOVERED]: 'telnyx', [RACED_TX]: 'telnyx', [ROW_HELD]: 'telnyx', [PAUSED_RACED]: 'telnyx', [PAUSED_RACED_TX]: 'telnyx' });
     ({ db, app, carrier, customer } = pipeline);
     const { body } = await customer.get('/v2/phone_numbers');
     for (const n of body.data) numberIds[n.phone_number] = n.id;
@@ -314,6 +316,42 @@ describe('sender pacing', () => {
     // The paced one goes out at its slot, through the job the claim wrote (and the file ends with nothing in flight).
     await waitFor(() => db.count(`SELECT count(*) FROM messages WHERE id = ANY($1) AND status = 'sent'`, [ids]), (n) => n === 1, { what: 'the paced message sent at its slot' });
   });
+
+  it.each(Object.keys(claimThrough) as (keyof typeof claimThrough)[])(
+    "a claim that waited for the number's row while a carrier 429 paused it (through %s) gives its slot, now inside the pause, a new one after it, with a job due then",
+    async (path) => {
+      const number = path === 'the transaction (claimForDispatch)' ? PAUSED_RACED_TX : PAUSED_RACED;
+      const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+      const id = (await customer.post('/v2/messages', { from: number, to: HANDSET, text: 'slot in a pause', send_at: sendAt })).body.data.id as string;
+      // Planted: its slot is due now (its job runs), and the number is not paused yet.
+      await db.pool.query(`UPDATE messages SET send_slot = now() WHERE id = $1`, [id]);
+
+      const holder = await db.pool.connect();
+      let outcome: Awaited<ReturnType<(typeof claimThrough)[typeof path]>>;
+      try {
+        // A 429 for another message of the number, recorded in the transaction the test holds:
+        // the claim's snapshot is taken before it commits, its lock on the number's row after.
+        await holder.query('BEGIN');
+        await holder.query(`UPDATE phone_numbers SET send_paused_until = now() + interval '30 seconds' WHERE id = $1`, [numberIds[number]]);
+        const claim = claimThrough[path](id);
+        await waitFor(
+          () => db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`),
+          (n) => n >= 1,
+          { what: "the claim waiting on the number's row" },
+        );
+        await holder.query('COMMIT');
+        outcome = await claim;
+      } finally {
+        holder.release();
+      }
+      // Not sent inside the pause, and not left without a job: a new slot after the pause, due then.
+      expect(outcome.kind).toBe('paced');
+      const [row] = (await db.pool.query(`SELECT m.send_slot, p.send_paused_until FROM messages m JOIN phone_numbers p ON p.id = $2 WHERE m.id = $1`, [id, numberIds[number]])).rows;
+      expect(row.send_slot.getTime()).toBeGreaterThanOrEqual(row.send_paused_until.getTime());
+      const jobs = await db.pool.query(`SELECT run_at FROM outbox_jobs WHERE job_id LIKE 'dispatch-' || $1 || '-at-%'`, [id]);
+      expect(jobs.rows.map((j) => j.run_at.getTime())).toEqual([row.send_slot.getTime()]);
+    },
+  );
 
   it('the autocommit claim leaves a message whose row another transaction holds to the transaction that waits for it (its snapshot never predates that wait)', async () => {
     const sendAt = new Date(Date.now() + 86_400_000).toISOString();

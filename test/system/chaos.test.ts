@@ -66,11 +66,17 @@ async function burst(cluster: Cluster, faults: { at: number; run: () => Promise<
 }
 
 async function expectExactlyOnce(db: { count(sql: string, p?: unknown[]): Promise<number> }): Promise<void> {
-  const settled = async () =>
-    (await db.count(`SELECT count(*) FROM messages WHERE direction = 'inbound'`)) === BURST &&
-    (await db.count(`SELECT count(*) FROM carrier_events WHERE processed_at IS NULL`)) === 0 &&
-    (await db.count(`SELECT count(*) FROM outbound_events WHERE type = 'message.received'`)) === BURST;
-  await waitFor(settled, Boolean, { timeoutMs: 120_000, intervalMs: 250, what: `${BURST} inbound messages processed` });
+  // The counts themselves, so a wait that times out says which of them stalled.
+  const progress = async () => ({
+    inbound: await db.count(`SELECT count(*) FROM messages WHERE direction = 'inbound'`),
+    unprocessed: await db.count(`SELECT count(*) FROM carrier_events WHERE processed_at IS NULL`),
+    received: await db.count(`SELECT count(*) FROM outbound_events WHERE type = 'message.received'`),
+  });
+  await waitFor(progress, (p) => p.inbound === BURST && p.unprocessed === 0 && p.received === BURST, {
+    timeoutMs: 120_000,
+    intervalMs: 250,
+    what: `${BURST} inbound messages processed`,
+  });
   expect(await db.count(`SELECT count(*) FROM carrier_events`)).toBe(BURST);
   expect(await db.count(`SELECT count(*) FROM messages WHERE direction = 'inbound'`)).toBe(BURST);
   expect(await db.count(`SELECT count(DISTINCT carrier_message_id) FROM messages WHERE direction = 'inbound'`)).toBe(BURST);

@@ -65,6 +65,9 @@ async function burst(cluster: Cluster, faults: { at: number; run: () => Promise<
   return statuses;
 }
 
+/** A test that waits for the burst (up to 2 min) is given longer, so a stall reports its counts, not jest's timeout. */
+const WAIT_TEST_MS = 180_000;
+
 async function expectExactlyOnce(db: { count(sql: string, p?: unknown[]): Promise<number> }): Promise<void> {
   // The counts themselves, so a wait that times out says which of them stalled.
   const progress = async () => ({
@@ -113,7 +116,7 @@ describe('chaos: SIGKILL of workers and the relay mid-burst', () => {
     expect(cluster.workers[0].starts + cluster.workers[1].starts + cluster.relay.starts).toBe(8);
     await expectExactlyOnce(db);
     await expectVerified(cluster);
-  });
+  }, WAIT_TEST_MS);
 });
 
 describe('chaos: Redis killed and restarted empty mid-burst', () => {
@@ -146,7 +149,7 @@ describe('chaos: Redis killed and restarted empty mid-burst', () => {
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
     await expectExactlyOnce(db);
     await expectVerified(cluster);
-  });
+  }, WAIT_TEST_MS);
 });
 
 describe('chaos: Postgres stopped mid-burst', () => {
@@ -194,7 +197,7 @@ describe('chaos: Postgres stopped mid-burst', () => {
     expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
     await expectExactlyOnce(counter);
     await expectVerified(cluster);
-  });
+  }, WAIT_TEST_MS);
 });
 
 describe('chaos: 50 concurrent duplicates of one receipt', () => {

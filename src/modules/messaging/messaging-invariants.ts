@@ -3,8 +3,10 @@ import { BillableResources, USAGE_ROWS_AUDIT_VIEW } from '../billing/billing-inv
 import type { UsageKind } from '../billing/usage-ledger.js';
 import { CARRIER_EVENTS_AUDIT_VIEW } from '../ingest/ingest-invariants.js';
 import { CUSTOMER_EVENTS_AUDIT_VIEW } from '../webhooks/webhooks-invariants.js';
+import { UNFINISHED_JOBS_AUDIT_VIEW } from '../../platform/outbox/outbox-invariants.js';
 import { Invariants, violations, type Snapshot } from '../../platform/verify/invariants.js';
-import { TERMINAL_STATUSES, type MessageStatus } from './message-view.js';
+import { TERMINAL_STATUSES, UNSENT_STATUSES, type MessageStatus } from './message-view.js';
+import { DispatchMessageJob } from './messaging.jobs.js';
 
 /** Transitions a customer is told about, each as `message.<status>`. */
 const ANNOUNCED_STATUSES: MessageStatus[] = ['sent', 'delivered', 'failed', 'received', 'cancelled'];
@@ -95,6 +97,21 @@ export class MessagingInvariants implements OnModuleInit {
              JOIN message_status_history h ON h.message_id = m.id AND h.status = 'sending' AND h.at > o.changed_at
             WHERE m.direction = 'outbound' AND m.auto_reply IS NULL`,
           [],
+          limit,
+        ),
+    );
+    this.invariants.register(
+      'messaging.unsent_has_dispatch_job',
+      'an outbound message not yet sent (queued, scheduled or sending) has a dispatch job with no outcome yet: nothing waits with nothing left to run it (message ids)',
+      (snapshot, limit) =>
+        violations(
+          snapshot,
+          // Every way a message waits writes its next job in the statement that makes it wait (the
+          // accept, a slot, a 429's pause, a lease's end); a run that holds it holds its own job.
+          `SELECT m.id FROM messages m
+            WHERE m.direction = 'outbound' AND m.status = ANY($1::text[])
+              AND NOT EXISTS (SELECT 1 FROM (${UNFINISHED_JOBS_AUDIT_VIEW}) j WHERE j.name = $2 AND j.data->>'messageId' = m.id)`,
+          [UNSENT_STATUSES, DispatchMessageJob.name],
           limit,
         ),
     );

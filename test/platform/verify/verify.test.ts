@@ -33,6 +33,7 @@ const INVARIANTS = [
   'messaging.one_event_per_transition',
   'messaging.outbound_billed_once',
   'messaging.receipt_implies_terminal',
+  'messaging.unsent_has_dispatch_job',
   'outbox.due_jobs_relayed_in_time',
   'outbox.relayed_jobs_redriven_in_time',
   'webhooks.parked_only_on_disabled_endpoints',
@@ -170,6 +171,28 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
       await expectOnlyBroken('messaging.receipt_implies_terminal', 1, [flow.outbound]);
     } finally {
       await sql(`UPDATE messages SET status = 'delivered' WHERE id = $1`, [flow.outbound]);
+    }
+  }, SLOW);
+
+  it('messaging.unsent_has_dispatch_job: a queued message with no dispatch job left to run it (the stalled send of a 429 raced by a claim), and one whose job failed for good', async () => {
+    await sql(
+      `INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier)
+       VALUES ('msg_planted_stalled', $1, 'outbound', $2, '+13125550009', 'x', 'queued', 1, 'GSM-7', 'telnyx'),
+              ('msg_planted_failed_job', $1, 'outbound', $2, '+13125550009', 'x', 'sending', 1, 'GSM-7', 'telnyx'),
+              ('msg_planted_waiting', $1, 'outbound', $2, '+13125550009', 'x', 'scheduled', 1, 'GSM-7', 'telnyx')`,
+      [flow.accountId, OUR_NUMBER],
+    );
+    // A job that failed for good leaves its message with none; one still due tomorrow keeps it waiting, rightly.
+    await sql(
+      `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at, failed_at) VALUES
+         ('dispatch-msg_planted_failed_job', 'messaging', 'dispatch-message', '{"messageId": "msg_planted_failed_job"}', now(), now()),
+         ('dispatch-msg_planted_waiting', 'messaging', 'dispatch-message', '{"messageId": "msg_planted_waiting"}', now() + interval '1 day', NULL)`,
+    );
+    try {
+      await expectOnlyBroken('messaging.unsent_has_dispatch_job', 2, ['msg_planted_failed_job', 'msg_planted_stalled']);
+    } finally {
+      await sql(`DELETE FROM outbox_jobs WHERE job_id LIKE 'dispatch-msg_planted_%'`);
+      await sql(`DELETE FROM messages WHERE id LIKE 'msg_planted_%'`);
     }
   }, SLOW);
 

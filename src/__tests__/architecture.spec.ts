@@ -130,9 +130,9 @@ describe('the folder tree is the architecture', () => {
     expect(wrong).toEqual([]);
   });
 
-  it('runs SQL one way outside the platform: exec / queryRows (platform/database/tx.ts), never dataSource.query', () => {
+  it('runs SQL one way outside the platform: exec / queryRows (platform/database/tx.ts), never dataSource.query, tx.query or manager.query', () => {
     const wrong = sourceFiles(SRC)
-      .filter((path) => layerOf(relative(SRC, path)) !== 'platform' && /\.dataSource\.query\(/.test(readFileSync(path, 'utf8')))
+      .filter((path) => layerOf(relative(SRC, path)) !== 'platform' && /(\.dataSource|\btx|\bmanager)\.query\(/.test(readFileSync(path, 'utf8')))
       .map((path) => relative(SRC, path));
     expect(wrong).toEqual([]);
   });

@@ -66,7 +66,7 @@ export class AccountsService {
 
   /** The account a billing provider's customer pays for, if any. */
   async accountIdForBillingCustomer(tx: Tx, customerId: string): Promise<string | undefined> {
-    const [row] = await tx.query(`SELECT id FROM accounts WHERE billing_customer_id = $1`, [customerId]);
+    const [row] = await queryRows<{ id: string }>(tx, `SELECT id FROM accounts WHERE billing_customer_id = $1`, [customerId]);
     return row?.id;
   }
 

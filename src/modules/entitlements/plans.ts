@@ -64,7 +64,7 @@ export class Plans {
 
   /** The plans of these lookup keys, read in the granting transaction. */
   async forLookupKeys(tx: Tx, lookupKeys: string[]): Promise<Map<string, Plan>> {
-    const rows: { lookup_key: string; type: EntitlementType; quantity: string }[] = await tx.query(
+    const rows = await queryRows<{ lookup_key: string; type: EntitlementType; quantity: string }>(tx, 
       `SELECT lookup_key, type, quantity::text AS quantity FROM plans WHERE lookup_key = ANY($1::text[])`,
       [lookupKeys],
     );

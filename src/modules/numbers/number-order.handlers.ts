@@ -2,7 +2,9 @@ import { Injectable, Logger } from '@nestjs/common';
 import { CarrierUnavailableError } from '../../carriers/message-sender.js';
 import { NumberProviders } from '../../carriers/number-providers.js';
 import type { OrderPlacement } from '../../carriers/number-provider.js';
+import type { CarrierName } from '../../carriers/normalized-event.js';
 import { AppConfig } from '../../platform/config/app-config.js';
+import { queryRows } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { PayloadOf } from '../../platform/outbox/job-definition.js';
 import { PlaceNumberOrderJob, PollNumberOrderJob } from './numbers.jobs.js';
@@ -78,7 +80,7 @@ export class PollNumberOrderHandler implements JobHandler<typeof PollNumberOrder
   ) {}
 
   async handle({ orderId, poll }: PayloadOf<typeof PollNumberOrderJob>): Promise<void> {
-    const [order] = await this.uow.run((tx) => tx.query(`SELECT carrier, carrier_order_id FROM number_orders WHERE id = $1 AND status = 'pending'`, [orderId]));
+    const [order] = await this.uow.run((tx) => queryRows<{ carrier: CarrierName; carrier_order_id: string | null }>(tx, `SELECT carrier, carrier_order_id FROM number_orders WHERE id = $1 AND status = 'pending'`, [orderId]));
     if (!order?.carrier_order_id) return;
     const placement = await this.providers.for(order.carrier).orderStatus(order.carrier_order_id);
     await this.uow.run(async (tx) => {

@@ -1,7 +1,7 @@
 import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
 import { NumberProviders } from '../../carriers/number-providers.js';
 import { AppConfig } from '../../platform/config/app-config.js';
-import { exec, type Tx } from '../../platform/database/tx.js';
+import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { PayloadOf } from '../../platform/outbox/job-definition.js';
 import { ReleaseNumberJob } from './numbers.jobs.js';
@@ -77,7 +77,8 @@ export class ReleaseNumberHandler implements JobHandler<typeof ReleaseNumberJob>
    * (no new call can start: a releasing number does not route).
    */
   private async waitingRelease(tx: Tx, numberId: string) {
-    const [number] = await tx.query(
+    const [number] = await queryRows(
+      tx,
       // The calls table is read, never written, here: is a call on this number still going?
       `SELECT p.phone_number, p.carrier, p.carrier_number_id, p.country,
               EXISTS (SELECT FROM calls c WHERE c.account_id = p.account_id AND (c.to_number = p.phone_number OR c.from_number = p.phone_number)

@@ -135,13 +135,13 @@ export class PhoneNumbers {
    * caller's transaction: a second pooled connection per transaction can exhaust the pool.
    */
   async findOwned(tx: Tx, accountId: string, phoneNumber: string): Promise<PhoneNumberView | undefined> {
-    const [row] = await tx.query(`SELECT ${this.columns} FROM phone_numbers WHERE account_id = $1 AND phone_number = $2 AND ${ROUTES}`, [accountId, phoneNumber]);
+    const [row] = await queryRows(tx, `SELECT ${this.columns} FROM phone_numbers WHERE account_id = $1 AND phone_number = $2 AND ${ROUTES}`, [accountId, phoneNumber]);
     return row;
   }
 
   /** Who takes calls to this number and with which settings, if anyone owns it. */
   async findVoiceRoute(tx: Tx, phoneNumber: string): Promise<VoiceRoute | undefined> {
-    const [row] = await tx.query(`SELECT account_id, carrier, voice FROM phone_numbers WHERE phone_number = $1 AND ${ROUTES}`, [phoneNumber]);
+    const [row] = await queryRows(tx, `SELECT account_id, carrier, voice FROM phone_numbers WHERE phone_number = $1 AND ${ROUTES}`, [phoneNumber]);
     return row ? { accountId: row.account_id, carrier: row.carrier, voice: row.voice } : undefined;
   }
 
@@ -155,7 +155,7 @@ export class PhoneNumbers {
   }
 
   async findOwner(tx: Tx, phoneNumber: string): Promise<{ accountId: string; carrier: CarrierName } | undefined> {
-    const [row] = await tx.query(`SELECT account_id, carrier FROM phone_numbers WHERE phone_number = $1 AND ${ROUTES}`, [phoneNumber]);
+    const [row] = await queryRows(tx, `SELECT account_id, carrier FROM phone_numbers WHERE phone_number = $1 AND ${ROUTES}`, [phoneNumber]);
     return row ? { accountId: row.account_id, carrier: row.carrier } : undefined;
   }
 }

@@ -131,7 +131,7 @@ export class EndpointsService {
     return this.uow.run(async (tx) => {
       const resumed = await this.enableInTx(tx, accountId, id);
       // The answer only: the row as enabled (locked) or as it is now, never a decision.
-      const [row]: EndpointRow[] = await tx.query(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1`, [id]);
+      const [row] = await queryRows<EndpointRow>(tx, `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1`, [id]);
       return { ...toView(row), resumed_deliveries: resumed };
     });
   }

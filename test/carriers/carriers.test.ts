@@ -1,7 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { createPrivateKey, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
-import nacl from 'tweetnacl';
 import { TelnyxWebhook } from 'telnyx/lib/webhooks';
 import { getExpectedTwilioSignature, validateRequest } from 'twilio/lib/webhooks/webhooks.js';
 import { MalformedWebhook, SignatureRejected, type InboundWebhook } from '../../src/carriers/carrier-adapter.js';
@@ -14,6 +13,7 @@ import { loadConfig } from '../../src/platform/config/app-config.js';
 import { DEV_TWILIO_AUTH_TOKEN } from '../../src/telephony/dev-credentials.js';
 import { DEFAULT_SANDBOX_TELNYX_SEED, telnyxDevKeyPair } from '../../src/telephony/telnyx-dev-key.js';
 import type { NormalizedEvent } from '../../src/carriers/normalized-event.js';
+import { NaclReferenceWorker } from '../support/nacl-reference.js';
 import { carrierFixture, formBody, nowSeconds, parseForm, telnyxFixture, telnyxSigner, twilioHeaders } from '../support/carrier-signing.js';
 
 const TOLERANCE = 300;
@@ -75,33 +75,37 @@ describe('Telnyx Ed25519 signatures', () => {
     expect(at(TOLERANCE + 1)).toMatch(/tolerance/);
   });
 
-  it('property: node:crypto and tweetnacl agree on random keys, bodies and tampered signatures', () => {
-    fc.assert(
-      fc.property(
-        fc.uint8Array({ minLength: 32, maxLength: 32 }),
-        fc.uint8Array({ maxLength: 600 }),
-        fc.integer({ min: 0, max: 63 }),
-        fc.integer({ min: 1, max: 255 }),
-        fc.boolean(),
-        (seed, bodyBytes, flipAt, flipBits, tamper) => {
-          const pair = nacl.sign.keyPair.fromSeed(seed);
-          const timestamp = String(nowSeconds());
-          const body = Buffer.from(bodyBytes);
-          const message = Buffer.concat([Buffer.from(`${timestamp}|`), body]);
-          // tweetnacl (the reference) signs; node's own signer over the same seed must agree byte for byte.
-          const signature = Buffer.from(nacl.sign.detached(message, pair.secretKey));
-          const nodeKey = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, Buffer.from(seed)]), format: 'der', type: 'pkcs8' });
-          expect(sign(null, message, nodeKey).equals(signature)).toBe(true);
-          if (tamper) signature[flipAt] ^= flipBits;
-          const reference = nacl.sign.detached.verify(message, signature, pair.publicKey);
-          const ours = telnyxSignatureProblem(telnyxPublicKey(Buffer.from(pair.publicKey).toString('base64')), { signature: signature.toString('base64'), timestamp, rawBody: body }, TOLERANCE) === undefined;
-          expect(ours).toBe(reference);
-          expect(ours).toBe(!tamper);
-        },
-      ),
-      // tweetnacl is slow (pure JS): 60 runs keep this under a few seconds.
-      { numRuns: 60 },
-    );
+  it('property: node:crypto and tweetnacl agree on random keys, bodies and tampered signatures', async () => {
+    // tweetnacl (the reference) runs on its own thread: see NaclReferenceWorker.
+    const tweetnacl = new NaclReferenceWorker();
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.uint8Array({ minLength: 32, maxLength: 32 }),
+          fc.uint8Array({ maxLength: 600 }),
+          fc.integer({ min: 0, max: 63 }),
+          fc.integer({ min: 1, max: 255 }),
+          fc.boolean(),
+          async (seed, bodyBytes, flipAt, flipBits, tamper) => {
+            const timestamp = String(nowSeconds());
+            const body = Buffer.from(bodyBytes);
+            const message = Buffer.concat([Buffer.from(`${timestamp}|`), body]);
+            // tweetnacl signs (and judges the signature, tampered or not); node's own signer over the same seed must agree byte for byte.
+            const reference = await tweetnacl.run(seed, message, tamper ? { at: flipAt, bits: flipBits } : undefined);
+            const signature = Buffer.from(reference.signature);
+            const nodeKey = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, Buffer.from(seed)]), format: 'der', type: 'pkcs8' });
+            expect(sign(null, message, nodeKey).equals(signature)).toBe(true);
+            if (tamper) signature[flipAt] ^= flipBits;
+            const ours = telnyxSignatureProblem(telnyxPublicKey(Buffer.from(reference.publicKey).toString('base64')), { signature: signature.toString('base64'), timestamp, rawBody: body }, TOLERANCE) === undefined;
+            expect(ours).toBe(reference.verified);
+            expect(ours).toBe(!tamper);
+          },
+        ),
+        { numRuns: 60 },
+      );
+    } finally {
+      await tweetnacl.close();
+    }
   });
 
   it('refuses a key that is not 32 raw bytes in base64', () => {

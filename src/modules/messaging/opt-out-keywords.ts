@@ -77,7 +77,8 @@ export class OptOutKeywords {
     // flight (MessagingSettings.update holds the row FOR UPDATE) is waited for and its new scope
     // used; read from the snapshot instead, a STOP that waited for it (its number's row, the
     // account's for the foreign keys) would be written under the old scope, which no longer counts.
-    // And a scope change that comes after waits for this statement's commit.
+    // And a scope change that comes after waits for this statement's commit (and runs again when
+    // it waited: MessagingSettings.update).
     const keywords = stmt.with(
       'opt_keyword',
       `SELECT r.id AS message_id, r.account_id, r."to" AS our_number, r."from" AS handset, r.carrier,

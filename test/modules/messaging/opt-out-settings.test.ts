@@ -130,6 +130,28 @@ describe('messaging settings (opt-out scope, keyword replies)', () => {
     }
   }
 
+  it("a scope change (number → account) that waited while a STOP under the old scope committed carries that opt-out too: the account's other number refuses the handset", async () => {
+    expect(await patch({ opt_out_scope: 'number' })).toMatchObject({ status: 200 });
+    const handset = '+13125550055';
+    const accountId = pipeline.customer.accountId;
+    // What an inbound STOP to FIRST writes under scope number (OptOutKeywords.applyCtes), in a
+    // transaction the test holds: the account's row shared (a keyword statement reads its scope
+    // so), the consent row, FIRST's opt_out_seq moved. The scope change's snapshot is taken before
+    // it commits; its locks after.
+    const changed = await whileHeld(
+      async (tx) => {
+        await tx.query(`SELECT FROM accounts WHERE id = $1 FOR SHARE`, [accountId]);
+        await tx.query(`INSERT INTO message_opt_outs (account_id, our_number, handset, opted_out, changed_by) VALUES ($1, $2, $3, true, 'msg_raced_stop')`, [accountId, FIRST, handset]);
+        await tx.query(`UPDATE phone_numbers SET opt_out_seq = opt_out_seq + 1 WHERE account_id = $1 AND phone_number = $2`, [accountId, FIRST]);
+      },
+      () => patch({ opt_out_scope: 'account' }),
+      'opt_out_scope AS previous',
+    );
+    expect(changed).toMatchObject({ status: 200, body: { data: { opt_out_scope: 'account' } } });
+    for (const from of [FIRST, SECOND]) expect({ from, code: (await send(from, handset)).body.errors?.[0]?.code }).toEqual({ from, code: 'recipient_opted_out' });
+    expect(await patch({ opt_out_scope: 'number' })).toMatchObject({ status: 200 });
+  });
+
   it('a STOP whose statement waited while a scope change (number → account) committed counts for the account: the other number refuses the handset', async () => {
     expect(await patch({ opt_out_scope: 'number' })).toMatchObject({ status: 200 });
     const handset = '+13125550056';

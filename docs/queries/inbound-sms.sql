@@ -27,7 +27,8 @@ opt_keyword AS (SELECT r.id AS message_id, r.account_id, r."to" AS our_number, r
               CASE WHEN upper(btrim(r.text, E' \t\r\n')) = ANY($6::text[]) THEN 'opt_out' WHEN upper(btrim(r.text, E' \t\r\n')) = ANY($7::text[]) THEN 'opt_in' ELSE 'help' END AS keyword,
               CASE a.opt_out_scope WHEN 'account' THEN '*' ELSE r."to" END AS scope_number, a.keyword_replies
          FROM msg_received r JOIN accounts a ON a.id = r.account_id
-        WHERE upper(btrim(r.text, E' \t\r\n')) = ANY($6::text[]) OR upper(btrim(r.text, E' \t\r\n')) = ANY($7::text[]) OR upper(btrim(r.text, E' \t\r\n')) = ANY($8::text[])),
+        WHERE upper(btrim(r.text, E' \t\r\n')) = ANY($6::text[]) OR upper(btrim(r.text, E' \t\r\n')) = ANY($7::text[]) OR upper(btrim(r.text, E' \t\r\n')) = ANY($8::text[])
+          FOR SHARE OF a),
 opt_changed AS (INSERT INTO message_opt_outs (account_id, our_number, handset, opted_out, changed_by)
        SELECT DISTINCT ON (account_id, scope_number, handset) account_id, scope_number, handset, keyword = 'opt_out', message_id
          FROM opt_keyword WHERE keyword <> 'help'

@@ -344,6 +344,12 @@ export class CallTransitions {
 
   /** Assembles the transcript of an ended call from its fragments in carrier time order, once. */
   async completeTranscript(tx: Tx, callId: string): Promise<CallRow | undefined> {
+    // The call's row first, alone: a fragment is written by a transaction holding it
+    // (CallCarrierEvents.transcription), so the statement below, whose snapshot is taken after
+    // this wait, reads every fragment committed before the transcript. In that one statement, a
+    // fragment committed while its UPDATE waited for the row was left out of the snapshot's
+    // string_agg, and the transcript, written once, lacked it for good.
+    await exec(tx, `SELECT FROM calls WHERE id = $1 FOR UPDATE`, [callId]);
     // transcript IS NULL: a second run of the job writes nothing and announces nothing.
     const { rows } = await exec<CallRow>(
       tx,

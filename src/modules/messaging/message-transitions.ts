@@ -186,8 +186,8 @@ export class MessageTransitions {
     stmt.with(
       'locked',
       `SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot, p.id AS number_id,
-              p.opt_out_seq AS seen_seq,
-              make_interval(secs => (m.segments / ${rate})::float8) AS spacing, ${burstToleranceSql(rate)} AS burst,
+              p.opt_out_seq AS seen_seq, m.segments AS msg_segments,
+              make_interval(secs => (m.segments / ${rate})::float8) AS unlocked_spacing, ${burstToleranceSql(rate)} AS unlocked_burst,
               (m.auto_reply IS NULL AND m.status = ANY(${waiting}) AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')}) AS refused,
               ${reclaim} AS reclaim
          FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.${HELD}
@@ -200,10 +200,14 @@ export class MessageTransitions {
     // the newest version, locked here. They differ only when a STOP/START concerning the number
     // committed while this statement waited for the row: its snapshot, and so `refused`, cannot
     // see it, so the statement takes and writes nothing (`consent_changed`) and is run again. A
-    // claim that waited behind another claim's slot update finds the same seq and goes on.
+    // claim that waited behind another claim's slot update finds the same seq and goes on. The
+    // number's rate too is read here, from the locked row: one changed (PATCH) while this statement
+    // waited would otherwise space this send, and burst it, at the old rate (`unlocked_*` above
+    // only serve a message with no number of ours, when nothing is locked).
     stmt.with(
       'num',
-      `SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until, p.opt_out_seq AS locked_seq
+      `SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until, p.opt_out_seq AS locked_seq,
+              make_interval(secs => (l.msg_segments / ${rate})::float8) AS spacing, ${burstToleranceSql(rate)} AS burst
          FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE (l.previous = ANY(${waiting}) AND NOT l.refused) OR l.reclaim FOR UPDATE OF p`,
     );
     // The decision, from the locked row. `within_burst`: the sends claimed so far, spaced at the
@@ -220,15 +224,16 @@ export class MessageTransitions {
     stmt.with(
       'paced',
       `SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.within_burst AND (d.previous = ANY(${waiting}) OR d.reclaim)) AS may_send
-         FROM (SELECT l.*, n.num_id, n.sends_paced_until, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
+         FROM (SELECT l.*, n.num_id, n.sends_paced_until, r.spacing, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
                       coalesce(n.locked_seq <> l.seen_seq, false) AS consent_changed,
-                      (coalesce(x.new_slot, l.held_slot) IS NULL OR (coalesce(x.new_slot, l.held_slot) <= c.clk + l.burst AND NOT coalesce(n.send_paused_until > c.clk, false))) AS due
+                      (coalesce(x.new_slot, l.held_slot) IS NULL OR (coalesce(x.new_slot, l.held_slot) <= c.clk + r.burst AND NOT coalesce(n.send_paused_until > c.clk, false))) AS due
                  FROM locked l LEFT JOIN num n ON true
                  CROSS JOIN LATERAL (SELECT clock_timestamp() AS clk) c
-                 CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + l.burst AS within_burst) b
+                 CROSS JOIN LATERAL (SELECT coalesce(n.spacing, l.unlocked_spacing) AS spacing, coalesce(n.burst, l.unlocked_burst) AS burst) r
+                 CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + r.burst AS within_burst) b
                  CROSS JOIN LATERAL (
-                   SELECT CASE WHEN n.num_id IS NOT NULL AND n.locked_seq = l.seen_seq AND (l.held_slot IS NULL OR l.held_slot < n.send_paused_until OR (l.held_slot <= c.clk + l.burst AND NOT b.within_burst))
-                               THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - l.burst) END AS new_slot
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND n.locked_seq = l.seen_seq AND (l.held_slot IS NULL OR l.held_slot < n.send_paused_until OR (l.held_slot <= c.clk + r.burst AND NOT b.within_burst))
+                               THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - r.burst) END AS new_slot
                  ) x) d`,
     );
     // ONE UPDATE of the number's row (locked above): the slot handed out, the send counted.

@@ -73,13 +73,20 @@ export class OptOutKeywords {
   applyCtes(stmt: CteStatement, received: string): string {
     const word = `upper(btrim(r.text, E' \\t\\r\\n'))`;
     const [out, into, help] = [OPT_OUT_KEYWORDS, OPT_IN_KEYWORDS, HELP_KEYWORDS].map((words) => stmt.param(words, 'text[]'));
+    // FOR SHARE OF a: the scope is read from the account's row as locked, so a scope change in
+    // flight (MessagingSettings.update holds the row FOR UPDATE) is waited for and its new scope
+    // used; read from the snapshot instead, a STOP that waited for it (its number's row, the
+    // account's for the foreign keys) would be written under the old scope, which no longer counts.
+    // And a scope change that comes after waits for this statement's commit (and runs again when
+    // it waited: MessagingSettings.update).
     const keywords = stmt.with(
       'opt_keyword',
       `SELECT r.id AS message_id, r.account_id, r."to" AS our_number, r."from" AS handset, r.carrier,
               CASE WHEN ${word} = ANY(${out}) THEN 'opt_out' WHEN ${word} = ANY(${into}) THEN 'opt_in' ELSE 'help' END AS keyword,
               CASE a.opt_out_scope WHEN 'account' THEN '*' ELSE r."to" END AS scope_number, a.keyword_replies
          FROM ${received} r JOIN accounts a ON a.id = r.account_id
-        WHERE ${word} = ANY(${out}) OR ${word} = ANY(${into}) OR ${word} = ANY(${help})`,
+        WHERE ${word} = ANY(${out}) OR ${word} = ANY(${into}) OR ${word} = ANY(${help})
+          FOR SHARE OF a`,
     );
     // The guard: a row changes only when the consent does (opted_out differs), so a second STOP,
     // from the carrier or the handset, changes and announces nothing; a concurrent twin waits on

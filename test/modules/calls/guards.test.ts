@@ -172,4 +172,37 @@ describe('call guards under interleaving', () => {
     expect(await t.db.count(`SELECT count(*) FROM usage_records WHERE resource_id = $1`, [call.id])).toBe(1);
     expect(await t.db.count(`SELECT quantity FROM usage_records WHERE resource_id = $1`, [call.id])).toBe(2);
   });
+
+  it("the transcript: a final fragment whose transaction held the call while the transcript's assembly waited for the call's row is in the transcript (announced once, whole)", async () => {
+    const call = await ringingCall();
+    await uow().run(async (tx) => {
+      await transitions().answerByLeg(tx, call.id, call.leg0, new Date(Date.now() - 60_000).toISOString());
+      await transitions().end(tx, call.id, new Date().toISOString(), 'normal_clearing');
+      await transitions().addTranscriptFragment(tx, call.id, new Date(Date.now() - 30_000).toISOString(), 'hello');
+    });
+    const holder = await t.db.pool.connect();
+    let assembled: CallRow | undefined;
+    try {
+      // A transcription event's transaction (CallCarrierEvents.transcription): the call locked,
+      // its fragment added, not committed. The assembly's snapshot is taken before it commits.
+      await holder.query('BEGIN');
+      await holder.query(`SELECT FROM calls WHERE id = $1 FOR UPDATE`, [call.id]);
+      await holder.query(`INSERT INTO call_transcript_fragments (call_id, occurred_at, text) VALUES ($1, now() - interval '10 seconds', 'world')`, [call.id]);
+      const assembling = uow().run((tx) => transitions().completeTranscript(tx, call.id));
+      await waitFor(
+        () => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple') AND strpos(query, 'calls') > 0`),
+        (n) => n >= 1,
+        { what: "the transcript's assembly waiting on the call's row" },
+      );
+      await holder.query('COMMIT');
+      assembled = await assembling;
+    } catch (err) {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      holder.release();
+    }
+    expect(assembled?.transcript).toBe('hello world');
+    expect((await t.db.pool.query(`SELECT transcript FROM calls WHERE id = $1`, [call.id])).rows[0].transcript).toBe('hello world');
+  });
 });

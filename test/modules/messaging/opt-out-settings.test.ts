@@ -103,4 +103,75 @@ describe('messaging settings (opt-out scope, keyword replies)', () => {
     expect(await patch({ opt_out_scope: 'number' })).toMatchObject({ status: 200 });
     expect(await seqs(before)).toEqual([1, 1]);
   });
+
+  /**
+   * Runs `competitor` while what `hold` wrote (uncommitted) is held, waits until a statement whose
+   * text begins with `waiting` (pg_stat_activity keeps only the start of a long one) waits for a
+   * row lock, then commits `hold`; returns what `competitor` returned.
+   */
+  async function whileHeld<T>(hold: (tx: { query: (sql: string, params?: unknown[]) => Promise<unknown> }) => Promise<void>, competitor: () => Promise<T>, waiting: string): Promise<T> {
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await hold(holder);
+      const running = competitor();
+      await waitFor(
+        () => db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple') AND strpos(query, $1) > 0`, [waiting]),
+        (n) => n >= 1,
+        { what: `the statement with ${waiting} waiting on a row the test holds` },
+      );
+      await holder.query('COMMIT');
+      return await running;
+    } catch (err) {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      holder.release();
+    }
+  }
+
+  it("a scope change (number → account) that waited while a STOP under the old scope committed carries that opt-out too: the account's other number refuses the handset", async () => {
+    expect(await patch({ opt_out_scope: 'number' })).toMatchObject({ status: 200 });
+    const handset = '+13125550055';
+    const accountId = pipeline.customer.accountId;
+    // What an inbound STOP to FIRST writes under scope number (OptOutKeywords.applyCtes), in a
+    // transaction the test holds: the account's row shared (a keyword statement reads its scope
+    // so), the consent row, FIRST's opt_out_seq moved. The scope change's snapshot is taken before
+    // it commits; its locks after.
+    const changed = await whileHeld(
+      async (tx) => {
+        await tx.query(`SELECT FROM accounts WHERE id = $1 FOR SHARE`, [accountId]);
+        await tx.query(`INSERT INTO message_opt_outs (account_id, our_number, handset, opted_out, changed_by) VALUES ($1, $2, $3, true, 'msg_raced_stop')`, [accountId, FIRST, handset]);
+        await tx.query(`UPDATE phone_numbers SET opt_out_seq = opt_out_seq + 1 WHERE account_id = $1 AND phone_number = $2`, [accountId, FIRST]);
+      },
+      () => patch({ opt_out_scope: 'account' }),
+      'opt_out_scope AS previous',
+    );
+    expect(changed).toMatchObject({ status: 200, body: { data: { opt_out_scope: 'account' } } });
+    for (const from of [FIRST, SECOND]) expect({ from, code: (await send(from, handset)).body.errors?.[0]?.code }).toEqual({ from, code: 'recipient_opted_out' });
+    expect(await patch({ opt_out_scope: 'number' })).toMatchObject({ status: 200 });
+  });
+
+  it('a STOP whose statement waited while a scope change (number → account) committed counts for the account: the other number refuses the handset', async () => {
+    expect(await patch({ opt_out_scope: 'number' })).toMatchObject({ status: 200 });
+    const handset = '+13125550056';
+    const accountId = pipeline.customer.accountId;
+    const { body } = telnyxInboundSms(FIRST, 'STOP', { from: handset });
+    const eventId = JSON.parse(body).data.id;
+    // What MessagingSettings.update writes for number → account, in a transaction the test holds:
+    // the account's row locked and its scope changed, every number's opt_out_seq moved. The
+    // keyword statement's snapshot is taken before it commits.
+    await whileHeld(
+      async (tx) => {
+        await tx.query(`SELECT FROM accounts WHERE id = $1 FOR UPDATE`, [accountId]);
+        await tx.query(`UPDATE accounts SET opt_out_scope = 'account' WHERE id = $1`, [accountId]);
+        await tx.query(`UPDATE phone_numbers SET opt_out_seq = opt_out_seq + 1 WHERE account_id = $1 AND status IN ('ordering', 'active', 'releasing')`, [accountId]);
+      },
+      async () => expect(await pipeline.deliverTelnyx(body)).toBe(200),
+      'evt_input',
+    );
+    await waitFor(() => db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = $1 AND processed_at IS NOT NULL`, [eventId]), (n) => n === 1, { what: 'the STOP processed' });
+    for (const from of [FIRST, SECOND]) expect({ from, code: (await send(from, handset)).body.errors?.[0]?.code }).toEqual({ from, code: 'recipient_opted_out' });
+    expect(await patch({ opt_out_scope: 'number' })).toMatchObject({ status: 200 });
+  });
 });

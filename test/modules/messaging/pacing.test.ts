@@ -24,6 +24,8 @@ const RACED_TX = '+17735550039';
 const ROW_HELD = '+17735550030';
 const PAUSED_RACED = '+17735550029';
 const PAUSED_RACED_TX = '+17735550028';
+const RATE_RACED = '+17735550027';
+const RATE_RACED_TX = '+17735550026';
 const HANDSET = '+13125550031';
 
 /**
@@ -50,7 +52,7 @@ describe('sender pacing', () => {
   const whenSent = (id: string) => waitFor(() => customer.get(`/v2/messages/${id}`), (r) => r.body.data.status === 'sent', { what: `${id} sent` });
 
   beforeAll(async () => {
-    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx', [CLOSE]: 'telnyx', [EXPECT]: 'telnyx', [PAUSED]: 'telnyx', [RECOVERED]: 'telnyx', [RACED_TX]: 'telnyx', [ROW_HELD]: 'telnyx', [PAUSED_RACED]: 'telnyx', [PAUSED_RACED_TX]: 'telnyx' });
+    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx', [CLOSE]: 'telnyx', [EXPECT]: 'telnyx', [PAUSED]: 'telnyx', [RECOVERED]: 'telnyx', [RACED_TX]: 'telnyx', [ROW_HELD]: 'telnyx', [PAUSED_RACED]: 'telnyx', [PAUSED_RACED_TX]: 'telnyx', [RATE_RACED]: 'telnyx', [RATE_RACED_TX]: 'telnyx' });
     ({ db, app, carrier, customer } = pipeline);
     const { body } = await customer.get('/v2/phone_numbers');
     for (const n of body.data) numberIds[n.phone_number] = n.id;
@@ -350,6 +352,42 @@ describe('sender pacing', () => {
       expect(row.send_slot.getTime()).toBeGreaterThanOrEqual(row.send_paused_until.getTime());
       const jobs = await db.pool.query(`SELECT run_at FROM outbox_jobs WHERE job_id LIKE 'dispatch-' || $1 || '-at-%'`, [id]);
       expect(jobs.rows.map((j) => j.run_at.getTime())).toEqual([row.send_slot.getTime()]);
+    },
+  );
+
+  it.each(Object.keys(claimThrough) as (keyof typeof claimThrough)[])(
+    "a claim that waited for the number's row while its rate was lowered (through %s) spaces its slot at the new rate",
+    async (path) => {
+      const number = path === 'the transaction (claimForDispatch)' ? RATE_RACED_TX : RATE_RACED;
+      expect((await setRate(number, 20)).status).toBe(200);
+      const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+      const id = (await customer.post('/v2/messages', { from: number, to: HANDSET, text: 'paced at the new rate', send_at: sendAt })).body.data.id as string;
+
+      const holder = await db.pool.connect();
+      let outcome: Awaited<ReturnType<(typeof claimThrough)[typeof path]>>;
+      try {
+        // The rate lowered to 1/s, in the transaction the test holds: the claim's snapshot is
+        // taken before it commits (20/s), its lock on the number's row after (1/s).
+        await holder.query('BEGIN');
+        await holder.query(`UPDATE phone_numbers SET send_rate_per_second = 1 WHERE id = $1`, [numberIds[number]]);
+        const claim = claimThrough[path](id);
+        await waitFor(
+          () => db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`),
+          (n) => n >= 1,
+          { what: "the claim waiting on the number's row" },
+        );
+        await holder.query('COMMIT');
+        outcome = await claim;
+      } finally {
+        holder.release();
+      }
+      // Its slot now; the number's next one a second (1/s) after it, not 50 ms (20/s).
+      expect(outcome.kind).toBe('claimed');
+      const [row] = (await db.pool.query(
+        `SELECT extract(epoch FROM p.next_send_at - m.send_slot)::float8 AS spaced FROM messages m JOIN phone_numbers p ON p.id = $2 WHERE m.id = $1`,
+        [id, numberIds[number]],
+      )).rows;
+      expect(row.spaced).toBeCloseTo(1, 6);
     },
   );
 

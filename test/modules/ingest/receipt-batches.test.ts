@@ -1,10 +1,12 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
 import type { StoredCarrierEvent } from '../../../src/modules/ingest/one-statement-runs.js';
 import { ProcessCarrierEventHandler } from '../../../src/modules/ingest/process-carrier-event.handler.js';
 import { ProcessCarrierEventJob } from '../../../src/modules/ingest/ingest.jobs.js';
 import { JobRunner } from '../../../src/platform/outbox/job-runner.js';
 import { ApiClient } from '../../support/api-client.js';
 import { telnyxReceipt, telnyxSigner } from '../../support/carrier-signing.js';
+import { waitFor } from '../../support/wait.js';
 import { withTestApp } from '../../support/with-test-app.js';
 
 const OUR_NUMBER = '+17735550193';
@@ -122,5 +124,37 @@ describe('delivery receipts processed in batches', () => {
     expect((await event(duplicate)).note).toBe('duplicate or superseded receipt (delivered)');
     expect(await history(id)).toEqual(['queued']);
     expect(await announced(id)).toEqual([]);
+  });
+
+  it('a batch waiting on a message another transaction moves decides from the row it locked: a failed message stays failed, the rest of the batch applies', async () => {
+    const [held, free] = [await accepted('held by a competitor'), await accepted('free beside it')];
+    await dispatched(held, 'rb-held');
+    await dispatched(free, 'rb-free');
+    const [rHeld, rFree] = [await receipt('rb-held', 'delivered'), await receipt('rb-free', 'delivered')];
+    // The competitor (a failed receipt elsewhere) has moved the held message to failed, not committed:
+    // the batch's snapshot still has it `sending`.
+    const competitor = new pg.Client({ connectionString: t.db.url });
+    await competitor.connect();
+    try {
+      await competitor.query('BEGIN');
+      await competitor.query(`UPDATE messages SET status = 'failed', updated_at = now() WHERE id = $1`, [held]);
+      const batch = runTogether([rHeld, rFree]);
+      await waitFor(
+        () => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`),
+        (n) => n === 1,
+        { what: 'the batch to wait on the competitor' },
+      );
+      await competitor.query('COMMIT');
+      expect(await batch).toEqual(['completed', 'completed']);
+    } finally {
+      await competitor.end();
+    }
+    // The first terminal word wins: the locked row said failed, so the delivered receipt moved nothing.
+    expect((await message(held)).status).toBe('failed');
+    expect(await history(held)).toEqual(['queued']);
+    expect(await announced(held)).toEqual([]);
+    expect((await event(rHeld)).note).toBe('duplicate or superseded receipt (delivered)');
+    expect((await message(free)).status).toBe('delivered');
+    expect(await announced(free)).toEqual(['message.delivered']);
   });
 });

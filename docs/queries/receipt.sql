@@ -1,30 +1,41 @@
 -- A delivery receipt applied to its message (status only forward), history, customer event, in one statement
 -- Written in src/modules/messaging/messaging-carrier-events.ts (applyReceipt); captured by test/docs/queries.test.ts. Regenerate: npm run docs:queries
-WITH rcpt_found AS (SELECT id AS found_id, status AS previous, direction = 'outbound' AS outbound FROM messages
-        WHERE carrier = $3::text AND carrier_message_id = $4::text FOR UPDATE),
+WITH evt_input AS (SELECT * FROM json_to_recordset($1::json) AS i(event_id text, job_id text, carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text)),
+rcpt_found AS (SELECT i.event_id AS rcpt_event_id, m.id AS found_id, m.status AS previous, m.direction = 'outbound' AS outbound,
+              i.status AS rcpt_status, i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail
+         FROM evt_input i JOIN messages m ON m.carrier = i.carrier AND m.carrier_message_id = i.carrier_message_id
+        WHERE i.status IS NOT NULL AND m.carrier = ANY ($2::text[])
+          AND m.carrier_message_id = ANY ($3::text[])
+        ORDER BY m.id FOR UPDATE OF m),
+evt_ready AS (SELECT i.event_id, i.job_id FROM evt_input i WHERE (i.status IS NULL OR EXISTS (SELECT FROM rcpt_found f WHERE f.rcpt_event_id = i.event_id))),
+job_locked AS (SELECT id FROM outbox_jobs WHERE job_id = ANY (ARRAY(SELECT job_id FROM evt_ready WHERE job_id = ANY ($4::text[]))) AND completed_at IS NULL AND failed_at IS NULL ORDER BY job_id FOR UPDATE),
 job_claimed AS (UPDATE outbox_jobs SET completed_at = now(), attempts = attempts + 1, relayed_at = coalesce(relayed_at, now())
-           WHERE job_id = $1::text AND completed_at IS NULL AND failed_at IS NULL AND (EXISTS (SELECT FROM rcpt_found))
-           RETURNING data),
-cev_consumed AS (UPDATE carrier_events SET processed_at = now(), error = NULL, note = CASE WHEN NOT EXISTS (SELECT FROM rcpt_found WHERE outbound AND previous <> ALL($6::text[]) AND previous <> $5::text) THEN $7::text END, attempts = attempts + 1, unhandled_since = NULL
-          WHERE id = $2::text AND processed_at IS NULL AND EXISTS (SELECT FROM job_claimed) RETURNING id AS consumed_event_id),
-rcpt_moved AS (UPDATE messages m SET status = $5::text, error_code = coalesce($8::text, error_code),
-              error_detail = coalesce($9::text, error_detail), updated_at = now()
-         FROM rcpt_found, cev_consumed
-        WHERE m.id = rcpt_found.found_id AND outbound AND previous <> ALL($6::text[]) AND previous <> $5::text
+           WHERE id IN (SELECT id FROM job_locked) AND completed_at IS NULL AND failed_at IS NULL
+           RETURNING job_id),
+cev_consumed AS (UPDATE carrier_events c SET processed_at = now(), error = NULL, note = CASE WHEN i.status IS NULL THEN 'carrier status ' || i.carrier_status || ' changes nothing'
+              WHEN NOT EXISTS (SELECT FROM rcpt_found f WHERE f.rcpt_event_id = i.event_id AND f.outbound AND f.previous <> ALL($5::text[]) AND f.previous <> f.rcpt_status) THEN 'duplicate or superseded receipt (' || i.carrier_status || ')' END, attempts = c.attempts + 1, unhandled_since = NULL
+             FROM evt_input i JOIN job_claimed j ON j.job_id = i.job_id
+            WHERE c.id = ANY ($6::text[]) AND c.id = i.event_id AND c.processed_at IS NULL
+           RETURNING c.id AS consumed_event_id),
+rcpt_moved AS (UPDATE messages m SET status = f.rcpt_status, error_code = coalesce(f.rcpt_error_code, m.error_code),
+              error_detail = coalesce(f.rcpt_error_detail, m.error_detail), updated_at = now()
+         FROM rcpt_found f JOIN cev_consumed c ON c.consumed_event_id = f.rcpt_event_id
+        WHERE m.id = f.found_id AND f.outbound AND f.previous <> ALL($7::text[]) AND f.previous <> f.rcpt_status
        RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
   segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
   CASE status WHEN 'scheduled' THEN coalesce(send_slot, send_at) WHEN 'queued' THEN coalesce(send_slot, (SELECT greatest(p.next_send_at, p.send_paused_until, now()) FROM phone_numbers p WHERE p.phone_number = from_number AND p.status IN ('ordering', 'active', 'releasing'))) END AS expected_send_at,
   created_at, updated_at, account_id),
-msg_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, $10::text FROM rcpt_moved),
+msg_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, status FROM rcpt_moved),
+msg_moves AS (SELECT c.*, 'message.' || c.status AS type FROM rcpt_moved c),
 evt_emitted AS (INSERT INTO outbound_events (id, account_id, type, event_version, payload)
-       SELECT onceline_id('evt'), account_id, $11::text, $12::int, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
+       SELECT onceline_id('evt'), account_id, type::text, $8::int, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
   'text', text, 'status', status, 'segments', segments, 'encoding', encoding, 'carrier', carrier,
   'carrier_message_id', carrier_message_id, 'error_code', error_code, 'error_detail', error_detail,
-  'send_at', to_char(send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'expected_send_at', to_char(expected_send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'updated_at', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) FROM rcpt_moved
+  'send_at', to_char(send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'expected_send_at', to_char(expected_send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'updated_at', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) FROM msg_moves
        RETURNING id, account_id, type, payload, created_at),
 dlv_endpoints AS (SELECT w.id AS endpoint_id, w.enabled, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, e.id AS event_id, e.account_id
          FROM evt_emitted e JOIN webhook_endpoints w ON w.account_id = e.account_id
-        WHERE w.deleted_at IS NULL AND (w.event_types IS NULL OR $13::text = ANY (w.event_types))
+        WHERE w.deleted_at IS NULL AND (w.event_types IS NULL OR e.type = ANY (w.event_types))
         ORDER BY w.id FOR SHARE OF w),
 dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, account_id, status, parked_at, next_attempt_at)
        SELECT onceline_id('dlv'), event_id, endpoint_id, account_id,
@@ -36,7 +47,7 @@ dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, accou
        RETURNING id, status, round, attempt_count, round_first_attempt, endpoint_id, event_id),
 dlv_first_attempts AS (SELECT id, 1 AS round, 1 AS attempt FROM dlv_created WHERE status = 'pending'),
 dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt), now() + make_interval(secs => $14::int) FROM dlv_first_attempts
+       SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt), now() + make_interval(secs => $9::int) FROM dlv_first_attempts
        ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
 dlv_prefetched AS MATERIALIZED (SELECT 'dlv-' || id || '-' || round || '-' || attempt AS job_id, prefetched FROM (
              SELECT f.id, f.round, f.attempt,
@@ -47,6 +58,6 @@ dlv_prefetched AS MATERIALIZED (SELECT 'dlv-' || id || '-' || round || '-' || at
                FROM dlv_first_attempts f JOIN dlv_created d ON d.id = f.id
                JOIN dlv_endpoints w ON w.endpoint_id = d.endpoint_id AND w.event_id = d.event_id
                JOIN evt_emitted e ON e.id = d.event_id) AS first_attempt)
-SELECT (EXISTS (SELECT FROM rcpt_found)) AS ready, EXISTS (SELECT FROM job_claimed) AS claimed,
+SELECT (SELECT coalesce(jsonb_agg(job_id), '[]'::jsonb) FROM job_claimed) AS claimed, (SELECT coalesce(jsonb_agg(i.job_id), '[]'::jsonb) FROM evt_input i WHERE NOT EXISTS (SELECT FROM evt_ready r WHERE r.event_id = i.event_id)) AS unready,
                   (0)::int AS jobs, (SELECT coalesce(jsonb_agg(jsonb_build_object('name', a.name, 'jobId', a.job_id, 'prefetched', p.prefetched)), '[]'::jsonb)
                FROM (SELECT name, job_id FROM dlv_jobs) AS a LEFT JOIN (SELECT job_id, prefetched FROM dlv_prefetched) AS p ON p.job_id = a.job_id) AS "afterCommit";

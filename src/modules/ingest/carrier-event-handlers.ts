@@ -1,4 +1,4 @@
-import { Injectable, Logger, SetMetadata, type OnModuleInit } from '@nestjs/common';
+import { applyDecorators, Injectable, Logger, SetMetadata, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import type { Tx } from '../../platform/database/tx.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
@@ -69,36 +69,8 @@ export class RetryLaterError extends Error {}
 export class NotHandledYetError extends Error {}
 
 export const CARRIER_EVENT_HANDLER_METADATA = 'onceline:carrier-event-handler';
-export const ONE_STATEMENT_HANDLER_METADATA = 'onceline:carrier-event-handler:one-statement';
 export const BATCH_STATEMENT_HANDLER_METADATA = 'onceline:carrier-event-handler:batch-statement';
-
-/** How a one-statement handler's event is consumed: SQL over the CTEs it added before. */
-export interface EventConsumption {
-  /** SQL boolean: the event can be applied now. When false nothing is written and the event is retried later. */
-  ready?: string;
-  /** Why it is not ready (kept on the event while it waits). */
-  notReadyReason?: string;
-  /** SQL text: the note kept on the event (why it changed nothing), NULL for none. */
-  note?: string;
-}
-
-export interface OneStatementRun {
-  stmt: CteStatement;
-  /**
-   * Adds the consumption of the event (and, in a job's one-statement run, the job's claim),
-   * gated on `ready`; returns the CTE that has a row only when this run consumed it. Every write
-   * the handler adds after it selects FROM that CTE, so nothing is written by a twin run, a
-   * replayed event or an event not ready. Call it once, after the CTEs `ready` and `note` read.
-   */
-  consume(consumption?: EventConsumption): string;
-}
-
-/**
- * A handler whose whole work is SQL fragments of one statement (see CteStatement): the job's
- * claim, the event's consumption and every side effect then commit in one round trip, without
- * BEGIN and COMMIT. The processor also runs it inside a transaction (replays, the general path).
- */
-export type OneStatementCarrierEventHandler<K extends HandledKind> = (event: EventOfKind<K>, run: OneStatementRun) => void;
+export const BATCH_KEY_METADATA = 'onceline:carrier-event-handler:batch-key';
 
 /**
  * One statement for a batch of events of one kind. The events come in as rows of a CTE (one per
@@ -114,26 +86,60 @@ export interface EventBatchRun {
    */
   input(columns: string, rows: object[]): string;
   /**
-   * Adds the consumption of the events (and, in a job's run, the jobs' claims); `note(row)` is SQL
-   * over an input row's alias: the note kept on the event (why it changed nothing), NULL for
-   * none. Returns the CTE of `consumed_event_id`, one row per event this run consumed. Call it
-   * once, after the CTEs the note reads.
+   * Adds the consumption of the events (and, in a job's run, the jobs' claims), each gated on its
+   * own readiness; returns the CTE of `consumed_event_id`, one row per event this run consumed.
+   * Every write the handler adds after it selects FROM that CTE, so nothing is written for an
+   * event a twin run consumed, a replayed one, or one not ready. Call it once, after the CTEs
+   * that `ready` and `note` read.
    */
-  consume(note?: (row: string) => string): string;
+  consume(consumption?: BatchConsumption): string;
+}
+
+/** How the events of a batch are consumed: each a function of an input row's alias, giving SQL. */
+export interface BatchConsumption {
+  /**
+   * SQL boolean: this event can be applied now (none: always). An event not ready gets nothing
+   * written, its job is not claimed and its event not consumed: its run goes down the general
+   * path, which retries it later (RetryLaterError) while the rest of the batch proceeds.
+   */
+  ready?: (row: string) => string;
+  /** SQL text: why the event is not ready (kept on the event while it waits). */
+  notReadyReason?: (row: string) => string;
+  /** SQL text: the note kept on the event (why it changed nothing), NULL for none. */
+  note?: (row: string) => string;
 }
 
 /**
  * A handler that writes a batch of events of its kind in one statement: the jobs that arrive
- * together (an ingest batch, concurrent runs from Redis) cost one round trip and one commit. It
- * is always ready (no "not yet" for any of its events); a single event is a batch of one.
+ * together (an ingest batch, concurrent runs from Redis) cost one round trip and one commit, and
+ * the job's claim, the event's consumption and every side effect commit together, without BEGIN
+ * and COMMIT. A single event is a batch of one: the processor runs it so inside a transaction
+ * (replays, the general path).
  */
 export type BatchCarrierEventHandler<K extends HandledKind> = (events: EventOfKind<K>[], run: EventBatchRun) => void;
+
+/**
+ * Events of one key never share a statement: a later one goes into the next statement, in arrival
+ * order (two receipts of one message in one UPDATE ... FROM would apply only one of them).
+ * undefined: the event may share a statement with any other.
+ */
+export type BatchKey<K extends HandledKind> = (event: EventOfKind<K>) => string | undefined;
+
+/** A batch handler as registered: the handler and how its events are kept apart. */
+export interface BatchHandling {
+  handler: BatchCarrierEventHandler<HandledKind>;
+  key?: BatchKey<HandledKind>;
+}
+
+/** The note an event no module acts on is consumed with. */
+export function ignoredNote(event: NormalizedEvent): string {
+  return event.kind === 'ignored' ? `ignored: carrier event type ${event.carrierEventType}` : `ignored: ${event.kind}`;
+}
 
 /** How the events of a kind are handled (CarrierEventHandlers.handlingOf): one handler, of one shape. */
 export type EventHandling =
   | { shape: 'ignored'; /** Kept on the event: why nothing was done. */ note: string }
-  | { shape: 'batch'; handler: BatchCarrierEventHandler<HandledKind> }
-  | { shape: 'one-statement'; handler: OneStatementCarrierEventHandler<HandledKind> }
+  | ({ shape: 'batch' } & BatchHandling)
   | { shape: 'transaction'; handler: CarrierEventHandler<HandledKind> }
   | { shape: 'none' };
 
@@ -143,11 +149,12 @@ export type EventHandling =
  */
 export const HandlesCarrierEvent = (kind: HandledKind) => SetMetadata(CARRIER_EVENT_HANDLER_METADATA, kind);
 
-/** As HandlesCarrierEvent, for a method of the shape OneStatementCarrierEventHandler. */
-export const HandlesCarrierEventInOneStatement = (kind: HandledKind) => SetMetadata(ONE_STATEMENT_HANDLER_METADATA, kind);
-
-/** As HandlesCarrierEvent, for a method of the shape BatchCarrierEventHandler. */
-export const HandlesCarrierEventsInOneStatement = (kind: HandledKind) => SetMetadata(BATCH_STATEMENT_HANDLER_METADATA, kind);
+/**
+ * As HandlesCarrierEvent, for a method of the shape BatchCarrierEventHandler; `key`: events that
+ * must never share a statement (BatchKey).
+ */
+export const HandlesCarrierEventsInOneStatement = <K extends HandledKind>(kind: K, { key }: { key?: BatchKey<K> } = {}) =>
+  applyDecorators(SetMetadata(BATCH_STATEMENT_HANDLER_METADATA, kind), SetMetadata(BATCH_KEY_METADATA, key));
 
 /**
  * Which method handles which kind of carrier event, found at boot from @HandlesCarrierEvent.
@@ -159,8 +166,7 @@ export const HandlesCarrierEventsInOneStatement = (kind: HandledKind) => SetMeta
 export class CarrierEventHandlers implements OnModuleInit {
   private readonly logger = new Logger(CarrierEventHandlers.name);
   private readonly handlers = new UniqueRegistry<HandledKind, CarrierEventHandler<HandledKind>>('carrier event handler for');
-  private readonly oneStatementHandlers = new UniqueRegistry<HandledKind, OneStatementCarrierEventHandler<HandledKind>>('carrier event handler for');
-  private readonly batchHandlers = new UniqueRegistry<HandledKind, BatchCarrierEventHandler<HandledKind>>('carrier event handler for');
+  private readonly batchHandlers = new UniqueRegistry<HandledKind, BatchHandling>('carrier event handler for');
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -174,35 +180,29 @@ export class CarrierEventHandlers implements OnModuleInit {
       const method = (found.instance as Record<string, CarrierEventHandler<HandledKind>>)[found.method];
       this.handlers.register(found.value, method.bind(found.instance));
     }
-    this.registerShape(ONE_STATEMENT_HANDLER_METADATA, this.oneStatementHandlers);
-    this.registerShape(BATCH_STATEMENT_HANDLER_METADATA, this.batchHandlers);
+    for (const found of findDecoratedMethods<HandledKind>(this.discovery, this.scanner, this.reflector, BATCH_STATEMENT_HANDLER_METADATA)) {
+      if (!(HANDLED_KINDS as readonly string[]).includes(found.value)) throw new Error(`${found.name} handles unknown carrier event kind "${found.value}"`);
+      // One handler per kind, whichever its shape.
+      if (this.has(found.value)) throw new Error(`carrier event handler for "${found.value}" is registered twice`);
+      const method = (found.instance as Record<string, BatchCarrierEventHandler<HandledKind>>)[found.method];
+      const key = this.reflector.get<BatchKey<HandledKind> | undefined>(BATCH_KEY_METADATA, method);
+      this.batchHandlers.register(found.value, { handler: method.bind(found.instance), key });
+    }
     const waiting = HANDLED_KINDS.filter((kind) => !this.has(kind));
     if (waiting.length > 0) this.logger.log(`no handler yet for ${waiting.join(', ')}: such events are kept unprocessed`);
   }
 
-  private registerShape<H>(metadata: string, registry: UniqueRegistry<HandledKind, H>): void {
-    for (const found of findDecoratedMethods<HandledKind>(this.discovery, this.scanner, this.reflector, metadata)) {
-      if (!(HANDLED_KINDS as readonly string[]).includes(found.value)) throw new Error(`${found.name} handles unknown carrier event kind "${found.value}"`);
-      // One handler per kind, whichever its shape.
-      if (this.has(found.value)) throw new Error(`carrier event handler for "${found.value}" is registered twice`);
-      const method = (found.instance as Record<string, H & ((...args: never[]) => void)>)[found.method];
-      registry.register(found.value, method.bind(found.instance) as H);
-    }
-  }
-
   private has(kind: HandledKind): boolean {
-    return this.handlers.has(kind) || this.oneStatementHandlers.has(kind) || this.batchHandlers.has(kind);
+    return this.handlers.has(kind) || this.batchHandlers.has(kind);
   }
 
   /** Tests: puts a handler (or none) in place of the registered one; returns the undo. */
   override<K extends HandledKind>(kind: K, handler: CarrierEventHandler<K> | undefined): () => void {
-    const undoOneStatement = this.oneStatementHandlers.replace(kind, undefined);
     const undoBatch = this.batchHandlers.replace(kind, undefined);
     const undo = this.handlers.replace(kind, handler as unknown as CarrierEventHandler<HandledKind> | undefined);
     return () => {
       undo();
       undoBatch();
-      undoOneStatement();
     };
   }
 
@@ -212,12 +212,10 @@ export class CarrierEventHandlers implements OnModuleInit {
    * run in a transaction (CarrierEventProcessor) both take it from here and switch on the shape.
    */
   handlingOf(event: NormalizedEvent): EventHandling {
-    if (event.kind === 'ignored') return { shape: 'ignored', note: `ignored: carrier event type ${event.carrierEventType}` };
+    if (event.kind === 'ignored') return { shape: 'ignored', note: ignoredNote(event) };
     const { kind } = event;
     const batch = this.batchHandlers.get(kind);
-    if (batch) return { shape: 'batch', handler: batch };
-    const oneStatement = this.oneStatementHandlers.get(kind);
-    if (oneStatement) return { shape: 'one-statement', handler: oneStatement };
+    if (batch) return { shape: 'batch', ...batch };
     const inTransaction = this.handlers.get(kind);
     if (inTransaction) return { shape: 'transaction', handler: inTransaction };
     return { shape: 'none' };

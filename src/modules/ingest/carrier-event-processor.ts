@@ -6,7 +6,7 @@ import { isDatabaseUnavailable, isSerializationConflict, storedMessage } from '.
 import { ProcessCarrierEventJob } from './ingest.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
-import { buildBatchStatement, buildOneStatement } from './one-statement-build.js';
+import { buildBatchStatement } from './one-statement-build.js';
 import {
   CarrierEventHandlers,
   handlerContext,
@@ -16,7 +16,6 @@ import {
   type CarrierEventHandler,
   type EventHandling,
   type HandledKind,
-  type OneStatementCarrierEventHandler,
 } from './carrier-event-handlers.js';
 import type { NormalizedEvent } from '../../carriers/normalized-event.js';
 import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
@@ -70,8 +69,8 @@ export function isTransient(err: unknown): boolean {
 }
 
 /**
- * A one-statement handler's event is not ready (a receipt before its message): its statement
- * wrote nothing, so the transaction it ran in is as it was before the handler.
+ * A batch handler's event is not ready (a receipt before its message): its statement wrote
+ * nothing, so the transaction it ran in is as it was before the handler.
  */
 class NotReadyError extends RetryLaterError {}
 
@@ -94,31 +93,26 @@ export class CarrierEventProcessor {
   ) {}
 
   /**
-   * A one-statement handler in the general path's transaction, which holds the event's row lock
-   * and marks it processed itself: the consumption is a gate with a row when ready.
+   * A batch handler in the general path's transaction, for this one event (a batch of one). The
+   * transaction holds the event's row lock and marks it processed itself: the consumption is a
+   * gate with a row when the event is ready. Not ready, the statement wrote nothing (every write
+   * selects FROM the gate) and NotReadyError sends the event round again later, with the reason.
    */
-  private async runOneStatementHandlerIn(tx: Tx, handler: OneStatementCarrierEventHandler<HandledKind>, event: NormalizedEvent): Promise<string | void> {
-    const stmt = new CteStatement();
-    const consumption = buildOneStatement(stmt, handler, event, (given) => stmt.with('cev_consumed', `SELECT 1 AS consumed_event_id WHERE ${given.ready ?? 'true'}`));
-    const { rows } = await exec<{ ready: boolean; note: string | null; jobs: number }>(
-      tx,
-      stmt.text(`SELECT (${consumption.ready ?? 'true'}) AS ready, (${consumption.note ?? 'NULL'})::text AS note, (${newJobsCount(stmt)})::int AS jobs`),
-      stmt.params,
-    );
-    if (!rows[0].ready) throw new NotReadyError(consumption.notReadyReason ?? 'not ready');
-    this.outbox.jobsWritten(rows[0].jobs, tx);
-    return rows[0].note ?? undefined;
-  }
-
-  /** A batch handler in the general path's transaction, for this one event (a batch of one), gated as above. */
   private async runBatchHandlerIn(tx: Tx, handler: BatchCarrierEventHandler<HandledKind>, event: NormalizedEvent, eventId: string): Promise<string | void> {
     const stmt = new CteStatement();
-    let note = 'NULL';
-    buildBatchStatement(stmt, handler, [event], [{ eventId }], (input, noteOf) => {
-      note = `(SELECT ${noteOf('i')} FROM ${input} i)`;
-      return stmt.with('cev_consumed', `SELECT event_id AS consumed_event_id FROM ${input}`);
+    let [ready, reason, note] = ['true', 'NULL', 'NULL'];
+    buildBatchStatement(stmt, handler, [event], [{ eventId }], (batch) => {
+      note = `(SELECT ${batch.note('i')} FROM ${batch.input} i)`;
+      ready = `EXISTS (SELECT FROM ${batch.ready})`;
+      reason = `(SELECT ${batch.notReadyReason('i')} FROM ${batch.input} i)`;
+      return stmt.with('cev_consumed', `SELECT event_id AS consumed_event_id FROM ${batch.ready}`);
     });
-    const { rows } = await exec<{ note: string | null; jobs: number }>(tx, stmt.text(`SELECT ${note}::text AS note, (${newJobsCount(stmt)})::int AS jobs`), stmt.params);
+    const { rows } = await exec<{ ready: boolean; reason: string | null; note: string | null; jobs: number }>(
+      tx,
+      stmt.text(`SELECT ${ready} AS ready, ${reason}::text AS reason, ${note}::text AS note, (${newJobsCount(stmt)})::int AS jobs`),
+      stmt.params,
+    );
+    if (!rows[0].ready) throw new NotReadyError(rows[0].reason ?? 'not ready');
     this.outbox.jobsWritten(rows[0].jobs, tx);
     return rows[0].note ?? undefined;
   }
@@ -205,8 +199,6 @@ export class CarrierEventProcessor {
   /** A handler of any shape as one run in the caller's transaction (a batch handler: a batch of one). */
   private inTransaction(handling: Exclude<EventHandling, { shape: 'ignored' | 'none' }>, id: string): CarrierEventHandler<HandledKind> {
     switch (handling.shape) {
-      case 'one-statement':
-        return (event, tx) => this.runOneStatementHandlerIn(tx, handling.handler, event as NormalizedEvent);
       case 'batch':
         return (event, tx) => this.runBatchHandlerIn(tx, handling.handler, event as NormalizedEvent, id);
       case 'transaction':

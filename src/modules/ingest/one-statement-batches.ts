@@ -8,7 +8,7 @@ import { WebhookDeliveryAttemptJob } from '../webhooks/webhooks.jobs.js';
 import type { RunOutcome } from '../../platform/outbox/job-handler.js';
 import { claimLockedJobsSql, lockJobsSql } from '../../platform/outbox/job-sql.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import type { BatchCarrierEventHandler, HandledKind } from './carrier-event-handlers.js';
+import type { BatchHandling } from './carrier-event-handlers.js';
 import { isTransient } from './carrier-event-processor.js';
 import { buildBatchStatement } from './one-statement-build.js';
 import type { StoredCarrierEvent } from './one-statement-runs.js';
@@ -23,6 +23,15 @@ interface BatchedRun {
 /** undefined: nothing written, the job goes down the general path (see OneStatementRuns.run). */
 type BatchedOutcome = RunOutcome | undefined;
 
+/** The jobs a batch's statement claimed, those of its events not ready, and what it wrote for after commit. */
+interface BatchStatementResult {
+  claimed: string[];
+  /** Absent for a handler whose events are always ready. */
+  unready?: string[];
+  jobs: number;
+  afterCommit: AfterCommitJob[];
+}
+
 /**
  * Most runs one statement takes, and statements in flight at once (each holds a pooled
  * connection). A batch reserves an after-commit place per run for its events' first webhook
@@ -31,16 +40,18 @@ type BatchedOutcome = RunOutcome | undefined;
 const BATCH = { maxBatch: 32, maxInFlight: 4 };
 
 /**
- * Process-carrier-event jobs of a kind whose handler writes batches (inbound SMS), group
- * committed: the runs that arrive together (an ingest batch's events run after its commit,
- * concurrent runs from Redis) are one statement and one commit. Each run keeps its own guards:
- * its job's claim and its event's consumption are rows of their own, and a run whose claim a twin
- * won writes nothing. A statement Postgres refuses for one run's values is retried run by run,
- * so only that run goes down the general path.
+ * Process-carrier-event jobs of a kind whose handler writes batches (inbound SMS, receipts,
+ * ignored events), group committed: the runs that arrive together (an ingest batch's events run
+ * after its commit, concurrent runs from Redis) are one statement and one commit. Each run keeps
+ * its own guards: its job's claim and its event's consumption are rows of their own, a run whose
+ * claim a twin won writes nothing, and a run whose event is not ready (a receipt before its
+ * message) claims and writes nothing and goes down the general path, which retries it later. A
+ * statement Postgres refuses for one run's values is retried run by run, so only that run goes
+ * down the general path.
  */
 @Injectable()
 export class OneStatementBatches implements BeforeApplicationShutdown {
-  private readonly committers = new Map<HandledKind, GroupCommitter<BatchedRun, BatchedOutcome>>();
+  private readonly committers = new Map<string, GroupCommitter<BatchedRun, BatchedOutcome>>();
 
   constructor(
     private readonly outbox: OutboxService,
@@ -48,12 +59,15 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
     private readonly afterCommit: AfterCommitJobs,
   ) {}
 
-  /** Resolves once the statement that holds this run has committed (or failed for a reason of its own). */
-  run(kind: HandledKind, handler: BatchCarrierEventHandler<HandledKind>, jobId: string, event: StoredCarrierEvent): Promise<BatchedOutcome> {
-    let committer = this.committers.get(kind);
+  /**
+   * Resolves once the statement that holds this run has committed (or failed for a reason of its
+   * own). `batch`: the runs of one batch share their handling (an event kind, or `ignored`).
+   */
+  run(batch: string, handling: BatchHandling, jobId: string, event: StoredCarrierEvent): Promise<BatchedOutcome> {
+    let committer = this.committers.get(batch);
     if (!committer) {
-      committer = new GroupCommitter((runs) => this.runBatch(handler, runs), BATCH);
-      this.committers.set(kind, committer);
+      committer = new GroupCommitter((runs) => this.runBatch(handling, runs), BATCH);
+      this.committers.set(batch, committer);
     }
     return committer.submit({ jobId, event });
   }
@@ -65,52 +79,63 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
   /**
    * A job or an event twice in one batch (a run from Redis beside the one after commit): the
    * repeats go in a statement of their own after this one, where their claims find the job taken.
+   * So do events of a key already in this statement (the handler's BatchKey: two receipts of one
+   * message), in arrival order: each then sees what the one before it committed.
    */
-  private async runBatch(handler: BatchCarrierEventHandler<HandledKind>, runs: BatchedRun[]): Promise<BatchOutcome<BatchedOutcome>[]> {
+  private async runBatch(handling: BatchHandling, runs: BatchedRun[]): Promise<BatchOutcome<BatchedOutcome>[]> {
     const jobs = new Set<string>();
     const events = new Set<string>();
+    const keys = new Set<string>();
     const [first, repeats]: number[][] = [[], []];
     runs.forEach((run, k) => {
-      const repeated = jobs.has(run.jobId) || events.has(run.event.id);
+      const key = handling.key?.(run.event.normalized as never);
+      const repeated = jobs.has(run.jobId) || events.has(run.event.id) || (key !== undefined && keys.has(key));
       jobs.add(run.jobId);
       events.add(run.event.id);
+      if (key !== undefined) keys.add(key);
       (repeated ? repeats : first).push(k);
     });
     const outcomes: BatchOutcome<BatchedOutcome>[] = new Array(runs.length);
-    (await this.runDistinct(handler, first.map((k) => runs[k]))).forEach((outcome, n) => (outcomes[first[n]] = outcome));
-    if (repeats.length > 0) (await this.runBatch(handler, repeats.map((k) => runs[k]))).forEach((outcome, n) => (outcomes[repeats[n]] = outcome));
+    (await this.runDistinct(handling, first.map((k) => runs[k]))).forEach((outcome, n) => (outcomes[first[n]] = outcome));
+    if (repeats.length > 0) (await this.runBatch(handling, repeats.map((k) => runs[k]))).forEach((outcome, n) => (outcomes[repeats[n]] = outcome));
     return outcomes;
   }
 
-  private async runDistinct(handler: BatchCarrierEventHandler<HandledKind>, runs: BatchedRun[]): Promise<BatchOutcome<BatchedOutcome>[]> {
+  private async runDistinct(handling: BatchHandling, runs: BatchedRun[]): Promise<BatchOutcome<BatchedOutcome>[]> {
     try {
-      const claimed = await retryingLockConflicts(() => this.write(handler, runs));
-      return runs.map((run) => ({ ok: true, value: claimed.has(run.jobId) ? 'completed' : 'skipped' }));
+      const { claimed, unready } = await retryingLockConflicts(() => this.write(handling, runs));
+      // Not ready: nothing written, its job unclaimed; the general path retries it later.
+      return runs.map((run) => ({ ok: true, value: claimed.has(run.jobId) ? 'completed' : unready.has(run.jobId) ? undefined : 'skipped' }));
     } catch (err) {
       // The database failed, not a run: every job of the batch is retried.
       if (isTransient(err)) throw err;
       // A value Postgres refuses spoils the statement for all: each alone, so only its own fails.
       if (runs.length === 1) return [{ ok: true, value: undefined }];
-      return (await Promise.all(runs.map((run) => this.runDistinct(handler, [run])))).flat();
+      return (await Promise.all(runs.map((run) => this.runDistinct(handling, [run])))).flat();
     }
   }
 
-  /** The batch's statement; returns the jobs whose claims it won. */
-  private async write(handler: BatchCarrierEventHandler<HandledKind>, runs: BatchedRun[]): Promise<Set<string>> {
+  /** The batch's statement; returns the jobs whose claims it won, and those of events not ready. */
+  private async write(handling: BatchHandling, runs: BatchedRun[]): Promise<{ claimed: Set<string>; unready: Set<string> }> {
     const stmt = new CteStatement();
     // The first webhook attempts of the events' customer events run here once the statement
     // returns; with too few places free they are written due now, for the relay.
-    const result = await this.afterCommit.aroundStatement(WebhookDeliveryAttemptJob, runs.length, stmt, () => this.writeStatement(stmt, handler, runs), (written) => written.afterCommit);
+    const result = await this.afterCommit.aroundStatement(WebhookDeliveryAttemptJob, runs.length, stmt, () => this.writeStatement(stmt, handling, runs), (written) => written.afterCommit);
     this.outbox.jobsWritten(result.jobs);
-    return new Set(result.claimed);
+    return { claimed: new Set(result.claimed), unready: new Set(result.unready ?? []) };
   }
 
   /** Builds and runs the batch's statement (the claims, the events' consumption, the handler's writes). */
-  private async writeStatement(stmt: CteStatement, handler: BatchCarrierEventHandler<HandledKind>, runs: BatchedRun[]): Promise<{ claimed: string[]; jobs: number; afterCommit: AfterCommitJob[] }> {
+  private async writeStatement(stmt: CteStatement, handling: BatchHandling, runs: BatchedRun[]): Promise<BatchStatementResult> {
     const ids = runs.map((run) => ({ eventId: run.event.id, jobId: run.jobId }));
     const claimed = 'job_claimed';
-    buildBatchStatement(stmt, handler, runs.map((run) => run.event.normalized), ids, (input, note) => {
-      const locked = stmt.with('job_locked', lockJobsSql(stmt.param(runs.map((run) => run.jobId), 'text[]')));
+    let unready = '';
+    buildBatchStatement(stmt, handling.handler, runs.map((run) => run.event.normalized), ids, ({ input, ready, note }) => {
+      // Only the ready rows' jobs are locked and claimed: a run not ready leaves its job as it
+      // was, for the general path (a twin that claims it meanwhile finds its outcome there).
+      const jobIds = stmt.param(runs.map((run) => run.jobId), 'text[]');
+      const locked = stmt.with('job_locked', lockJobsSql(ready === input ? jobIds : `ARRAY(SELECT job_id FROM ${ready} WHERE job_id = ANY (${jobIds}))`));
+      if (ready !== input) unready = `, (SELECT coalesce(jsonb_agg(i.job_id), '[]'::jsonb) FROM ${input} i WHERE NOT EXISTS (SELECT FROM ${ready} r WHERE r.event_id = i.event_id)) AS unready`;
       stmt.with(claimed, claimLockedJobsSql(locked));
       // processed_at IS NULL: one run consumes an event (a replay may have); only its job's
       // claimant. c.id = ANY: the events by their key, whatever the planner makes of the recordset.
@@ -122,9 +147,9 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
            RETURNING c.id AS consumed_event_id`,
       );
     });
-    const [result] = await this.statements.query<{ claimed: string[]; jobs: number; afterCommit: AfterCommitJob[] }>(
+    const [result] = await this.statements.query<BatchStatementResult>(
       stmt.text(
-        `SELECT (SELECT coalesce(jsonb_agg(job_id), '[]'::jsonb) FROM ${claimed}) AS claimed,
+        `SELECT (SELECT coalesce(jsonb_agg(job_id), '[]'::jsonb) FROM ${claimed}) AS claimed${unready},
                   (${newJobsCount(stmt)})::int AS jobs, ${afterCommitJobs(stmt)} AS "afterCommit"`,
       ),
       stmt.params,

@@ -1,30 +1,6 @@
 import type { CteStatement } from '../../platform/database/cte-statement.js';
 import type { NormalizedEvent } from '../../carriers/normalized-event.js';
-import type { BatchCarrierEventHandler, EventConsumption, HandledKind, OneStatementCarrierEventHandler } from './carrier-event-handlers.js';
-
-/**
- * Lets a one-statement handler add its CTEs to `stmt`; `consumed` adds the CTE its writes select
- * FROM (the guarded consumption in a job's one-statement run, a gate in the general path's
- * transaction). Returns how the handler asked to be consumed.
- */
-export function buildOneStatement(
-  stmt: CteStatement,
-  handler: OneStatementCarrierEventHandler<HandledKind>,
-  event: NormalizedEvent,
-  consumed: (given: EventConsumption) => string,
-): EventConsumption {
-  let consumption: EventConsumption | undefined;
-  handler(event as never, {
-    stmt,
-    consume: (given = {}) => {
-      if (consumption) throw new Error('a one-statement handler consumes its event once');
-      consumption = given;
-      return consumed(given);
-    },
-  });
-  if (!consumption) throw new Error(`the one-statement handler of ${event.kind} did not consume its event`);
-  return consumption;
-}
+import type { BatchCarrierEventHandler, BatchConsumption, HandledKind } from './carrier-event-handlers.js';
 
 /** Which stored event (and, in a job's run, which job) a batch's k-th event is. */
 export interface BatchEventIds {
@@ -33,17 +9,29 @@ export interface BatchEventIds {
 }
 
 /**
+ * What `consumed` is given to build a batch's consumption on: the CTE of the input rows, the CTE
+ * of those ready now (the input itself when the handler has no readiness), and the handler's
+ * note and not-ready reason as SQL over an input row's alias.
+ */
+export interface BatchConsumptionSql {
+  input: string;
+  ready: string;
+  note: (row: string) => string;
+  notReadyReason: (row: string) => string;
+}
+
+/**
  * Lets a batch handler add its CTEs to `stmt` for `events` (ids[k] names events[k]): its input
- * rows get `event_id` and `job_id` beside its own columns, and `consumed(input, note)` adds the
- * CTE of consumed_event_id its writes select FROM (guarded consumptions and the jobs' claims in a
- * job's run, a gate in the general path's transaction).
+ * rows get `event_id` and `job_id` beside its own columns, and `consumed` adds the CTE of
+ * consumed_event_id its writes select FROM (guarded consumptions and the jobs' claims of the
+ * ready rows in a job's run, a gate in the general path's transaction).
  */
 export function buildBatchStatement(
   stmt: CteStatement,
   handler: BatchCarrierEventHandler<HandledKind>,
   events: NormalizedEvent[],
   ids: BatchEventIds[],
-  consumed: (input: string, note: (row: string) => string) => string,
+  consumed: (sql: BatchConsumptionSql) => string,
 ): void {
   let input: string | undefined;
   let consumption: string | undefined;
@@ -56,10 +44,13 @@ export function buildBatchStatement(
       input = stmt.with('evt_input', `SELECT * FROM json_to_recordset(${stmt.param(JSON.stringify(withIds), 'json')}) AS i(event_id text, job_id text, ${columns})`);
       return input;
     },
-    consume: (note = () => 'NULL') => {
+    consume: ({ ready, notReadyReason = () => `'not ready'`, note = () => 'NULL' }: BatchConsumption = {}) => {
       if (!input) throw new Error('a batch handler adds its input before it consumes its events');
       if (consumption) throw new Error('a batch handler consumes its events once');
-      consumption = consumed(input, note);
+      // Readiness is decided once, in a CTE of its own: the claims, the consumptions and the
+      // statement's answer (which runs go down the general path) all read the same rows.
+      const readyRows = ready ? stmt.with('evt_ready', `SELECT i.event_id, i.job_id FROM ${input} i WHERE ${ready('i')}`) : input;
+      consumption = consumed({ input, ready: readyRows, note, notReadyReason });
       return consumption;
     },
   });

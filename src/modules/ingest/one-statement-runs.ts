@@ -1,40 +1,40 @@
 import { Injectable } from '@nestjs/common';
-import { CteStatement } from '../../platform/database/cte-statement.js';
 import { Statements } from '../../platform/database/statements.js';
 import type { RunOutcome } from '../../platform/outbox/job-handler.js';
-import { WebhookDeliveryAttemptJob } from '../webhooks/webhooks.jobs.js';
-import { claimJobSql, pendingJobSql } from '../../platform/outbox/job-sql.js';
-import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { AfterCommitJobs, type AfterCommitJob } from '../../platform/outbox/after-commit-jobs.js';
+import { pendingJobSql } from '../../platform/outbox/job-sql.js';
 import type { NormalizedEvent } from '../../carriers/normalized-event.js';
-import { CarrierEventHandlers, type HandledKind, type OneStatementCarrierEventHandler } from './carrier-event-handlers.js';
-import { isTransient } from './carrier-event-processor.js';
-import { buildOneStatement } from './one-statement-build.js';
+import { CarrierEventHandlers, ignoredNote, type BatchHandling } from './carrier-event-handlers.js';
 import { OneStatementBatches } from './one-statement-batches.js';
-import { afterCommitJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
-
-/** An event no module acts on: consumed with the reason (`note`). */
-const ignoring = (note: string): OneStatementCarrierEventHandler<HandledKind> => (_event, { stmt, consume }) => void consume({ note: stmt.param(note, 'text') });
 
 /**
- * The process-carrier-event job in one statement, for an event whose handler is a one-statement
- * one (inbound SMS, receipts) or that is ignored: one read of the event (no lock: a stored event
- * never changes), then the job's claim, the event's consumption and the handler's writes in one
- * autocommit statement: no BEGIN, no COMMIT, no separate claim.
+ * Events no module acts on, as a batch handler of the engine's own (no module registers it):
+ * each consumed with the reason it was ignored, and nothing else written.
  */
+const IGNORING: BatchHandling = {
+  handler: (events, run) => {
+    run.input('ignored_note text', (events as NormalizedEvent[]).map((event) => ({ ignored_note: ignoredNote(event) })));
+    run.consume({ note: (row) => `${row}.ignored_note` });
+  },
+};
+
 /** A carrier event as stored: its row id and normalized form. */
 export interface StoredCarrierEvent {
   id: string;
   normalized: NormalizedEvent;
 }
 
+/**
+ * The process-carrier-event job in one statement, for an event whose handler is a batch one
+ * (inbound SMS, receipts) or that is ignored: one read of the event (no lock: a stored event
+ * never changes), then the job's claim, the event's consumption and the handler's writes in one
+ * autocommit statement (OneStatementBatches, shared with the runs that arrive together): no
+ * BEGIN, no COMMIT, no separate claim.
+ */
 @Injectable()
 export class OneStatementRuns {
   constructor(
     private readonly handlers: CarrierEventHandlers,
-    private readonly outbox: OutboxService,
     private readonly statements: Statements,
-    private readonly afterCommit: AfterCommitJobs,
     private readonly batches: OneStatementBatches,
   ) {}
 
@@ -52,22 +52,9 @@ export class OneStatementRuns {
     if (!row) return undefined;
     const event = row.normalized as NormalizedEvent;
     const handling = this.handlers.handlingOf(event);
-    if (handling.shape === 'batch') return this.batches.run(event.kind as HandledKind, handling.handler, jobId, row);
-    if (handling.shape !== 'one-statement' && handling.shape !== 'ignored') return undefined;
-    const handler = handling.shape === 'ignored' ? ignoring(handling.note) : handling.handler;
-    const stmt = new CteStatement();
-    // The jobs this statement creates that may run here once it returns (a new event's first
-    // webhook attempts); with no place free they are written due now, for the relay.
-    const result = await this.afterCommit.aroundStatement(
-      WebhookDeliveryAttemptJob,
-      1,
-      stmt,
-      () => this.runStatement(stmt, handler, event, jobId, row.id),
-      (written) => (written?.ready ? written.afterCommit : []),
-    );
-    if (!result?.ready) return undefined;
-    this.outbox.jobsWritten(result.jobs);
-    return result.claimed ? 'completed' : 'skipped';
+    if (handling.shape === 'batch') return this.batches.run(event.kind, handling, jobId, row);
+    if (handling.shape === 'ignored') return this.batches.run('ignored', IGNORING, jobId, row);
+    return undefined;
   }
 
   private async readPending(jobId: string): Promise<StoredCarrierEvent | undefined> {
@@ -77,33 +64,5 @@ export class OneStatementRuns {
       [jobId],
     );
     return row;
-  }
-
-  private async runStatement(stmt: CteStatement, handler: OneStatementCarrierEventHandler<HandledKind>, event: NormalizedEvent, jobId: string, eventId: string) {
-    const [job, id] = [stmt.param(jobId, 'text'), stmt.param(eventId, 'text')];
-    const consumption = buildOneStatement(stmt, handler, event, (given) => {
-      // The job runner's claim, held back unless the handler is ready: a twin run waits on the
-      // job row, then claims nothing and so writes nothing.
-      stmt.with('job_claimed', claimJobSql(job, given.ready ?? 'true'));
-      // processed_at IS NULL: one run consumes the event (a replay may have); only the claimant.
-      return stmt.with(
-        'cev_consumed',
-        `UPDATE carrier_events SET processed_at = now(), error = NULL, note = ${given.note ?? 'NULL'}, attempts = attempts + 1, unhandled_since = NULL
-          WHERE id = ${id} AND processed_at IS NULL AND EXISTS (SELECT FROM job_claimed) RETURNING id AS consumed_event_id`,
-      );
-    });
-    try {
-      const [result] = await this.statements.query<{ ready: boolean; claimed: boolean; jobs: number; afterCommit: AfterCommitJob[] }>(
-        stmt.text(
-          `SELECT (${consumption.ready ?? 'true'}) AS ready, EXISTS (SELECT FROM job_claimed) AS claimed,
-                  (${newJobsCount(stmt)})::int AS jobs, ${afterCommitJobs(stmt)} AS "afterCommit"`,
-        ),
-        stmt.params,
-      );
-      return result;
-    } catch (err) {
-      if (isTransient(err)) throw err;
-      return undefined;
-    }
   }
 }

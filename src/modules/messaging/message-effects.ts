@@ -39,6 +39,16 @@ export class MessageEffects {
     this.events.emitFromCte(stmt, changed, type, MESSAGE_VIEW_JSON);
   }
 
+  /**
+   * announceCtes for rows that moved each to a status of its own (a batch of receipts): each
+   * announced as `message.<its status>`, one of `types`. Billed nothing: a receipt never bills
+   * (the send was billed by markSent, when the carrier accepted it).
+   */
+  announceEachCtes(stmt: CteStatement, changed: string, types: readonly CustomerEventType[]): void {
+    const typed = stmt.with('msg_moves', `SELECT c.*, 'message.' || c.status AS type FROM ${changed} c`);
+    this.events.emitFromCte(stmt, typed, types, MESSAGE_VIEW_JSON);
+  }
+
   /** Inbound messages as the statement recorded them (CTE `received`, MESSAGE_COLUMNS): billed per segment. */
   billInboundCtes(stmt: CteStatement, received: string): void {
     this.usage.recordFromCte(stmt, received, 'sms_inbound_segments', { accountId: 'account_id', resourceId: 'id', quantity: 'segments' });

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { randomUUID } from 'node:crypto';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
-import type { EventBatchRun, OneStatementRun } from '../ingest/carrier-event-handlers.js';
+import type { EventBatchRun } from '../ingest/carrier-event-handlers.js';
 import type { OwnersOf } from '../numbers/phone-numbers.service.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
@@ -20,11 +20,15 @@ import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
 /** Runs of the transactional claim statement before it gives up on a number whose opt-outs keep changing under it (the second never should: see claimForDispatch). */
 const CLAIM_RUNS = 3;
 
-/** A final delivery receipt, in our words. */
+/** The customer events a receipt's move announces: `message.<the status it moved to>`. */
+const RECEIPT_EVENT_TYPES = ['message.sent', 'message.delivered', 'message.failed'] as const satisfies readonly CustomerEventType[];
+
+/** A delivery receipt, in our words. */
 export interface Receipt {
   carrier: CarrierName;
   carrierMessageId: string;
-  status: 'sent' | 'delivered' | 'failed';
+  /** The final word it reports; null for a word that moves nothing (queued, sending, unknown). */
+  status: 'sent' | 'delivered' | 'failed' | null;
   /** The carrier's own word, kept in the note of a receipt that changed nothing. */
   carrierStatus: string;
   errorCode?: string;
@@ -250,7 +254,7 @@ export class MessageTransitions {
          FROM paced WHERE m.id = paced.locked_id AND paced.refused AND NOT paced.consent_changed
        RETURNING ${MESSAGE_COLUMNS}`,
     );
-    this.sideEffectsCtes(stmt, refused, 'failed', 'message.failed');
+    this.sideEffectsCtes(stmt, refused, { status: 'failed', type: 'message.failed' });
     // The UPDATE's WHERE is the guard: a message not yet picked up, or one whose lease has ended, whose slot is due.
     stmt.with(
       'claimed',
@@ -341,7 +345,7 @@ export class MessageTransitions {
         WHERE m.id = found.found_id AND found.previous = ANY(${stmt.param(WAITING_STATUSES, 'text[]')})
        RETURNING ${MESSAGE_COLUMNS}`,
     );
-    this.sideEffectsCtes(stmt, cancelled, 'cancelled', 'message.cancelled');
+    this.sideEffectsCtes(stmt, cancelled, { status: 'cancelled', type: 'message.cancelled' });
     const { rows } = await exec<{ previous: MessageStatus; jobs: number; message: MessageRow | null }>(
       tx,
       stmt.text(`SELECT found.previous, (${newJobsCount(stmt)})::int AS jobs, (SELECT to_jsonb(c) FROM ${cancelled} c) AS message FROM found`),
@@ -391,38 +395,55 @@ export class MessageTransitions {
   }
 
   /**
-   * A delivery receipt for a message we sent, as fragments of the event's one statement. The
-   * event is ready only once a message carries this carrier id (a receipt that outran the
-   * dispatcher's commit is retried, never explained away as a duplicate by a later read); it
-   * changes nothing (the note says so) for a duplicate, a contradiction after a terminal status,
-   * or a 'sent' receipt (markSent stamps the carrier id and 'sent' together).
+   * Delivery receipts for messages we sent, as fragments of one statement for a batch of events
+   * (no two of one message: the batch's key keeps them apart). A receipt of a final word is ready
+   * only once a message carries its carrier id (one that outran the dispatcher's commit is
+   * retried, never explained away as a duplicate by a later read); it changes nothing (the note
+   * says so) for a duplicate, a contradiction after a terminal status, or a 'sent' receipt after
+   * markSent (which stamps the carrier id and 'sent' together). A non-final word (status NULL)
+   * is always ready and changes nothing.
    */
-  applyReceiptCtes(stmt: CteStatement, consume: OneStatementRun['consume'], receipt: Receipt): void {
-    // `rcpt_found` locks the message this carrier id names: a twin receipt waits, then sees what
-    // this one left.
+  applyReceiptCtes(run: EventBatchRun, receipts: Receipt[]): void {
+    const { stmt } = run;
+    const input = run.input(
+      'carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text',
+      receipts.map((r) => ({ carrier: r.carrier, carrier_message_id: r.carrierMessageId, status: r.status, carrier_status: r.carrierStatus, error_code: r.errorCode ?? null, error_detail: r.errorDetail ?? null })),
+    );
+    // `rcpt_found` locks the messages these carrier ids name, in id order (two batches that share
+    // messages never wait on each other crosswise): a twin receipt waits, then sees what this one
+    // left. Each row carries its receipt's values under names of its own (the UPDATE's RETURNING
+    // reads the message's columns unqualified). The carrier ids as arrays too: the messages are
+    // found by their unique key, whatever the planner makes of the recordset.
+    const finals = receipts.filter((r) => r.status !== null);
     stmt.with(
       'rcpt_found',
-      `SELECT id AS found_id, status AS previous, direction = 'outbound' AS outbound FROM messages
-        WHERE carrier = ${stmt.param(receipt.carrier, 'text')} AND carrier_message_id = ${stmt.param(receipt.carrierMessageId, 'text')} FOR UPDATE`,
+      `SELECT i.event_id AS rcpt_event_id, m.id AS found_id, m.status AS previous, m.direction = 'outbound' AS outbound,
+              i.status AS rcpt_status, i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail
+         FROM ${input} i JOIN messages m ON m.carrier = i.carrier AND m.carrier_message_id = i.carrier_message_id
+        WHERE i.status IS NOT NULL AND m.carrier = ANY (${stmt.param([...new Set(finals.map((r) => r.carrier))], 'text[]')})
+          AND m.carrier_message_id = ANY (${stmt.param(finals.map((r) => r.carrierMessageId), 'text[]')})
+        ORDER BY m.id FOR UPDATE OF m`,
     );
-    const status = stmt.param(receipt.status, 'text');
-    // The guard: only an outbound message that is not terminal and not already at the
-    // receipt's status moves; the first terminal word wins.
-    const moves = `outbound AND previous <> ALL(${stmt.param(TERMINAL_STATUSES, 'text[]')}) AND previous <> ${status}`;
-    const applied = consume({
-      ready: 'EXISTS (SELECT FROM rcpt_found)',
-      notReadyReason: `no message carries ${receipt.carrier} id ${receipt.carrierMessageId} yet`,
-      note: `CASE WHEN NOT EXISTS (SELECT FROM rcpt_found WHERE ${moves}) THEN ${stmt.param(`duplicate or superseded receipt (${receipt.carrierStatus})`, 'text')} END`,
+    // The guard, over a locked row `f`: only an outbound message that is not terminal and not
+    // already at the receipt's status moves; the first terminal word wins.
+    const moves = (f: string) => `${f}.outbound AND ${f}.previous <> ALL(${stmt.param(TERMINAL_STATUSES, 'text[]')}) AND ${f}.previous <> ${f}.rcpt_status`;
+    const applied = run.consume({
+      ready: (i) => `(${i}.status IS NULL OR EXISTS (SELECT FROM rcpt_found f WHERE f.rcpt_event_id = ${i}.event_id))`,
+      notReadyReason: (i) => `'no message carries ' || ${i}.carrier || ' id ' || ${i}.carrier_message_id || ' yet'`,
+      note: (i) =>
+        `CASE WHEN ${i}.status IS NULL THEN 'carrier status ' || ${i}.carrier_status || ' changes nothing'
+              WHEN NOT EXISTS (SELECT FROM rcpt_found f WHERE f.rcpt_event_id = ${i}.event_id AND ${moves('f')}) THEN 'duplicate or superseded receipt (' || ${i}.carrier_status || ')' END`,
     });
     const moved = stmt.with(
       'rcpt_moved',
-      `UPDATE messages m SET status = ${status}, error_code = coalesce(${stmt.param(receipt.errorCode ?? null, 'text')}, error_code),
-              error_detail = coalesce(${stmt.param(receipt.errorDetail ?? null, 'text')}, error_detail), updated_at = now()
-         FROM rcpt_found, ${applied}
-        WHERE m.id = rcpt_found.found_id AND ${moves}
+      `UPDATE messages m SET status = f.rcpt_status, error_code = coalesce(f.rcpt_error_code, m.error_code),
+              error_detail = coalesce(f.rcpt_error_detail, m.error_detail), updated_at = now()
+         FROM rcpt_found f JOIN ${applied} c ON c.consumed_event_id = f.rcpt_event_id
+        WHERE m.id = f.found_id AND ${moves('f')}
        RETURNING ${MESSAGE_COLUMNS}`,
     );
-    this.sideEffectsCtes(stmt, moved, receipt.status, `message.${receipt.status}`);
+    // Each row's history and customer event are its own receipt's word: the status it moved to.
+    this.sideEffectsCtes(stmt, moved, { eachRowsStatus: RECEIPT_EVENT_TYPES });
   }
 
   /**
@@ -437,7 +458,7 @@ export class MessageTransitions {
       inbound.map((m) => ({ message_id: m.id, carrier: m.carrier, carrier_message_id: m.carrierMessageId, from_number: m.from, to_number: m.to, text: m.text, segments: m.segments, encoding: m.encoding })),
     );
     const owner = owners(input, 'to_number');
-    const applied = run.consume((i) => `CASE WHEN NOT EXISTS (SELECT FROM ${owner} o WHERE o.event_id = ${i}.event_id) THEN 'no account owns ' || ${i}.to_number END`);
+    const applied = run.consume({ note: (i) => `CASE WHEN NOT EXISTS (SELECT FROM ${owner} o WHERE o.event_id = ${i}.event_id) THEN 'no account owns ' || ${i}.to_number END` });
     // ON CONFLICT (carrier, carrier_message_id): a replayed or re-signed delivery inserts nothing.
     const received = stmt.with(
       'msg_received',
@@ -454,10 +475,20 @@ export class MessageTransitions {
     this.effects.announceInboundCtes(stmt, received, consent);
   }
 
-  /** The history row and the customer event of a move, for the rows of CTE `changed` (MESSAGE_COLUMNS). */
-  private sideEffectsCtes(stmt: CteStatement, changed: string, status: MessageStatus, type: CustomerEventType): void {
-    stmt.with('msg_history', `INSERT INTO message_status_history (message_id, status) SELECT id, ${stmt.param(status, 'text')} FROM ${changed}`);
-    this.effects.announceCtes(stmt, changed, type);
+  /**
+   * The history row and the customer event of a move, for the rows of CTE `changed`
+   * (MESSAGE_COLUMNS): every row to one `status`, announced as `type`; or `eachRowsStatus`, rows
+   * moved each to its own status (a batch of receipts), each announced as `message.<status>`,
+   * one of the types listed.
+   */
+  private sideEffectsCtes(stmt: CteStatement, changed: string, move: { status: MessageStatus; type: CustomerEventType } | { eachRowsStatus: readonly CustomerEventType[] }): void {
+    if ('eachRowsStatus' in move) {
+      stmt.with('msg_history', `INSERT INTO message_status_history (message_id, status) SELECT id, status FROM ${changed}`);
+      this.effects.announceEachCtes(stmt, changed, move.eachRowsStatus);
+      return;
+    }
+    stmt.with('msg_history', `INSERT INTO message_status_history (message_id, status) SELECT id, ${stmt.param(move.status, 'text')} FROM ${changed}`);
+    this.effects.announceCtes(stmt, changed, move.type);
   }
 
   async recordHistory(tx: Tx, messageId: string, status: MessageStatus): Promise<void> {

@@ -1,14 +1,18 @@
 import { Injectable } from '@nestjs/common';
 import { newId, IdPrefix } from '../../platform/ids.js';
-import { HandlesCarrierEventInOneStatement, HandlesCarrierEventsInOneStatement, type EventBatchRun, type OneStatementRun } from '../ingest/carrier-event-handlers.js';
+import { HandlesCarrierEventsInOneStatement, type EventBatchRun } from '../ingest/carrier-event-handlers.js';
 import type { MessageReceived, MessageStatusChanged } from '../../carriers/normalized-event.js';
 import { PhoneNumbers, type OwnersOf } from '../numbers/phone-numbers.service.js';
-import { MessageTransitions } from './message-transitions.js';
+import { MessageTransitions, type Receipt } from './message-transitions.js';
 import { countSegments } from '../../telephony/segments.js';
 
+/** A receipt's word the message can move to (any other changes nothing). */
+const isFinal = (event: MessageStatusChanged): event is MessageStatusChanged & { status: Receipt['status'] & string } =>
+  event.status === 'sent' || event.status === 'delivered' || event.status === 'failed';
+
 /**
- * What Messaging does with the carrier events it owns: receipts and inbound SMS as the fragments
- * of one statement (the hot path: no BEGIN, no COMMIT, one round trip; inbound SMS in batches).
+ * What Messaging does with the carrier events it owns: receipts and inbound SMS, each kind in
+ * batches, as the fragments of one statement (the hot path: no BEGIN, no COMMIT, one round trip).
  */
 @Injectable()
 export class MessagingCarrierEvents {
@@ -18,24 +22,22 @@ export class MessagingCarrierEvents {
   ) {}
 
   /**
-   * A receipt moves the message only through a guarded transition. Non-final words (queued,
-   * sending) and words we do not know are kept on the carrier event, never acted on. A receipt for
-   * a carrier id no message carries yet outran the dispatcher's commit: retry, never buffer.
+   * Receipts, a batch in one statement. A receipt moves the message only through a guarded
+   * transition. Non-final words (queued, sending) and words we do not know are kept on the carrier
+   * event, never acted on. A receipt for a carrier id no message carries yet outran the
+   * dispatcher's commit: retry, never buffer. `key`: two receipts of one message never share a
+   * statement (one UPDATE would apply only one of them); the later goes into the next.
    */
-  @HandlesCarrierEventInOneStatement('message.status')
-  applyReceipt(event: MessageStatusChanged, { stmt, consume }: OneStatementRun): void {
-    if (event.status !== 'sent' && event.status !== 'delivered' && event.status !== 'failed') {
-      consume({ note: stmt.param(`carrier status ${event.carrierStatus} changes nothing`, 'text') });
-      return;
-    }
-    this.transitions.applyReceiptCtes(stmt, consume, {
+  @HandlesCarrierEventsInOneStatement('message.status', { key: (event) => (isFinal(event) ? `${event.carrier}:${event.carrierMessageId}` : undefined) })
+  applyReceipt(events: MessageStatusChanged[], run: EventBatchRun): void {
+    this.transitions.applyReceiptCtes(run, events.map((event) => ({
       carrier: event.carrier,
       carrierMessageId: event.carrierMessageId,
-      status: event.status,
+      status: isFinal(event) ? event.status : null,
       carrierStatus: event.carrierStatus,
       errorCode: event.errorCode,
       errorDetail: event.errorDetail,
-    });
+    })));
   }
 
   /** Inbound SMS, a batch in one statement. One to a number nobody owns creates nothing; its event keeps the reason. */

@@ -2,7 +2,7 @@ import { applyDecorators, Injectable, Logger, SetMetadata, type OnModuleInit } f
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import type { Tx } from '../../platform/database/tx.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
-import { HANDLED_KINDS, type NormalizedEvent } from '../../carriers/normalized-event.js';
+import { HANDLED_KINDS, type IgnoredEvent, type NormalizedEvent } from '../../carriers/normalized-event.js';
 import { findDecoratedMethods, UniqueRegistry } from '../../platform/registry.js';
 
 /** Kinds a module can own; `ignored` events are never dispatched. */
@@ -132,8 +132,8 @@ export interface BatchHandling {
 }
 
 /** The note an event no module acts on is consumed with. */
-export function ignoredNote(event: NormalizedEvent): string {
-  return event.kind === 'ignored' ? `ignored: carrier event type ${event.carrierEventType}` : `ignored: ${event.kind}`;
+export function ignoredNote(event: IgnoredEvent): string {
+  return `ignored: carrier event type ${event.carrierEventType}`;
 }
 
 /** How the events of a kind are handled (CarrierEventHandlers.handlingOf): one handler, of one shape. */

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Statements } from '../../platform/database/statements.js';
 import type { RunOutcome } from '../../platform/outbox/job-handler.js';
 import { pendingJobSql } from '../../platform/outbox/job-sql.js';
-import type { NormalizedEvent } from '../../carriers/normalized-event.js';
+import type { IgnoredEvent, NormalizedEvent } from '../../carriers/normalized-event.js';
 import { CarrierEventHandlers, ignoredNote, type BatchHandling } from './carrier-event-handlers.js';
 import { OneStatementBatches } from './one-statement-batches.js';
 
@@ -11,8 +11,9 @@ import { OneStatementBatches } from './one-statement-batches.js';
  * each consumed with the reason it was ignored, and nothing else written.
  */
 const IGNORING: BatchHandling = {
+  // Only events handlingOf found ignored are batched here.
   handler: (events, run) => {
-    run.input('ignored_note text', (events as NormalizedEvent[]).map((event) => ({ ignored_note: ignoredNote(event) })));
+    run.input('ignored_note text', (events as unknown as IgnoredEvent[]).map((event) => ({ ignored_note: ignoredNote(event) })));
     run.consume({ note: (row) => `${row}.ignored_note` });
   },
 };

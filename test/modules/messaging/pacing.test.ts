@@ -319,6 +319,28 @@ describe('sender pacing', () => {
     await waitFor(() => db.count(`SELECT count(*) FROM messages WHERE id = ANY($1) AND status = 'sent'`, [ids]), (n) => n === 1, { what: 'the paced message sent at its slot' });
   });
 
+  /**
+   * Claims `id` through `path` while the test's own transaction holds `change` to the number's row
+   * uncommitted: the claim's snapshot is taken before it commits, its lock on the row after.
+   */
+  const claimWhileNumberChanges = async (path: keyof typeof claimThrough, id: string, numberId: string, change: string) => {
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`UPDATE phone_numbers SET ${change} WHERE id = $1`, [numberId]);
+      const claim = claimThrough[path](id);
+      await waitFor(
+        () => db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`),
+        (n) => n >= 1,
+        { what: "the claim waiting on the number's row" },
+      );
+      await holder.query('COMMIT');
+      return await claim;
+    } finally {
+      holder.release();
+    }
+  };
+
   it.each(Object.keys(claimThrough) as (keyof typeof claimThrough)[])(
     "a claim that waited for the number's row while a carrier 429 paused it (through %s) gives its slot, now inside the pause, a new one after it, with a job due then",
     async (path) => {
@@ -328,24 +350,8 @@ describe('sender pacing', () => {
       // Planted: its slot is due now (its job runs), and the number is not paused yet.
       await db.pool.query(`UPDATE messages SET send_slot = now() WHERE id = $1`, [id]);
 
-      const holder = await db.pool.connect();
-      let outcome: Awaited<ReturnType<(typeof claimThrough)[typeof path]>>;
-      try {
-        // A 429 for another message of the number, recorded in the transaction the test holds:
-        // the claim's snapshot is taken before it commits, its lock on the number's row after.
-        await holder.query('BEGIN');
-        await holder.query(`UPDATE phone_numbers SET send_paused_until = now() + interval '30 seconds' WHERE id = $1`, [numberIds[number]]);
-        const claim = claimThrough[path](id);
-        await waitFor(
-          () => db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`),
-          (n) => n >= 1,
-          { what: "the claim waiting on the number's row" },
-        );
-        await holder.query('COMMIT');
-        outcome = await claim;
-      } finally {
-        holder.release();
-      }
+      // A 429 for another message of the number, recorded in the transaction the test holds.
+      const outcome = await claimWhileNumberChanges(path, id, numberIds[number], `send_paused_until = now() + interval '30 seconds'`);
       // Not sent inside the pause, and not left without a job: a new slot after the pause, due then.
       expect(outcome.kind).toBe('paced');
       const [row] = (await db.pool.query(`SELECT m.send_slot, p.send_paused_until FROM messages m JOIN phone_numbers p ON p.id = $2 WHERE m.id = $1`, [id, numberIds[number]])).rows;
@@ -363,24 +369,8 @@ describe('sender pacing', () => {
       const sendAt = new Date(Date.now() + 86_400_000).toISOString();
       const id = (await customer.post('/v2/messages', { from: number, to: HANDSET, text: 'paced at the new rate', send_at: sendAt })).body.data.id as string;
 
-      const holder = await db.pool.connect();
-      let outcome: Awaited<ReturnType<(typeof claimThrough)[typeof path]>>;
-      try {
-        // The rate lowered to 1/s, in the transaction the test holds: the claim's snapshot is
-        // taken before it commits (20/s), its lock on the number's row after (1/s).
-        await holder.query('BEGIN');
-        await holder.query(`UPDATE phone_numbers SET send_rate_per_second = 1 WHERE id = $1`, [numberIds[number]]);
-        const claim = claimThrough[path](id);
-        await waitFor(
-          () => db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`),
-          (n) => n >= 1,
-          { what: "the claim waiting on the number's row" },
-        );
-        await holder.query('COMMIT');
-        outcome = await claim;
-      } finally {
-        holder.release();
-      }
+      // The rate lowered to 1/s in the transaction the test holds: 20/s in the claim's snapshot, 1/s on the row it locks.
+      const outcome = await claimWhileNumberChanges(path, id, numberIds[number], 'send_rate_per_second = 1');
       // Its slot now; the number's next one a second (1/s) after it, not 50 ms (20/s).
       expect(outcome.kind).toBe('claimed');
       const [row] = (await db.pool.query(

@@ -23,13 +23,38 @@ export type IdPrefix = (typeof IdPrefix)[keyof typeof IdPrefix];
 /**
  * `<prefix>_<26 chars>`: 48 bits of milliseconds then 80 random bits, Crockford base32,
  * so ids sort by creation time (cursor pagination) and never contain ':' (BullMQ jobIds).
+ * Minted from the clock (no `now`), ids of one process also sort in the order they were minted:
+ * within one millisecond the next id is the last one's random part plus one (ULID's monotonic
+ * mode), so two customer events written by one transaction (`call.answered`, then
+ * `call.completed`) list in that order. With an explicit `now` every id gets fresh random bits.
  */
-export function newId(prefix: IdPrefix, now = Date.now()): string {
-  const random = randomBytesPooled(10);
-  // 80 random bits as two 40-bit halves: each fits a double exactly, so no BigInt on the hot path.
-  const high = random.readUIntBE(0, 5);
-  const low = random.readUIntBE(5, 5);
-  return `${prefix}_${base32(now, 10)}${base32(high, 8)}${base32(low, 8)}`;
+export function newId(prefix: IdPrefix, now?: number): string {
+  if (now !== undefined) {
+    const random = randomBytesPooled(10);
+    // 80 random bits as two 40-bit halves: each fits a double exactly, so no BigInt on the hot path.
+    return format(prefix, now, random.readUIntBE(0, 5), random.readUIntBE(5, 5));
+  }
+  const clock = Date.now();
+  if (clock > last.ms) {
+    const random = randomBytesPooled(10);
+    last = { ms: clock, high: random.readUIntBE(0, 5), low: random.readUIntBE(5, 5) };
+  } else if (last.low < HALF_MAX) {
+    // The same millisecond (or the clock stepped back): one more than the last id.
+    last = { ...last, low: last.low + 1 };
+  } else if (last.high < HALF_MAX) {
+    last = { ...last, high: last.high + 1, low: 0 };
+  } else {
+    // 2^80 ids in one millisecond: the next millisecond's first.
+    last = { ms: last.ms + 1, high: 0, low: 0 };
+  }
+  return format(prefix, last.ms, last.high, last.low);
+}
+
+const HALF_MAX = 2 ** 40 - 1;
+let last = { ms: -1, high: 0, low: 0 };
+
+function format(prefix: IdPrefix, ms: number, high: number, low: number): string {
+  return `${prefix}_${base32(ms, 10)}${base32(high, 8)}${base32(low, 8)}`;
 }
 
 /** The low 5×digits bits of a non-negative integer below 2^53, most significant digit first. */

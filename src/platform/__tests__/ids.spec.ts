@@ -50,6 +50,12 @@ describe('newId', () => {
     expect(ids.size).toBe(10_000);
   });
 
+  it('minted from the clock, sort in the order they were minted, within a millisecond too', () => {
+    const ids = Array.from({ length: 5_000 }, () => newId(IdPrefix.Event));
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids.map((id) => id.slice(4, 14))).size).toBeLessThan(ids.length);
+  });
+
   it('its 80 random bits are not stuck: every character position varies', () => {
     const tails = Array.from({ length: 500 }, () => newId(IdPrefix.Message, 0).slice(-16));
     for (let pos = 0; pos < 16; pos++) expect(new Set(tails.map((t) => t[pos])).size).toBeGreaterThan(16);

@@ -11,7 +11,5 @@ try {
 }
 const run = (cmd, args, env = process.env) => spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit', env }).status ?? 1;
 if (run('npm', ['run', '--silent', 'build']) !== 0) process.exit(1);
-// jest runs ESM test files through vm modules, which Node calls experimental: each worker would
-// print that ExperimentalWarning (two lines) on every run. Node 20.11+ can leave that type out.
-const env = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --experimental-vm-modules --disable-warning=ExperimentalWarning`.trim() };
-process.exit(run('npx', ['jest', ...process.argv.slice(2)], env));
+// The tests run in bare Node (jest-light-runner, jest.config.js): no vm modules, so no Node flag.
+process.exit(run('npx', ['jest', ...process.argv.slice(2)]));

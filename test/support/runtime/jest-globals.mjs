@@ -2,26 +2,15 @@
 // (jest-light-runner puts jest-circus's functions on globalThis). jest-light-runner ignores
 // timeouts; jest's runner failed a test or hook after `testTimeout` (or the timeout passed to
 // it): so do these wrappers, so a hung test still fails instead of hanging the run.
-import { TEST_TIMEOUT_MS } from './timeouts.mjs';
+import { withDeadline } from './deadline.js';
 
 const g = globalThis;
 
-function withDeadline(fn, timeout, what) {
-  if (typeof fn !== 'function') return fn;
-  const ms = timeout ?? TEST_TIMEOUT_MS;
-  const run = fn.length >= 1 ? () => new Promise((resolve, reject) => fn((err) => (err ? reject(err) : resolve()))) : () => fn();
-  return function deadlined() {
-    let timer;
-    const deadline = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`Exceeded timeout of ${ms} ms for ${what}.`)), ms);
-    });
-    return Promise.race([Promise.resolve().then(run), deadline]).finally(() => clearTimeout(timer));
-  };
-}
+const deadlined = (fn, timeout, what) => (typeof fn === 'function' ? withDeadline(fn, timeout, what) : fn);
 
 function testFunction(base) {
-  const wrapped = (name, fn, timeout) => base(name, withDeadline(fn, timeout, 'a test'), timeout);
-  wrapped.only = (name, fn, timeout) => base.only(name, withDeadline(fn, timeout, 'a test'), timeout);
+  const wrapped = (name, fn, timeout) => base(name, deadlined(fn, timeout, 'a test'), timeout);
+  wrapped.only = (name, fn, timeout) => base.only(name, deadlined(fn, timeout, 'a test'), timeout);
   wrapped.skip = base.skip;
   wrapped.todo = base.todo;
   wrapped.each = (...table) => (name, fn, timeout) =>
@@ -29,7 +18,7 @@ function testFunction(base) {
   return wrapped;
 }
 
-const hook = (base, what) => (fn, timeout) => base(withDeadline(fn, timeout, what), timeout);
+const hook = (base, what) => (fn, timeout) => base(deadlined(fn, timeout, what), timeout);
 
 export const it = testFunction(g.it);
 export const test = testFunction(g.test);

@@ -1,0 +1,22 @@
+/** How long a test or hook may take unless it says otherwise (what jest's `testTimeout` was). */
+export const TEST_TIMEOUT_MS = 60_000;
+
+type Body = ((done: (err?: unknown) => void) => unknown) | (() => unknown);
+
+/**
+ * `fn` (a test or hook body, async or taking jest's `done` callback) as a function that fails with
+ * jest's own message once `timeout` ms (default `TEST_TIMEOUT_MS`) pass without it settling.
+ */
+export function withDeadline(fn: Body, timeout: number | undefined, what: string): () => Promise<unknown> {
+  const ms = timeout ?? TEST_TIMEOUT_MS;
+  const run = fn.length >= 1
+    ? () => new Promise((resolve, reject) => (fn as (done: (err?: unknown) => void) => unknown)((err) => (err ? reject(err) : resolve(undefined))))
+    : () => (fn as () => unknown)();
+  return function deadlined() {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`Exceeded timeout of ${ms} ms for ${what}.`)), ms);
+    });
+    return Promise.race([Promise.resolve().then(run), deadline]).finally(() => clearTimeout(timer));
+  };
+}

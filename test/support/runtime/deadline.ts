@@ -1,3 +1,7 @@
+// node:timers, not the globals: a test's fake timers (jest.useFakeTimers) replace the globals,
+// and its jest.advanceTimersByTime would then fire the deadline of the test that advanced them.
+import { clearTimeout, setTimeout } from 'node:timers';
+
 /** How long a test or hook may take unless it says otherwise (what jest's `testTimeout` was). */
 export const TEST_TIMEOUT_MS = 60_000;
 

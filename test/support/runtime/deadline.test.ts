@@ -17,3 +17,21 @@ describe('withDeadline', () => {
     await expect(withDeadline((done: (err?: Error) => void) => done(new Error('done with an error')), 1_000, 'a test')()).rejects.toThrow('done with an error');
   });
 });
+
+describe('unhandled rejections', () => {
+  it('a rejection handled after its tick is no error (the body attaches its handler later)', async () => {
+    const body = async () => {
+      const late = Promise.reject(new Error('handled late'));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await expect(late).rejects.toThrow('handled late');
+    };
+    await expect(withDeadline(body, 1_000, 'a test')()).resolves.toBeUndefined();
+  });
+
+  it('a rejection still unhandled when the body ends fails it', async () => {
+    const body = async () => {
+      void Promise.reject(new Error('nobody listens'));
+    };
+    await expect(withDeadline(body, 1_000, 'a test')()).rejects.toThrow('a test left 1 promise rejection(s) unhandled: Error: nobody listens');
+  });
+});

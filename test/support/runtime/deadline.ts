@@ -1,6 +1,7 @@
 // node:timers, not the globals: a test's fake timers (jest.useFakeTimers) replace the globals,
 // and its jest.advanceTimersByTime would then fire the deadline of the test that advanced them.
 import { clearTimeout, setTimeout } from 'node:timers';
+import { takeUnhandledRejections } from './unhandled-rejections.js';
 
 /** How long a test or hook may take unless it says otherwise (what jest's `testTimeout` was). */
 export const TEST_TIMEOUT_MS = 60_000;
@@ -9,7 +10,8 @@ type Body = ((done: (err?: unknown) => void) => unknown) | (() => unknown);
 
 /**
  * `fn` (a test or hook body, async or taking jest's `done` callback) as a function that fails with
- * jest's own message once `timeout` ms (default `TEST_TIMEOUT_MS`) pass without it settling.
+ * jest's own message once `timeout` ms (default `TEST_TIMEOUT_MS`) pass without it settling, and
+ * fails when a promise rejection is left unhandled as it ends (unhandled-rejections.ts).
  */
 export function withDeadline(fn: Body, timeout: number | undefined, what: string): () => Promise<unknown> {
   const ms = timeout ?? TEST_TIMEOUT_MS;
@@ -21,6 +23,12 @@ export function withDeadline(fn: Body, timeout: number | undefined, what: string
     const deadline = new Promise((_, reject) => {
       timer = setTimeout(() => reject(new Error(`Exceeded timeout of ${ms} ms for ${what}.`)), ms);
     });
-    return Promise.race([Promise.resolve().then(run), deadline]).finally(() => clearTimeout(timer));
+    return Promise.race([Promise.resolve().then(run), deadline])
+      .finally(() => clearTimeout(timer))
+      .then(async (value) => {
+        const reasons = await takeUnhandledRejections();
+        if (reasons.length > 0) throw new AggregateError(reasons, `${what} left ${reasons.length} promise rejection(s) unhandled: ${reasons.map(String).join('; ')}`);
+        return value;
+      });
   };
 }

@@ -133,6 +133,14 @@ async function createAccountIn(databaseUrl: string, name: string): Promise<{ acc
   }
 }
 
+/** Each process of the cluster: running or how it ended, its starts, and the end of its stderr; for a failure's message. */
+export function clusterReport(cluster: Cluster): string {
+  const roles = [...cluster.apis, ...cluster.relays, ...cluster.workers];
+  return roles
+    .map((p) => `--- ${p.role} (pid ${p.pid}, ${p.running ? 'running' : `exited: ${p.exit}`}, started ${p.starts}×):\n${p.output.slice(-3000)}`)
+    .join('\n');
+}
+
 /** The promise as an auditor checks it where it runs: `onceline verify` finds every invariant holding. */
 export async function expectVerified(cluster: Cluster): Promise<void> {
   const run = await runCliHere(['verify', '--json'], cluster.env);

@@ -34,6 +34,12 @@ export class RoleProcess {
     return this;
   }
 
+  /** How the current child ended (exit code or signal), for failure messages. */
+  get exit(): string {
+    if (!this.child) return 'never started';
+    return this.child.signalCode ?? `code ${this.child.exitCode}`;
+  }
+
   get running(): boolean {
     return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
   }

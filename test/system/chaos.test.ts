@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { carrierFixture, telnyxReceipt } from '../support/carrier-signing.js';
-import { expectVerified, startCluster, type Cluster } from '../support/cluster.js';
+import { clusterReport, expectVerified, startCluster, type Cluster } from '../support/cluster.js';
 import { RoleProcess } from '../support/processes.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { TEST_REDIS_URL } from '../support/env.js';
@@ -74,6 +74,9 @@ async function expectExactlyOnce(db: { count(sql: string, p?: unknown[]): Promis
     inbound: await db.count(`SELECT count(*) FROM messages WHERE direction = 'inbound'`),
     unprocessed: await db.count(`SELECT count(*) FROM carrier_events WHERE processed_at IS NULL`),
     received: await db.count(`SELECT count(*) FROM outbound_events WHERE type = 'message.received'`),
+    // Why a stall stalled: events tried and failed, and the processing jobs still without an outcome.
+    withError: await db.count(`SELECT count(*) FROM carrier_events WHERE error IS NOT NULL`),
+    jobsOpen: await db.count(`SELECT count(*) FROM outbox_jobs WHERE completed_at IS NULL AND failed_at IS NULL`),
   });
   await waitFor(progress, (p) => p.inbound === BURST && p.unprocessed === 0 && p.received === BURST, {
     timeoutMs: 120_000,
@@ -195,7 +198,9 @@ describe('chaos: Postgres stopped mid-burst', () => {
     ]);
     expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(0);
     expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
-    await expectExactlyOnce(counter);
+    await expectExactlyOnce(counter).catch((err: Error) => {
+      throw new Error(`${err.message}\n${clusterReport(cluster)}`);
+    });
     await expectVerified(cluster);
   }, WAIT_TEST_MS);
 });

@@ -1,7 +1,8 @@
-// `npm start` (after `npm run build`, which skips tsc when dist/ is current: scripts/build.mjs): makes sure PostgreSQL and Redis answer (starting
-// project-local ones under .data/ when needed), applies migrations, runs every role as child
-// processes, prints the URLs once /health/ready answers, and stops everything gracefully on
-// SIGINT/SIGTERM (including the .data/ services this run started).
+// `npm start` (after `npm run build`, which skips tsc when dist/ is current: scripts/build.mjs):
+// makes sure PostgreSQL and Redis answer (starting project-local ones under .data/ when needed),
+// applies migrations, runs every role as child processes, prints the URLs once /health/ready
+// answers, and stops everything gracefully on SIGINT/SIGTERM (including the .data/ services this
+// run started).
 import './load-env.mjs'; // first: .env under the environment, as the app and the CLI read it
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';

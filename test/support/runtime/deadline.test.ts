@@ -34,4 +34,13 @@ describe('unhandled rejections', () => {
     };
     await expect(withDeadline(body, 1_000, 'a test')()).rejects.toThrow('a test left 1 promise rejection(s) unhandled: Error: nobody listens');
   });
+
+  it('a failing body reports its own error, and its unhandled rejections do not outlive it', async () => {
+    const body = async () => {
+      void Promise.reject(new Error('left behind'));
+      throw new Error('the test failed');
+    };
+    await expect(withDeadline(body, 1_000, 'a test')()).rejects.toThrow('the test failed');
+    await expect(withDeadline(async () => undefined, 1_000, 'the next test')()).resolves.toBeUndefined();
+  });
 });

@@ -23,12 +23,19 @@ export function withDeadline(fn: Body, timeout: number | undefined, what: string
     const deadline = new Promise((_, reject) => {
       timer = setTimeout(() => reject(new Error(`Exceeded timeout of ${ms} ms for ${what}.`)), ms);
     });
+    // Taken whether the body passed or failed, so a failing test's leftovers never blame the next one.
     return Promise.race([Promise.resolve().then(run), deadline])
       .finally(() => clearTimeout(timer))
-      .then(async (value) => {
-        const reasons = await takeUnhandledRejections();
-        if (reasons.length > 0) throw new AggregateError(reasons, `${what} left ${reasons.length} promise rejection(s) unhandled: ${reasons.map(String).join('; ')}`);
-        return value;
-      });
+      .then(
+        async (value) => {
+          const reasons = await takeUnhandledRejections();
+          if (reasons.length > 0) throw new AggregateError(reasons, `${what} left ${reasons.length} promise rejection(s) unhandled: ${reasons.map(String).join('; ')}`);
+          return value;
+        },
+        async (err) => {
+          await takeUnhandledRejections();
+          throw err;
+        },
+      );
   };
 }

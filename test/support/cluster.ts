@@ -97,6 +97,9 @@ export async function startCluster(databaseUrl: string, redisUrl: string, extraE
       })(),
       (async () => {
         for (const u of urls) await waitHttpOk(`${u}/health/live`);
+        // Every role up, not only the apis: a relay or worker still booting when a test stops
+        // PostgreSQL fails its start and exits (seen: chaos "Postgres stopped" stalled, 150 stored, 0 processed).
+        await Promise.all([...apis, ...relays, ...workers].map((p) => p.waitStarted()));
       })(),
     ]);
     customer = new ApiClient(url, account.id, api_key);

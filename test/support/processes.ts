@@ -29,9 +29,38 @@ export class RoleProcess {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...this.env },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
-    this.child.stderr!.on('data', (d) => (this.log = (this.log + d).slice(-8000)));
+    this.started = false;
+    const child = this.child;
+    const startedLine = `onceline ${this.role} started`;
+    // This child's own output only (the log goes on across restarts), with a tail of the last
+    // chunk so a line split across two chunks still counts.
+    let tail = '';
+    child.stderr!.on('data', (d) => {
+      const text = tail + d;
+      if (this.child === child && text.includes(startedLine)) this.started = true;
+      tail = text.slice(-startedLine.length);
+      this.log = (this.log + d).slice(-8000);
+    });
     this.starts++;
     return this;
+  }
+
+  /** Whether the current child has logged "onceline <role> started" (its connections are up, it works). */
+  started = false;
+
+  /**
+   * Resolves once the current child has started (main.ts logs "onceline <role> started" once its
+   * database, Redis and loops are up); throws with its output if it exits first. A test that breaks
+   * a service mid-run waits for this first: a role still booting when PostgreSQL stops exits
+   * ("onceline failed to start"), which is a boot failure, not the outage the test is about.
+   */
+  async waitStarted(timeoutMs = 120_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.started) {
+      if (!this.running) throw new Error(`${this.role} exited (${this.exit}) before it started:\n${this.log}`);
+      if (Date.now() > deadline) throw new Error(`${this.role} did not log that it started within ${timeoutMs} ms:\n${this.log}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   /** How the current child ended (exit code or signal), for failure messages. */

@@ -25,8 +25,9 @@ export type IdPrefix = (typeof IdPrefix)[keyof typeof IdPrefix];
  * so ids sort by creation time (cursor pagination) and never contain ':' (BullMQ jobIds).
  * Minted from the clock (no `now`), ids of one process also sort in the order they were minted:
  * within one millisecond the next id is the last one's random part plus one (ULID's monotonic
- * mode), so two customer events written by one transaction (`call.answered`, then
- * `call.completed`) list in that order. With an explicit `now` every id gets fresh random bits.
+ * mode), as onceline_id() does in SQL for one connection (migration 0023: customer events of one
+ * transaction, `call.answered` then `call.completed`, list in that order). With an explicit `now`
+ * every id gets fresh random bits.
  */
 export function newId(prefix: IdPrefix, now?: number): string {
   if (now !== undefined) {

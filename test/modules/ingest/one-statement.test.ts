@@ -124,6 +124,21 @@ describe('jobs that run as one statement, raced against a twin run', () => {
     }
   });
 
+  it('onceline_id() mints in order on one connection, within a millisecond too (events of one transaction list in the order written)', async () => {
+    const client = await db.pool.connect();
+    try {
+      const first = (await client.query(`SELECT onceline_id('evt') AS id FROM generate_series(1, 5000) n ORDER BY n`)).rows.map((r) => r.id);
+      const next = (await client.query(`SELECT onceline_id('evt') AS id`)).rows[0].id;
+      const ids = [...first, next];
+      expect([...ids].sort()).toEqual(ids);
+      expect(new Set(ids).size).toBe(ids.length);
+      // several per millisecond, or the order above proves nothing
+      expect(new Set(ids.map((id) => id.slice(4, 14))).size).toBeLessThan(ids.length / 2);
+    } finally {
+      client.release();
+    }
+  });
+
   it('what the statements build in SQL matches what the code builds: ids, message views, attempt job ids', async () => {
     const [{ id }] = (await db.pool.query(`SELECT onceline_id('msg') AS id`)).rows;
     expect(id).toMatch(/^msg_[0-9a-hjkmnp-tv-z]{26}$/);

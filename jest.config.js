@@ -7,7 +7,7 @@
 // them (jest's own runner evaluated NestJS, TypeORM, BullMQ and our src/ again for each of ~120
 // files: 1.1 s of CPU each, measured by bench/jest-boot.mjs). TypeScript is compiled by swc in a
 // Node module hook (test/support/runtime/), and test/support/runtime/jest-globals.mjs keeps
-// jest's timeouts, which the light runner leaves out. What this gives up: each file's fresh
+// jest's timeouts and its rule for unhandled rejections, which the light runner leaves out. What this gives up: each file's fresh
 // module registry; module-level state in src/ and test/support/ lives as long as the worker.
 const shared = {
   runner: ['jest-light-runner', { runtime: 'child_process' }],

@@ -4,22 +4,12 @@
 // The system tests start such processes dozens of times per `npm test` (clusters, restarts after a
 // SIGKILL, npm start, the sandbox), so this is the price of each. Builds nothing: `npm run build` first.
 // Usage: node bench/boot.mjs [--starts 5] [--roles api,worker,relay,sandbox]
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, startRole } from './lib.mjs';
+import { cpuSecondsOf, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, startRole } from './lib.mjs';
 
 const { values } = parseArgs({ options: { starts: { type: 'string', default: '5' }, roles: { type: 'string', default: 'api,worker,relay,sandbox' } } });
 const STARTS = Number(values.starts);
 const ROLES = values.roles.split(',');
-const TICKS_PER_SECOND = 100; // USER_HZ, what /proc/<pid>/stat counts in on Linux
-
-/** utime + stime of a live process, in ms. */
-function cpuMs(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-}
-
 const db = await freshDatabase('bench_boot');
 const rows = [];
 try {
@@ -32,7 +22,7 @@ try {
       const t0 = performance.now();
       const started = await startRole(role, env, { readyLine: new RegExp(`onceline ${role} started`) });
       walls.push(performance.now() - t0);
-      cpus.push(cpuMs(started.child.pid));
+      cpus.push(cpuSecondsOf(started.child.pid) * 1000);
       await started.stop();
     }
     rows.push({ role, walls, cpus });

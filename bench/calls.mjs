@@ -19,14 +19,13 @@
 // every call must still complete, dialed and bridged once. Not with --count-statements.
 // Usage: npm run bench:calls [-- --calls 200 --ring-ms 50 --warmup 20 --rounds 1 --sms-burst 2000 --count-statements --sigkill-after-ms 1000]
 import { randomUUID } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { newRun, startInboundLoad } from './e2e-load.mjs';
-import { assignNumber, createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair, troublesCell } from './lib.mjs';
+import { assignNumber, cpuSecondsOf, createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, startRole, telnyxHeaders, telnyxKeyPair, troublesCell } from './lib.mjs';
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '200' }, 'ring-ms': { type: 'string', default: '50' }, warmup: { type: 'string', default: '20' }, rounds: { type: 'string', default: '1' },
   'sms-burst': { type: 'string', default: '0' }, 'sms-rate': { type: 'string', default: '1000' }, 'sms-answer-ms': { type: 'string', default: '300' },
@@ -172,19 +171,7 @@ let countsBefore = {};
  * CPU seconds used so far by the app, by this database's PostgreSQL backends (a backend started
  * since the last snapshot counts from 0) and by the bench itself; undefined where /proc is not.
  */
-const CLOCK_TICKS = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
 const backendCpu = new Map();
-function cpuSecondsOf(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-}
 async function cpuSnapshot() {
   // No /proc; or the app was SIGKILLed (--sigkill-after-ms), and its CPU died with it.
   if (!existsSync('/proc/self/stat') || killedAt !== undefined) return undefined;

@@ -23,24 +23,21 @@ function sources() {
     .sort();
 }
 
-/** Why a build is needed (and whether tsc must forget its incremental state), or undefined. */
-function whyBuild(inputs) {
-  if (process.argv.includes('--force')) return { why: '--force', full: true };
-  if (!existsSync(STAMP)) return { why: 'no build stamp' };
-  if (readFileSync(STAMP, 'utf8') !== inputs.join('\n')) return { why: 'the sources are not the ones last built' };
+/** Undefined when dist/ is current; else a build, `full` when tsc must forget its incremental state. */
+function buildNeeded(inputs) {
+  if (process.argv.includes('--force')) return { full: true };
+  // No stamp, or the sources are not the ones last built (added, removed, renamed).
+  if (!existsSync(STAMP) || readFileSync(STAMP, 'utf8') !== inputs.join('\n')) return { full: false };
   const built = statSync(STAMP).mtimeMs;
-  const newer = [...inputs, ...CONFIGS].find((path) => statSync(join(ROOT, path)).mtimeMs > built);
-  if (newer) return { why: `${newer} changed` };
-  const missing = inputs.find((path) => !existsSync(join(ROOT, 'dist', path.replace(/^src\//, '').replace(/\.ts$/, '.js'))));
-  if (missing) return { why: `the output of ${missing} is missing`, full: true };
+  if ([...inputs, ...CONFIGS].some((path) => statSync(join(ROOT, path)).mtimeMs > built)) return { full: false };
+  // An output deleted since: tsc's incremental state would not write it again.
+  if (inputs.some((path) => !existsSync(join(ROOT, 'dist', path.replace(/^src\//, '').replace(/\.ts$/, '.js'))))) return { full: true };
   return undefined;
 }
 
 const inputs = sources();
-const build = whyBuild(inputs);
+const build = buildNeeded(inputs);
 if (build) {
-  // tsc's incremental state knows nothing of deleted outputs: a build that must write them all
-  // starts without it.
   if (build.full) rmSync(join(ROOT, 'dist', '.tsbuildinfo'), { force: true });
   // No stamp while tsc runs: after a failed or interrupted build the next one always runs.
   rmSync(STAMP, { force: true });

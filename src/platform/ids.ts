@@ -31,28 +31,37 @@ export type IdPrefix = (typeof IdPrefix)[keyof typeof IdPrefix];
  */
 export function newId(prefix: IdPrefix, now?: number): string {
   if (now !== undefined) {
-    const random = randomBytesPooled(10);
-    // 80 random bits as two 40-bit halves: each fits a double exactly, so no BigInt on the hot path.
-    return format(prefix, now, random.readUIntBE(0, 5), random.readUIntBE(5, 5));
+    const [high, low] = randomHalves();
+    return format(prefix, now, high, low);
   }
   const clock = Date.now();
   if (clock > last.ms) {
-    const random = randomBytesPooled(10);
-    last = { ms: clock, high: random.readUIntBE(0, 5), low: random.readUIntBE(5, 5) };
+    [last.high, last.low] = randomHalves();
+    last.ms = clock;
   } else if (last.low < HALF_MAX) {
     // The same millisecond (or the clock stepped back): one more than the last id.
-    last = { ...last, low: last.low + 1 };
+    last.low++;
   } else if (last.high < HALF_MAX) {
-    last = { ...last, high: last.high + 1, low: 0 };
+    last.high++;
+    last.low = 0;
   } else {
     // 2^80 ids in one millisecond: the next millisecond's first.
-    last = { ms: last.ms + 1, high: 0, low: 0 };
+    last.ms++;
+    last.high = 0;
+    last.low = 0;
   }
   return format(prefix, last.ms, last.high, last.low);
 }
 
 const HALF_MAX = 2 ** 40 - 1;
-let last = { ms: -1, high: 0, low: 0 };
+/** The last id minted from the clock in this process. */
+const last = { ms: -1, high: 0, low: 0 };
+
+/** 80 random bits as two 40-bit halves: each fits a double exactly, so no BigInt on the hot path. */
+function randomHalves(): [number, number] {
+  const random = randomBytesPooled(10);
+  return [random.readUIntBE(0, 5), random.readUIntBE(5, 5)];
+}
 
 function format(prefix: IdPrefix, ms: number, high: number, low: number): string {
   return `${prefix}_${base32(ms, 10)}${base32(high, 8)}${base32(low, 8)}`;

@@ -5,6 +5,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY scripts ./scripts
 COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
@@ -16,7 +17,7 @@ ENV HOST=0.0.0.0
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# dist/database/migrator.js reads ../../migrations
+# The migrator reads migrations/ at the package root (next to package.json)
 COPY migrations ./migrations
 COPY bin ./bin
 USER node

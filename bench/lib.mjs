@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { findPostgresBin } from '../scripts/services.mjs';
-import { migrate } from '../dist/platform/database/migrator.js';
+import { migrate } from '../dist/lib/platform/database/migrator.js';
 
 /** The package root: children run `dist/...` from here, whatever the caller's cwd. */
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));

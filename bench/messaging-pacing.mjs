@@ -14,7 +14,7 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { SenderThroughput } from '../dist/sandbox/sender-throughput.js';
+import { SenderThroughput } from '../dist/lib/sandbox/sender-throughput.js';
 import { createAccountWithNumber, fmt, freePort, freshDatabase, machine, percentile, REDIS_URL, request, ROOT, startRole } from './lib.mjs';
 
 const { values } = parseArgs({

@@ -20,7 +20,7 @@
 // instead, whose WAL then includes whatever else writes meanwhile.
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { migrate } from '../dist/platform/database/migrator.js';
+import { migrate } from '../dist/lib/platform/database/migrator.js';
 import { fmt, machine } from './lib.mjs';
 import { startPrivatePostgres } from './private-pg.mjs';
 

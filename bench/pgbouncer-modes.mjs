@@ -15,7 +15,7 @@ import { chownSync, existsSync, mkdtempSync, rmSync, writeFileSync, readFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { OUTBOX_CHANNEL } from '../dist/platform/outbox/relay-wakeup.js';
+import { OUTBOX_CHANNEL } from '../dist/lib/platform/outbox/relay-wakeup.js';
 import { freePort } from './lib.mjs';
 
 const PG_BASE = process.env.BENCH_PG_BASE ?? 'postgres://postgres@127.0.0.1:5432/postgres';

@@ -13,8 +13,8 @@ import { cpus, totalmem } from 'node:os';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { ProbeJob } from '../dist/platform/outbox/probe.handler.js';
-import { OUTBOX_CHANNEL } from '../dist/platform/outbox/relay-wakeup.js';
+import { ProbeJob } from '../dist/lib/platform/outbox/probe.handler.js';
+import { OUTBOX_CHANNEL } from '../dist/lib/platform/outbox/relay-wakeup.js';
 import { freshDatabase, peakRssBytes, percentile, PG_BASE, REDIS_URL, startRole } from './lib.mjs';
 
 const env = process.env;

@@ -11,9 +11,9 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { DESCRIPTION_FILE, REDOCLY_CLI, REDOCLY_ENV, renderDescription, renderTypes, TYPES_FILE } from './openapi-files.mjs';
 import { ROOT } from './services.mjs';
 
-const { AppModule } = await import('../dist/app.module.js');
-const { describeApi } = await import('../dist/api-description.js');
-const { loadConfig } = await import('../dist/platform/config/app-config.js');
+const { AppModule } = await import('../dist/lib/app.module.js');
+const { describeApi } = await import('../dist/lib/api-description.js');
+const { loadConfig } = await import('../dist/lib/platform/config/app-config.js');
 
 const app = await NestFactory.create(AppModule.forRoot(loadConfig({ ...process.env, LOG_LEVEL: 'silent' })), new FastifyAdapter(), { preview: true, logger: false });
 const document = describeApi(app);

@@ -8,9 +8,9 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureServices, ROOT, stopPostgresCluster } from './services.mjs';
-import { loadConfig } from '../dist/platform/config/app-config.js';
-import { migrate } from '../dist/platform/database/migrator.js';
-import { telnyxDevKeyPair } from '../dist/telephony/telnyx-dev-key.js';
+import { loadConfig } from '../dist/lib/platform/config/app-config.js';
+import { migrate } from '../dist/lib/platform/database/migrator.js';
+import { telnyxDevKeyPair } from '../dist/lib/telephony/telnyx-dev-key.js';
 
 const say = (line) => process.stderr.write(`[start] ${line}\n`);
 const env = process.env;

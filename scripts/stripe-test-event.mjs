@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import Stripe from 'stripe';
-import { DEV_STRIPE_WEBHOOK_SECRET } from '../dist/telephony/dev-credentials.js';
+import { DEV_STRIPE_WEBHOOK_SECRET } from '../dist/lib/telephony/dev-credentials.js';
 import './load-env.mjs';
 
 /** The body and Stripe-Signature of an invoice.paid for one line of price `lookupKey`. */

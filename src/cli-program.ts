@@ -46,10 +46,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
         throw err;
       }
       // Loaded once the configuration is known good: a bad setting is reported without booting Nest.
-      // One after the other: nest-commander require()s @nestjs/common, which Node 22 refuses while a
-      // concurrent import() of the same ES module is still loading it.
-      const { CliModule } = await import('./cli.module.js');
-      const { CommandFactory, CommandRunnerService } = await import('nest-commander');
+      const { CliModule, CommandFactory, CommandRunnerService } = await loadCliModules();
       const root = argv[0] === 'migrate' ? CliModule.forMigrate(config) : CliModule.forRoot(config);
       // commander's own exits (help, version) are not failures; every other one is reported.
       const exit = (err: Error): never => {
@@ -90,6 +87,18 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     }
     return code !== 0 ? code : (streams.exitCode ?? 0);
   });
+}
+
+/**
+ * The modules a command needs beyond its configuration: Nest, the commands, nest-commander. A
+ * process that runs many commands (the tests' CLI host) loads them before its first. One after
+ * the other: nest-commander require()s @nestjs/common, which Node 22 refuses while a concurrent
+ * import() of the same ES module is still loading it.
+ */
+export async function loadCliModules() {
+  const { CliModule } = await import('./cli.module.js');
+  const { CommandFactory, CommandRunnerService } = await import('nest-commander');
+  return { CliModule, CommandFactory, CommandRunnerService };
 }
 
 /** Errors that mean PostgreSQL could not be reached or refused us, not that a command went wrong. */

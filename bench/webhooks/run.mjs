@@ -12,12 +12,12 @@ import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { DataSource } from 'typeorm';
-import { loadConfig } from '../../dist/platform/config/app-config.js';
-import { UnitOfWork } from '../../dist/platform/database/unit-of-work.js';
-import { OutboxService } from '../../dist/platform/outbox/outbox.service.js';
-import { RelayWakeup } from '../../dist/platform/outbox/relay-wakeup.js';
-import { CustomerEvents } from '../../dist/modules/webhooks/customer-events.js';
-import { DeliveryScheduler } from '../../dist/modules/webhooks/delivery-scheduler.js';
+import { loadConfig } from '../../dist/lib/platform/config/app-config.js';
+import { UnitOfWork } from '../../dist/lib/platform/database/unit-of-work.js';
+import { OutboxService } from '../../dist/lib/platform/outbox/outbox.service.js';
+import { RelayWakeup } from '../../dist/lib/platform/outbox/relay-wakeup.js';
+import { CustomerEvents } from '../../dist/lib/modules/webhooks/customer-events.js';
+import { DeliveryScheduler } from '../../dist/lib/modules/webhooks/delivery-scheduler.js';
 import { fmt, freshDatabase, machine, percentile, REDIS_URL, startRole } from '../lib.mjs';
 
 const env = process.env;

@@ -1,13 +1,11 @@
 // One Node process that runs admin CLI commands for a test file (test/support/run-cli.ts): the
-// built program's runCli (dist/cli-program.js), each command with its own arguments, environment
+// built program's runCli (dist/cli-program.js, bundled like dist/cli.js), each command with its own arguments, environment
 // and output, so a file pays the boot of Node and the program's modules once, not per command.
 // Plain ESM run by node, not by jest: nest-commander require()s the ES modules of Nest 12, which
 // jest's module system cannot.
-const { runCli } = await import('../../dist/cli-program.js');
-// Loaded one after the other before any command (see src/cli-program.ts: Node 22 refuses a
-// require() of an ES module a concurrent import() is still loading).
-await import('../../dist/cli.module.js');
-await import('nest-commander');
+const { loadCliModules, runCli } = await import('../../dist/cli-program.js');
+// Before the first command, so its boot is paid while the test file sets up (warmCliHost).
+await loadCliModules();
 
 process.on('message', async ({ id, args, env }) => {
   let stdout = '';

@@ -1,10 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseEnv } from 'node:util';
-
-/** The package root (this file is src/platform/config/ or dist/platform/config/). */
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+import { PACKAGE_ROOT } from '../package-root.js';
 
 export type EnvSource = 'environment' | '.env' | 'default';
 
@@ -24,7 +21,7 @@ export interface LoadedEnv {
  */
 export function withDotEnv(env: Record<string, string | undefined> = process.env): LoadedEnv {
   const named = env.ONCELINE_ENV_FILE;
-  const file = named === '' ? undefined : named ? (isAbsolute(named) ? named : resolve(ROOT, named)) : resolve(ROOT, '.env');
+  const file = named === '' ? undefined : named ? (isAbsolute(named) ? named : resolve(PACKAGE_ROOT, named)) : resolve(PACKAGE_ROOT, '.env');
   let fromFile: Record<string, string | undefined> = {};
   if (file) {
     try {

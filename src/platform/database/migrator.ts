@@ -1,9 +1,10 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import pg from 'pg';
+import { PACKAGE_ROOT } from '../package-root.js';
 
-/** migrations/ at the package root, whether running from src/ (tests) or dist/. */
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../../migrations/', import.meta.url));
+/** migrations/ at the package root, whether running from src/ (tests), dist/lib/ or the bundle. */
+export const MIGRATIONS_DIR = join(PACKAGE_ROOT, 'migrations');
 
 // Any constant works; it only has to be the same for every process migrating this database.
 const MIGRATION_LOCK_KEY = 7_271_001;
@@ -34,7 +35,7 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR): Promis
         result.alreadyApplied.push(file);
         continue;
       }
-      const sql = await readFile(`${dir}${file}`, 'utf8');
+      const sql = await readFile(join(dir, file), 'utf8');
       await client.query('BEGIN');
       try {
         await client.query(sql);

@@ -3,9 +3,14 @@
 // and output, so a file pays the boot of Node and the program's modules once, not per command.
 // Plain ESM run by node, not by jest: nest-commander require()s the ES modules of Nest 12, which
 // jest's module system cannot.
+// The compile cache as src/cli.ts keeps it (Node ≥ 22.10; nothing on 20), written once loaded:
+// the host ends by SIGTERM or with its test worker.
+const { default: module } = await import('node:module');
+module.enableCompileCache?.();
 const { loadCliModules, runCli } = await import('../../dist/cli-program.js');
 // Before the first command, so its boot is paid while the test file sets up (warmCliHost).
 await loadCliModules();
+module.flushCompileCache?.();
 
 process.on('message', async ({ id, args, env }) => {
   let stdout = '';

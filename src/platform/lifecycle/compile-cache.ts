@@ -1,6 +1,6 @@
 import module from 'node:module';
 
-/** What Node ≥ 22.10 adds to node:module (the @types/node we build against is 20's). */
+/** What Node adds to node:module from 22.1 (enable) and 22.10 (flush); the @types/node we build against is 20's. */
 interface CompileCacheApi {
   enableCompileCache?: () => unknown;
   flushCompileCache?: () => void;
@@ -10,8 +10,9 @@ const api = module as unknown as CompileCacheApi;
 /**
  * Keeps V8's compiled code of the modules loaded from here on in Node's compile cache (a folder in
  * the temp dir; NODE_COMPILE_CACHE names another, NODE_DISABLE_COMPILE_CACHE=1 turns it off): the
- * next start of a role reads its bundle's code instead of compiling it again, ~15 % of a start's
- * CPU (bench/boot.mjs). Node 20 has no compile cache: nothing happens there. Never throws.
+ * next start of a role reads its bundle's code instead of compiling it again, 10-17 % of a
+ * start's CPU (bench/boot.mjs). Node 20 has no compile cache: nothing happens there. A cache
+ * that cannot be used (a read-only temp dir) is reported by Node's return value, not thrown.
  */
 export function cacheCompiledCode(): void {
   api.enableCompileCache?.();

@@ -27,20 +27,18 @@ const EXTERNAL = ['swagger-ui-dist', 'pino', 'thread-stream', 'msgpackr', 'msgpa
 
 /**
  * Optional packages our dependencies try to load and we do not install (Nest's microservices and
- * websockets, TypeORM's other drivers): left as run-time require()s, which fail as they do unbundled.
+ * websockets, TypeORM's other drivers): left as run-time imports, which fail as they do unbundled.
+ * "Not installed" is what esbuild's own resolver says, with the import's kind (an ES-only
+ * package resolves for `import`, not for `require`).
  */
-function externalWhenNotInstalled(root) {
+function externalWhenNotInstalled() {
   return {
     name: 'external-when-not-installed',
     setup(build) {
-      build.onResolve({ filter: /^[^./]/ }, (args) => {
-        if (args.path.startsWith('node:')) return undefined;
-        try {
-          createRequire(args.importer || join(root, 'package.json')).resolve(args.path);
-          return undefined;
-        } catch {
-          return { path: args.path, external: true };
-        }
+      build.onResolve({ filter: /^[^./]/ }, async (args) => {
+        if (args.path.startsWith('node:') || args.pluginData?.probing) return undefined;
+        const found = await build.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: { probing: true } });
+        return found.errors.length > 0 ? { path: args.path, external: true } : undefined;
       });
     },
   };
@@ -135,7 +133,7 @@ export async function bundlePrograms(root) {
     keepNames: true,
     sourcemap: 'linked',
     external: EXTERNAL,
-    plugins: [commonJsDynamicImportsAsInNode(), externalWhenNotInstalled(root)],
+    plugins: [commonJsDynamicImportsAsInNode(), externalWhenNotInstalled()],
     banner: { js: COMMONJS_GLOBALS },
     logLevel: 'warning',
   });

@@ -269,7 +269,8 @@ export function telnyxHeaders(privateKey, body, timestampSeconds = Math.floor(Da
   };
 }
 
-const CLOCK_TICKS = (() => {
+/** Clock ticks per second, the unit of /proc's CPU times (USER_HZ). */
+export const CLOCK_TICKS = (() => {
   try {
     return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
   } catch {
@@ -277,11 +278,19 @@ const CLOCK_TICKS = (() => {
   }
 })();
 
-/** CPU seconds (user + system) a live process has used so far, from /proc/<pid>/stat (Linux). */
-export function cpuSecondsOf(pid) {
+/**
+ * A live process's CPU seconds so far (user + system) and its start time (clock ticks after
+ * boot: with the pid, what tells a reused pid from the process before it), from /proc/<pid>/stat.
+ */
+export function procStat(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  return { cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS, startTicks: fields[19] };
+}
+
+/** CPU seconds (user + system) a live process has used so far (Linux). */
+export function cpuSecondsOf(pid) {
+  return procStat(pid).cpuSeconds;
 }
 
 export function machine() {

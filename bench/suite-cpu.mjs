@@ -9,11 +9,10 @@
 // Usage: node bench/suite-cpu.mjs [-- command args...]   (Linux only)
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { ROOT } from './lib.mjs';
+import { CLOCK_TICKS, procStat, ROOT } from './lib.mjs';
 
 const dashes = process.argv.indexOf('--');
 const [command, ...args] = dashes >= 0 ? process.argv.slice(dashes + 1) : ['npm', 'test'];
-const TICKS = 100; // USER_HZ on Linux
 
 function kindOf(cmdline) {
   const role = cmdline.match(/dist\/(?:lib\/)?main\.js (\w+)/);
@@ -38,9 +37,8 @@ function sample(baseline = false) {
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const key = `${pid}:${fields[19]}`; // pid and start time: a reused pid is another process
+      const { cpuSeconds: cpu, startTicks } = procStat(pid);
+      const key = `${pid}:${startTicks}`; // a reused pid is another process
       let entry = seen.get(key);
       if (!entry) {
         const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
@@ -48,7 +46,6 @@ function sample(baseline = false) {
         entry = { kind: kindOf(cmdline), cpu: 0, before: 0 };
         seen.set(key, entry);
       }
-      const cpu = (Number(fields[11]) + Number(fields[12])) / TICKS;
       if (baseline) entry.before = cpu;
       entry.cpu = Math.max(entry.cpu, cpu - entry.before);
     } catch {
@@ -75,7 +72,7 @@ for (const { kind, cpu } of seen.values()) {
   byKind.set(kind, sum);
 }
 console.log(`\n## CPU by kind of process (${new Date().toISOString()})\ncommand: ${[command, ...args].join(' ')} (exit ${code}), ${((performance.now() - started) / 1000).toFixed(1)} s`);
-console.log(`whole machine: busy ${((after.busy - before.busy) / TICKS).toFixed(0)} core-s, idle ${((after.idle - before.idle) / TICKS).toFixed(0)} core-s\n`);
+console.log(`whole machine: busy ${((after.busy - before.busy) / CLOCK_TICKS).toFixed(0)} core-s, idle ${((after.idle - before.idle) / CLOCK_TICKS).toFixed(0)} core-s\n`);
 console.log('| processes of | CPU, s | processes seen |\n|---|---|---|');
 for (const [kind, { cpu, processes }] of [...byKind].sort((a, b) => b[1].cpu - a[1].cpu)) console.log(`| ${kind} | ${cpu.toFixed(1)} | ${processes} |`);
 process.exit(code);

@@ -225,8 +225,11 @@ export class AfterCommitJobs {
 
   /**
    * Pushes the lease of every row this process still holds one lease ahead. Only rows no relay
-   * took and with no outcome; SKIP LOCKED: a row locked now is being completed (or claimed by a
-   * relay whose lease ran out) and needs none, and the renewal never waits on a job's own locks.
+   * took, with no outcome and whose run here has not failed (attempts = 0: a failure recorded by
+   * recordFailure made the row due for the relay, and a renewal between that commit and the end of
+   * the run would take it back for a whole lease); SKIP LOCKED: a row locked now is being completed
+   * (or claimed by a relay whose lease ran out) and needs none, and the renewal never waits on a
+   * job's own locks.
    */
   private async renewLeases(): Promise<void> {
     if (this.renewing || this.leased.size === 0) return;
@@ -234,7 +237,7 @@ export class AfterCommitJobs {
     try {
       await this.dataSource.query(
         `UPDATE outbox_jobs SET run_at = now() + make_interval(secs => $2)
-          WHERE id IN (SELECT id FROM outbox_jobs WHERE job_id = ANY ($1) AND relayed_at IS NULL AND completed_at IS NULL AND failed_at IS NULL FOR UPDATE SKIP LOCKED)`,
+          WHERE id IN (SELECT id FROM outbox_jobs WHERE job_id = ANY ($1) AND relayed_at IS NULL AND completed_at IS NULL AND failed_at IS NULL AND attempts = 0 FOR UPDATE SKIP LOCKED)`,
         [[...this.leased.keys()], this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS],
       );
     } catch (err) {

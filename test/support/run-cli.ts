@@ -1,4 +1,3 @@
-import { afterAll } from '@jest/globals';
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ROOT, type NodeRun } from './run-node.js';
@@ -9,8 +8,12 @@ interface Reply extends NodeRun {
 }
 
 /**
- * The CLI host of this test file (test/support/cli-host.mjs), started on first use and stopped
- * after the file's tests.
+ * The CLI host of this test worker (test/support/cli-host.mjs), started on first use and shared by
+ * the files the worker runs after (each command carries its own environment). It holds nothing of
+ * the worker's open: its process, pipe and IPC channel are unref'd, and it exits when the worker
+ * does (its IPC channel closes). A module-level afterAll stopped it after the first file only: the
+ * light runner evaluates this module once per worker, so later files' hosts were never stopped,
+ * and an in-band run (`--runInBand`) waited for ever at its end.
  */
 let host: Promise<ChildProcess> | undefined;
 let nextId = 0;
@@ -36,7 +39,10 @@ function startHost(): Promise<ChildProcess> {
       }
     });
     child.on('message', (reply: Reply) => {
-      if (reply.ready) return resolve(child);
+      if (reply.ready) {
+        release(child);
+        return resolve(child);
+      }
       const settle = pending.get(reply.id!);
       pending.delete(reply.id!);
       settle?.({ code: reply.code, stdout: reply.stdout, stderr: reply.stderr });
@@ -44,16 +50,15 @@ function startHost(): Promise<ChildProcess> {
   });
 }
 
-afterAll(async () => {
-  const child = await host;
-  if (!child) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
-});
+/** The host no longer keeps the worker's event loop alive: its process, its stderr pipe, its IPC channel. */
+function release(child: ChildProcess): void {
+  child.unref();
+  (child.stderr as unknown as { unref?: () => void } | null)?.unref?.();
+  (child.channel as unknown as { unref?: () => void } | undefined)?.unref?.();
+}
 
 /**
- * Boots the file's CLI host now, without running a command: a file whose checks run commands
+ * Boots the worker's CLI host now (when it has none yet), without running a command: a file whose checks run commands
  * later (expectVerified) has it boot alongside other start-up work instead of holding up its
  * first check by the host's boot (1.6-2 s).
  */

@@ -4,19 +4,44 @@ import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-/** Seconds per file from a full run (scripts/test-durations.mjs writes it). */
+/**
+ * Per file, its wall time and the machine's CPU while it ran alone (`node bench/suite-files.mjs
+ * --write` measures and writes them).
+ */
 const measured = JSON.parse(readFileSync(new URL('./test-durations.json', import.meta.url), 'utf8'));
 
+/** A file that keeps about a core busy or more while it runs: it computes more than it waits. */
+export const computes = ({ wall, cpu }) => cpu >= 0.9 * wall;
+
 /**
- * jest's own order (failed first, then the longest first), with the durations of a measured run
- * where jest has none cached (a fresh clone: CI). By file size alone, the README examples and the
- * npm start test started last and ran on alone for the run's last 60 s.
+ * The order for files with measured `wall` and `cpu`: those that compute, the most CPU first,
+ * each followed by the longest of those that mostly wait (retry schedules, leases, ring timeouts).
+ * With two workers on two cores, a file that computes then mostly runs beside one that leaves it a
+ * core, instead of beside another that wants both.
  */
-export default class LongestFirst extends Sequencer {
-  time(test) {
-    const cached = super.time(test);
-    if (cached != null) return cached;
-    const seconds = measured[relative(root, test.path)];
-    return seconds === undefined ? undefined : seconds * 1000;
+export function computingBesideWaiting(files) {
+  const computing = files.filter(computes).sort((a, b) => b.cpu - a.cpu);
+  const waiting = files.filter((f) => !computes(f)).sort((a, b) => b.wall - a.wall);
+  const order = [];
+  while (computing.length || waiting.length) {
+    if (computing.length) order.push(computing.shift());
+    if (waiting.length) order.push(waiting.shift());
+  }
+  return order;
+}
+
+/**
+ * Files that failed last time first (jest's rule), then files with no measurement (new ones:
+ * jest's order, by its cached time or their size), then the measured ones computing beside
+ * waiting. By jest's order alone (the longest first), the system tests, which each keep the
+ * cores busy, ran two at a time at the start of every run.
+ */
+export default class ComputingBesideWaiting extends Sequencer {
+  sort(tests) {
+    const jestOrder = super.sort(tests);
+    const figures = (test) => measured[relative(root, test.path)];
+    const first = jestOrder.filter((test) => this.hasFailed(test) || !figures(test));
+    const rest = jestOrder.filter((test) => !first.includes(test)).map((test) => ({ test, wall: figures(test).seconds, cpu: figures(test).cpu }));
+    return [...first, ...computingBesideWaiting(rest).map(({ test }) => test)];
   }
 }

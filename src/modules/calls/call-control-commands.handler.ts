@@ -112,6 +112,7 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
     if (result.outcome === 'done') {
       const controlId = result.controlId;
       if (!controlId) return;
+      if (await this.transitions.keepLiveLegControl(legId, controlId)) return;
       await this.uow.run(async (tx) => {
         const control = await this.transitions.claimLegControl(tx, legId, controlId);
         if (control.ours && !control.over) return;

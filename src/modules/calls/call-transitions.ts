@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { IdPrefix, newId } from '../../platform/ids.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
@@ -56,6 +57,8 @@ function splitCallAndLeg(row: CallRow & Record<string, unknown>): { call: CallRo
 
 @Injectable()
 export class CallTransitions {
+  constructor(private readonly dataSource: DataSource) {}
+
   /** A new call, once per carrier call however often its first event comes; undefined when it exists. */
   async create(tx: Tx, call: NewCall): Promise<CallRow | undefined> {
     const id = newId(IdPrefix.Call);
@@ -137,6 +140,23 @@ export class CallTransitions {
       [legId, controlId],
     );
     return rows[0] ?? { ours: false, over: true };
+  }
+
+  /**
+   * claimLegControl's usual answer to a dial, as one statement of its own outside any transaction:
+   * true when the leg takes (or already has) `controlId` as its physical leg and is not over, the
+   * one outcome nothing follows from. False changes nothing (another physical leg named, the leg
+   * over, no such leg): then claimLegControl decides, in a transaction with what follows. Spares a
+   * successful dial's answer its START and COMMIT.
+   */
+  async keepLiveLegControl(legId: string, controlId: string): Promise<boolean> {
+    // WHERE: the leg names no physical leg or this one, and is not over (re-read after a row-lock wait).
+    const { affected } = await exec(
+      this.dataSource.manager,
+      `UPDATE call_legs SET control_id = $2 WHERE id = $1 AND (control_id IS NULL OR control_id = $2) AND ended_at IS NULL`,
+      [legId, controlId],
+    );
+    return affected === 1;
   }
 
   /** dialing → ringing (the carrier reports the leg up); an answered or ended leg is left alone. */

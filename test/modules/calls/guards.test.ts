@@ -141,6 +141,56 @@ describe('call guards under interleaving', () => {
     }
   }
 
+  /**
+   * keepLiveLegControl of leg0 started behind `first` (held after its UPDATE of leg0's row) and
+   * seen waiting on that row's lock before `first` commits: its WHERE is evaluated on the row as
+   * `first` committed it, not as it was when the statement began.
+   */
+  async function keepBehind<A>(call: CallRow & { leg0: string }, when: string, first: () => Promise<A>, controlId: string): Promise<[A, boolean]> {
+    const pause = await pausePoint(t.db.url, { table: 'call_legs', on: 'UPDATE', when });
+    await pause.hold();
+    try {
+      const held = first();
+      await pause.waitUntilPaused();
+      const kept = transitions().keepLiveLegControl(call.leg0, controlId);
+      await waitFor(
+        () => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE call_legs SET control_id = $2 WHERE id = $1 AND (control_id IS NULL OR control_id = $2)%'`),
+        (n) => n === 1,
+        { what: 'keepLiveLegControl waiting on the leg\'s row lock' },
+      );
+      await pause.release();
+      return [await held, await kept];
+    } finally {
+      await pause.remove();
+    }
+  }
+  const legControl = async (legId: string) => (await t.db.pool.query(`SELECT control_id FROM call_legs WHERE id = $1`, [legId])).rows[0].control_id;
+
+  it("a dial's answer kept in one statement: the live leg takes its physical leg, and a repeat of that answer keeps it too", async () => {
+    const call = await ringingCall();
+    expect(await transitions().keepLiveLegControl(call.leg0, 'v3:leg-0')).toBe(true);
+    expect(await transitions().keepLiveLegControl(call.leg0, 'v3:leg-0')).toBe(true);
+    expect(await legControl(call.leg0)).toBe('v3:leg-0');
+  });
+
+  it("a dial's answer kept in one statement, behind the call closing its legs: it waits, finds the leg over and changes nothing", async () => {
+    const call = await ringingCall();
+    const close = () => uow().run((tx) => transitions().closeLegsOfEndedCall(tx, call.id, new Date().toISOString()));
+    const [, kept] = await keepBehind(call, `NEW.id = '${call.leg0}' AND NEW.ended_at IS NOT NULL`, close, 'v3:leg-0');
+    expect(kept).toBe(false);
+    expect(await legControl(call.leg0)).toBeNull();
+    // What afterDial does then: the claim in a transaction, which finds the leg over (and hangs up the physical leg).
+    expect(await uow().run((tx) => transitions().claimLegControl(tx, call.leg0, 'v3:leg-0'))).toEqual({ ours: true, over: true });
+  });
+
+  it("a dial's answer kept in one statement, behind the leg's first event naming another physical leg: it waits and changes nothing", async () => {
+    const call = await ringingCall();
+    const named = () => uow().run((tx) => transitions().claimLegControl(tx, call.leg0, 'v3:leg-0-first'));
+    const [control, kept] = await keepBehind(call, `NEW.id = '${call.leg0}' AND NEW.control_id IS NOT NULL`, named, 'v3:leg-0-second');
+    expect([control, kept]).toEqual([{ ours: true, over: false }, false]);
+    expect(await legControl(call.leg0)).toBe('v3:leg-0-first');
+  });
+
   it("lockByLeg behind a transaction holding the call that ends the leg: it waits, then returns the leg as that one committed it", async () => {
     const call = await ringingCall();
     const endLegUnderCallLock = () => uow().run(async (tx) => {

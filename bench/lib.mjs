@@ -293,6 +293,13 @@ export function cpuSecondsOf(pid) {
   return procStat(pid).cpuSeconds;
 }
 
+/** The whole machine's CPU time so far, in core-seconds, from /proc/stat: busy (every state but idle and iowait) and idle. */
+export function machineCpuSeconds() {
+  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+  const idle = fields[3] + fields[4];
+  return { busy: (fields.reduce((a, b) => a + b, 0) - idle) / CLOCK_TICKS, idle: idle / CLOCK_TICKS };
+}
+
 export function machine() {
   return `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}`;
 }

@@ -9,7 +9,7 @@
 // Usage: node bench/suite-cpu.mjs [-- command args...]   (Linux only)
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { CLOCK_TICKS, procStat, ROOT } from './lib.mjs';
+import { machineCpuSeconds, procStat, ROOT } from './lib.mjs';
 
 const dashes = process.argv.indexOf('--');
 const [command, ...args] = dashes >= 0 ? process.argv.slice(dashes + 1) : ['npm', 'test'];
@@ -23,12 +23,6 @@ function kindOf(cmdline) {
   if (/redis-server/.test(cmdline)) return 'Redis';
   if (/esbuild|typescript\/bin\/tsc|scripts\/build\.mjs/.test(cmdline)) return 'build (tsc, esbuild)';
   return 'everything else on the machine';
-}
-
-function machineTicks() {
-  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
-  const idle = fields[3] + fields[4];
-  return { busy: fields.reduce((a, b) => a + b, 0) - idle, idle };
 }
 
 const seen = new Map();
@@ -55,14 +49,14 @@ function sample(baseline = false) {
 }
 
 sample(true);
-const before = machineTicks();
+const before = machineCpuSeconds();
 const started = performance.now();
 const child = spawn(command, args, { cwd: ROOT, stdio: 'inherit' });
 const timer = setInterval(sample, 200);
 const code = await new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
 clearInterval(timer);
 sample();
-const after = machineTicks();
+const after = machineCpuSeconds();
 
 const byKind = new Map();
 for (const { kind, cpu } of seen.values()) {
@@ -72,7 +66,7 @@ for (const { kind, cpu } of seen.values()) {
   byKind.set(kind, sum);
 }
 console.log(`\n## CPU by kind of process (${new Date().toISOString()})\ncommand: ${[command, ...args].join(' ')} (exit ${code}), ${((performance.now() - started) / 1000).toFixed(1)} s`);
-console.log(`whole machine: busy ${((after.busy - before.busy) / CLOCK_TICKS).toFixed(0)} core-s, idle ${((after.idle - before.idle) / CLOCK_TICKS).toFixed(0)} core-s\n`);
+console.log(`whole machine: busy ${(after.busy - before.busy).toFixed(0)} core-s, idle ${(after.idle - before.idle).toFixed(0)} core-s\n`);
 console.log('| processes of | CPU, s | processes seen |\n|---|---|---|');
 for (const [kind, { cpu, processes }] of [...byKind].sort((a, b) => b[1].cpu - a[1].cpu)) console.log(`| ${kind} | ${cpu.toFixed(1)} | ${processes} |`);
 process.exit(code);

@@ -1,6 +1,6 @@
 // bench/suite-files.mjs — what each test file costs, and what that allows the whole suite: runs
 // `npm test` with one file at a time (--maxWorkers=1) and, per file, its wall time and the whole
-// machine's CPU meanwhile (bench/suite-files-reporter.cjs: PostgreSQL, Redis and every process the
+// machine's CPU meanwhile (bench/suite-files-reporter.mjs: PostgreSQL, Redis and every process the
 // file starts count). Then the floor those figures set for N workers on this machine's cores: a
 // model where the files running at once share the cores in proportion to what each asks for
 // (its CPU over its wall time alone), for jest's order (the longest first) and for the sequencer's
@@ -13,12 +13,12 @@
 //   --from reads the rows of an earlier run (SUITE_FILES_OUT of it, /tmp/suite-files.json by default)
 //   instead of running the suite. Linux only; about 5.5 minutes on a 2-core machine.
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { computingBesideWaiting } from '../test/support/sequencer.mjs';
-import { CLOCK_TICKS, machine, ROOT } from './lib.mjs';
+import { machine, ROOT } from './lib.mjs';
 
 const dashes = process.argv.indexOf('--');
 const { values } = parseArgs({
@@ -29,10 +29,13 @@ const extraJestArgs = dashes >= 0 ? process.argv.slice(dashes + 1) : [];
 const OUT = '/tmp/suite-files.json';
 
 if (!values.from) {
+  // An earlier run's rows must not pass for this one's if it fails before its first file.
+  rmSync(OUT, { force: true });
   const run = spawnSync(
     process.execPath,
-    [join(ROOT, 'scripts', 'test.mjs'), '--maxWorkers=1', '--reporters=default', `--reporters=${join(ROOT, 'bench', 'suite-files-reporter.cjs')}`, ...extraJestArgs],
-    { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, SUITE_FILES_OUT: OUT, SUITE_FILES_CLOCK_TICKS: String(CLOCK_TICKS) } },
+    // The caller's arguments first: jest's --reporters takes every value after it, file paths included.
+    [join(ROOT, 'scripts', 'test.mjs'), ...extraJestArgs, '--maxWorkers=1', '--reporters=default', `--reporters=${join(ROOT, 'bench', 'suite-files-reporter.mjs')}`],
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, SUITE_FILES_OUT: OUT } },
   );
   if (run.status !== 0) console.log(`\n(npm test exited ${run.status}: the figures below are of the files that ran)`);
 }
@@ -44,17 +47,17 @@ const rows = JSON.parse(readFileSync(values.from ?? OUT, 'utf8'));
  * cores each gets its share in proportion, its progress slowed by as much.
  */
 function modelledWall(order, workers, cores) {
-  const queue = order.map((row) => ({ row, left: 1 }));
+  // A file's wall time alone (never 0, so its ask stays finite) and the share of it still to run.
+  const queue = order.map((row) => ({ wall: Math.max(row.wall, 0.001), ask: Math.min(row.cpu / Math.max(row.wall, 0.001), cores), left: 1 }));
   const running = [];
   let t = 0;
   let busy = 0;
   while (queue.length || running.length) {
     while (running.length < workers && queue.length) running.push(queue.shift());
-    const asks = running.map(({ row }) => Math.min(row.cpu / Math.max(row.wall, 0.001), cores));
-    const demand = asks.reduce((a, b) => a + b, 0);
+    const demand = running.reduce((sum, r) => sum + r.ask, 0);
     const share = demand > cores ? cores / demand : 1;
-    const step = Math.min(...running.map(({ row, left }) => (left * Math.max(row.wall, 0.001)) / share));
-    for (const r of running) r.left -= (step * share) / Math.max(r.row.wall, 0.001);
+    const step = Math.min(...running.map((r) => (r.left * r.wall) / share));
+    for (const r of running) r.left -= (step * share) / r.wall;
     busy += step * Math.min(demand, cores);
     t += step;
     for (let i = running.length - 1; i >= 0; i--) if (running[i].left <= 1e-9) running.splice(i, 1);

@@ -40,8 +40,13 @@ export default class ComputingBesideWaiting extends Sequencer {
   sort(tests) {
     const jestOrder = super.sort(tests);
     const figures = (test) => measured[relative(root, test.path)];
-    const first = jestOrder.filter((test) => this.hasFailed(test) || !figures(test));
-    const rest = jestOrder.filter((test) => !first.includes(test)).map((test) => ({ test, wall: figures(test).seconds, cpu: figures(test).cpu }));
-    return [...first, ...computingBesideWaiting(rest).map(({ test }) => test)];
+    const first = [];
+    const measuredTests = [];
+    for (const test of jestOrder) {
+      const figure = figures(test);
+      if (this.hasFailed(test) || !figure) first.push(test);
+      else measuredTests.push({ test, wall: figure.seconds, cpu: figure.cpu });
+    }
+    return [...first, ...computingBesideWaiting(measuredTests).map(({ test }) => test)];
   }
 }

@@ -140,7 +140,7 @@ export class CallCarrierEvents {
       const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, 'caller');
       return this.record(found, event, context, ended ? 'applied' : 'duplicate');
     }
-    const control = await this.transitions.claimLegControl(tx, found.leg.id, event.carrierCallId);
+    const control = await this.transitions.claimLockedLegControl(tx, found.leg, event.carrierCallId);
     if (!control.ours) return this.record(found, event, context, 'stale', 'the hangup of another physical leg than the one kept for this try: changes nothing');
     const leg = found.leg;
     const legEnded = await this.transitions.endLeg(tx, leg.id, event.occurredAt, event.hangupCause ?? 'unspecified');
@@ -162,7 +162,7 @@ export class CallCarrierEvents {
    */
   private async liveLeg(tx: Tx, found: Required<LockedCall>, event: CallEvent, context: CarrierEventContext): Promise<(LegRow & { control_id: string }) | undefined> {
     const { call, leg } = found;
-    const control = await this.transitions.claimLegControl(tx, leg.id, event.carrierCallId);
+    const control = await this.transitions.claimLockedLegControl(tx, leg, event.carrierCallId);
     if (control.ours && !control.over && !call.ended_at) return { ...leg, control_id: event.carrierCallId };
     await this.flow.hangUpPhysicalLeg(tx, call.id, leg.id, event.carrierCallId, control.ours);
     const why = !control.ours ? 'a second physical leg for this try' : 'a leg that is over (written off, or its call ended)';

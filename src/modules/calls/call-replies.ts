@@ -103,7 +103,7 @@ export class CallReplies {
     const found = await this.transitions.lockByLeg(tx, event.carrier, event.ourLeg!);
     if (!found?.leg || found.call.carrier_call_id !== event.callSessionId) return { reply: HANGUP, note: 'not a dial of a call of ours' };
     const { call, leg } = found;
-    await this.transitions.claimLegControl(tx, leg.id, event.carrierCallId);
+    await this.transitions.claimLockedLegControl(tx, leg, event.carrierCallId);
     if (event.answered) return this.talkEnded(tx, call, leg, event, context);
     const legEnded = await this.transitions.endLeg(tx, leg.id, event.occurredAt, event.hangupCause ?? 'unspecified');
     if (event.callerLeft) {

@@ -143,6 +143,18 @@ export class CallTransitions {
   }
 
   /**
+   * claimLegControl for a leg this transaction holds locked (lockByLeg returned it at its latest
+   * version, and nothing in this transaction has changed it since): a leg that already names its
+   * physical leg cannot change while the lock is held, so the answer is read off the locked row and
+   * no statement is sent; only a leg not named yet takes the UPDATE. Most leg events (a hangup, an
+   * answer) come after the dial's answer named the leg: one round trip less on the hand-off.
+   */
+  async claimLockedLegControl(tx: Tx, leg: LegRow, controlId: string): Promise<{ ours: boolean; over: boolean }> {
+    if (leg.control_id !== null) return { ours: leg.control_id === controlId, over: leg.ended_at !== null };
+    return this.claimLegControl(tx, leg.id, controlId);
+  }
+
+  /**
    * claimLegControl's usual answer to a dial, as one statement of its own outside any transaction:
    * true when the leg takes (or already has) `controlId` as its physical leg and is not over, the
    * one outcome nothing follows from. False changes nothing (another physical leg named, the leg

@@ -166,6 +166,40 @@ describe('call guards under interleaving', () => {
   }
   const legControl = async (legId: string) => (await t.db.pool.query(`SELECT control_id FROM call_legs WHERE id = $1`, [legId])).rows[0].control_id;
 
+  it('a leg event decides its claim off the leg it holds locked: a repeat of the dial\'s answer waits for its commit, and another physical leg is not ours', async () => {
+    const call = await ringingCall();
+    await transitions().keepLiveLegControl(call.leg0, 'v3:leg-0');
+    let kept: Promise<boolean> | undefined;
+    const decided = await uow().run(async (tx) => {
+      const found = await transitions().lockByLeg(tx, 'telnyx', { callId: call.id, target: 0, attempt: 1 });
+      // The same physical leg named again (a repeated answer to the dial) matches its WHERE, so it waits on the leg's lock.
+      kept = transitions().keepLiveLegControl(call.leg0, 'v3:leg-0');
+      await waitFor(
+        () => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE call_legs SET control_id = $2 WHERE id = $1 AND (control_id IS NULL OR control_id = $2)%'`),
+        (n) => n === 1,
+        { what: 'the dial\'s answer waiting on the leg the event holds' },
+      );
+      return [await transitions().claimLockedLegControl(tx, found!.leg!, 'v3:leg-0'), await transitions().claimLockedLegControl(tx, found!.leg!, 'v3:leg-0-second')];
+    });
+    expect(decided).toEqual([{ ours: true, over: false }, { ours: false, over: false }]);
+    expect(await kept).toBe(true);
+    expect(await transitions().keepLiveLegControl(call.leg0, 'v3:leg-0-second')).toBe(false);
+    expect(await legControl(call.leg0)).toBe('v3:leg-0');
+  });
+
+  it('a leg event on a leg not named yet names it in its statement; an ended leg is over', async () => {
+    const call = await ringingCall();
+    const claim = (controlId: string) => uow().run(async (tx) => {
+      const found = await transitions().lockByLeg(tx, 'telnyx', { callId: call.id, target: 0, attempt: 1 });
+      return transitions().claimLockedLegControl(tx, found!.leg!, controlId);
+    });
+    expect(await claim('v3:leg-0')).toEqual({ ours: true, over: false });
+    expect(await legControl(call.leg0)).toBe('v3:leg-0');
+    await uow().run((tx) => transitions().endLeg(tx, call.leg0, new Date().toISOString(), 'normal_clearing'));
+    expect(await claim('v3:leg-0')).toEqual({ ours: true, over: true });
+    expect(await claim('v3:leg-0-other')).toEqual({ ours: false, over: true });
+  });
+
   it("a dial's answer kept in one statement: the live leg takes its physical leg, and a repeat of that answer keeps it too", async () => {
     const call = await ringingCall();
     expect(await transitions().keepLiveLegControl(call.leg0, 'v3:leg-0')).toBe(true);

@@ -10,7 +10,9 @@
 // jest's timeouts and its rule for unhandled rejections, which the light runner leaves out. What this gives up: each file's fresh
 // module registry; module-level state in src/ and test/support/ lives as long as the worker.
 const shared = {
-  runner: ['jest-light-runner', { runtime: 'child_process' }],
+  // jest-light-runner in child processes, with its hand-over of jest's config to them fixed
+  // (test/support/runtime/light-runner.mjs says the race).
+  runner: '<rootDir>/test/support/runtime/light-runner.mjs',
   setupFiles: ['<rootDir>/test/support/runtime/register.mjs'],
 };
 

@@ -4,7 +4,7 @@ FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY tsconfig.json nest-cli.json ./
 COPY scripts ./scripts
 COPY src ./src
 RUN npm run build && npm prune --omit=dev

@@ -21,7 +21,7 @@ function kindOf(cmdline) {
   if (/jest-light-runner|tinypool|jest-worker|node_modules\/\.bin\/jest|jest\/bin/.test(cmdline)) return 'jest (workers and parent)';
   if (/^postgres|\/postgres /.test(cmdline) || cmdline.startsWith('postgres:')) return 'PostgreSQL';
   if (/redis-server/.test(cmdline)) return 'Redis';
-  if (/esbuild|typescript\/bin\/tsc|scripts\/build\.mjs/.test(cmdline)) return 'build (tsc, esbuild)';
+  if (/esbuild|typescript\/bin\/tsc|scripts\/build\.mjs/.test(cmdline)) return 'build (swc, esbuild; tsc of typecheck)';
   return 'everything else on the machine';
 }
 

@@ -1,10 +1,10 @@
-// The programs as bundles (`npm run build` runs this after tsc): dist/main.js (the roles),
+// The programs as bundles (`npm run build` runs this after swc): dist/main.js (the roles),
 // dist/cli.js (the admin CLI) and dist/cli-program.js (its runCli, for the tests' CLI host), each
-// esbuild's bundle of tsc's output in dist/lib/ with the packages they import, sharing chunks in
+// esbuild's bundle of swc's output in dist/lib/ with the packages they import, sharing chunks in
 // dist/chunks/. Why: a start of the program was module loading, not work: Node resolving, reading
 // and compiling ~2,000 files cost 1.5 s and 1.9 s of CPU per process (bench/boot.mjs), paid by
 // every restart after a crash and dozens of times per `npm test`. One file per program is read and
-// compiled at once. tsc stays the compiler (esbuild cannot emit the decorator metadata Nest's
+// compiled at once. swc stays the compiler (esbuild cannot emit the decorator metadata Nest's
 // injection reads); esbuild only joins its output.
 import { parse } from 'cjs-module-lexer';
 import * as esbuild from 'esbuild';

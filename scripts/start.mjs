@@ -1,4 +1,4 @@
-// `npm start` (after `npm run build`, which skips tsc when dist/ is current: scripts/build.mjs):
+// `npm start` (after `npm run build`, which does nothing when dist/ is current: scripts/build.mjs):
 // makes sure PostgreSQL and Redis answer (starting project-local ones under .data/ when needed),
 // applies migrations, runs every role as child processes, prints the URLs once /health/ready
 // answers, and stops everything gracefully on SIGINT/SIGTERM (including the .data/ services this

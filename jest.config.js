@@ -17,7 +17,11 @@ const shared = {
 };
 
 export default {
-  maxWorkers: 2,
+  // Four files at once on this 2-core machine: files wait (retry schedules, leases, ring timeouts)
+  // as much as they compute, and two workers left a third of the cores idle. `node
+  // bench/suite-cpu.mjs -- npm test -- --maxWorkers=N`: 2 workers ~157 s (206 core-s busy, 107
+  // idle), 3 124-128 s (41 idle), 4 112-113 s (18 idle); docs/benchmarks.md, *Tenth pass*.
+  maxWorkers: 4,
   testSequencer: '<rootDir>/test/support/sequencer.mjs',
   projects: [
     { ...shared, displayName: 'unit', testMatch: ['<rootDir>/src/**/__tests__/**/*.spec.ts'] },

@@ -1,5 +1,5 @@
-// `npm run build`: compiles src/ into dist/lib/ with swc (the options the tests' module hook uses,
-// test/support/runtime/ts-hooks.mjs) and bundles the programs into dist/main.js, dist/cli.js and
+// `npm run build`: compiles src/ into dist/lib/ with swc (scripts/swc-options.mjs, as the tests'
+// module hook does) and bundles the programs into dist/main.js, dist/cli.js and
 // dist/cli-program.js (scripts/bundle.mjs), unless dist/ was built by this script from exactly the
 // sources there are now. swc only strips the types (with the decorator metadata Nest injects by):
 // 281 files in about 0.1 s, where tsc took 11 s of a fresh clone's `npm test` and `npm start`.
@@ -13,10 +13,11 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, uti
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundlePrograms, PROGRAMS } from './bundle.mjs';
+import { SWC_OPTIONS } from './swc-options.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const STAMP = join(ROOT, 'dist', '.build-stamp');
-const CONFIGS = ['package-lock.json', 'scripts/build.mjs', 'scripts/bundle.mjs'];
+const CONFIGS = ['package-lock.json', 'scripts/build.mjs', 'scripts/bundle.mjs', 'scripts/swc-options.mjs'];
 
 /** What the build compiles: src/**\/*.ts but the unit specs. */
 function sources() {
@@ -41,17 +42,6 @@ function buildNeeded(inputs) {
 /** src/a/b.ts → dist/lib/a/b.js */
 const libPath = (source) => join('dist', 'lib', source.replace(/^src\//, '').replace(/\.ts$/, '.js'));
 
-/** The options of the tests' module hook (ts-hooks.mjs), with the source map beside the file. */
-const SWC_OPTIONS = {
-  jsc: {
-    parser: { syntax: 'typescript', decorators: true },
-    transform: { legacyDecorator: true, decoratorMetadata: true },
-    target: 'es2022',
-    keepClassNames: true,
-  },
-  module: { type: 'es6' },
-  sourceMaps: true,
-};
 
 /** dist/lib/ anew: each source compiled alone (swc runs them on its own threads), with its map, which esbuild follows to src/. */
 async function compile(inputs) {
@@ -59,7 +49,7 @@ async function compile(inputs) {
   await Promise.all(
     inputs.map(async (source) => {
       const out = join(ROOT, libPath(source));
-      const { code, map } = await transformFile(join(ROOT, source), { ...SWC_OPTIONS, sourceFileName: relative(dirname(out), join(ROOT, source)) });
+      const { code, map } = await transformFile(join(ROOT, source), { ...SWC_OPTIONS, sourceMaps: true, sourceFileName: relative(dirname(out), join(ROOT, source)) });
       mkdirSync(dirname(out), { recursive: true });
       const name = out.slice(dirname(out).length + 1);
       writeFileSync(out, `${code}\n//# sourceMappingURL=${name}.map\n`);

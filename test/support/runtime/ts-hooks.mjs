@@ -1,22 +1,12 @@
 // Node module hooks for the test workers (registered by register.mjs): TypeScript compiled by swc
-// with the options jest's own transform used, `./x.js` specifiers resolved to `./x.ts` (the
+// with the build's options (scripts/swc-options.mjs), `./x.js` specifiers resolved to `./x.ts` (the
 // compiled program's spelling, as tsc wants it), and `@jest/globals` answered by jest-globals.mjs.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { transform } from '@swc/core';
+import { SWC_OPTIONS } from '../../../scripts/swc-options.mjs';
 
 const JEST_GLOBALS = new URL('./jest-globals.mjs', import.meta.url).href;
-
-const SWC_OPTIONS = {
-  jsc: {
-    parser: { syntax: 'typescript', decorators: true },
-    transform: { legacyDecorator: true, decoratorMetadata: true },
-    target: 'es2022',
-    keepClassNames: true,
-  },
-  module: { type: 'es6' },
-  sourceMaps: 'inline',
-};
 
 export async function resolve(specifier, context, nextResolve) {
   if (specifier === '@jest/globals') return { url: JEST_GLOBALS, shortCircuit: true };
@@ -33,6 +23,6 @@ export async function load(url, context, nextLoad) {
   if (!url.startsWith('file:') || !/\.ts(\?|$)/.test(url)) return nextLoad(url, context);
   const filename = fileURLToPath(url.split('?')[0]);
   const source = await nextLoad(url, { ...context, format: 'module' });
-  const { code } = await transform(String(source.source), { ...SWC_OPTIONS, filename });
+  const { code } = await transform(String(source.source), { ...SWC_OPTIONS, sourceMaps: 'inline', filename });
   return { format: 'module', source: code, shortCircuit: true };
 }

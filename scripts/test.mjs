@@ -10,6 +10,7 @@ try {
   process.exit(1);
 }
 const run = (cmd, args, env = process.env) => spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit', env }).status ?? 1;
-if (run('npm', ['run', '--silent', 'build']) !== 0) process.exit(1);
+// Node itself, not npm run / npx (0.2 and 0.3 s of their own each time).
+if (run(process.execPath, ['scripts/build.mjs']) !== 0) process.exit(1);
 // The tests run in bare Node (jest-light-runner, jest.config.js): no vm modules, so no Node flag.
-process.exit(run('npx', ['jest', ...process.argv.slice(2)]));
+process.exit(run(process.execPath, ['node_modules/jest/bin/jest.js', ...process.argv.slice(2)]));

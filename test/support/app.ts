@@ -4,7 +4,7 @@ import { loadConfig, type AppConfig } from '../../src/platform/config/app-config
 import { createApp } from '../../src/create-app.js';
 import { JobWorkers } from '../../src/platform/outbox/job-workers.js';
 import { OutboxRelay } from '../../src/platform/outbox/outbox-relay.js';
-import { TEST_REDIS_URL } from './env.js';
+import { TEST_POOL_ENV, TEST_REDIS_URL } from './env.js';
 
 export interface TestApp {
   app: NestFastifyApplication;
@@ -36,6 +36,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
     // Bursts from one number go out at once unless a test paces its number (PATCH messaging).
     MESSAGE_SEND_RATE_DEFAULT: '1000',
+    ...TEST_POOL_ENV,
     ...options.env,
   });
   const app = await createApp(config);

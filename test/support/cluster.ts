@@ -4,6 +4,7 @@ import { AccountsService } from '../../src/modules/accounts/accounts.service.js'
 import { migrate } from '../../src/platform/database/migrator.js';
 import { UnitOfWork } from '../../src/platform/database/unit-of-work.js';
 import { ApiClient } from './api-client.js';
+import { TEST_POOL_ENV } from './env.js';
 import { assignNumbersIn } from './numbers.js';
 import { telnyxSigner, type TelnyxSigner } from './carrier-signing.js';
 import { freePort } from './ports.js';
@@ -68,13 +69,7 @@ export async function startCluster(databaseUrl: string, redisUrl: string, extraE
     WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
     // Bursts from one number go out at once unless a test paces its number (PATCH messaging).
     MESSAGE_SEND_RATE_DEFAULT: '1000',
-    // Half the default pool (20) per process: a cluster is four processes or more, the suite runs
-    // several files at once against one PostgreSQL (max_connections 100 here), and at the default
-    // two clusters in a burst opened more than it allows ("sorry, too many clients already": the
-    // API answered 503, the CLI could not verify). The lanes keep their proportions.
-    DATABASE_POOL_SIZE: '10',
-    DATABASE_REALTIME_CONNECTIONS: '5',
-    DATABASE_BULK_CONNECTIONS: '3',
+    ...TEST_POOL_ENV,
     ...extraEnv,
   };
   // What `onceline migrate` runs (the CLI's own tests cover the command), in this process: the

@@ -42,7 +42,6 @@ function buildNeeded(inputs) {
 /** src/a/b.ts → dist/lib/a/b.js */
 const libPath = (source) => join('dist', 'lib', source.replace(/^src\//, '').replace(/\.ts$/, '.js'));
 
-
 /** dist/lib/ anew: each source compiled alone (swc runs them on its own threads), with its map, which esbuild follows to src/. */
 async function compile(inputs) {
   rmSync(join(ROOT, 'dist', 'lib'), { recursive: true, force: true });

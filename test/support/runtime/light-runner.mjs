@@ -4,8 +4,8 @@
 // A child process asks the runner for its worker data (jest's config) when it starts its first
 // file. jest-light-runner 0.8.2 answers through one channel per project that all its children
 // share: each file it dispatches adds its worker's listener to a shared set, and any child's ask
-// answers every listener in the set and empties it. When two children start at once (two pools,
-// unit and integration, of `maxWorkers` each), one child's ask can answer another whose file is
+// answers every listener in the set and empties it. When two children of a pool (one per project,
+// `maxWorkers` children each) start at once, one child's ask can answer another whose file is
 // dispatched but not yet started: that data arrives before the child listens and is dropped, and
 // its own ask later finds its listener gone. The file never starts and the run waits for ever
 // (seen: `npm test -- --maxWorkers=4`, 120 of 121 files passed, the 121st never reported; and

@@ -1,5 +1,5 @@
-import { describe, expect, it } from '@jest/globals';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findPackageRoot, PACKAGE_ROOT } from '../package-root.js';
@@ -9,8 +9,9 @@ describe('findPackageRoot', () => {
   writeFileSync(join(root, 'package.json'), '{}');
   mkdirSync(join(root, 'dist', 'lib', 'platform', 'database'), { recursive: true });
   mkdirSync(join(root, 'dist', 'chunks'), { recursive: true });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  it('finds the same root from tsc output three levels down and from a bundle chunk one level down', () => {
+  it('finds the same root from the compiled output three levels down and from a bundle chunk one level down', () => {
     expect(findPackageRoot(join(root, 'dist', 'lib', 'platform', 'database'))).toBe(root);
     expect(findPackageRoot(join(root, 'dist', 'chunks'))).toBe(root);
     expect(findPackageRoot(root)).toBe(root);

@@ -139,7 +139,8 @@ describe('admin CLI: every command with --json prints exactly one JSON document 
     expect(fromEnv.stdout + fromEnv.stderr).not.toContain('s3cret-pw');
 
     // The same file the app, the demo and the scripts read (ONCELINE_ENV_FILE names it; by default .env in the package root).
-    const file = join(mkdtempSync(join(tmpdir(), 'onceline-env-')), 'test.env');
+    const dir = mkdtempSync(join(tmpdir(), 'onceline-env-'));
+    const file = join(dir, 'test.env');
     writeFileSync(file, `# a second install\nDATABASE_URL=postgres://carol:hunter2@127.0.0.1:${port}/second\nQUEUE_PREFIX=second\n`);
     const fromFile = await runCliHere(['outbox:status', '--json'], { ONCELINE_ENV_FILE: file, REDIS_URL: TEST_REDIS_URL });
     expectFailure(fromFile, 'command_failed', new RegExp(`postgres://carol:\\*\\*\\*@127\\.0\\.0\\.1:${port}/second \\(DATABASE_URL from \\.env \\(${file.replace(/[.]/g, '\\.')}\\)\\)`));
@@ -147,6 +148,6 @@ describe('admin CLI: every command with --json prints exactly one JSON document 
     // The environment wins over the file.
     const both = await runCliHere(['outbox:status', '--json'], { ONCELINE_ENV_FILE: file, DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
     expect(both.code).toBe(0);
-    rmSync(file);
+    rmSync(dir, { recursive: true });
   }, SLOW);
 });

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * The nearest folder at or above `from` that holds a package.json. Our modules run from src/
- * (tests), from tsc's output in dist/lib/ and bundled into dist/main.js, dist/cli.js and their
+ * (tests), from the compiled output in dist/lib/ and bundled into dist/main.js, dist/cli.js and their
  * chunks (scripts/bundle.mjs): no fixed number of `..` reaches the package root from all three.
  */
 export function findPackageRoot(from: string): string {

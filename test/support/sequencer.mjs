@@ -16,8 +16,8 @@ export const computes = ({ wall, cpu }) => cpu >= 0.9 * wall;
 /**
  * The order for files with measured `wall` and `cpu`: those that compute, the most CPU first,
  * each followed by the longest of those that mostly wait (retry schedules, leases, ring timeouts).
- * With two workers on two cores, a file that computes then mostly runs beside one that leaves it a
- * core, instead of beside another that wants both.
+ * With more workers than cores (four on two), a file that computes then mostly runs beside files
+ * that leave it a core, instead of beside others that each want both.
  */
 export function computingBesideWaiting(files) {
   const computing = files.filter(computes).sort((a, b) => b.cpu - a.cpu);

@@ -15,6 +15,7 @@ const BENCHES = [
   { title: 'End to end: carrier webhook → customer webhook at 500 events/s for 60 s, and the highest rate whose p99 stays under 1 s', script: 'bench/e2e.mjs', args: ['--rate', '500', '--seconds', '60', '--find-max'] },
   { title: 'Calls: 5 concurrent inbound calls, ten rounds, three-target ring plans, duplicated webhooks', script: 'bench/calls.mjs', args: ['--calls', '5', '--rounds', '10'] },
   { title: 'Calls: 200 concurrent inbound calls through three-target ring plans, duplicated webhooks', script: 'bench/calls.mjs', args: ['--calls', '200'] },
+  { title: 'Calls: 200 concurrent inbound calls whose unanswered targets ring 5 s (the least timeout_secs a carrier takes), duplicated webhooks', script: 'bench/calls.mjs', args: ['--calls', '200', '--ring-ms', '5000'] },
   { title: 'Calls: 200 concurrent inbound calls beside a burst of 2,000 inbound SMS to an endpoint answering in 300 ms', script: 'bench/calls.mjs', args: ['--calls', '200', '--sms-burst', '2000'] },
   { title: 'SIGKILL of a worker holding customer webhook deliveries: resumed by the other worker, once', script: 'bench/sigkill-resume.mjs', args: [] },
   { title: 'SIGKILL of the process handling 200 ringing calls: its call work resumed by a second process, every call dialed and bridged once', script: 'bench/calls.mjs', args: ['--calls', '200', '--sigkill-after-ms', '1000'] },

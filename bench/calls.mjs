@@ -5,6 +5,9 @@
 // ids), target 2 answers, the caller hangs up once bridged. Loopback only, bounded in time.
 // A warm-up round of calls (--warmup, default 20; not counted) runs first, so the figures are
 // those of a server that has been running (V8 has compiled the hot path), not of its first calls.
+// --ring-ms: how long targets 0 and 1 ring before they time out (default 50, far shorter than any
+// carrier allows, so the calls' events come as fast as the app answers them: a closed loop at its
+// throughput); 5000 is the contract's least `timeout_secs`, where the load comes in waves.
 // --sms-burst N: while the (last) measured round rings, N signed inbound SMS to another number at
 // --sms-rate per second, whose `message.received` goes to a customer endpoint answering after
 // --sms-answer-ms (default 300), and GET /v2/messages asked every 50 ms: the ring figures beside

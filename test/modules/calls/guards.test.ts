@@ -141,6 +141,14 @@ describe('call guards under interleaving', () => {
     }
   }
 
+  /** Until one keepLiveLegControl statement is seen waiting on a row lock (pg_stat_activity). */
+  const keepWaitingOnLock = (what: string) =>
+    waitFor(
+      () => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE call_legs SET control_id = $2 WHERE id = $1 AND (control_id IS NULL OR control_id = $2)%'`),
+      (n) => n === 1,
+      { what },
+    );
+
   /**
    * keepLiveLegControl of leg0 started behind `first` (held after its UPDATE of leg0's row) and
    * seen waiting on that row's lock before `first` commits: its WHERE is evaluated on the row as
@@ -153,11 +161,7 @@ describe('call guards under interleaving', () => {
       const held = first();
       await pause.waitUntilPaused();
       const kept = transitions().keepLiveLegControl(call.leg0, controlId);
-      await waitFor(
-        () => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE call_legs SET control_id = $2 WHERE id = $1 AND (control_id IS NULL OR control_id = $2)%'`),
-        (n) => n === 1,
-        { what: 'keepLiveLegControl waiting on the leg\'s row lock' },
-      );
+      await keepWaitingOnLock('keepLiveLegControl waiting on the leg\'s row lock');
       await pause.release();
       return [await held, await kept];
     } finally {
@@ -174,11 +178,7 @@ describe('call guards under interleaving', () => {
       const found = await transitions().lockByLeg(tx, 'telnyx', { callId: call.id, target: 0, attempt: 1 });
       // The same physical leg named again (a repeated answer to the dial) matches its WHERE, so it waits on the leg's lock.
       kept = transitions().keepLiveLegControl(call.leg0, 'v3:leg-0');
-      await waitFor(
-        () => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE call_legs SET control_id = $2 WHERE id = $1 AND (control_id IS NULL OR control_id = $2)%'`),
-        (n) => n === 1,
-        { what: 'the dial\'s answer waiting on the leg the event holds' },
-      );
+      await keepWaitingOnLock('the dial\'s answer waiting on the leg the event holds');
       return [await transitions().claimLockedLegControl(tx, found!.leg!, 'v3:leg-0'), await transitions().claimLockedLegControl(tx, found!.leg!, 'v3:leg-0-second')];
     });
     expect(decided).toEqual([{ ours: true, over: false }, { ours: false, over: false }]);

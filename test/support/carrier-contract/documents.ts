@@ -1,0 +1,112 @@
+import { readFileSync } from 'node:fs';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+
+// ajv-formats is CommonJS: imported from ESM, its plugin is module.exports.default.
+const addFormats = addFormatsModule.default;
+
+export type Json = Record<string, any>;
+export type CarrierApi = 'telnyx' | 'twilio' | 'vonage-messages' | 'vonage-numbers';
+
+/** One carrier's published OpenAPI document, vendored in test/fixtures/carrier-specs/ (README there says where from). */
+export interface CarrierDocument {
+  api: CarrierApi;
+  doc: Json;
+  /** The ajv key the document is registered under: `${key}#/json/pointer` names any schema in it. */
+  key: string;
+  /** Where the fakes and the sandbox serve its paths: what our clients put before the document's path templates. */
+  prefix: string;
+}
+
+const FILES: Record<CarrierApi, { file: string; prefix: string }> = {
+  // Telnyx: server https://api.telnyx.com/v2; TELNYX_API_URL = <fake>/v2.
+  telnyx: { file: 'telnyx-v2.json', prefix: '/v2' },
+  // Twilio: server https://api.twilio.com; TWILIO_API_URL = <fake>/twilio.
+  twilio: { file: 'twilio-api-v2010.json', prefix: '/twilio' },
+  // Vonage Messages: server https://api.nexmo.com/v1/messages, path `/`.
+  'vonage-messages': { file: 'vonage-messages-v1.json', prefix: '/v1/messages' },
+  // Vonage Numbers: server https://rest.nexmo.com, paths at the root.
+  'vonage-numbers': { file: 'vonage-numbers.json', prefix: '' },
+};
+
+/**
+ * The defects of the published documents, patched at load time (test/fixtures/carrier-specs/README.md):
+ * what each patch changes and why is in that README.
+ */
+function patchKnownDefects(api: CarrierApi, doc: Json): void {
+  if (api !== 'vonage-messages') return;
+  // baseMessageType.required names `message`, a property the v1 API does not have.
+  const base = doc.components.schemas.baseMessageType;
+  base.required = base.required.filter((name: string) => name !== 'message');
+  // The 202 answer is a oneOf of five identical branches: no answer could match exactly one.
+  const accepted = doc.paths['/'].post.responses['202'].content['application/json'].schema;
+  accepted.anyOf = accepted.oneOf;
+  delete accepted.oneOf;
+}
+
+/** OpenAPI 3.0's `nullable` → JSON Schema 2020's `type: [..., "null"]` (and `null` in an enum), for ajv. */
+function fromOpenApi30(node: unknown): void {
+  if (Array.isArray(node)) return node.forEach(fromOpenApi30);
+  if (node === null || typeof node !== 'object') return;
+  const schema = node as Json;
+  if (schema.nullable === true) {
+    if (typeof schema.type === 'string') schema.type = [schema.type, 'null'];
+    if (Array.isArray(schema.enum) && !schema.enum.includes(null)) schema.enum = [...schema.enum, null];
+    delete schema.nullable;
+  }
+  for (const [key, value] of Object.entries(schema)) if (key !== 'example' && key !== 'examples') fromOpenApi30(value);
+}
+
+/** Formats the documents use that JSON Schema does not define (Twilio's `phone-number`, …): accepted as any string. */
+function customFormats(node: unknown, found = new Set<string>()): Set<string> {
+  if (Array.isArray(node)) node.forEach((n) => customFormats(n, found));
+  else if (node !== null && typeof node === 'object') {
+    for (const [key, value] of Object.entries(node)) {
+      if (key === 'format' && typeof value === 'string') found.add(value);
+      else if (key !== 'example' && key !== 'examples') customFormats(value, found);
+    }
+  }
+  return found;
+}
+
+const FIXTURES = new URL('../../fixtures/carrier-specs/', import.meta.url);
+
+let loaded: { documents: Record<CarrierApi, CarrierDocument>; ajv: Ajv2020 } | undefined;
+
+/** The four documents (loaded, patched and registered with one ajv once per worker) and that ajv. */
+export function carrierDocuments(): { documents: Record<CarrierApi, CarrierDocument>; ajv: Ajv2020 } {
+  if (loaded) return loaded;
+  // strict: false: the documents carry OpenAPI keywords (example, discriminator, x-…) ajv does not know.
+  const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false, validateFormats: true });
+  addFormats(ajv);
+  const documents = {} as Record<CarrierApi, CarrierDocument>;
+  for (const [api, { file, prefix }] of Object.entries(FILES) as [CarrierApi, (typeof FILES)[CarrierApi]][]) {
+    const doc = JSON.parse(readFileSync(new URL(file, FIXTURES), 'utf8')) as Json;
+    patchKnownDefects(api, doc);
+    if (doc.openapi.startsWith('3.0')) fromOpenApi30(doc);
+    for (const format of customFormats(doc)) if (!ajv.formats[format]) ajv.addFormat(format, true);
+    const key = `https://carrier-specs.test/${file}`;
+    ajv.addSchema({ ...doc, $id: key });
+    documents[api] = { api, doc, key, prefix };
+  }
+  loaded = { documents, ajv };
+  return loaded;
+}
+
+/** The node a local `#/…` reference (or a JSON pointer) names in `doc`. */
+export function resolvePointer(doc: Json, pointer: string): any {
+  const parts = pointer.replace(/^#?\//, '').split('/').filter((p) => p !== '');
+  return parts.reduce((node, part) => node?.[part.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
+}
+
+/** `node` itself, or what its `$ref` names (references chained through components are followed). */
+export function deref(doc: Json, node: any): any {
+  let current = node;
+  for (let hops = 0; current && typeof current.$ref === 'string' && hops < 20; hops++) current = resolvePointer(doc, current.$ref);
+  return current;
+}
+
+/** The JSON pointer of a path inside a document, for ajv: `key#/paths/~1messages/post/…`. */
+export function schemaRef(document: CarrierDocument, ...segments: string[]): string {
+  return `${document.key}#/${segments.map((s) => s.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
+}

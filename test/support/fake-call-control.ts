@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ContractRecorder } from './carrier-contract/contract-recorder.js';
 
 /** One command our app sent to the fake Telnyx Call Control API. */
 export interface ReceivedCommand {
@@ -19,6 +20,7 @@ export type CommandAnswer = { status: number; body?: unknown; headers?: Record<s
  * A real local HTTP server standing in for Telnyx Call Control: records every command and answers
  * 200 like Telnyx (a dial gets a new call_control_id, the same for the same command_id), or a
  * scripted answer for the next commands of an action. It sends no webhooks: tests play Telnyx.
+ * Every exchange is checked against Telnyx's published document: `stop()` rejects on a divergence.
  */
 export class FakeCallControl {
   readonly commands: ReceivedCommand[] = [];
@@ -29,6 +31,7 @@ export class FakeCallControl {
   private held: (() => void)[] = [];
   private server?: http.Server;
   url = '';
+  readonly contract = new ContractRecorder('FakeCallControl');
   /** The session every dialed leg joins (Telnyx: link_to puts it in the caller's session). */
   sessionFor: (linkTo: string | undefined) => string = () => randomUUID();
 
@@ -80,6 +83,7 @@ export class FakeCallControl {
 
   async start(): Promise<this> {
     this.server = http.createServer((req, res) => {
+      this.contract.observe(req, res);
       let raw = '';
       req.on('data', (c) => (raw += c));
       req.on('end', () => {
@@ -123,5 +127,6 @@ export class FakeCallControl {
 
   async stop(): Promise<void> {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    this.contract.expectNoDivergences();
   }
 }

@@ -56,7 +56,10 @@ export class MessagingPipeline {
 
   async stop(): Promise<void> {
     await this.app.close();
-    await this.carrier.stop();
-    await this.db.drop();
+    try {
+      await this.carrier.stop();
+    } finally {
+      await this.db.drop();
+    }
   }
 }

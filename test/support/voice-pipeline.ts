@@ -129,7 +129,10 @@ export class VoicePipeline {
 
   async stop(): Promise<void> {
     await this.app.close();
-    await this.telnyx.stop();
-    await this.db.drop();
+    try {
+      await this.telnyx.stop();
+    } finally {
+      await this.db.drop();
+    }
   }
 }

@@ -3,6 +3,7 @@ import { checkRequest } from './check-request.js';
 import { checkResponse } from './check-response.js';
 import { ContractDivergenceError, type Divergence } from './divergence.js';
 import type { ObservedRequest, ObservedResponse } from './exchange.js';
+import { findOperation } from './operations.js';
 
 /**
  * Collects the divergences of every exchange a carrier fake saw: each request our app sent
@@ -11,10 +12,14 @@ import type { ObservedRequest, ObservedResponse } from './exchange.js';
  */
 export class ContractRecorder {
   readonly divergences: Divergence[] = [];
+  /** The documented operations the exchanges called (`SendMessage POST /messages`): what the tier proves it covered. */
+  readonly exercised = new Set<string>();
 
   constructor(private readonly where: string) {}
 
   record(request: ObservedRequest, response?: ObservedResponse): void {
+    const lookup = findOperation(request.method, new URL(request.url, 'http://carrier').pathname);
+    if ('found' in lookup) this.exercised.add(lookup.found.name);
     this.divergences.push(...checkRequest(request));
     if (response) this.divergences.push(...checkResponse(request, response));
   }

@@ -7,3 +7,4 @@ export { ContractDivergenceError, divergenceReport, formatDivergence, type Diver
 export type { ObservedRequest, ObservedResponse } from './exchange.js';
 export { apiOf, findOperation } from './operations.js';
 export { exampleOf, publishedWebhooks, webhookFor, type PublishedWebhook } from './webhooks.js';
+export { expectConformant } from './conforms.js';

@@ -89,9 +89,14 @@ export interface CallEvent extends CallEventBase {
   callerLeft?: boolean;
 }
 
-/** A recording we started (voicemail) is stored at the carrier. */
-export interface CallRecordingSaved extends CallEventBase {
+/**
+ * A recording we started (voicemail) is stored at the carrier. It may name no leg to command
+ * (Telnyx's published call.recording.saved carries the session and the leg's log id, no
+ * call_control_id): the call is then found by its session.
+ */
+export interface CallRecordingSaved extends Omit<CallEventBase, 'carrierCallId'> {
   kind: 'call.recording.saved';
+  carrierCallId?: string;
   recordingUrl: string;
 }
 

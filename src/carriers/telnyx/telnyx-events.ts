@@ -120,7 +120,14 @@ export function normalizeTelnyx(envelope: TelnyxEnvelope): NormalizedEvent {
     const bound = { max: BOUNDS.urlLength, path: 'data.payload.recording_urls' };
     const recordingUrl = optionalText(urls, 'mp3', bound) ?? optionalText(urls, 'wav', bound);
     if (!recordingUrl) throw new MalformedWebhook('data.payload.recording_urls must hold an mp3 or wav URL');
-    return { ...base, ...leg(), kind: 'call.recording.saved', recordingUrl };
+    // As published (schema and example), it names the session and call_leg_id, no call_control_id.
+    const controlId = optionalText(p, 'call_control_id', { max: BOUNDS.idLength, path: 'data.payload' });
+    return {
+      ...base, kind: 'call.recording.saved', recordingUrl,
+      ...(controlId && { carrierCallId: controlId }),
+      callSessionId: id(p, 'call_session_id', 'data.payload'),
+      ...optionalLeg(p.client_state),
+    };
   }
   if (envelope.eventType === 'call.transcription') {
     const data = object(p, 'transcription_data', 'data.payload');

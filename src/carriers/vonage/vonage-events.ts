@@ -43,7 +43,10 @@ export function normalizeVonage({ messageUuid, status, body }: VonageCallback): 
   // Only SMS is ours; another channel's event is kept, not acted on.
   if (channel !== 'sms') return { ...base, kind: 'ignored', carrierEventType: `${channel}.${status}` };
   if (status === INBOUND) {
-    if (optionalText(body, 'message_type') !== 'text') return { ...base, kind: 'ignored', carrierEventType: `sms.${INBOUND}` };
+    // The published inbound SMS (inboundMessageSMS) has no message_type: its required `text` is the
+    // message. A message_type other than text is not an SMS we can record.
+    const type = optionalText(body, 'message_type');
+    if ((type !== undefined && type !== 'text') || typeof body.text !== 'string') return { ...base, kind: 'ignored', carrierEventType: `sms.${INBOUND}` };
     return {
       ...base, kind: 'message.received', carrierMessageId: messageUuid,
       from: e164(address(body, 'from', 'body')), to: e164(address(body, 'to', 'body')), text: typeof body.text === 'string' ? body.text : '',

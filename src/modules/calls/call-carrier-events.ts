@@ -236,7 +236,8 @@ export class CallCarrierEvents {
       if (numbers.length === 0) throw new RetryLaterError(`no call recorded for ${event.carrier} session ${event.callSessionId} yet`);
       return undefined;
     }
-    return call.caller_control_id === event.carrierCallId ? { call } : undefined;
+    // An event that names no leg (a saved recording: we record only the caller's leg) is the caller's.
+    return event.carrierCallId === undefined || call.caller_control_id === event.carrierCallId ? { call } : undefined;
   }
 
   /** The event's timeline entry, written with its processed mark (withProcessedMark); its note unless applied. */

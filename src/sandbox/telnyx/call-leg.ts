@@ -98,9 +98,10 @@ export function callResource(leg: CallLeg) {
     call_leg_id: leg.callLegId,
     call_session_id: leg.callSessionId,
     is_alive: isAlive(leg),
-    client_state: leg.clientState,
+    // Strings in Telnyx's Call schema: absent, never null, while the leg has none.
+    ...(leg.clientState != null && { client_state: leg.clientState }),
     start_time: leg.startedAt.toISOString(),
-    end_time: leg.endedAt?.toISOString() ?? null,
+    ...(leg.endedAt && { end_time: leg.endedAt.toISOString() }),
     call_duration: answeredSeconds(leg),
   };
 }

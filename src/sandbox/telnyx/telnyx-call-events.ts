@@ -16,7 +16,8 @@ function legIds(leg: CallLeg) {
     connection_id: leg.connectionId,
     call_leg_id: leg.callLegId,
     call_session_id: leg.callSessionId,
-    client_state: leg.clientState,
+    // Telnyx specifies client_state as a string: a leg without one has none, never null.
+    ...(leg.clientState != null && { client_state: leg.clientState }),
   };
 }
 

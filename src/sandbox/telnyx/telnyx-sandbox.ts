@@ -107,7 +107,7 @@ export function telnyxInbound(message: SandboxMessage, url: string, privateKey: 
     direction: 'inbound',
     type: 'SMS',
     messaging_profile_id: PROFILE_ID,
-    from: { phone_number: message.from, carrier: HANDSET_CARRIER, line_type: 'long_code' },
+    from: { phone_number: message.from, carrier: HANDSET_CARRIER, line_type: 'Wireless' },
     to: [{ phone_number: message.to, status: 'webhook_delivered' }],
     text: message.text,
     media: [],

@@ -44,7 +44,7 @@ describe('contract tier: the sandbox answers and calls back as the carriers docu
     return sandbox.receiver.requests.filter((r) => r.path === path);
   }
   function checkWebhooks(api: 'telnyx' | 'vonage-messages', path: string, filter: (body: any) => boolean = () => true): void {
-    for (const request of webhooksTo(path).filter((r) => filter(JSON.parse(r.body)))) recorder.divergences.push(...checkWebhook(api, request));
+    for (const request of webhooksTo(path).filter((r) => filter(JSON.parse(r.body)))) recorder.divergences.push(...checkWebhook(api, { ...request, url: request.path }));
   }
 
   it('sends: Telnyx, Twilio and Vonage answers, and the Telnyx and Vonage receipts', async () => {

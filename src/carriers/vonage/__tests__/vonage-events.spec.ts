@@ -20,6 +20,12 @@ describe('Vonage Messages callbacks, normalized', () => {
     });
   });
 
+  it('an inbound SMS as Vonage publishes it (inboundMessageSMS: no message_type) is recorded; another message_type is not an SMS', () => {
+    const { message_type: _, ...published } = inbound;
+    expect(normalize(published)).toMatchObject({ kind: 'message.received', text: 'Hello', from: '+447700900001' });
+    expect(normalize({ ...inbound, message_type: 'image' })).toMatchObject({ kind: 'ignored', carrierEventType: 'sms.inbound' });
+  });
+
   it.each([
     ['submitted', 'sent'], ['delivered', 'delivered'], ['read', 'delivered'],
     ['rejected', 'failed'], ['undeliverable', 'failed'], ['failed', 'failed'], ['something_new', 'unknown'],

@@ -49,7 +49,7 @@ describe('Telnyx number orders completed asynchronously', () => {
   it('duplicated and reordered number_order.complete: the order completes once, the number becomes the account\'s, order.completed once', async () => {
     const { id, carrierOrderId } = await order('+13125550201');
     expect((await orderNow(id)).body.data.status).toBe('pending');
-    const payload = { record_type: 'number_order', ...carrier.completeTelnyxOrder(carrierOrderId, 'success') };
+    const payload = carrier.completeTelnyxOrder(carrierOrderId, 'success');
     const original = telnyxEvent('number_order.complete', payload, { id: 'evt-order-1' });
     const resent = telnyxEvent('number_order.complete', payload, { id: 'evt-order-1-resent', attempt: 2 });
     // The resend arrives first, then the original twice.
@@ -68,8 +68,8 @@ describe('Telnyx number orders completed asynchronously', () => {
 
   it('a failure reported after the success changes nothing (the first settlement wins)', async () => {
     const { id, carrierOrderId } = await order('+13125550202');
-    const success = { record_type: 'number_order', ...carrier.completeTelnyxOrder(carrierOrderId, 'success') };
-    const failure = { ...success, status: 'failure', phone_numbers: success.phone_numbers.map((n) => ({ ...n, status: 'failure' })) };
+    const success = carrier.completeTelnyxOrder(carrierOrderId, 'success');
+    const failure = { ...success, phone_numbers: (success.phone_numbers as object[]).map((n) => ({ ...n, status: 'failure' })) };
     expect(await deliver(telnyxEvent('number_order.complete', success, { id: 'evt-order-2a' }))).toBe(200);
     await processed('evt-order-2a');
     expect(await deliver(telnyxEvent('number_order.complete', failure, { id: 'evt-order-2b' }))).toBe(200);
@@ -81,7 +81,7 @@ describe('Telnyx number orders completed asynchronously', () => {
 
   it('a failed order: order.failed once, the number is free to order again', async () => {
     const { id, carrierOrderId } = await order('+13125550203');
-    const payload = { record_type: 'number_order', ...carrier.completeTelnyxOrder(carrierOrderId, 'failure') };
+    const payload = carrier.completeTelnyxOrder(carrierOrderId, 'failure');
     expect(await deliver(telnyxEvent('number_order.complete', payload, { id: 'evt-order-3' }))).toBe(200);
     await processed('evt-order-3');
     expect((await orderNow(id)).body.data).toMatchObject({ status: 'failed', phone_numbers: [{ status: 'failed' }] });

@@ -1,9 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ApiClient } from '../../support/api-client.js';
-import { telnyxEvent, telnyxSigner } from '../../support/carrier-signing.js';
-import { FakeNumberCarrier } from '../../support/fake-number-carrier.js';
+import { describe, expect, it } from '@jest/globals';
+import { telnyxEvent } from '../../support/carrier-signing.js';
+import { withTelnyxOrders } from '../../support/telnyx-number-orders.js';
 import { waitFor } from '../../support/wait.js';
-import { withTestApp } from '../../support/with-test-app.js';
 
 /**
  * number_order.complete as Telnyx documents it (webhook numberOrderStatusUpdate and its example:
@@ -11,38 +9,9 @@ import { withTestApp } from '../../support/with-test-app.js';
  * the regular poll is 10 minutes away here, so it cannot be what settled it.
  */
 describe('Telnyx number_order.complete in its documented shape', () => {
-  const carrier = new FakeNumberCarrier(['+13125550701', '+13125550702']);
-  const signer = telnyxSigner();
-  beforeAll(async () => {
-    await carrier.start();
-    carrier.telnyxAsync = true;
-  });
-  afterAll(async () => {
-    await carrier.stop();
-  });
-  const t = withTestApp({
-    relay: true,
-    worker: true,
-    env: () => ({ ...carrier.env(), TELNYX_PUBLIC_KEY: signer.publicKey, NUMBER_ORDER_POLL_SECONDS: '600', API_RATE_LIMIT_PER_MINUTE: '1000000' }),
-  });
-  let customer: ApiClient;
-  beforeAll(async () => {
-    customer = await ApiClient.forNewAccount(t.app);
-  });
-
-  const deliver = async (body: string) => (await fetch(`${t.app.url}/webhooks/telnyx`, { method: 'POST', headers: signer.headers(body), body })).status;
-  const pendingOrder = async (phoneNumber: string) => {
-    const placed = await customer.post('/v2/phone_number_orders', { carrier: 'telnyx', phone_numbers: [phoneNumber] });
-    expect(placed.status).toBe(202);
-    const id: string = placed.body.data.id;
-    const { rows } = await waitFor(
-      () => t.db.pool.query(`SELECT carrier_order_id FROM number_orders WHERE id = $1 AND carrier_order_id IS NOT NULL`, [id]),
-      (r) => r.rows.length === 1,
-      { what: 'the carrier order id recorded' },
-    );
-    return { id, carrierOrderId: rows[0].carrier_order_id as string };
-  };
-  const settled = (id: string) => waitFor(() => customer.get(`/v2/phone_number_orders/${id}`), (r) => r.body.data.status !== 'pending', { what: `order ${id} settled`, intervalMs: 100, timeoutMs: 15_000 });
+  const orders = withTelnyxOrders(['+13125550701', '+13125550702'], { NUMBER_ORDER_POLL_SECONDS: '600' });
+  const { carrier, t, deliver, pendingOrder } = orders;
+  const settled = (id: string) => waitFor(() => orders.customer.get(`/v2/phone_number_orders/${id}`), (r) => r.body.data.status !== 'pending', { what: `order ${id} settled`, intervalMs: 100, timeoutMs: 15_000 });
   const retrieved = (carrierOrderId: string) => carrier.requests.filter((r) => r.method === 'GET' && r.path === `/v2/number_orders/${carrierOrderId}`);
 
   it('the documented callback (no order id, no order status) is accepted and settles the order at once', async () => {

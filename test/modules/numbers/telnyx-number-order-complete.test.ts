@@ -1,48 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ApiClient } from '../../support/api-client.js';
-import { telnyxEvent, telnyxSigner } from '../../support/carrier-signing.js';
-import { FakeNumberCarrier } from '../../support/fake-number-carrier.js';
+import { describe, expect, it } from '@jest/globals';
+import { telnyxEvent } from '../../support/carrier-signing.js';
+import { withTelnyxOrders } from '../../support/telnyx-number-orders.js';
 import { waitFor } from '../../support/wait.js';
-import { withTestApp } from '../../support/with-test-app.js';
 
 /**
  * Telnyx orders numbers asynchronously: number_order.complete (ingested like any Telnyx event)
  * or, when it is late, a poll of GET /v2/number_orders/:id settles the order, exactly once.
  */
 describe('Telnyx number orders completed asynchronously', () => {
-  const carrier = new FakeNumberCarrier(['+13125550201', '+13125550202', '+13125550203', '+13125550204']);
-  const signer = telnyxSigner();
-  beforeAll(async () => {
-    await carrier.start();
-    carrier.telnyxAsync = true;
+  const orders = withTelnyxOrders(['+13125550201', '+13125550202', '+13125550203', '+13125550204'], {
+    NUMBER_ORDER_POLL_SECONDS: '2',
+    CARRIER_EVENT_RETRY_BASE_MS: '100',
   });
-  afterAll(async () => {
-    await carrier.stop();
-  });
-  const t = withTestApp({
-    relay: true,
-    worker: true,
-    env: () => ({ ...carrier.env(), TELNYX_PUBLIC_KEY: signer.publicKey, NUMBER_ORDER_POLL_SECONDS: '2', API_RATE_LIMIT_PER_MINUTE: '1000000', CARRIER_EVENT_RETRY_BASE_MS: '100' }),
-  });
-  let customer: ApiClient;
-  beforeAll(async () => {
-    customer = await ApiClient.forNewAccount(t.app);
-  });
-
-  const deliver = async (body: string) => (await fetch(`${t.app.url}/webhooks/telnyx`, { method: 'POST', headers: signer.headers(body), body })).status;
+  const { carrier, t, deliver, pendingOrder: order } = orders;
   const events = (type: string, id: string) => t.db.count(`SELECT count(*) FROM outbound_events WHERE type = $1 AND payload->>'id' = $2`, [type, id]);
-  const order = async (phoneNumber: string) => {
-    const placed = await customer.post('/v2/phone_number_orders', { carrier: 'telnyx', phone_numbers: [phoneNumber] });
-    expect(placed.status).toBe(202);
-    const id: string = placed.body.data.id;
-    const { rows } = await waitFor(
-      () => t.db.pool.query(`SELECT carrier_order_id FROM number_orders WHERE id = $1 AND carrier_order_id IS NOT NULL`, [id]),
-      (r) => r.rows.length === 1,
-      { what: 'the carrier order id recorded' },
-    );
-    return { id, carrierOrderId: rows[0].carrier_order_id as string };
-  };
-  const orderNow = (id: string) => customer.get(`/v2/phone_number_orders/${id}`);
+  const orderNow = (id: string) => orders.customer.get(`/v2/phone_number_orders/${id}`);
   const processed = (eventId: string) =>
     waitFor(() => t.db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = $1 AND processed_at IS NOT NULL`, [eventId]), (n) => n === 1, { what: `${eventId} processed` });
 
@@ -86,7 +58,7 @@ describe('Telnyx number orders completed asynchronously', () => {
     await processed('evt-order-3');
     expect((await orderNow(id)).body.data).toMatchObject({ status: 'failed', phone_numbers: [{ status: 'failed' }] });
     await waitFor(() => events('order.failed', id), (n) => n === 1, { what: 'order.failed' });
-    const again = await customer.post('/v2/phone_number_orders', { carrier: 'telnyx', phone_numbers: ['+13125550203'] });
+    const again = await orders.customer.post('/v2/phone_number_orders', { carrier: 'telnyx', phone_numbers: ['+13125550203'] });
     expect(again.status).toBe(202);
   });
 

@@ -24,7 +24,7 @@ import { CallsModule } from './modules/calls/calls.module.js';
 import { AuditCallsCommand } from './modules/calls/commands/audit-calls.command.js';
 import { NumbersModule } from './modules/numbers/numbers.module.js';
 import {
-  AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RunRentalsCommand, SearchNumbersCommand,
+  AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RetryReleaseCommand, RunRentalsCommand, SearchNumbersCommand,
 } from './modules/numbers/commands/numbers.commands.js';
 
 /** The admin CLI: thin commands over the same services the API uses. */
@@ -35,7 +35,7 @@ export class CliModule {
       module: CliModule,
       imports: [ConfigModule.forRoot(config), CarriersModule, RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule, NumbersModule],
       providers: [ProgramName, MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand, ListPlansCommand,
-        AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RunRentalsCommand, SearchNumbersCommand],
+        AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RetryReleaseCommand, RunRentalsCommand, SearchNumbersCommand],
     };
   }
 

@@ -112,7 +112,10 @@ export interface NumberOrderCompleted extends EventBase {
   kind: 'number.order.completed';
   /** Our order id, as we gave it to the carrier (Telnyx customer_reference); absent: not an order of ours. */
   orderId?: string;
-  placement: OrderPlacement;
+  /** The carrier's order id, when the event carries it. */
+  carrierOrderId?: string;
+  /** How the order ended, when the event says; absent: ask the carrier (the order it names). */
+  placement?: Extract<OrderPlacement, { outcome: 'settled' }>;
 }
 
 /** A carrier event we store but do not act on (unknown or unneeded type). */

@@ -25,7 +25,11 @@ export interface OfferedNumber {
 export interface OrderedNumber {
   phoneNumber: string;
   bought: boolean;
-  /** The carrier's id of the number (Telnyx phone number id, Twilio PN sid): what release names. */
+  /**
+   * The carrier's id of the number, what release names: Twilio's PN sid, Vonage's msisdn (with
+   * the number's country). Absent for Telnyx, whose orders name their own lines, not the phone
+   * number resource: it is found after settlement (findHeld) and stored then.
+   */
   carrierNumberId?: string;
   error?: string;
 }
@@ -56,13 +60,28 @@ export interface NumberProvider {
    * reported, never bought twice (Telnyx: customer_reference = orderId; Twilio, Vonage: by number).
    */
   order(orderId: string, country: string, phoneNumbers: string[]): Promise<OrderPlacement>;
-  /** The current state of a pending order (Telnyx); settled carriers never return pending. */
-  orderStatus(carrierOrderId: string): Promise<OrderPlacement>;
-  /** Releases the number at the carrier; a number the carrier no longer has counts as released. */
-  release(number: HeldNumber): Promise<void>;
+  /**
+   * The current state of a pending order (Telnyx), by the carrier's order id, or when that is
+   * not known yet by our order id (customer_reference); settled carriers never return pending.
+   */
+  orderStatus(order: { orderId: string; carrierOrderId?: string }): Promise<OrderPlacement>;
+  /**
+   * Our number at the carrier, found by a lookup the carrier documents (exact match on the
+   * number), with the id release names; undefined when the carrier shows no such number of ours.
+   */
+  findHeld(phoneNumber: string): Promise<HeldNumber | undefined>;
+  /**
+   * Releases the number named by its carrier id (as findHeld or the order gave it). A carrier
+   * that answers "no such number" for that id released it before (an earlier release whose
+   * answer was lost): that resolves; a refusal throws CarrierRefusedError.
+   */
+  release(number: HeldNumber & { carrierNumberId: string }): Promise<void>;
   /** Every number our carrier account holds. */
   listHeld(): Promise<HeldNumber[]>;
 }
+
+/** The digits of an E.164 number, as lookups that refuse a `+` want it. */
+export const digitsOf = (e164: string): string => e164.replace(/^\+/, '');
 
 /** A carrier refusal of a search, release or listing (4xx that is not 408/429), which is final. */
 export class CarrierRefusedError extends Error {

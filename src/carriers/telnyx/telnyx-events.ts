@@ -1,6 +1,6 @@
 import type { CallEndReason, CallEvent, CallProgress, NormalizedEvent, ReceiptStatus } from '../normalized-event.js';
 import { decodeClientState } from './telnyx-client-state.js';
-import { readNumberOrder, telnyxPlacement } from './telnyx-numbers.js';
+import { readNumberOrder, telnyxOutcome } from './telnyx-numbers.js';
 import { MalformedWebhook } from '../carrier-adapter.js';
 import { address, BOUNDS, id, instant, isObject, object, optionalText, storableBody, text, word, type Json } from '../shape.js';
 
@@ -91,8 +91,11 @@ export function normalizeTelnyx(envelope: TelnyxEnvelope): NormalizedEvent {
     }
   }
   if (envelope.eventType === 'number_order.complete') {
+    // The documented callback (numberOrderStatusUpdate) may lack the order id and status: what it
+    // does not settle, the handler asks the carrier about (RetrieveNumberOrder).
     const order = readNumberOrder(p, 'data.payload');
-    return { ...base, kind: 'number.order.completed', orderId: optionalText(p, 'customer_reference'), placement: telnyxPlacement(order) };
+    const outcome = telnyxOutcome(order);
+    return { ...base, kind: 'number.order.completed', orderId: order.customer_reference, carrierOrderId: order.id, ...(outcome && { placement: { outcome: 'settled' as const, ...outcome } }) };
   }
   const leg = () => ({
     carrierCallId: id(p, 'call_control_id', 'data.payload'),

@@ -60,9 +60,10 @@ export class TwilioNumbers implements NumberProvider {
     const [held] = await this.listHeld(phoneNumber);
     if (held) return { phoneNumber, bought: true, carrierNumberId: held.carrierNumberId };
     const base = this.config.publicBaseUrl;
+    // No idempotency header: CreateIncomingPhoneNumber declares none (I-Twilio-Idempotency-Token
+    // is one Twilio sends on its own webhooks); the lookup above is what makes a repeat safe.
     const response = await this.call('/IncomingPhoneNumbers.json', {
       method: 'POST',
-      headers: { 'i-twilio-idempotency-token': `${orderId}-${phoneNumber}` },
       body: new URLSearchParams({
         PhoneNumber: phoneNumber,
         FriendlyName: orderId,
@@ -83,10 +84,13 @@ export class TwilioNumbers implements NumberProvider {
     throw new Error('Twilio purchases settle at once: there is no pending order to ask about');
   }
 
-  async release(number: HeldNumber): Promise<void> {
-    const sid = number.carrierNumberId ?? (await this.listHeld(number.phoneNumber))[0]?.carrierNumberId;
-    if (!sid) return;
-    const response = await this.call(`/IncomingPhoneNumbers/${encodeURIComponent(sid)}.json`, { method: 'DELETE' });
+  async findHeld(phoneNumber: string): Promise<HeldNumber | undefined> {
+    return (await this.listHeld(phoneNumber)).find((n) => n.phoneNumber === phoneNumber && n.carrierNumberId);
+  }
+
+  /** DeleteIncomingPhoneNumber by its PN sid; 404 for a sid Twilio gave us: deleted already (a lost answer). */
+  async release(number: HeldNumber & { carrierNumberId: string }): Promise<void> {
+    const response = await this.call(`/IncomingPhoneNumbers/${encodeURIComponent(number.carrierNumberId)}.json`, { method: 'DELETE' });
     if (response.status === 404) return;
     expectOk('Twilio', response, await readJson(response));
   }
@@ -95,6 +99,7 @@ export class TwilioNumbers implements NumberProvider {
     const params = new URLSearchParams({ PageSize: '1000' });
     if (phoneNumber) params.set('PhoneNumber', phoneNumber);
     const body = await this.json(`/IncomingPhoneNumbers.json?${params}`);
-    return ((body.incoming_phone_numbers as TwilioIncoming[] | undefined) ?? []).map((n) => ({ phoneNumber: String(n.phone_number), carrierNumberId: n.sid }));
+    if (!Array.isArray(body.incoming_phone_numbers)) throw new CarrierUnavailableError('Twilio answered IncomingPhoneNumbers without incoming_phone_numbers');
+    return (body.incoming_phone_numbers as TwilioIncoming[]).map((n) => ({ phoneNumber: String(n.phone_number), carrierNumberId: n.sid }));
   }
 }

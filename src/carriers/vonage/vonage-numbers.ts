@@ -1,13 +1,40 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { callCarrier, CarrierUnavailableError, isRetryableStatus, readJson } from '../message-sender.js';
-import { expectOk, type HeldNumber, type NumberProvider, type NumberSearch, type OfferedNumber, type OrderedNumber, type OrderPlacement } from '../number-provider.js';
+import { CarrierRefusedError, digitsOf, expectOk, type HeldNumber, type NumberFeature, type NumberProvider, type NumberSearch, type OfferedNumber, type OrderedNumber, type OrderPlacement } from '../number-provider.js';
 
 /** Vonage writes msisdn without the `+`. */
-const msisdn = (e164: string) => e164.replace(/^\+/, '');
+const msisdn = digitsOf;
 const e164 = (vonage: unknown) => `+${String(vonage)}`;
 
-/** The Vonage Numbers API: /number/search, /number/buy, /number/update, /number/cancel, /account/numbers. */
+/**
+ * Country calling codes: Vonage's prefix search (search_pattern=0) matches the whole E.164
+ * number, so an area code is searched as calling code + area code (US 312 → `1312`).
+ */
+const CALLING_CODES: Record<string, string> = {
+  US: '1', CA: '1', PR: '1', GB: '44', IE: '353', DE: '49', FR: '33', ES: '34', IT: '39', NL: '31', BE: '32', AT: '43', CH: '41',
+  SE: '46', NO: '47', DK: '45', FI: '358', PL: '48', PT: '351', AU: '61', NZ: '64', JP: '81', SG: '65', HK: '852', IL: '972', ZA: '27', BR: '55', MX: '52',
+};
+
+/** Numbers search `features` takes one of the published enum's values (`SMS`, `VOICE`, `SMS,VOICE`, …), never the caller's order. */
+function featuresParam(features: NumberFeature[]): string | undefined {
+  const sms = features.includes('sms');
+  const voice = features.includes('voice');
+  return sms && voice ? 'SMS,VOICE' : sms ? 'SMS' : voice ? 'VOICE' : undefined;
+}
+
+/** Vonage's largest page: a search filtered here as well asks for it, then keeps `limit`. */
+const MAX_PAGE = 100;
+
+/**
+ * The Vonage Numbers API: /number/search, /number/buy, /number/update, /number/cancel, /account/numbers.
+ *
+ * Authentication: `Authorization: Basic base64(api_key:api_secret)`, as Vonage's current Numbers
+ * API reference documents it (https://developer.vonage.com/en/api/numbers, "Authentication:
+ * Authorization, Headers, Basic <base64>"). The 2021 OpenAPI description
+ * (Nexmo/api-specification definitions/numbers.yml) lists api_key/api_secret as query
+ * parameters instead; the header keeps the secret out of URLs and their logs.
+ */
 @Injectable()
 export class VonageNumbers implements NumberProvider {
   readonly carrier = 'vonage' as const;
@@ -30,21 +57,37 @@ export class VonageNumbers implements NumberProvider {
     return body;
   }
 
+  /**
+   * search_pattern is 0 "starts with" (the whole E.164 number, calling code included), 1
+   * "contains", 2 "ends with". An area code is a prefix: `pattern=1312&search_pattern=0`. With
+   * both an area code and `contains`, Vonage takes one pattern: the prefix is searched (a full
+   * page) and `contains` is applied here, so fewer than `limit` numbers may come back.
+   */
   async search(query: NumberSearch): Promise<OfferedNumber[]> {
-    const params = new URLSearchParams({ country: query.country, size: String(Math.min(query.limit, 100)) });
-    // One pattern only: the contained digits (search_pattern=1), else the area code as a prefix of the national number.
-    if (query.contains) params.set('pattern', query.contains), params.set('search_pattern', '1');
-    else if (query.areaCode) params.set('pattern', query.areaCode), params.set('search_pattern', '1');
-    if (query.features.length > 0) params.set('features', query.features.map((f) => f.toUpperCase()).join(','));
+    const params = new URLSearchParams({ country: query.country });
+    let prefix: string | undefined;
+    if (query.areaCode) {
+      const code = CALLING_CODES[query.country];
+      if (!code) throw new CarrierRefusedError(422, `Vonage searches an area code as a prefix with the country calling code; ${query.country} is not a country we know the code of`);
+      prefix = `${code}${query.areaCode}`;
+      params.set('pattern', prefix), params.set('search_pattern', '0');
+    } else if (query.contains) {
+      params.set('pattern', query.contains), params.set('search_pattern', '1');
+    }
+    const filterHere = prefix !== undefined && query.contains !== undefined;
+    params.set('size', String(filterHere ? MAX_PAGE : Math.min(query.limit, MAX_PAGE)));
+    const features = featuresParam(query.features);
+    if (features) params.set('features', features);
     const body = await this.json(`/number/search?${params}`);
     const offered = (body.numbers as { msisdn?: string; features?: string[] }[] | undefined) ?? [];
     return offered
+      .filter((n) => typeof n.msisdn === 'string' && (!prefix || n.msisdn.startsWith(prefix)) && (!filterHere || n.msisdn.includes(query.contains!)))
+      .slice(0, query.limit)
       .map((n) => ({
         phoneNumber: e164(n.msisdn),
         features: (n.features ?? []).map((f) => f.toLowerCase()).filter((f): f is 'sms' | 'voice' => f === 'sms' || f === 'voice'),
         region: null,
-      }))
-      .filter((n) => !query.areaCode || !query.contains || n.phoneNumber.includes(query.areaCode));
+      }));
   }
 
   /** One purchase per number, then linked to our application; a number our account already holds is reported bought. */
@@ -71,16 +114,29 @@ export class VonageNumbers implements NumberProvider {
     throw new Error('Vonage purchases settle at once: there is no pending order to ask about');
   }
 
-  async release(number: HeldNumber): Promise<void> {
-    const response = await this.call('/number/cancel', { country: number.country ?? 'US', msisdn: msisdn(number.phoneNumber) });
+  async findHeld(phoneNumber: string): Promise<HeldNumber | undefined> {
+    return (await this.listHeld(phoneNumber)).find((n) => n.phoneNumber === phoneNumber);
+  }
+
+  /**
+   * cancelANumber by msisdn and country. Vonage answers 420 "method failed" for any refusal:
+   * the number counts as released only when our account then no longer lists it (an earlier
+   * cancel whose answer was lost); still listed, the refusal is an error.
+   */
+  async release(number: HeldNumber & { carrierNumberId: string }): Promise<void> {
+    const response = await this.call('/number/cancel', { country: number.country ?? 'US', msisdn: number.carrierNumberId });
     const body = await readJson(response);
-    // 420: "number not found" in our account: released already.
-    if (response.status === 420 || response.status === 404) return;
+    if (response.ok && body['error-code'] === '200') return;
+    if (response.status === 420 || (response.ok && body['error-code'] === '420')) {
+      if (!(await this.findHeld(number.phoneNumber))) return;
+      throw new CarrierRefusedError(420, `Vonage refused the cancel: ${String(body['error-code-label'] ?? 'method failed')}`);
+    }
     expectOk('Vonage', response, body);
+    throw new CarrierRefusedError(response.status, `Vonage answered the cancel with error-code ${String(body['error-code'])}`);
   }
 
   async listHeld(phoneNumber?: string): Promise<HeldNumber[]> {
-    const params = new URLSearchParams({ size: '100' });
+    const params = new URLSearchParams({ size: String(MAX_PAGE) });
     if (phoneNumber) params.set('pattern', msisdn(phoneNumber)), params.set('search_pattern', '0');
     const body = await this.json(`/account/numbers?${params}`);
     return ((body.numbers as { msisdn?: string; country?: string }[] | undefined) ?? [])

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { OrderedNumber } from '../../carriers/number-provider.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
-import { PollNumberOrderJob } from './numbers.jobs.js';
+import { PollNumberOrderJob, StoreNumberIdsJob } from './numbers.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
 import { readOrderView } from './number-order-view.js';
@@ -66,6 +66,14 @@ export class NumberOrderTransitions {
   }
 
   /**
+   * A completion callback that does not say how the order ended: the carrier is asked about the
+   * order now (one poll, `poll` 0), not at the next regular poll. Repeats of the callback ask once.
+   */
+  async askCarrierNow(tx: Tx, orderId: string, carrierOrderId: string | undefined, carrierEventId: string): Promise<void> {
+    await this.outbox.enqueue(tx, { job: PollNumberOrderJob, data: { orderId, poll: 0, ...(carrierOrderId && { carrierOrderId }) }, jobId: `poll-${orderId}-event-${carrierEventId}` });
+  }
+
+  /**
    * Settles a pending order with what the carrier said about each number: bought ones become
    * the account's (active), the others (and any the carrier did not mention) failed. The order
    * is success when at least one was bought. order.completed or order.failed, once: only the
@@ -102,6 +110,8 @@ export class NumberOrderTransitions {
       ],
     );
     if (rows.length === 0) return undefined;
+    // Bought numbers the carrier gave no id for (Telnyx) get it looked up and stored, for release.
+    if (bought.some((n) => !n.carrierNumberId)) await this.outbox.enqueue(tx, { job: StoreNumberIdsJob, data: { orderId }, jobId: `number-ids-${orderId}` });
     const view = await readOrderView(tx, rows[0].account_id, orderId);
     await this.events.emit(tx, rows[0].account_id, rows[0].status === 'success' ? 'order.completed' : 'order.failed', view!);
     return view;

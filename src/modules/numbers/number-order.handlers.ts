@@ -79,12 +79,14 @@ export class PollNumberOrderHandler implements JobHandler<typeof PollNumberOrder
     private readonly config: AppConfig,
   ) {}
 
-  async handle({ orderId, poll }: PayloadOf<typeof PollNumberOrderJob>): Promise<void> {
+  async handle({ orderId, poll, carrierOrderId }: PayloadOf<typeof PollNumberOrderJob>): Promise<void> {
     const [order] = await this.uow.run((tx) => queryRows<{ carrier: CarrierName; carrier_order_id: string | null }>(tx, `SELECT carrier, carrier_order_id FROM number_orders WHERE id = $1 AND status = 'pending'`, [orderId]));
-    if (!order?.carrier_order_id) return;
-    const placement = await this.providers.for(order.carrier).orderStatus(order.carrier_order_id);
+    if (!order) return;
+    // Without the carrier's order id (a callback that came before the placing run's answer), Telnyx finds it by our id.
+    const placement = await this.providers.for(order.carrier).orderStatus({ orderId, carrierOrderId: order.carrier_order_id ?? carrierOrderId });
     await this.uow.run(async (tx) => {
       if (placement.outcome === 'settled') return void (await this.transitions.settle(tx, orderId, placement));
+      if (poll === 0) return; // asked once for a callback: the regular polls go on
       if (poll >= this.config.NUMBER_ORDER_MAX_POLLS) return void (await this.transitions.settle(tx, orderId, { numbers: [], error: `the carrier did not complete the order in ${poll} polls` }));
       const next = poll + 1;
       await this.outbox.enqueue(tx, { job: PollNumberOrderJob, data: { orderId, poll: next }, jobId: `poll-${orderId}-${next}`, runAt: new Date(Date.now() + this.config.NUMBER_ORDER_POLL_SECONDS * 1000) });

@@ -1,15 +1,21 @@
-import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
+import { ConflictException, Injectable, Logger, NotFoundException } from '@nestjs/common';
+import { CarrierRefusedError } from '../../carriers/number-provider.js';
 import { NumberProviders } from '../../carriers/number-providers.js';
+import type { CarrierName } from '../../carriers/normalized-event.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { PayloadOf } from '../../platform/outbox/job-definition.js';
 import { ReleaseNumberJob } from './numbers.jobs.js';
-import { HandlesJob, type JobHandler } from '../../platform/outbox/job-handler.js';
+import { storeCarrierNumberId } from './number-ids.js';
+import { HandlesJob, PermanentJobError, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
 import type { PhoneNumberView } from './phone-number.dto.js';
 import { PhoneNumbers } from './phone-numbers.service.js';
+
+/** The carrier's documented lookup found no such number of ours: not released, an error to retry and show. */
+export class NumberNotFoundAtCarrier extends Error {}
 
 /**
  * Releasing a number: it stops routing at once (releasing), and is released at the carrier once
@@ -41,12 +47,50 @@ export class NumberReleases {
       return this.numbers.viewIn(tx, numberId);
     });
   }
+
+  /**
+   * Operator: runs a releasing number's release again now (its failure's cause fixed). The
+   * number with its failed attempts so far; undefined when it is not releasing.
+   */
+  async retry(numberId: string): Promise<FailingRelease | undefined> {
+    return this.uow.run(async (tx) => {
+      // Locks the number only while it is releasing: a release finishing meanwhile commits first, and then nothing is found.
+      const [row] = await queryRows<FailingRelease>(
+        tx,
+        `SELECT id, phone_number, carrier, release_attempts, release_error FROM phone_numbers WHERE id = $1 AND status = 'releasing' FOR UPDATE`,
+        [numberId],
+      );
+      if (row) await this.outbox.enqueue(tx, { job: ReleaseNumberJob, data: { numberId }, jobId: `release-${numberId}-retry-${Date.now()}` });
+      return row;
+    });
+  }
 }
 
-/** Releases one releasing number at its carrier, once no call on it is in progress. */
+/** A releasing number and how its release went so far. */
+export interface FailingRelease {
+  id: string;
+  phone_number: string;
+  carrier: CarrierName;
+  release_attempts: number;
+  release_error: string | null;
+}
+
+/**
+ * Releases one releasing number at its carrier, once no call on it is in progress, by the
+ * carrier's id of the number: the one stored when its order completed, or (a number stored
+ * without one) the one the carrier's documented lookup finds, stored before the release so a
+ * retry after a lost answer names the same number. The number becomes `released` (and
+ * number.released is emitted) only after the carrier confirmed the release. A lookup that finds
+ * nothing, a refusal or no answer is a failed attempt: the number stays `releasing`, the attempt
+ * and its error are recorded (release_attempts, release_error; verify's numbers.release_failing),
+ * and the job retries with backoff; a refusal is final until the operator runs
+ * `numbers:release-retry`.
+ */
 @Injectable()
 @HandlesJob(ReleaseNumberJob)
 export class ReleaseNumberHandler implements JobHandler<typeof ReleaseNumberJob> {
+  private readonly logger = new Logger(ReleaseNumberHandler.name);
+
   constructor(
     private readonly uow: UnitOfWork,
     private readonly providers: NumberProviders,
@@ -56,15 +100,26 @@ export class ReleaseNumberHandler implements JobHandler<typeof ReleaseNumberJob>
     private readonly numbers: PhoneNumbers,
   ) {}
 
-  async handle({ numberId }: PayloadOf<typeof ReleaseNumberJob>): Promise<void> {
+  async handle({ numberId }: PayloadOf<typeof ReleaseNumberJob>, { attempt }: JobContext): Promise<void> {
     const number = await this.uow.run((tx) => this.waitingRelease(tx, numberId));
     if (!number) return;
-    await this.providers.for(number.carrier).release({ phoneNumber: number.phone_number, carrierNumberId: number.carrier_number_id ?? undefined, country: number.country ?? undefined });
+    try {
+      await this.releaseAtCarrier(numberId, number);
+    } catch (err) {
+      const message = (err as Error).message;
+      await this.uow.run((tx) =>
+        // Only a number still releasing: a twin run that released it keeps it released, error-free.
+        exec(tx, `UPDATE phone_numbers SET release_attempts = release_attempts + 1, release_error = left($2, 1000) WHERE id = $1 AND status = 'releasing'`, [numberId, message]),
+      );
+      this.logger.warn(`release of ${number.phone_number} (${numberId}) at ${number.carrier} failed (attempt ${attempt}); it stays releasing: ${message}`);
+      if (err instanceof CarrierRefusedError) throw new PermanentJobError(message);
+      throw err;
+    }
     await this.uow.run(async (tx) => {
       // Only a releasing number: a twin run that released it too emits nothing.
       const { rows } = await exec<{ account_id: string }>(
         tx,
-        `UPDATE phone_numbers SET status = 'released', released_at = now() WHERE id = $1 AND status = 'releasing' RETURNING account_id`,
+        `UPDATE phone_numbers SET status = 'released', released_at = now(), release_error = NULL WHERE id = $1 AND status = 'releasing' RETURNING account_id`,
         [numberId],
       );
       if (rows.length === 0) return;
@@ -72,11 +127,27 @@ export class ReleaseNumberHandler implements JobHandler<typeof ReleaseNumberJob>
     });
   }
 
+  async onFinalFailure({ numberId }: PayloadOf<typeof ReleaseNumberJob>, error: string): Promise<void> {
+    this.logger.error(`number ${numberId} stays releasing: its release failed for good (${error}); numbers:release-retry ${numberId} once the cause is fixed`);
+  }
+
+  private async releaseAtCarrier(numberId: string, number: ReleasingNumber): Promise<void> {
+    const provider = this.providers.for(number.carrier);
+    let carrierNumberId = number.carrier_number_id;
+    if (!carrierNumberId) {
+      const held = await provider.findHeld(number.phone_number);
+      if (!held?.carrierNumberId) throw new NumberNotFoundAtCarrier(`${number.carrier} shows no number ${number.phone_number} in our account: not released there`);
+      carrierNumberId = held.carrierNumberId;
+      await this.uow.run((tx) => storeCarrierNumberId(tx, numberId, held.carrierNumberId!, held.country));
+    }
+    await provider.release({ phoneNumber: number.phone_number, carrierNumberId, country: number.country ?? undefined });
+  }
+
   /**
    * The number if it is releasing and free of calls; with a call in progress, a check again later
    * (no new call can start: a releasing number does not route).
    */
-  private async waitingRelease(tx: Tx, numberId: string) {
+  private async waitingRelease(tx: Tx, numberId: string): Promise<ReleasingNumber | undefined> {
     const [number] = await queryRows(
       tx,
       // The calls table is read, never written, here: is a call on this number still going?
@@ -87,9 +158,16 @@ export class ReleaseNumberHandler implements JobHandler<typeof ReleaseNumberJob>
       [numberId],
     );
     if (!number) return undefined;
-    if (!number.busy) return number as { phone_number: string; carrier: 'telnyx' | 'twilio' | 'vonage'; carrier_number_id: string | null; country: string | null };
+    if (!number.busy) return number as ReleasingNumber;
     const at = new Date(Date.now() + this.config.NUMBER_RELEASE_RECHECK_SECONDS * 1000);
     await this.outbox.enqueue(tx, { job: ReleaseNumberJob, data: { numberId }, jobId: `release-${numberId}-${at.getTime()}`, runAt: at });
     return undefined;
   }
+}
+
+interface ReleasingNumber {
+  phone_number: string;
+  carrier: CarrierName;
+  carrier_number_id: string | null;
+  country: string | null;
 }

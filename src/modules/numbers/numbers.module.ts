@@ -17,7 +17,9 @@ import { NumberSearchService } from './number-search.js';
 import { PhoneNumbersController } from './phone-numbers.controller.js';
 import { PhoneNumbers } from './phone-numbers.service.js';
 import { declareJobs } from '../../platform/outbox/job-definition.js';
-import { PlaceNumberOrderJob, PollNumberOrderJob, ReleaseNumberJob } from './numbers.jobs.js';
+import { PlaceNumberOrderJob, PollNumberOrderJob, ReleaseNumberJob, StoreNumberIdsJob } from './numbers.jobs.js';
+import { StoreNumberIdsHandler } from './number-ids.js';
+import { NumbersInvariants } from './numbers-invariants.js';
 // The customer event types this module emits (webhooks delivers them, knowing none by name).
 import './numbers.events.js';
 
@@ -29,7 +31,7 @@ import './numbers.events.js';
   imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, OutboxModule, WebhooksModule],
   controllers: [PhoneNumbersController, AvailablePhoneNumbersController, NumberOrdersController],
   providers: [
-    PhoneNumbers, NumberOrders, NumberOrderTransitions, declareJobs(PlaceNumberOrderJob, PollNumberOrderJob, ReleaseNumberJob), PlaceNumberOrderHandler, PollNumberOrderHandler, NumberReleases, ReleaseNumberHandler, NumberSearchService, NumberOrderEvents, NumberRentals,
+    PhoneNumbers, NumberOrders, NumberOrderTransitions, declareJobs(PlaceNumberOrderJob, PollNumberOrderJob, ReleaseNumberJob, StoreNumberIdsJob), PlaceNumberOrderHandler, PollNumberOrderHandler, NumberReleases, ReleaseNumberHandler, StoreNumberIdsHandler, NumberSearchService, NumberOrderEvents, NumberRentals, NumbersInvariants,
   ],
   exports: [PhoneNumbers, NumberRentals, NumberOrders, NumberReleases, NumberSearchService, NumberOrderTransitions],
 })

@@ -19,7 +19,7 @@ export interface NumberStats {
 
 export interface HeldNumber {
   carrier: SandboxCarrier;
-  /** The carrier's id of the number (Telnyx uuid, Twilio PN sid, Vonage msisdn). */
+  /** The carrier's id of the number (Telnyx IntId, Twilio PN sid, Vonage msisdn). */
   id: string;
   /** Where the carrier would send the number's webhooks (connection, messaging profile, URLs, application). */
   config: Record<string, string>;
@@ -50,13 +50,16 @@ export class SandboxNumbers {
     this.stats = emptyStats();
   }
 
-  /** Up to `limit` free numbers of the area code (default 312) containing `contains`, from a random place in the range. */
-  offer(limit: number, areaCode = '312', contains?: string): string[] {
+  /**
+   * Up to `limit` free numbers of the area code (default 312) whose E.164 digits pass `match`,
+   * from a random place in the range.
+   */
+  offer(limit: number, areaCode = '312', match: (digits: string) => boolean = () => true): string[] {
     const found: string[] = [];
     const start = randomInt(0, 10_000);
     for (let i = 0; i < 10_000 && found.length < limit; i++) {
       const number = `+1${areaCode.padEnd(3, '5').slice(0, 3)}555${String((start + i) % 10_000).padStart(4, '0')}`;
-      if (!this.held.has(number) && (!contains || number.slice(1).includes(contains))) found.push(number);
+      if (!this.held.has(number) && match(number.slice(1))) found.push(number);
     }
     this.stats.searches++;
     return found;
@@ -73,7 +76,8 @@ export class SandboxNumbers {
       this.stats.refused++;
       return false;
     }
-    const id = carrier === 'twilio' ? `PN${randomUUID().replace(/-/g, '')}` : carrier === 'vonage' ? phoneNumber.slice(1) : randomUUID();
+    // Telnyx phone number ids are integers as strings (its IntId), unlike its order ids (uuid).
+    const id = carrier === 'twilio' ? `PN${randomUUID().replace(/-/g, '')}` : carrier === 'vonage' ? phoneNumber.slice(1) : String(randomInt(1, 2 ** 47)).padStart(19, '1');
     this.held.set(phoneNumber, { carrier, id, config });
     this.stats.bought++;
     return true;
@@ -86,8 +90,8 @@ export class SandboxNumbers {
     return true;
   }
 
-  heldBy(carrier: SandboxCarrier, phoneNumber?: string | null): [string, HeldNumber][] {
-    return [...this.held.entries()].filter(([n, h]) => h.carrier === carrier && (!phoneNumber || n === phoneNumber));
+  heldBy(carrier: SandboxCarrier, match: (phoneNumber: string) => boolean = () => true): [string, HeldNumber][] {
+    return [...this.held.entries()].filter(([n, h]) => h.carrier === carrier && match(n));
   }
 
   /** Releases the carrier's number with this id; false when it holds no such number. */

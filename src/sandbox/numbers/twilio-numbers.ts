@@ -11,6 +11,27 @@ export function isTwilioNumbersPath(path: string): boolean {
 
 const twilioError = (status: number, code: number, message: string) => ({ code, message, more_info: `https://www.twilio.com/docs/errors/${code}`, status });
 
+/** An IncomingPhoneNumber resource (api.v2010.account.incoming_phone_number), its configuration in Twilio's snake_case. */
+function incomingPhoneNumber(ctx: SandboxContext, phone_number: string, held: { id: string; config: Record<string, string> }) {
+  return {
+    account_sid: ctx.config.TWILIO_ACCOUNT_SID,
+    sid: held.id,
+    phone_number,
+    friendly_name: phone_number,
+    api_version: '2010-04-01',
+    capabilities: { voice: true, sms: true, mms: false, fax: false },
+    sms_url: held.config.SmsUrl || null,
+    sms_method: 'POST',
+    voice_url: held.config.VoiceUrl || null,
+    voice_method: 'POST',
+    status_callback: held.config.StatusCallback || null,
+    status_callback_method: 'POST',
+    status: 'in-use',
+    type: 'local',
+    uri: `/2010-04-01/Accounts/${ctx.config.TWILIO_ACCOUNT_SID}/IncomingPhoneNumbers/${held.id}.json`,
+  };
+}
+
 /**
  * Twilio numbers: GET AvailablePhoneNumbers/{Country}/Local.json, GET|POST IncomingPhoneNumbers.json
  * (form: PhoneNumber, SmsUrl, VoiceUrl, StatusCallback), DELETE IncomingPhoneNumbers/{Sid}.json.
@@ -20,15 +41,26 @@ export function twilioNumbersRoute(ctx: SandboxContext, { req, res, body }: Sand
   const [, sid, rest] = ACCOUNT.exec(path)!;
   const auth = Buffer.from(`${ctx.config.TWILIO_ACCOUNT_SID}:${ctx.config.TWILIO_AUTH_TOKEN}`).toString('base64');
   if (decodeURIComponent(sid!) !== ctx.config.TWILIO_ACCOUNT_SID || header(req, 'authorization') !== `Basic ${auth}`) return sendJson(res, 401, twilioError(401, 20003, 'Authenticate'));
+  const base = `/2010-04-01/Accounts/${sid}`;
   if (req.method === 'GET' && /^\/AvailablePhoneNumbers\/[A-Z]{2}\/Local\.json$/.test(rest!)) {
-    const offered = numbers.offer(Number(query.get('PageSize') ?? 10), query.get('AreaCode') ?? undefined, query.get('Contains') ?? undefined);
+    const contains = query.get('Contains');
+    const offered = numbers.offer(Number(query.get('PageSize') ?? 50), query.get('AreaCode') ?? undefined, (digits) => !contains || digits.includes(contains));
     return sendJson(res, 200, {
-      available_phone_numbers: offered.map((phone_number) => ({ friendly_name: phone_number, phone_number, region: 'IL', iso_country: 'US', capabilities: { voice: true, SMS: true, MMS: false } })),
+      available_phone_numbers: offered.map((phone_number) => ({
+        friendly_name: phone_number, phone_number, region: 'IL', iso_country: 'US', locality: 'Chicago', rate_center: 'CHICAGO', address_requirements: 'none', beta: false,
+        capabilities: { voice: true, sms: true, mms: false },
+      })),
+      uri: `${base}${rest}`,
     });
   }
   if (req.method === 'GET' && rest === '/IncomingPhoneNumbers.json') {
-    const held = numbers.heldBy('twilio', query.get('PhoneNumber'));
-    return sendJson(res, 200, { incoming_phone_numbers: held.map(([phone_number, h]) => ({ sid: h.id, phone_number, ...h.config })) });
+    const wanted = query.get('PhoneNumber');
+    const held = numbers.heldBy('twilio', (n) => !wanted || n === wanted);
+    const uri = `${base}/IncomingPhoneNumbers.json`;
+    return sendJson(res, 200, {
+      incoming_phone_numbers: held.map(([phone_number, h]) => incomingPhoneNumber(ctx, phone_number, h)),
+      start: 0, end: Math.max(0, held.length - 1), page: 0, page_size: Number(query.get('PageSize') ?? 50), first_page_uri: uri, next_page_uri: null, previous_page_uri: null, uri,
+    });
   }
   if (req.method === 'POST' && rest === '/IncomingPhoneNumbers.json') {
     const form = new URLSearchParams(body);
@@ -37,7 +69,7 @@ export function twilioNumbersRoute(ctx: SandboxContext, { req, res, body }: Sand
     const bought = numbers.buy('twilio', phoneNumber, config);
     if (numbers.loseAnswer()) return void res.socket?.destroy();
     if (!bought) return sendJson(res, 400, twilioError(400, 21422, 'PhoneNumber requested is not available'));
-    return sendJson(res, 201, { sid: numbers.held.get(phoneNumber)!.id, account_sid: ctx.config.TWILIO_ACCOUNT_SID, phone_number: phoneNumber, ...config });
+    return sendJson(res, 201, incomingPhoneNumber(ctx, phoneNumber, numbers.held.get(phoneNumber)!));
   }
   const numberSid = /^\/IncomingPhoneNumbers\/([^/]+)\.json$/.exec(rest!)?.[1];
   if (req.method === 'DELETE' && numberSid) {

@@ -9,20 +9,44 @@ export function isVonageNumbersPath(path: string): boolean {
 
 const answer = (code: string, label: string) => ({ 'error-code': code, 'error-code-label': label });
 
-/** Vonage numbers: GET /number/search, GET /account/numbers, POST /number/buy, /number/update (app_id), /number/cancel. */
+/** The published values of /number/search `features`. */
+const FEATURES = new Set(['SMS', 'VOICE', 'SMS,VOICE', 'MMS', 'SMS,MMS', 'VOICE,MMS', 'SMS,MMS,VOICE']);
+
+/** A `pattern` matcher by search_pattern: 0 starts with (the E.164 digits, calling code included; the default), 1 contains, 2 ends with. */
+function patternMatch(query: URLSearchParams): (digits: string) => boolean {
+  const pattern = query.get('pattern');
+  if (!pattern) return () => true;
+  const strategy = query.get('search_pattern') ?? '0';
+  if (strategy === '1') return (d) => d.includes(pattern);
+  if (strategy === '2') return (d) => d.endsWith(pattern);
+  return (d) => d.startsWith(pattern);
+}
+
+/**
+ * Vonage numbers, as its Numbers API reference describes them: GET /number/search (pattern and
+ * search_pattern 0/1/2, features from the published values), GET /account/numbers, POST
+ * /number/buy, /number/update (app_id), /number/cancel. Authentication: the basic header the
+ * current reference documents, or api_key/api_secret query parameters as the 2021 description has them.
+ */
 export function vonageNumbersRoute(ctx: SandboxContext, { req, res, body }: SandboxRequest, path: string, query: URLSearchParams): void {
   const numbers = ctx.numbers;
   const auth = Buffer.from(`${ctx.config.VONAGE_API_KEY}:${ctx.config.VONAGE_API_SECRET}`).toString('base64');
-  if (header(req, 'authorization') !== `Basic ${auth}`) return sendJson(res, 401, answer('401', 'authentication failed'));
+  const byQuery = query.get('api_key') === ctx.config.VONAGE_API_KEY && query.get('api_secret') === ctx.config.VONAGE_API_SECRET;
+  if (header(req, 'authorization') !== `Basic ${auth}` && !byQuery) return sendJson(res, 401, answer('401', 'authentication failed'));
   const form = new URLSearchParams(body);
   const msisdn = form.get('msisdn') ?? '';
+  const match = patternMatch(query);
   if (req.method === 'GET' && path === '/number/search') {
-    const offered = numbers.offer(Number(query.get('size') ?? 10), undefined, query.get('pattern') ?? undefined);
+    const features = query.get('features');
+    if (features !== null && !FEATURES.has(features)) return sendJson(res, 400, answer('400', `features must be one of ${[...FEATURES].join(' | ')}`));
+    const pattern = query.get('pattern') ?? '';
+    // The inventory is US (+1): a prefix search names its area code after the 1.
+    const prefixArea = (query.get('search_pattern') ?? '0') === '0' && /^1\d{3}/.test(pattern) ? pattern.slice(1, 4) : undefined;
+    const offered = numbers.offer(Math.min(100, Number(query.get('size') ?? 10)), prefixArea, match);
     return sendJson(res, 200, { count: offered.length, numbers: offered.map((n) => ({ country: query.get('country') ?? 'US', msisdn: n.slice(1), type: 'mobile-lvn', cost: '0.90', features: ['VOICE', 'SMS'] })) });
   }
   if (req.method === 'GET' && path === '/account/numbers') {
-    const pattern = query.get('pattern');
-    const held = numbers.heldBy('vonage').filter(([n]) => !pattern || n.slice(1).startsWith(pattern));
+    const held = numbers.heldBy('vonage', (n) => match(n.slice(1)));
     return sendJson(res, 200, { count: held.length, numbers: held.map(([n, h]) => ({ country: 'US', msisdn: n.slice(1), type: 'mobile-lvn', features: ['VOICE', 'SMS'], ...h.config })) });
   }
   if (req.method === 'POST' && path === '/number/buy') {

@@ -51,6 +51,8 @@ describe('numbers bought through the carrier', () => {
 
     expect(carrier.purchasesOf(phoneNumber)).toHaveLength(1);
     expect(carrier.boughtTwice).toBe(0);
+    // Only headers the operations declare: none of CreateNumberOrder, CreateIncomingPhoneNumber, buyANumber declares an idempotency header.
+    expect(Object.keys(carrier.purchasesOf(phoneNumber)[0].headers).filter((h) => /idempoten/i.test(h))).toEqual([]);
     const config = carrier.held.get(phoneNumber)!.config;
     if (c === 'twilio') expect(config).toEqual({ SmsUrl: 'http://127.0.0.1:7777/webhooks/twilio/messaging', VoiceUrl: 'http://127.0.0.1:7777/webhooks/twilio/voice', StatusCallback: 'http://127.0.0.1:7777/webhooks/twilio/voice/status' });
     if (c === 'telnyx') expect(config).toMatchObject({ connection_id: t.app.config.TELNYX_CONNECTION_ID, messaging_profile_id: t.app.config.TELNYX_MESSAGING_PROFILE_ID });
@@ -66,6 +68,7 @@ describe('numbers bought through the carrier', () => {
     expect(send.status).toBe(422);
     await waitFor(() => alice.get(`/v2/phone_numbers/${mine.id}`), (r) => r.body.data.status === 'released', { what: 'released' });
     expect(carrier.held.has(phoneNumber)).toBe(false);
+    expect(carrier.released.filter((n) => n === phoneNumber)).toHaveLength(1);
     const again = await alice.request('DELETE', `/v2/phone_numbers/${mine.id}`);
     expect(again.body.data.status).toBe('released');
     await waitFor(() => events('number.released', mine.id), (n) => n === 1, { what: 'number.released' });

@@ -79,4 +79,17 @@ describe('numbers:assign', () => {
     expect(bad.code).toBe(1);
     expect(oneDocument(bad).errors[0].detail).toMatch(/--period must be a calendar month YYYY-MM/);
   }, SLOW);
+
+  // Last: its releasing number would count in the rentals above.
+  it('numbers:release-retry queues the release of a number stuck releasing again, printing its failed attempts; a number not releasing: exit 1', async () => {
+    const number = oneDocument(await cli('numbers:assign', '--account', alice, '--number', '+15550301020', '--carrier', 'telnyx'));
+    const notReleasing = await cli('numbers:release-retry', number.id);
+    expect(notReleasing.code).toBe(1);
+    expect(oneDocument(notReleasing).errors[0].detail).toMatch(/is not a releasing number/);
+    await db.pool.query(`UPDATE phone_numbers SET status = 'releasing', release_attempts = 8, release_error = 'telnyx shows no number' WHERE id = $1`, [number.id]);
+    const retried = await cli('numbers:release-retry', number.id);
+    expect(retried.code).toBe(0);
+    expect(oneDocument(retried).data).toEqual({ id: number.id, phone_number: '+15550301020', carrier: 'telnyx', release_attempts: 8, release_error: 'telnyx shows no number' });
+    expect(await db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id LIKE $1`, [`release-${number.id}-retry-%`])).toBe(1);
+  }, SLOW);
 });

@@ -1,55 +1,27 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ApiClient } from '../../support/api-client.js';
-import { telnyxEvent, telnyxSigner } from '../../support/carrier-signing.js';
-import { FakeNumberCarrier } from '../../support/fake-number-carrier.js';
+import { describe, expect, it } from '@jest/globals';
+import { telnyxEvent } from '../../support/carrier-signing.js';
+import { withTelnyxOrders } from '../../support/telnyx-number-orders.js';
 import { waitFor } from '../../support/wait.js';
-import { withTestApp } from '../../support/with-test-app.js';
 
 /**
  * Telnyx orders numbers asynchronously: number_order.complete (ingested like any Telnyx event)
  * or, when it is late, a poll of GET /v2/number_orders/:id settles the order, exactly once.
  */
 describe('Telnyx number orders completed asynchronously', () => {
-  const carrier = new FakeNumberCarrier(['+13125550201', '+13125550202', '+13125550203', '+13125550204']);
-  const signer = telnyxSigner();
-  beforeAll(async () => {
-    await carrier.start();
-    carrier.telnyxAsync = true;
+  const orders = withTelnyxOrders(['+13125550201', '+13125550202', '+13125550203', '+13125550204'], {
+    NUMBER_ORDER_POLL_SECONDS: '2',
+    CARRIER_EVENT_RETRY_BASE_MS: '100',
   });
-  afterAll(async () => {
-    await carrier.stop();
-  });
-  const t = withTestApp({
-    relay: true,
-    worker: true,
-    env: () => ({ ...carrier.env(), TELNYX_PUBLIC_KEY: signer.publicKey, NUMBER_ORDER_POLL_SECONDS: '2', API_RATE_LIMIT_PER_MINUTE: '1000000', CARRIER_EVENT_RETRY_BASE_MS: '100' }),
-  });
-  let customer: ApiClient;
-  beforeAll(async () => {
-    customer = await ApiClient.forNewAccount(t.app);
-  });
-
-  const deliver = async (body: string) => (await fetch(`${t.app.url}/webhooks/telnyx`, { method: 'POST', headers: signer.headers(body), body })).status;
+  const { carrier, t, deliver, pendingOrder: order } = orders;
   const events = (type: string, id: string) => t.db.count(`SELECT count(*) FROM outbound_events WHERE type = $1 AND payload->>'id' = $2`, [type, id]);
-  const order = async (phoneNumber: string) => {
-    const placed = await customer.post('/v2/phone_number_orders', { carrier: 'telnyx', phone_numbers: [phoneNumber] });
-    expect(placed.status).toBe(202);
-    const id: string = placed.body.data.id;
-    const { rows } = await waitFor(
-      () => t.db.pool.query(`SELECT carrier_order_id FROM number_orders WHERE id = $1 AND carrier_order_id IS NOT NULL`, [id]),
-      (r) => r.rows.length === 1,
-      { what: 'the carrier order id recorded' },
-    );
-    return { id, carrierOrderId: rows[0].carrier_order_id as string };
-  };
-  const orderNow = (id: string) => customer.get(`/v2/phone_number_orders/${id}`);
+  const orderNow = (id: string) => orders.customer.get(`/v2/phone_number_orders/${id}`);
   const processed = (eventId: string) =>
     waitFor(() => t.db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = $1 AND processed_at IS NOT NULL`, [eventId]), (n) => n === 1, { what: `${eventId} processed` });
 
   it('duplicated and reordered number_order.complete: the order completes once, the number becomes the account\'s, order.completed once', async () => {
     const { id, carrierOrderId } = await order('+13125550201');
     expect((await orderNow(id)).body.data.status).toBe('pending');
-    const payload = { record_type: 'number_order', ...carrier.completeTelnyxOrder(carrierOrderId, 'success') };
+    const payload = carrier.completeTelnyxOrder(carrierOrderId, 'success');
     const original = telnyxEvent('number_order.complete', payload, { id: 'evt-order-1' });
     const resent = telnyxEvent('number_order.complete', payload, { id: 'evt-order-1-resent', attempt: 2 });
     // The resend arrives first, then the original twice.
@@ -68,8 +40,8 @@ describe('Telnyx number orders completed asynchronously', () => {
 
   it('a failure reported after the success changes nothing (the first settlement wins)', async () => {
     const { id, carrierOrderId } = await order('+13125550202');
-    const success = { record_type: 'number_order', ...carrier.completeTelnyxOrder(carrierOrderId, 'success') };
-    const failure = { ...success, status: 'failure', phone_numbers: success.phone_numbers.map((n) => ({ ...n, status: 'failure' })) };
+    const success = carrier.completeTelnyxOrder(carrierOrderId, 'success');
+    const failure = { ...success, phone_numbers: (success.phone_numbers as object[]).map((n) => ({ ...n, status: 'failure' })) };
     expect(await deliver(telnyxEvent('number_order.complete', success, { id: 'evt-order-2a' }))).toBe(200);
     await processed('evt-order-2a');
     expect(await deliver(telnyxEvent('number_order.complete', failure, { id: 'evt-order-2b' }))).toBe(200);
@@ -81,12 +53,12 @@ describe('Telnyx number orders completed asynchronously', () => {
 
   it('a failed order: order.failed once, the number is free to order again', async () => {
     const { id, carrierOrderId } = await order('+13125550203');
-    const payload = { record_type: 'number_order', ...carrier.completeTelnyxOrder(carrierOrderId, 'failure') };
+    const payload = carrier.completeTelnyxOrder(carrierOrderId, 'failure');
     expect(await deliver(telnyxEvent('number_order.complete', payload, { id: 'evt-order-3' }))).toBe(200);
     await processed('evt-order-3');
     expect((await orderNow(id)).body.data).toMatchObject({ status: 'failed', phone_numbers: [{ status: 'failed' }] });
     await waitFor(() => events('order.failed', id), (n) => n === 1, { what: 'order.failed' });
-    const again = await customer.post('/v2/phone_number_orders', { carrier: 'telnyx', phone_numbers: ['+13125550203'] });
+    const again = await orders.customer.post('/v2/phone_number_orders', { carrier: 'telnyx', phone_numbers: ['+13125550203'] });
     expect(again.status).toBe(202);
   });
 

@@ -34,6 +34,7 @@ const INVARIANTS = [
   'messaging.outbound_billed_once',
   'messaging.receipt_implies_terminal',
   'messaging.unsent_has_dispatch_job',
+  'numbers.release_failing',
   'outbox.due_jobs_relayed_in_time',
   'outbox.relayed_jobs_redriven_in_time',
   'webhooks.parked_only_on_disabled_endpoints',

@@ -172,6 +172,19 @@ export class ReleaseNumberCommand extends JsonCommand {
   }
 }
 
+@Command({ name: 'numbers:release-retry', arguments: '<id>', description: 'Release a number stuck releasing (its carrier release failed; see verify numbers.release_failing) again now' })
+export class RetryReleaseCommand extends JsonCommand {
+  constructor(private readonly releases: NumberReleases) {
+    super();
+  }
+
+  async run([id]: string[], options: OutputOptions): Promise<void> {
+    const number = await this.releases.retry(id);
+    if (!number) throw new Error(`${id} is not a releasing number`);
+    printResult(options, { data: number }, `${number.phone_number} (${number.carrier}): release queued again after ${number.release_attempts} failed attempts${number.release_error ? ` (last: ${number.release_error})` : ''}`);
+  }
+}
+
 @Command({ name: 'numbers:import', description: "List the carrier account's numbers that no account holds yet (assign them with numbers:assign)" })
 export class ImportNumbersCommand extends JsonCommand {
   constructor(

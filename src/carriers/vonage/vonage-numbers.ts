@@ -31,9 +31,11 @@ const MAX_PAGE = 100;
  *
  * Authentication: `Authorization: Basic base64(api_key:api_secret)`, as Vonage's current Numbers
  * API reference documents it (https://developer.vonage.com/en/api/numbers, "Authentication:
- * Authorization, Headers, Basic <base64>"). The 2021 OpenAPI description
- * (Nexmo/api-specification definitions/numbers.yml) lists api_key/api_secret as query
- * parameters instead; the header keeps the secret out of URLs and their logs.
+ * Authorization, Headers, Basic <base64>" on every operation). The 2021 OpenAPI description
+ * (Nexmo/api-specification definitions/numbers.yml) lists only api_key/api_secret as query
+ * parameters; the contract tier adds the header scheme to it, citing that reference
+ * (test/fixtures/carrier-specs/README.md). We use the header because it keeps the secret out
+ * of URLs and of every log that records them.
  */
 @Injectable()
 export class VonageNumbers implements NumberProvider {

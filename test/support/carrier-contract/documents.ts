@@ -29,11 +29,46 @@ const FILES: Record<CarrierApi, { file: string; prefix: string }> = {
   'vonage-numbers': { file: 'vonage-numbers.json', prefix: '' },
 };
 
+/** Twilio's list pages: the properties that locate a page, relative to https://api.twilio.com. */
+const TWILIO_PAGE_URIS = ['uri', 'first_page_uri', 'next_page_uri', 'previous_page_uri'];
+
+/**
+ * Twilio's list pages declare `uri`, `first_page_uri`, `next_page_uri` and `previous_page_uri`
+ * `format: uri` (an absolute URI), yet the document's own examples of every such page carry them
+ * relative ("/2010-04-01/Accounts/AC…/IncomingPhoneNumbers.json?…"), as its resources' `uri`
+ * ("The URI of the resource, relative to `https://api.twilio.com`") and Twilio's answers do:
+ * these four are read as `uri-reference`. Every other `format: uri` (StatusCallback, VoiceUrl, …)
+ * stays absolute.
+ */
+function twilioPageUrisAreRelative(node: unknown): void {
+  if (Array.isArray(node)) return node.forEach(twilioPageUrisAreRelative);
+  if (node === null || typeof node !== 'object') return;
+  const schema = node as Json;
+  for (const name of TWILIO_PAGE_URIS) {
+    const property = schema.properties?.[name];
+    if (property?.format === 'uri') property.format = 'uri-reference';
+  }
+  for (const [key, value] of Object.entries(schema)) if (key !== 'example' && key !== 'examples') twilioPageUrisAreRelative(value);
+}
+
+/**
+ * The 2021 Numbers description authenticates only by `api_key` + `api_secret` in the query;
+ * Vonage's current Numbers API reference (https://developer.vonage.com/en/api/numbers) gives
+ * every operation "Authorization: Basic <base64>" (the key and secret joined by a colon) in the
+ * headers. Both are accepted: the header scheme is added beside the query keys.
+ */
+function vonageNumbersTakeBasicAuth(doc: Json): void {
+  doc.components.securitySchemes.basicAuth = { type: 'http', scheme: 'basic' };
+  doc.security = [...doc.security, { basicAuth: [] }];
+}
+
 /**
  * The defects of the published documents, patched at load time (test/fixtures/carrier-specs/README.md):
  * what each patch changes and why is in that README.
  */
 function patchKnownDefects(api: CarrierApi, doc: Json): void {
+  if (api === 'twilio') return twilioPageUrisAreRelative(doc);
+  if (api === 'vonage-numbers') return vonageNumbersTakeBasicAuth(doc);
   if (api !== 'vonage-messages') return;
   // baseMessageType.required names `message`, a property the v1 API does not have.
   const base = doc.components.schemas.baseMessageType;

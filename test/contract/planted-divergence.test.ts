@@ -38,10 +38,16 @@ describe('the contract tier fails on a planted divergence, naming operation, fie
     const vonageSearch = checkRequest({ method: 'GET', url: '/number/search?country=US&features=VOICE%2CSMS&api_key=k&api_secret=s', headers: {}, body: '' });
     expect(divergenceAt(vonageSearch, '/query/features')).toMatchObject({ operation: 'getAvailableNumbers GET /number/search', sent: '"VOICE,SMS"' });
     const vonageNoKey = checkRequest({ method: 'GET', url: '/number/search?country=US', headers: {}, body: '' });
-    expect(divergenceAt(vonageNoKey, '/header/authorization')).toMatchObject({ doc: 'api_key in query + api_secret in query' });
+    expect(divergenceAt(vonageNoKey, '/header/authorization')).toMatchObject({ doc: 'api_key in query + api_secret in query, or Authorization: basic' });
+    expect(checkRequest({ method: 'GET', url: '/number/search?country=US', headers: { authorization: basic('k', 's') }, body: '' })).toEqual([]);
 
     const telnyxLimit = checkRequest({ method: 'GET', url: '/v2/available_phone_numbers?filter[limit]=many', headers: bearer, body: '' });
     expect(divergenceAt(telnyxLimit, '/query/filter/limit')).toMatchObject({ sent: '"many"' });
+    // filter is deepObject, explode: features (an array) is its key repeated; `[]` is no part of it.
+    expect(checkRequest({ method: 'GET', url: '/v2/available_phone_numbers?filter[country_code]=US&filter[features]=sms&filter[features]=voice', headers: bearer, body: '' })).toEqual([]);
+    expect(checkRequest({ method: 'GET', url: '/v2/available_phone_numbers?filter[country_code]=US&filter[features]=sms', headers: bearer, body: '' })).toEqual([]);
+    const telnyxBrackets = checkRequest({ method: 'GET', url: '/v2/available_phone_numbers?filter[country_code]=US&filter[features][]=sms', headers: bearer, body: '' });
+    expect(divergenceAt(telnyxBrackets, '/query/filter/features')).toMatchObject({ doc: expect.stringMatching(/type array/) });
 
     expect(checkRequest({ method: 'POST', url: '/v2/calls/x/actions/gather', headers: bearer, body: '{}' })).toEqual([
       expect.objectContaining({ operation: 'GatherCall POST /calls/{call_control_id}/actions/gather', field: '/path', doc: expect.stringMatching(/leaves out/) }),

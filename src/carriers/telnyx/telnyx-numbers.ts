@@ -105,7 +105,8 @@ export class TelnyxNumbers implements NumberProvider {
     const params = new URLSearchParams({ 'filter[country_code]': query.country, 'filter[limit]': String(query.limit) });
     if (query.areaCode) params.set('filter[national_destination_code]', query.areaCode);
     if (query.contains) params.set('filter[phone_number][contains]', query.contains);
-    for (const feature of query.features) params.append('filter[features][]', feature);
+    // `filter` is deepObject with explode (the document): the features array is its key repeated, no `[]`.
+    for (const feature of query.features) params.append('filter[features]', feature);
     const body = await this.json(`/available_phone_numbers?${params}`);
     const data = (body.data as { phone_number?: string; features?: { name?: string }[]; region_information?: { region_name?: string }[] }[] | undefined) ?? [];
     return data.map((n) => ({

@@ -1,4 +1,4 @@
-import { coerceText } from './coerce.js';
+import { coerceField, coerceText } from './coerce.js';
 import { deref, type Json } from './documents.js';
 import { checkSchema } from './schema-check.js';
 import { shown, type Divergence } from './divergence.js';
@@ -30,7 +30,14 @@ export function parametersOf(op: FoundOperation): Parameter[] {
   return [...byKey.values()];
 }
 
-/** `filter[phone_number][contains]=1&filter[features][]=sms` → `{phone_number:{contains:'1'},features:['sms']}` for parameter `filter`. */
+/**
+ * A deepObject parameter as OpenAPI serializes it (`style: deepObject`, `explode: true`):
+ * `filter[phone_number][contains]=1&filter[features]=sms&filter[features]=voice` →
+ * `{phone_number:{contains:['1']},features:['sms','voice']}` for parameter `filter`, each leaf the
+ * values its key was sent with (an array property is its key repeated, as `explode` repeats a
+ * key per item), typed against the schema later. A Rails-style `filter[features][]=sms` is a
+ * property named '' of `features`, which no document declares: its schema check fails.
+ */
 function deepObject(name: string, query: URLSearchParams): { value: Json; keys: string[] } | undefined {
   const value: Json = {};
   const keys: string[] = [];
@@ -38,25 +45,19 @@ function deepObject(name: string, query: URLSearchParams): { value: Json; keys: 
     if (!key.startsWith(`${name}[`)) continue;
     keys.push(key);
     const path = [...key.slice(name.length).matchAll(/\[([^\]]*)\]/g)].map((m) => m[1]);
+    const leaf = path.pop()!;
     let node = value;
-    path.forEach((part, i) => {
-      const last = i === path.length - 1;
-      const nextIsArray = path[i + 1] === '';
-      if (part === '') return;
-      if (last) node[part] = text;
-      else if (nextIsArray) {
-        node[part] = [...(Array.isArray(node[part]) ? node[part] : []), text];
-      } else node = node[part] ??= {};
-    });
+    for (const part of path) node = node[part] = node[part] !== null && typeof node[part] === 'object' && !Array.isArray(node[part]) ? node[part] : {};
+    node[leaf] = [...(Array.isArray(node[leaf]) ? node[leaf] : []), text];
   }
   return keys.length ? { value, keys } : undefined;
 }
 
-/** A parsed query or header value as its schema's types (texts to numbers and booleans, recursively). */
+/** A parsed query or header value as its schema's types: a key's sent values (string[]) as coerceField reads them, objects recursively. */
 function coerceDeep(doc: Json, schema: unknown, value: unknown): unknown {
   const s = deref(doc, schema) as Json | undefined;
   if (typeof value === 'string') return coerceText(doc, s, value);
-  if (Array.isArray(value)) return value.map((v) => coerceDeep(doc, s?.items, v));
+  if (Array.isArray(value)) return coerceField(doc, s, value as string[]);
   if (value && typeof value === 'object') {
     const props: Json = Object.assign({}, ...[...(s?.allOf ?? []), ...(s?.oneOf ?? []), ...(s?.anyOf ?? [])].map((b: unknown) => (deref(doc, b) as Json)?.properties ?? {}), s?.properties ?? {});
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, coerceDeep(doc, props[k], v)]));
@@ -84,8 +85,7 @@ export function checkParameters(op: FoundOperation, request: ObservedRequest, al
         sent = deep?.value;
       } else if (query.has(p.name)) {
         used.add(p.name);
-        const all = query.getAll(p.name);
-        sent = (deref(doc, p.schema) as Json | undefined)?.type === 'array' ? all : all[all.length - 1];
+        sent = query.getAll(p.name);
       }
     }
     const field = `/${p.in}/${p.name}`;

@@ -141,11 +141,13 @@ describe('contract tier: every webhook the documents publish for an event type w
     sends.contract.clear();
   });
 
-  it('Telnyx numberOrderStatusUpdate as published is accepted (acted on, or kept unhandled)', async () => {
+  it('Telnyx numberOrderStatusUpdate as published is accepted: an order that is not ours is kept and noted, nothing asked', async () => {
     const body = example(webhook('telnyx', 'numberOrderStatusUpdate'));
     body.data.id = randomUUID();
     expect(await deliverTelnyx(body)).toBe(200);
-    await expectActedOn('telnyx', body.data.id);
+    const { note } = await expectActedOn('telnyx', body.data.id);
+    expect(note).toBe(`no telnyx order of ours has customer_reference ${JSON.stringify(body.data.payload.customer_reference)}: kept, not acted on`);
+    expect(await t.db.count(`SELECT count(*) FROM outbox_jobs WHERE name = 'poll-number-order'`)).toBe(0);
   });
 
   it('Vonage inbound-message (SMS) as published, without message_type, is recorded', async () => {

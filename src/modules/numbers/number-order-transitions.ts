@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { OrderedNumber } from '../../carriers/number-provider.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
-import { exec, type Tx } from '../../platform/database/tx.js';
+import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import { PollNumberOrderJob, StoreNumberIdsJob } from './numbers.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
@@ -67,10 +67,19 @@ export class NumberOrderTransitions {
 
   /**
    * A completion callback that does not say how the order ended: the carrier is asked about the
-   * order now (one poll, `poll` 0), not at the next regular poll. Repeats of the callback ask once.
+   * order now (one poll, `poll` 0), not at the next regular poll. Repeats of the callback (the
+   * same stored event, `eventId`) ask once. `reference` is the carrier's text (Telnyx
+   * customer_reference): it only selects our order, and the poll's job id is built from our ids
+   * alone. Says what happened: asked, the order settled already, or no order of ours is `reference`.
    */
-  async askCarrierNow(tx: Tx, orderId: string, carrierOrderId: string | undefined, carrierEventId: string): Promise<void> {
-    await this.outbox.enqueue(tx, { job: PollNumberOrderJob, data: { orderId, poll: 0, ...(carrierOrderId && { carrierOrderId }) }, jobId: `poll-${orderId}-event-${carrierEventId}` });
+  async askCarrierNow(tx: Tx, ask: { reference: string; carrier: CarrierName; carrierOrderId?: string; eventId: string }): Promise<'asked' | 'settled' | 'not_ours'> {
+    // A read: the poll asks only about an order still pending when it runs, and settle's guard records the outcome once.
+    const [order] = await queryRows<{ id: string; status: string }>(tx, `SELECT id, status FROM number_orders WHERE id = $1 AND carrier = $2`, [ask.reference, ask.carrier]);
+    if (!order) return 'not_ours';
+    if (order.status !== 'pending') return 'settled';
+    const data = { orderId: order.id, poll: 0, ...(ask.carrierOrderId && { carrierOrderId: ask.carrierOrderId }) };
+    await this.outbox.enqueue(tx, { job: PollNumberOrderJob, data, jobId: `poll-${order.id}-event-${ask.eventId}` });
+    return 'asked';
   }
 
   /**

@@ -57,7 +57,8 @@ let nextTelnyxId = 1293384261075731499n;
  * It offers `offered` numbers, sells each once to our carrier account, and counts a purchase of
  * a number the account already holds as `boughtTwice` (which must stay 0); `released` lists the
  * numbers it deleted, in order. `loseNextPurchaseAnswers(n)`: the next n purchases happen but
- * their answers are lost (the connection is cut). Telnyx orders complete at once, or with
+ * their answers are lost (the connection is cut); `answerUnavailable(n)`: the next n requests get
+ * a 503. Telnyx orders complete at once, or with
  * `telnyxAsync` stay pending until `completeTelnyxOrder`.
  */
 export class FakeNumberCarrier extends LocalCarrierServer {
@@ -72,6 +73,7 @@ export class FakeNumberCarrier extends LocalCarrierServer {
   /** Numbers any purchase of is refused (sold to someone else). */
   readonly unavailable = new Set<string>();
   private loseAnswers = 0;
+  private outage = 0;
 
   constructor(readonly offered: string[] = ['+13125550101', '+13125550102', '+13125550199', '+14155550101']) {
     super();
@@ -79,6 +81,11 @@ export class FakeNumberCarrier extends LocalCarrierServer {
 
   loseNextPurchaseAnswers(n: number): void {
     this.loseAnswers += n;
+  }
+
+  /** The next n requests (of any operation) are answered 503, as during a carrier outage: nothing happens. */
+  answerUnavailable(n: number): void {
+    this.outage += n;
   }
 
   /** A number our carrier account already holds (bought before, outside the app); returns its carrier id. */
@@ -95,6 +102,10 @@ export class FakeNumberCarrier extends LocalCarrierServer {
         const request = { method: req.method ?? 'GET', path: req.url ?? '', headers: req.headers, body };
         this.requests.push(request);
         try {
+          if (this.outage > 0) {
+            this.outage--;
+            return json(res, 503, { errors: [{ code: '10011', title: 'Service unavailable' }] });
+          }
           this.route(request, res);
         } catch (err) {
           json(res, 500, { errors: [{ title: (err as Error).message }] });

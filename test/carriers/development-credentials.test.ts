@@ -93,6 +93,13 @@ describe('development credentials are taken from loopback peers only (issue 25, 
     const real = loadConfig({ TELNYX_PUBLIC_KEY: telnyxSigner().publicKey, TWILIO_AUTH_TOKEN: 'real-token', VONAGE_SIGNATURE_SECRET: 'a-real-vonage-secret-0123456789abcdef', STRIPE_WEBHOOK_SECRET: 'whsec_real' });
     expect(real.developmentWebhookCredentials).toEqual([]);
   });
+
+  it('buying numbers at the real Vonage (VONAGE_NUMBERS_API_URL) is not a development deployment: the development Stripe secret is no longer trusted', () => {
+    expect(devConfig().isDevelopmentDeployment).toBe(true);
+    const numbersAtVonage = loadConfig({ VONAGE_NUMBERS_API_URL: 'https://rest.nexmo.com' });
+    expect(numbersAtVonage.isDevelopmentDeployment).toBe(false);
+    expect(numbersAtVonage.stripeWebhookSecret).toBeUndefined();
+  });
 });
 
 describe('the api process listens on 127.0.0.1 unless HOST says otherwise (issue 25, item 9)', () => {

@@ -437,7 +437,7 @@ export class AppConfig {
 
   /** Reached at and talking to this machine only: the sandbox set-up of `npm start` and the tests. */
   get isDevelopmentDeployment(): boolean {
-    return [this.publicBaseUrl, this.telnyxApiUrl, this.twilioApiUrl, this.vonageApiUrl].every(isLoopbackUrl);
+    return [this.publicBaseUrl, this.telnyxApiUrl, this.twilioApiUrl, this.vonageApiUrl, this.vonageNumbersApiUrl].every(isLoopbackUrl);
   }
 
   get webhookRetryScheduleSeconds(): number[] {

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ApiClient } from '../support/api-client.js';
@@ -7,6 +6,7 @@ import { telnyxSigner, vonageHeaders, vonageToken } from '../support/carrier-sig
 import { checkWebhook, exampleOf, expectConformant, publishedWebhooks, type PublishedWebhook } from '../support/carrier-contract/index.js';
 import { FakeCallControl } from '../support/fake-call-control.js';
 import { FakeCarrier } from '../support/fake-carrier.js';
+import { telnyxRouter } from '../support/telnyx-router.js';
 import { waitFor } from '../support/wait.js';
 import { withTestApp } from '../support/with-test-app.js';
 
@@ -25,22 +25,6 @@ const EXAMPLE_DEFECTS: Record<string, string[]> = { messageStatusSMS: ['/body/er
 const signer = telnyxSigner();
 const webhook = (api: string, name: string): PublishedWebhook => publishedWebhooks().find((w) => w.api === api && w.name === name)!;
 const example = (w: PublishedWebhook): any => structuredClone(exampleOf(w.api, w.schema));
-
-/** Telnyx routes /v2/calls… to the Call Control fake and every other request to the send fake: one TELNYX_API_URL, two fakes. */
-async function telnyxRouter(calls: FakeCallControl, sends: FakeCarrier): Promise<{ url: string; close(): Promise<void> }> {
-  const server = http.createServer((req, res) => {
-    const target = (req.url ?? '').startsWith('/v2/calls') ? calls.url : sends.url;
-    const forward = http.request(`${target}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
-    forward.on('error', () => res.destroy());
-    req.pipe(forward);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
-}
 
 describe('contract tier: every webhook the documents publish for an event type we consume, fed to the running app as the carrier signs it', () => {
   let sends: FakeCarrier;

@@ -9,7 +9,9 @@ import { encodeClientState } from '../../../src/carriers/telnyx/telnyx-client-st
 import { telnyxEvent, telnyxFixture, telnyxReceipt, telnyxSigner } from '../../support/carrier-signing.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { TEST_REDIS_URL } from '../../support/env.js';
+import { FakeCallControl } from '../../support/fake-call-control.js';
 import { FakeCarrier } from '../../support/fake-carrier.js';
+import { telnyxRouter } from '../../support/telnyx-router.js';
 import { type NodeRun } from '../../support/run-node.js';
 import { waitFor } from '../../support/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
@@ -61,6 +63,8 @@ function oneDocument(run: NodeRun): Report {
 describe('onceline verify: one read-only pass over what exactly-once means', () => {
   let db: TestDatabase;
   let carrier: FakeCarrier;
+  let calls: FakeCallControl;
+  let router: Awaited<ReturnType<typeof telnyxRouter>>;
   let receiver: WebhookReceiver;
   /** Rows of the real flow the plants below break and restore. */
   const flow = { accountId: '', outbound: '', inbound: '', endpoint: '', delivery: '', call: '' };
@@ -105,10 +109,13 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
   beforeAll(async () => {
     db = await createTestDatabase();
     carrier = await new FakeCarrier().start();
+    // The call's dial goes to a Call Control fake, which answers it as Telnyx documents DialCall.
+    calls = await new FakeCallControl().start();
+    router = await telnyxRouter(calls, carrier);
     receiver = await startWebhookReceiver();
     const telnyx = telnyxSigner();
     // A real flow: one SMS out (sent, then a delivered receipt), one SMS in, each event delivered.
-    const app = await startTestApp({ databaseUrl: db.url, relay: true, worker: true, env: { ...carrier.env(), TELNYX_PUBLIC_KEY: telnyx.publicKey, DIAL_JOIN_TIMEOUT_SECONDS: '1' } });
+    const app = await startTestApp({ databaseUrl: db.url, relay: true, worker: true, env: { ...carrier.env(), TELNYX_API_URL: `${router.url}/v2`, TELNYX_PUBLIC_KEY: telnyx.publicKey, DIAL_JOIN_TIMEOUT_SECONDS: '1' } });
     try {
       const deliver = (body: string) => fetch(`${app.url}/webhooks/telnyx`, { method: 'POST', headers: telnyx.headers(body), body }).then((r) => r.status);
       const customer = await ApiClient.forNewAccount(app);
@@ -131,7 +138,8 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
       const caller = { call_control_id: 'v3:verify-caller', call_session_id: session, from: '+13125550001', to: OUR_NUMBER };
       expect(await deliver(telnyxEvent('call.initiated', { ...caller, direction: 'incoming', client_state: null }))).toBe(200);
       flow.call = (await waitFor(() => sql(`SELECT id FROM calls WHERE carrier_call_id = $1`, [session]), (r) => r.rows.length === 1, { what: 'the call recorded' })).rows[0].id;
-      const leg = { call_control_id: 'v3:verify-leg', call_session_id: session, client_state: encodeClientState({ callId: flow.call, target: 0, attempt: 1 }), direction: 'outgoing' };
+      const [dial] = await waitFor(() => Promise.resolve(calls.dials(flow.call)), (d) => d.length === 1, { what: 'target 0 dialed' });
+      const leg = { call_control_id: dial.controlId, call_session_id: session, client_state: encodeClientState({ callId: flow.call, target: 0, attempt: 1 }), direction: 'outgoing' };
       const t0 = Date.now();
       expect(await deliver(telnyxEvent('call.answered', leg, { occurredAt: new Date(t0).toISOString() }))).toBe(200);
       await waitFor(() => sql(`SELECT status FROM calls WHERE id = $1`, [flow.call]), (r) => r.rows[0].status === 'in_progress', { what: 'the call answered' });
@@ -150,7 +158,8 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
   afterAll(async () => {
     await checker?.close();
     await receiver?.close();
-    await carrier?.stop();
+    await router?.close();
+    await Promise.all([carrier?.stop(), calls?.stop()]);
     await db?.drop();
   });
 

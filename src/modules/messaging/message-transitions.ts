@@ -559,7 +559,8 @@ export class MessageTransitions {
   /**
    * Delivery receipts for messages we sent, as fragments of one statement for a batch of events
    * (no two of one message: the batch's key keeps them apart). A receipt names its message by our
-   * reference when the carrier echoed it (`ourMessageId`), else by the carrier's id. A receipt of
+   * reference when the carrier echoed it (`ourMessageId`), else (or when the reference names no
+   * message of that carrier's: a client_ref of someone else's) by the carrier's id. A receipt of
    * a final word is ready only once it finds its message (one that outran the dispatcher's commit
    * is retried, never explained away as a duplicate by a later read); it changes nothing (the note
    * says so) for a duplicate, a contradiction after a terminal status, or a 'sent' receipt after
@@ -589,7 +590,6 @@ export class MessageTransitions {
     // message's columns unqualified). The ids as arrays too: the messages are found by their
     // primary or unique key, whatever the planner makes of the recordset.
     const looked = receipts.filter((r) => r.status !== null || r.ourMessageId !== undefined);
-    const byCarrierId = looked.filter((r) => r.ourMessageId === undefined);
     stmt.with(
       'rcpt_found',
       `SELECT i.event_id AS rcpt_event_id, m.id AS found_id, m.status AS previous, m.direction = 'outbound' AS outbound,
@@ -598,11 +598,13 @@ export class MessageTransitions {
               CASE WHEN m.outcome_unknown_since IS NOT NULL THEN ${stmt.param(SendResolution.byReceipt, 'text')} ELSE ${stmt.param(RECEIPT_BEFORE_ANSWER, 'text')} END AS settle_detail,
               i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail
          FROM ${input} i JOIN messages m ON m.carrier = i.carrier
-              AND CASE WHEN i.our_message_id IS NOT NULL THEN m.id = i.our_message_id ELSE m.carrier_message_id = i.carrier_message_id END
+              AND (m.id = i.our_message_id
+                   OR (m.carrier_message_id = i.carrier_message_id
+                       AND (i.our_message_id IS NULL OR NOT EXISTS (SELECT FROM messages r WHERE r.id = i.our_message_id AND r.carrier = i.carrier))))
         WHERE (i.status IS NOT NULL OR i.our_message_id IS NOT NULL)
           AND (m.id = ANY (${stmt.param(looked.flatMap((r) => (r.ourMessageId ? [r.ourMessageId] : [])), 'text[]')})
-               OR (m.carrier = ANY (${stmt.param([...new Set(byCarrierId.map((r) => r.carrier))], 'text[]')})
-                   AND m.carrier_message_id = ANY (${stmt.param(byCarrierId.map((r) => r.carrierMessageId), 'text[]')})))
+               OR (m.carrier = ANY (${stmt.param([...new Set(looked.map((r) => r.carrier))], 'text[]')})
+                   AND m.carrier_message_id = ANY (${stmt.param(looked.map((r) => r.carrierMessageId), 'text[]')})))
         ORDER BY m.id FOR UPDATE OF m`,
     );
     // The guard, over a locked row `f`: only an outbound message that is not terminal and not

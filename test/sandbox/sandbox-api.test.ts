@@ -66,7 +66,7 @@ describe('the sandbox as a child process (node dist/main.js sandbox), a local re
       body: new URLSearchParams(fields).toString(),
     });
   const sms = { from: '+15550001111', to: '+15550002222', text: 'hello' };
-  const telnyxFor = (carrierId: string) => receiver.requests.filter((r) => r.path === '/webhooks/telnyx' && JSON.parse(r.body).data.payload.id === carrierId);
+  const telnyxFor = (carrierId: string) => receiver.requests.filter((r) => r.path.split('?')[0] === '/webhooks/telnyx' && JSON.parse(r.body).data.payload.id === carrierId);
   const twilioFor = (sid: string) => receiver.requests.filter((r) => r.path.startsWith('/webhooks/twilio') && parseForm(r.body).MessageSid === sid);
   const idle = () => waitFor(() => sandbox.stats(), (s) => s.webhooks.pending === 0, { what: 'the sandbox to be idle' });
 

@@ -567,8 +567,8 @@ export class MessageTransitions {
    * markSent (which stamps the carrier id and 'sent' together). A non-final word (status NULL)
    * is always ready and changes nothing, except as below.
    *
-   * A receipt (any word: the carrier holds the message) naming a message still `sending` settles
-   * it: the carrier took it, whatever became of our request's answer. It is stamped with the
+   * A receipt (any word: the carrier holds the message) naming a message still `sending` with no
+   * carrier id (no answer recorded) settles it: the carrier took it, whatever became of our request's answer. It is stamped with the
    * receipt's carrier id, its outcome is no longer unknown, and it moves as markSent would
    * (billed, `message.sent`, `sent` on the history with `found_by_receipt`, or
    * `receipt_before_answer` when its outcome was not unknown yet), then to the receipt's final
@@ -593,8 +593,8 @@ export class MessageTransitions {
     stmt.with(
       'rcpt_found',
       `SELECT i.event_id AS rcpt_event_id, m.id AS found_id, m.status AS previous, m.direction = 'outbound' AS outbound,
-              m.status = 'sending' AS settles, i.carrier_message_id AS rcpt_carrier_id,
-              CASE WHEN m.status = 'sending' THEN coalesce(i.status, 'sent') ELSE i.status END AS rcpt_status,
+              m.status = 'sending' AND m.carrier_message_id IS NULL AS settles, i.carrier_message_id AS rcpt_carrier_id,
+              CASE WHEN m.status = 'sending' AND m.carrier_message_id IS NULL THEN coalesce(i.status, 'sent') ELSE i.status END AS rcpt_status,
               CASE WHEN m.outcome_unknown_since IS NOT NULL THEN ${stmt.param(SendResolution.byReceipt, 'text')} ELSE ${stmt.param(RECEIPT_BEFORE_ANSWER, 'text')} END AS settle_detail,
               i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail
          FROM ${input} i JOIN messages m ON m.carrier = i.carrier

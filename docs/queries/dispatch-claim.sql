@@ -1,6 +1,7 @@
 -- The dispatch claims a queued message and its send slot on its number (pacing), or fails it when the handset opted out since
 -- Written in src/modules/messaging/message-transitions.ts; captured by test/docs/queries.test.ts. Regenerate: npm run docs:queries
 WITH locked AS (SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot, p.id AS number_id,
+              m.outcome_unknown_since AS was_unknown,
               p.opt_out_seq AS seen_seq, m.segments AS msg_segments,
               make_interval(secs => (m.segments / coalesce(p.send_rate_per_second, $4::numeric, CASE p.carrier WHEN 'telnyx' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 20 ELSE 1 END WHEN 'twilio' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END WHEN 'vonage' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END ELSE 1 END)::numeric)::float8) AS unlocked_spacing, make_interval(secs => greatest(0, 0.5 - 1.0 / coalesce(p.send_rate_per_second, $4::numeric, CASE p.carrier WHEN 'telnyx' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 20 ELSE 1 END WHEN 'twilio' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END WHEN 'vonage' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END ELSE 1 END)::numeric)::float8) AS unlocked_burst,
               (m.auto_reply IS NULL AND m.status = ANY($3::text[]) AND EXISTS (SELECT FROM message_opt_outs o JOIN accounts oa ON oa.id = o.account_id
@@ -58,10 +59,14 @@ dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt), now() FROM dlv_first_attempts
        ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
 claimed AS (UPDATE messages m SET status = 'sending', claim_token = $9::text, claimed_until = now() + make_interval(secs => $10::int),
+              outcome_unknown_since = CASE WHEN paced.reclaim AND paced.held_until IS NOT NULL THEN coalesce(m.outcome_unknown_since, now()) ELSE m.outcome_unknown_since END,
               send_slot = coalesce(paced.slot_at, m.send_slot), updated_at = CASE WHEN paced.previous = ANY($3::text[]) THEN now() ELSE m.updated_at END
          FROM paced WHERE m.id = paced.locked_id AND paced.may_send
-       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, paced.previous),
-claim_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, 'sending' FROM claimed WHERE previous = ANY($3::text[])),
+       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, m.outcome_unknown_since AS unknown_since, paced.previous,
+                 (paced.reclaim AND paced.held_until IS NOT NULL AND paced.was_unknown IS NULL) AS became_unknown),
+claim_history AS (INSERT INTO message_status_history (message_id, status, detail)
+       SELECT id, 'sending', NULL FROM claimed WHERE previous = ANY($3::text[])
+       UNION ALL SELECT id, 'sending', $11::text FROM claimed WHERE became_unknown),
 slotted AS (UPDATE messages m SET send_slot = paced.new_slot FROM paced
         WHERE m.id = paced.locked_id AND paced.new_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused
        RETURNING m.id AS slotted_id, m.send_slot AS wake_at),

@@ -2,7 +2,12 @@ import { CARRIER_SEND_TIMEOUT_MS } from '../platform/config/app-config.js';
 import type { CarrierName } from './normalized-event.js';
 
 export interface OutboundMessage {
-  /** Our message id: passed to the carrier as its Idempotency-Key. */
+  /**
+   * Our message id. No carrier's send operation declares an idempotency key, so none is sent: the
+   * id goes out as a reference each carrier echoes back (Twilio: in the per-message
+   * StatusCallback URL; Telnyx: in the per-message webhook_url; Vonage: client_ref), by which a
+   * receipt or a lookup names the message whatever the outcome of our request.
+   */
   id: string;
   from: string;
   to: string;
@@ -14,8 +19,50 @@ export type SendResult =
   | { outcome: 'accepted'; carrierMessageId: string }
   | { outcome: 'rejected'; errorCode: string; errorDetail: string };
 
-/** The carrier could not answer (408, 429, 5xx, transport error): try again later. */
+/**
+ * The carrier did not take the request, as it documents (408, 429, 503) or as the transport
+ * proves (the connection was never made: nothing was written): try again later.
+ */
 export class CarrierUnavailableError extends Error {}
+
+/**
+ * The request may have reached the carrier, and its answer is lost: the connection dropped after
+ * the request was written, our timeout, or an answer that is no decision (500, 502, 504: a gateway
+ * or the carrier failed after the request got in). Never a refusal and never sent again as such:
+ * dispatch resolves it first (a receipt carrying our reference, a lookup).
+ */
+export class SendOutcomeUnknownError extends Error {}
+
+/** What a carrier's lookup found of one of our messages. */
+export interface FoundSend {
+  /** The carrier's ids of what it holds for the message, best first (several only where the lookup cannot see our reference). */
+  carrierMessageIds: string[];
+}
+
+/**
+ * Our message id as it goes into a carrier's callback URL (its 26 characters after `msg_`: Twilio
+ * refuses underscores in a StatusCallback URL), and back.
+ */
+export const MESSAGE_REFERENCE_PARAM = 'ref';
+export function messageReference(messageId: string): string {
+  return messageId.replace(/^msg_/, '');
+}
+export function messageIdFromReference(reference: string | null | undefined): string | undefined {
+  return reference && /^[0-9a-z]{26}$/.test(reference) ? `msg_${reference}` : undefined;
+}
+/** The callback URL `base` (no query) naming our message. */
+export function referencedUrl(base: string, messageId: string): string {
+  return `${base}?${MESSAGE_REFERENCE_PARAM}=${messageReference(messageId)}`;
+}
+/** Our message id from a callback URL we gave (absolute, or a path with its query), if it names one. */
+export function messageIdFromUrl(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  try {
+    return messageIdFromReference(new URL(url, 'http://reference.invalid').searchParams.get(MESSAGE_REFERENCE_PARAM));
+  } catch {
+    return undefined;
+  }
+}
 
 /** Longest carrier Retry-After we honour as it is (a larger or unreadable one counts as this). */
 export const MAX_RETRY_AFTER_SECONDS = 3600;
@@ -47,7 +94,14 @@ export function retryAfterSeconds(header: string | null, now = Date.now()): numb
 
 export interface MessageSender {
   readonly carrier: CarrierName;
+  /** Throws CarrierUnavailableError (not taken: retry as before) or SendOutcomeUnknownError (resolve before any resend). */
   send(message: OutboundMessage): Promise<SendResult>;
+  /**
+   * The carrier's documented lookup for a message whose send outcome is unknown: what it holds of
+   * `message` sent from `since` on, or undefined when it shows nothing. Throws
+   * CarrierUnavailableError when it cannot be asked.
+   */
+  findSent(message: OutboundMessage, since: Date): Promise<FoundSend | undefined>;
 }
 
 
@@ -57,6 +111,46 @@ export interface MessageSender {
  */
 export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
+}
+
+/**
+ * What a send's answer that is not a success means: 408, 429 and 503 are the carrier declining
+ * the request (CarrierUnavailableError, a 429 as CarrierThrottledError); 500, 502, 504 and any
+ * other 5xx may come after the carrier took it (SendOutcomeUnknownError); undefined for a 4xx,
+ * which is its refusal of the message.
+ */
+export function sendAnswerProblem(carrier: string, response: Response): Error | undefined {
+  if (!isRetryableStatus(response.status)) return undefined;
+  if (response.status === 408 || response.status === 429 || response.status === 503) return unavailable(carrier, response);
+  return new SendOutcomeUnknownError(`${carrier} answered ${response.status}: the message may have been taken`);
+}
+
+/** Transport failures that prove nothing was written: the connection was never made. */
+const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** The error codes of a fetch failure and its causes (undici nests them). */
+function errorCodes(err: unknown): string[] {
+  const codes: string[] = [];
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (typeof e.code === 'string') codes.push(e.code);
+  }
+  return codes;
+}
+
+/**
+ * A send's POST, with a deadline (`timeoutMs`, the answer's body included). A transport failure
+ * before the connection was made is CarrierUnavailableError; any other (a reset after the request
+ * was written, the timeout) is SendOutcomeUnknownError: only the carrier knows whether it took it.
+ */
+export async function sendToCarrier(url: string, init: RequestInit, timeoutMs: number): Promise<{ response: Response; body: Record<string, unknown> }> {
+  try {
+    const response = await fetch(url, { ...init, method: 'POST', redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+    return { response, body: await readJson(response) };
+  } catch (err) {
+    const codes = errorCodes(err);
+    if (codes.some((code) => NEVER_CONNECTED.has(code))) throw new CarrierUnavailableError(`carrier unreachable: ${codes.join(' / ')}`);
+    throw new SendOutcomeUnknownError(`no answer from the carrier: ${(err as Error).name === 'TimeoutError' ? `none within ${timeoutMs} ms` : [(err as Error).message, ...codes].join(' / ')}`);
+  }
 }
 
 /** fetch with a deadline (`timeoutMs`, the answer's body included); transport failures become CarrierUnavailableError. */
@@ -81,4 +175,12 @@ export async function readJson(response: Response): Promise<Record<string, unkno
   } catch {
     return { raw: text.slice(0, 500) };
   }
+}
+
+/** A lookup's GET (JSON); anything but a 2xx JSON answer is CarrierUnavailableError: the lookup could not be made, which shows nothing. */
+export async function lookUpAtCarrier(carrier: string, url: string, headers: Record<string, string>, timeoutMs: number): Promise<Record<string, unknown>> {
+  const response = await callCarrier(url, { headers: { ...headers, accept: 'application/json' } }, timeoutMs);
+  const body = await readJson(response).catch(() => ({}) as Record<string, unknown>);
+  if (!response.ok || 'raw' in body) throw new CarrierUnavailableError(`${carrier} lookup answered ${response.status}`);
+  return body;
 }

@@ -39,6 +39,12 @@ export interface MessageStatusChanged extends EventBase {
   carrierStatus: string;
   errorCode?: string;
   errorDetail?: string;
+  /**
+   * Our message id, as the carrier echoed the reference we sent with it (Twilio: the StatusCallback
+   * URL it called; Telnyx: the payload's webhook_url; Vonage: client_ref): a receipt names our
+   * message even when the send's answer, and so the carrier's id, never reached us.
+   */
+  ourMessageId?: string;
 }
 
 /**

@@ -39,6 +39,12 @@ export interface SandboxConfig {
   SANDBOX_NUMBER_ORDER_DELAY_MS: number;
   /** Message segments per second each sending number may send before a 429 (0: no limit). */
   SANDBOX_SEND_RATE_PER_NUMBER: number;
+  /**
+   * '1': a repeated Idempotency-Key (Vonage: client_ref) answers the first send's message, for
+   * comparison only. '0' (the default): ignored, as the real carriers ignore them on sends (no
+   * send operation of theirs declares one), so a retried send is a second SMS.
+   */
+  SANDBOX_HONOUR_IDEMPOTENCY: '0' | '1';
 }
 
 export class SandboxConfigError extends Error {}
@@ -69,6 +75,8 @@ const text = (env: Record<string, string | undefined>, key: string, fallback: st
 export function loadSandboxConfig(env: Record<string, string | undefined> = process.env): SandboxConfig {
   const allowRemote = text(env, 'SANDBOX_ALLOW_REMOTE', '0');
   if (allowRemote !== '0' && allowRemote !== '1') throw new SandboxConfigError(`SANDBOX_ALLOW_REMOTE=${JSON.stringify(allowRemote)}: must be 0 or 1`);
+  const honourIdempotency = text(env, 'SANDBOX_HONOUR_IDEMPOTENCY', '0');
+  if (honourIdempotency !== '0' && honourIdempotency !== '1') throw new SandboxConfigError(`SANDBOX_HONOUR_IDEMPOTENCY=${JSON.stringify(honourIdempotency)}: must be 0 or 1`);
   const port = whole(env, 'PORT', 3000, 0, 65535);
   const publicBaseUrl = text(env, 'PUBLIC_BASE_URL', `http://127.0.0.1:${port}`);
   if (!/^[a-z][a-z0-9+.-]*:\/\/.+/i.test(publicBaseUrl)) throw new SandboxConfigError(`PUBLIC_BASE_URL=${JSON.stringify(publicBaseUrl)}: must be an absolute URL`);
@@ -93,5 +101,6 @@ export function loadSandboxConfig(env: Record<string, string | undefined> = proc
     SANDBOX_NUMBER_LOST_ANSWER_PERCENT: whole(env, 'SANDBOX_NUMBER_LOST_ANSWER_PERCENT', 0, 0, 100),
     SANDBOX_NUMBER_ORDER_DELAY_MS: whole(env, 'SANDBOX_NUMBER_ORDER_DELAY_MS', 500, 0, 600_000),
     SANDBOX_SEND_RATE_PER_NUMBER: whole(env, 'SANDBOX_SEND_RATE_PER_NUMBER', 0, 0, 100_000),
+    SANDBOX_HONOUR_IDEMPOTENCY: honourIdempotency,
   };
 }

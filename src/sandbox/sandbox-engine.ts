@@ -6,6 +6,7 @@ import { header, sendJson } from './sandbox-http.js';
 import { bump, emptyStats, type SandboxStats } from './sandbox-stats.js';
 import { SenderThroughput } from './sender-throughput.js';
 import { WebhookSeries, type CarrierWebhook } from './webhook-series.js';
+import type { SandboxMessage } from './sandbox-message.js';
 
 /**
  * A "timeout" fault holds the answer, then hangs up: longer than a carrier client should wait
@@ -28,23 +29,34 @@ export interface SendCall {
   parts: number;
   idempotencyKey: string | undefined;
   chaos: Chaos;
-  /** Creates the message: its answer and the webhooks that follow. Called once per new key. */
-  accept(): { answer: Answer; webhooks: CarrierWebhook[] };
+  /** Creates the message: its answer, the webhooks that follow, and the message (kept for the lookups). Called once per send taken. */
+  accept(): { answer: Answer; webhooks: CarrierWebhook[]; message: SandboxMessage };
   /** The carrier's 4xx refusal, for `reject`. */
   rejection: Answer;
   /** The carrier's body for a 500 / 503, and for a 429 (too fast for the sending number). */
   failure(status: 429 | 500 | 503): unknown;
 }
 
+/** A message the sandbox took, as its lookups list it. */
+export interface SentMessage {
+  carrier: SendCall['carrier'];
+  message: SandboxMessage;
+}
+
 /**
- * The carrier-neutral core of the sandbox: chaos settings, Idempotency-Key memory, send faults,
- * webhook series and counters. Carrier routes (telnyx/, twilio/, vonage/) parse requests and build payloads.
+ * The carrier-neutral core of the sandbox: chaos settings, send faults, the messages taken (for
+ * the lookups), webhook series and counters. Idempotency keys are ignored on sends, as the real
+ * carriers ignore them (none of their send operations declares one): only `honourIdempotency`
+ * (SANDBOX_HONOUR_IDEMPOTENCY=1, for comparison) remembers them. Carrier routes (telnyx/,
+ * twilio/, vonage/) parse requests and build payloads.
  */
 export class SandboxEngine {
   stats: SandboxStats = emptyStats();
   private chaos: Chaos;
   readonly timers = new BoundedTimers();
   private readonly answers = new Map<string, Answer>();
+  /** The messages taken, oldest first (the oldest forgotten past MAX_REMEMBERED_KEYS). */
+  readonly sent: SentMessage[] = [];
   private readonly running = new Set<Promise<void>>();
   private readonly urlChecks = new Map<string, Promise<string | undefined>>();
 
@@ -55,6 +67,7 @@ export class SandboxEngine {
     private readonly allowRemote: boolean,
     readonly log: (line: string) => void,
     sendRatePerNumber = 0,
+    private readonly honourIdempotency = false,
   ) {
     this.chaos = parseChaos(defaultChaos);
     this.throughput = new SenderThroughput(sendRatePerNumber);
@@ -115,7 +128,7 @@ export class SandboxEngine {
       const status = Number(fault) as 500 | 503;
       return sendJson(res, status, call.failure(status));
     }
-    const memoryKey = call.idempotencyKey && `${call.carrier}:${call.idempotencyKey}`;
+    const memoryKey = this.honourIdempotency && call.idempotencyKey && `${call.carrier}:${call.idempotencyKey}`;
     let answer = memoryKey ? this.answers.get(memoryKey) : undefined;
     let series: Promise<void> | undefined;
     if (answer) {
@@ -130,6 +143,8 @@ export class SandboxEngine {
       }
       const accepted = call.accept();
       answer = accepted.answer;
+      this.sent.push({ carrier: call.carrier, message: accepted.message });
+      if (this.sent.length > MAX_REMEMBERED_KEYS) this.sent.shift();
       if (memoryKey) this.remember(memoryKey, answer);
       s.accepted++;
       bump(s.accepted_by_number, call.from);
@@ -137,7 +152,8 @@ export class SandboxEngine {
     }
     if (fault === 'timeout') {
       // Accepted (and its webhooks on their way), but the answer never arrives: the worst case
-      // for a sender, which only an Idempotency-Key on its retry makes safe.
+      // for a sender, which must find out (the webhooks naming its reference, the lookups)
+      // rather than send again.
       s.failed.timeout++;
       return this.holdUnanswered(res);
     }

@@ -10,11 +10,13 @@ export interface SandboxMessage {
   parts: number;
   encoding: string;
   createdAt: Date;
+  /** What the sender gave to find it by: its callback URL (Telnyx webhook_url, Twilio StatusCallback) or Vonage client_ref. */
+  reference?: string;
 }
 
-export function sandboxMessage(id: string, from: string, to: string, text: string): SandboxMessage {
+export function sandboxMessage(id: string, from: string, to: string, text: string, reference?: string): SandboxMessage {
   const { segments, encoding } = countSegments(text);
-  return { id, from, to, text, parts: segments, encoding, createdAt: new Date() };
+  return { id, from, to, text, parts: segments, encoding, createdAt: new Date(), ...(reference !== undefined && { reference }) };
 }
 
 /** Step delays of an outbound series: sent almost at once, the final receipt after `receiptDelayMs`. */

@@ -1,3 +1,4 @@
+import { lookupRoute } from './sandbox-lookups.js';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -51,7 +52,7 @@ export async function startSandbox(config: SandboxConfig, log: (line: string) =>
   const allowRemote = config.SANDBOX_ALLOW_REMOTE === '1';
   let engine: SandboxEngine;
   try {
-    engine = new SandboxEngine(config.SANDBOX_CHAOS, allowRemote, log, config.SANDBOX_SEND_RATE_PER_NUMBER);
+    engine = new SandboxEngine(config.SANDBOX_CHAOS, allowRemote, log, config.SANDBOX_SEND_RATE_PER_NUMBER, config.SANDBOX_HONOUR_IDEMPOTENCY === '1');
   } catch (err) {
     if (err instanceof ChaosSyntaxError) throw new SandboxRefused(`SANDBOX_CHAOS=${JSON.stringify(config.SANDBOX_CHAOS)}: ${err.message}`);
     throw err;
@@ -141,6 +142,7 @@ async function handle(ctx: SandboxContext, req: http.IncomingMessage, res: http.
   if (isTelnyxNumbersPath(path)) return telnyxNumbersRoute(ctx, request, path, query);
   if (isTwilioNumbersPath(path)) return twilioNumbersRoute(ctx, request, path, query);
   if (isVonageNumbersPath(path)) return vonageNumbersRoute(ctx, request, path, query);
+  if (lookupRoute(ctx, request, path, query)) return;
   if (route === 'POST /v2/messages') return telnyxSendRoute(ctx, request);
   if (route === 'POST /v1/messages') return vonageSendRoute(ctx, request);
   if (isCallControlPath(path)) return telnyxCallsRoute(ctx, request, path);

@@ -56,6 +56,9 @@ describe('the sandbox as a child process (node dist/main.js sandbox), a local re
       body: JSON.stringify(body),
       signal,
     });
+  /** Telnyx's SearchDetailRecords for messages from `cli` to `cld`, as a sender's lookup asks it. */
+  const detailRecords = (cli: string, cld: string) =>
+    fetch(`${sandbox.url}/v2/detail_records?${new URLSearchParams({ 'filter[record_type]': 'messaging', 'filter[cli]': cli, 'filter[cld]': cld })}`, { headers: { authorization: 'Bearer sandbox-telnyx-key' } });
   const twilioSend = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
     fetch(`${sandbox.url}/twilio/2010-04-01/Accounts/${SID}/Messages.json`, {
       method: 'POST',
@@ -63,7 +66,7 @@ describe('the sandbox as a child process (node dist/main.js sandbox), a local re
       body: new URLSearchParams(fields).toString(),
     });
   const sms = { from: '+15550001111', to: '+15550002222', text: 'hello' };
-  const telnyxFor = (carrierId: string) => receiver.requests.filter((r) => r.path === '/webhooks/telnyx' && JSON.parse(r.body).data.payload.id === carrierId);
+  const telnyxFor = (carrierId: string) => receiver.requests.filter((r) => r.path.split('?')[0] === '/webhooks/telnyx' && JSON.parse(r.body).data.payload.id === carrierId);
   const twilioFor = (sid: string) => receiver.requests.filter((r) => r.path.startsWith('/webhooks/twilio') && parseForm(r.body).MessageSid === sid);
   const idle = () => waitFor(() => sandbox.stats(), (s) => s.webhooks.pending === 0, { what: 'the sandbox to be idle' });
 
@@ -111,13 +114,19 @@ describe('the sandbox as a child process (node dist/main.js sandbox), a local re
     expect(Object.keys(finalized.data.payload).sort()).toEqual(expect.arrayContaining(Object.keys(fixture.data.payload).sort()));
   });
 
-  it('Telnyx: the same Idempotency-Key answers the same message id and starts no second webhook series', async () => {
-    const first = (await (await telnyxSend(sms, { 'idempotency-key': 'msg_same' })).json()) as any;
-    const again = (await (await telnyxSend(sms, { 'idempotency-key': '"msg_same"' })).json()) as any;
-    expect(again.data.id).toBe(first.data.id);
+  it('Telnyx: an Idempotency-Key is ignored, as at Telnyx (SendMessage declares none): a second send is a second message; both are in the detail records with their webhook_url', async () => {
+    const webhookUrl = `${receiver.url}/webhooks/telnyx?ref=twice`;
+    const first = (await (await telnyxSend({ ...sms, webhook_url: webhookUrl }, { 'idempotency-key': 'msg_same' })).json()) as any;
+    const again = (await (await telnyxSend({ ...sms, webhook_url: webhookUrl }, { 'idempotency-key': 'msg_same' })).json()) as any;
+    expect(again.data.id).not.toBe(first.data.id);
     await idle();
     expect(telnyxFor(first.data.id)).toHaveLength(2);
-    expect((await sandbox.stats()).sends).toMatchObject({ requests: 2, accepted: 1, replayed: 1 });
+    expect(telnyxFor(again.data.id)).toHaveLength(2);
+    expect(JSON.parse(telnyxFor(first.data.id)[0]!.body).data.payload.webhook_url).toBe(webhookUrl);
+    expect((await sandbox.stats()).sends).toMatchObject({ requests: 2, accepted: 2, replayed: 0 });
+    const records = (await (await detailRecords(sms.from, sms.to)).json()) as any;
+    const ours = records.data.filter((r: { delivery_status_webhook_url: string }) => r.delivery_status_webhook_url === webhookUrl).map((r: { uuid: string }) => r.uuid);
+    expect(ours.sort()).toEqual([first.data.id, again.data.id].sort());
   });
 
   it('Twilio: basic auth and form checked; 201 queued, then sent and delivered callbacks to StatusCallback, signed over that URL and the sorted fields', async () => {
@@ -184,26 +193,28 @@ describe('the sandbox as a child process (node dist/main.js sandbox), a local re
     expect((await sandbox.stats()).webhooks.deliveries).toBe(0);
   });
 
-  it('fail_rate=1: 500, 503, or a send held unanswered that was accepted all the same; retrying its key gets the same id and no second series', async () => {
+  it('fail_rate=1: 500, 503, or a send held unanswered that was accepted all the same: its series runs, and the detail records show it', async () => {
     let timedOut = false;
     for (let i = 0; i < 40 && !timedOut; i++) {
       try {
-        const res = await telnyxSend(sms, { 'x-sandbox-chaos': 'fail_rate=1', 'idempotency-key': `k-${i}` }, AbortSignal.timeout(1500));
+        const res = await telnyxSend({ ...sms, to: '+13125550999', webhook_url: `${receiver.url}/webhooks/telnyx?ref=k${i}` }, { 'x-sandbox-chaos': 'fail_rate=1' }, AbortSignal.timeout(1500));
         expect([500, 503]).toContain(res.status);
         await res.text();
       } catch (err) {
         expect((err as Error).name).toBe('TimeoutError');
         timedOut = true;
-        const replay = (await (await telnyxSend(sms, { 'idempotency-key': `k-${i}` })).json()) as any;
+        const records = (await (await detailRecords(sms.from, '+13125550999')).json()) as any;
+        const found = records.data.filter((r: { delivery_status_webhook_url: string }) => r.delivery_status_webhook_url.endsWith(`?ref=k${i}`));
+        expect(found).toHaveLength(1);
         await idle();
-        expect(telnyxFor(replay.data.id)).toHaveLength(2);
+        expect(telnyxFor(found[0].uuid)).toHaveLength(2);
       }
     }
     expect(timedOut).toBe(true);
     const stats = await sandbox.stats();
     expect(stats.sends.failed.timeout).toBe(1);
     expect(stats.sends.accepted).toBe(1);
-    expect(stats.sends.replayed).toBe(1);
+    expect(stats.sends.replayed).toBe(0);
   });
 
   it('POST /sandbox/inbound: Telnyx message.received and Twilio inbound form, as the fixtures', async () => {
@@ -226,7 +237,7 @@ describe('the sandbox as a child process (node dist/main.js sandbox), a local re
     expect((await sandbox.stats()).inbound).toBe(2);
   });
 
-  it('throughput per sending number (POST /sandbox/throughput): past it a new message is answered 429 with Retry-After in each carrier\'s words, counted; a replayed key is not a new message', async () => {
+  it('throughput per sending number (POST /sandbox/throughput): past it a new message is answered 429 with Retry-After in each carrier\'s words, counted', async () => {
     const control = (body: unknown) => fetch(`${sandbox.url}/sandbox/throughput`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     expect((await control({ per_number: -1 })).status).toBe(400);
     expect((await control({ numbers: { '555': 1 } })).status).toBe(400);
@@ -236,14 +247,12 @@ describe('the sandbox as a child process (node dist/main.js sandbox), a local re
       expect(answers.map((r) => r.status)).toEqual([200, 200, 429]);
       expect(answers[2].headers.get('retry-after')).toBe('1');
       expect(((await answers[2].json()) as any).errors[0].title).toBe('Too many requests');
-      // the same key again is the message already sent, not a new one
-      expect((await telnyxSend(sms, { 'idempotency-key': 'msg_t1' })).status).toBe(200);
       const twilio = await twilioSend({ From: sms.from, To: sms.to, Body: 'hello' });
       expect(twilio.status).toBe(429);
       expect(((await twilio.json()) as any).code).toBe(20429);
       // another number is not limited
       expect((await telnyxSend({ ...sms, from: '+15550003333' })).status).toBe(200);
-      expect((await sandbox.stats()).sends).toMatchObject({ throttled: 2, throttled_by_number: { [sms.from]: 2 }, accepted_by_number: { [sms.from]: 2, '+15550003333': 1 }, replayed: 1 });
+      expect((await sandbox.stats()).sends).toMatchObject({ throttled: 2, throttled_by_number: { [sms.from]: 2 }, accepted_by_number: { [sms.from]: 2, '+15550003333': 1 }, replayed: 0 });
     } finally {
       await control({ per_number: 0, numbers: { [sms.from]: null } });
       await idle();

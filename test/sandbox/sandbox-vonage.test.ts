@@ -59,13 +59,19 @@ describe('the sandbox as Vonage: POST /v1/messages and JWT-signed webhooks', () 
     expect(Object.keys(JSON.parse(hooks[1]!.body))).toEqual(expect.arrayContaining(Object.keys(JSON.parse(carrierFixture('vonage/status-delivered.json'))).filter((k) => k !== 'destination')));
   });
 
-  it('the same client_ref answers the same message_uuid and starts no second series', async () => {
+  it('a repeated client_ref is a second message, as at Vonage (it does not deduplicate): each has its series, and the Reports API lists both with their client_ref', async () => {
     const first = (await (await send({ ...SMS, client_ref: 'msg_same' })).json()) as any;
     const again = (await (await send({ ...SMS, client_ref: 'msg_same' })).json()) as any;
-    expect(again.message_uuid).toBe(first.message_uuid);
+    expect(again.message_uuid).not.toBe(first.message_uuid);
     await idle();
     expect(hooksFor(first.message_uuid)).toHaveLength(2);
-    expect((await sandbox.stats()).sends).toMatchObject({ requests: 2, accepted: 1, replayed: 1 });
+    expect(hooksFor(again.message_uuid)).toHaveLength(2);
+    expect((await sandbox.stats()).sends).toMatchObject({ requests: 2, accepted: 2, replayed: 0 });
+    const query = new URLSearchParams({ account_id: 'sandbox-vonage-key', product: 'MESSAGES', direction: 'outbound', date_start: new Date(Date.now() - 60_000).toISOString(), date_end: new Date(Date.now() + 60_000).toISOString() });
+    const auth = `Basic ${Buffer.from('sandbox-vonage-key:sandbox-vonage-api-secret').toString('base64')}`;
+    const records = (await (await fetch(`${sandbox.url}/v2/reports/records?${query}`, { headers: { authorization: auth } })).json()) as any;
+    const listed = records.records.filter((r: { client_ref: string }) => r.client_ref === 'msg_same').map((r: { message_id: string }) => r.message_id);
+    expect(listed.sort()).toEqual([first.message_uuid, again.message_uuid].sort());
   });
 
   it('duplicate=3,resign,contradict: exact copies replay the token (same jti), re-signed ones carry a new jti; then undeliverable', async () => {

@@ -1,8 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import { messageIdFromUrl } from '../../src/carriers/message-sender.js';
+import { DEV_TWILIO_ACCOUNT_SID, DEV_TWILIO_AUTH_TOKEN, DEV_VONAGE_SIGNATURE_SECRET } from '../../src/telephony/dev-credentials.js';
+import { formBody, telnyxReceipt, twilioHeaders, vonageHeaders, vonageToken, type TelnyxSigner } from './carrier-signing.js';
 import { LocalCarrierServer } from './local-carrier-server.js';
 
 export interface CarrierRequest {
+  method: string;
   path: string;
   headers: http.IncomingHttpHeaders;
   body: string;
@@ -24,15 +28,56 @@ interface Hold {
   released: Promise<void>;
 }
 
+type CarrierName = 'telnyx' | 'twilio' | 'vonage';
+
 /**
- * A real local HTTP server standing in for the Telnyx, Twilio and Vonage send APIs. It accepts by
- * default (same carrier id for the same Idempotency-Key, or Vonage client_ref), or answers from a script.
+ * What happens to the answer of a send the carrier took (its SMS is on the handset):
+ * `reset` (the connection drops, no answer), `504` (a gateway's 504), `slow` (the answer comes
+ * after `slowMs`, later than our timeout).
+ */
+export type LostAnswer = 'reset' | '504' | 'slow';
+
+/** One SMS the fake carrier took and put on the handset. */
+export interface HandsetSms {
+  carrier: CarrierName;
+  carrierId: string;
+  /** Our message id, read from the reference the send carried (Telnyx webhook_url, Twilio StatusCallback, Vonage client_ref). */
+  ourMessageId: string | undefined;
+  from: string;
+  to: string;
+  text: string;
+  /** Where its status webhooks go: the send's webhook_url / StatusCallback (Vonage: the application's URL). */
+  callbackUrl: string | undefined;
+  at: Date;
+}
+
+/** Where the fake carrier's status webhooks go, and what signs them (the app's development credentials for Twilio and Vonage). */
+export interface ReceiptTarget {
+  appUrl: string;
+  telnyx: TelnyxSigner;
+}
+
+/**
+ * A real local HTTP server standing in for the Telnyx, Twilio and Vonage send APIs, behaving as
+ * they document: no idempotency header is honoured (none is declared), so every send it takes is
+ * a new message with a new id and one more SMS on the handset (`handset`). It accepts by default,
+ * or answers from a script (a scripted answer other than 2xx is a send it did not take). It can
+ * lose the answer of a send it took (`loseAnswers`), send the status webhook that carries our
+ * reference (`sendReceipt`, or every send's with `autoReceipts`), and answer the lookups the
+ * senders use (Telnyx GET /detail_records, Twilio GET Messages.json, Vonage GET /v2/reports/records)
+ * from what it took, unless `lookupsShow` is false (a lookup that cannot see the message yet).
  */
 export class FakeCarrier extends LocalCarrierServer {
   readonly requests: CarrierRequest[] = [];
+  readonly handset: HandsetSms[] = [];
+  /** Whether the lookups list what the carrier took. */
+  lookupsShow = true;
   private readonly script: ScriptedAnswer[] = [];
   private readonly holds: Hold[] = [];
-  private readonly idsByKey = new Map<string, string>();
+  private lost?: { kind: LostAnswer; remaining: number; slowMs: number };
+  private receiptTarget?: ReceiptTarget;
+  private autoReceiptMs?: number;
+  private readonly receiptsSent: Promise<unknown>[] = [];
 
   /** The next sends get these answers, in order; then it accepts again. */
   answerNext(...answers: ScriptedAnswer[]): void {
@@ -42,6 +87,7 @@ export class FakeCarrier extends LocalCarrierServer {
   /**
    * The next send request that arrives is held open (a carrier call still in flight) until
    * `release()`; then it gets `answer` if given, else the script's next answer or the default.
+   * A held send the carrier takes is on the handset from its arrival.
    */
   holdNext(answer?: ScriptedAnswer): HeldRequest {
     let arrive!: (request: CarrierRequest) => void;
@@ -52,46 +98,172 @@ export class FakeCarrier extends LocalCarrierServer {
     return { arrived, release };
   }
 
-  /** The sends of our message `messageId` (its Idempotency-Key; Vonage: its client_ref). */
+  /** The next `times` sends (Infinity: every one) are taken, and their answers lost as `kind` says. */
+  loseAnswers(kind: LostAnswer, times = 1, slowMs = 0): void {
+    this.lost = { kind, remaining: times, slowMs };
+  }
+
+  /** Status webhooks go to the app at `target` (sendReceipt), and after every send it takes, `delayMs` later, when `autoReceiptMs` is given. */
+  receiptsTo(target: ReceiptTarget, autoReceiptMs?: number): void {
+    this.receiptTarget = target;
+    this.autoReceiptMs = autoReceiptMs;
+  }
+
+  /** The send requests of our message `messageId` (by the reference each carried). */
   sendsFor(messageId: string): CarrierRequest[] {
-    return this.requests.filter((r) => (r.headers['idempotency-key'] ?? vonageClientRef(r.body)) === messageId);
+    return this.requests.filter((r) => r.method === 'POST' && readSend(r)?.ourMessageId === messageId);
+  }
+
+  /** The SMS the handset got for our message `messageId`. */
+  handsetFor(messageId: string): HandsetSms[] {
+    return this.handset.filter((sms) => sms.ourMessageId === messageId);
+  }
+
+  /** The lookups that reached it. */
+  get lookups(): CarrierRequest[] {
+    return this.requests.filter((r) => r.method === 'GET');
+  }
+
+  /** Posts the status webhook (Telnyx `delivered`, Twilio `delivered`, Vonage `delivered`) of every SMS of `messageId` on the handset; their HTTP statuses. */
+  async sendReceipt(messageId: string): Promise<number[]> {
+    return Promise.all(this.handsetFor(messageId).map((sms) => this.postReceipt(sms)));
   }
 
   async start(): Promise<this> {
     await this.listen((req, res) => {
       let body = '';
       req.on('data', (c) => (body += c));
-      req.on('end', async () => {
-        const request = { path: req.url ?? '', headers: req.headers, body };
-        this.requests.push(request);
-        const hold = this.holds.shift();
-        if (hold) {
-          hold.arrive(request);
-          await hold.released;
-        }
-        const scripted = hold?.answer ?? this.script.shift();
-        if (scripted?.delayMs) await new Promise((r) => setTimeout(r, scripted.delayMs));
-        const key = String(req.headers['idempotency-key'] ?? vonageClientRef(body) ?? randomUUID());
-        const twilio = (req.url ?? '').startsWith('/twilio/');
-        const vonage = req.url === '/v1/messages';
-        const id = this.idsByKey.get(key) ?? (twilio ? `SM${randomUUID().replace(/-/g, '')}` : randomUUID());
-        this.idsByKey.set(key, id);
-        const status = scripted?.status ?? (twilio ? 201 : vonage ? 202 : 200);
-        const accepted = twilio ? { sid: id, status: 'queued' } : vonage ? { message_uuid: id } : { data: { id, record_type: 'message' } };
-        res.writeHead(status, { ...scripted?.headers, 'content-type': 'application/json' });
-        res.end(JSON.stringify(scripted?.body ?? (status < 300 ? accepted : { errors: [{ code: String(status), title: 'scripted' }] })));
-      });
+      req.on('end', () => void this.handle(req, res, body));
     });
     return this;
   }
+
+  override async stop(): Promise<void> {
+    await Promise.allSettled(this.receiptsSent);
+    await super.stop();
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse, body: string): Promise<void> {
+    const request = { method: req.method ?? 'GET', path: req.url ?? '', headers: req.headers, body };
+    this.requests.push(request);
+    if (request.method === 'GET') return this.answerLookup(request, res);
+    const send = readSend(request);
+    const hold = this.holds.shift();
+    const scripted = hold?.answer ?? this.script.shift();
+    const takes = !scripted || scripted.status < 300;
+    const carrierId = (send && takes && scriptedId(send.carrier, scripted)) || (send?.carrier === 'twilio' ? `SM${randomUUID().replace(/-/g, '')}` : randomUUID());
+    const sms = send && takes ? this.take(send, carrierId) : undefined;
+    if (hold) {
+      hold.arrive(request);
+      await hold.released;
+    }
+    if (scripted?.delayMs) await new Promise((r) => setTimeout(r, scripted.delayMs));
+    if (sms && this.lost && this.lost.remaining > 0) {
+      this.lost.remaining--;
+      if (this.lost.kind === 'reset') return void req.socket.destroy();
+      if (this.lost.kind === '504') return void res.writeHead(504, { 'content-type': 'text/html' }).end('<html><body>504 Gateway Time-out</body></html>');
+      await new Promise((r) => setTimeout(r, this.lost!.slowMs));
+    }
+    const carrier = send?.carrier ?? 'telnyx';
+    const status = scripted?.status ?? (carrier === 'twilio' ? 201 : carrier === 'vonage' ? 202 : 200);
+    const accepted = carrier === 'twilio' ? { sid: carrierId, status: 'queued' } : carrier === 'vonage' ? { message_uuid: carrierId } : { data: { id: carrierId, record_type: 'message' } };
+    if (res.destroyed) return;
+    res.writeHead(status, { ...scripted?.headers, 'content-type': 'application/json' });
+    res.end(JSON.stringify(scripted?.body ?? (status < 300 ? accepted : { errors: [{ code: String(status), title: 'scripted' }] })));
+  }
+
+  /** The carrier took the send: an SMS on the handset, and its receipt on its way if receipts go by themselves. */
+  private take(send: ParsedSend, carrierId: string): HandsetSms {
+    const sms: HandsetSms = { ...send, carrierId, at: new Date() };
+    this.handset.push(sms);
+    if (this.autoReceiptMs !== undefined) {
+      this.receiptsSent.push(new Promise((r) => setTimeout(r, this.autoReceiptMs)).then(() => this.postReceipt(sms)).catch(() => undefined));
+    }
+    return sms;
+  }
+
+  private async postReceipt(sms: HandsetSms): Promise<number> {
+    const target = this.receiptTarget;
+    if (!target) throw new Error('FakeCarrier.receiptsTo was not called');
+    if (sms.carrier === 'telnyx') {
+      const receipt = JSON.parse(telnyxReceipt(sms.carrierId, 'delivered'));
+      receipt.data.payload.webhook_url = sms.callbackUrl;
+      const body = JSON.stringify(receipt);
+      return (await fetch(atApp(target, sms.callbackUrl ?? '/webhooks/telnyx'), { method: 'POST', headers: target.telnyx.headers(body), body })).status;
+    }
+    if (sms.carrier === 'twilio') {
+      const url = sms.callbackUrl!;
+      const fields = { MessageSid: sms.carrierId, SmsSid: sms.carrierId, MessageStatus: 'delivered', SmsStatus: 'delivered', AccountSid: DEV_TWILIO_ACCOUNT_SID, From: sms.from, To: sms.to, ApiVersion: '2010-04-01' };
+      // Signed over the URL we were given (PUBLIC_BASE_URL's), posted where the test's app listens.
+      return (await fetch(atApp(target, url), { method: 'POST', headers: twilioHeaders(DEV_TWILIO_AUTH_TOKEN, url, fields, randomUUID()), body: formBody(fields) })).status;
+    }
+    const body = JSON.stringify({
+      message_uuid: sms.carrierId, to: sms.to.replace(/^\+/, ''), from: sms.from.replace(/^\+/, ''), timestamp: new Date().toISOString(), status: 'delivered',
+      usage: { currency: 'EUR', price: '0.0333' }, client_ref: sms.ourMessageId, channel: 'sms', sms: { count_total: '1' },
+    });
+    return (await fetch(`${target.appUrl}/webhooks/vonage/messages`, { method: 'POST', headers: vonageHeaders(await vonageToken(DEV_VONAGE_SIGNATURE_SECRET, body)), body })).status;
+  }
+
+  /** The lookups, answered from the handset (empty while `lookupsShow` is false). */
+  private answerLookup(request: CarrierRequest, res: http.ServerResponse): void {
+    const url = new URL(request.path, 'http://fake.invalid');
+    const q = url.searchParams;
+    const shown = (carrier: CarrierName, from: string | null, to: string | null) =>
+      this.lookupsShow ? this.handset.filter((s) => s.carrier === carrier && (!from || s.from === from) && (!to || s.to === to)) : [];
+    const json = (status: number, body: unknown): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    if (url.pathname === '/v2/detail_records') {
+      const data = shown('telnyx', q.get('filter[cli]'), q.get('filter[cld]')).map((s) => ({
+        record_type: 'message_detail_record', uuid: s.carrierId, cli: s.from, cld: s.to, direction: 'outbound', created_at: s.at.toISOString(),
+        delivery_status_webhook_url: s.callbackUrl, status: 'delivered', message_type: 'SMS', parts: 1,
+      }));
+      return json(200, { data, meta: { page_number: 1, page_size: 50, total_pages: 1, total_results: data.length } });
+    }
+    if (/^\/twilio\/2010-04-01\/Accounts\/[^/]+\/Messages\.json$/.test(url.pathname)) {
+      const messages = shown('twilio', q.get('From'), q.get('To'))
+        .sort((a, b) => b.at.getTime() - a.at.getTime())
+        .map((s) => ({ sid: s.carrierId, body: s.text, from: s.from, to: s.to, direction: 'outbound-api', status: 'delivered', date_created: s.at.toUTCString(), date_sent: s.at.toUTCString(), num_segments: '1' }));
+      return json(200, { messages, page: 0, page_size: 50, start: 0, end: messages.length, uri: url.pathname, first_page_uri: url.pathname, next_page_uri: null, previous_page_uri: null });
+    }
+    if (url.pathname === '/v2/reports/records') {
+      const records = shown('vonage', null, null).map((s) => ({
+        message_id: s.carrierId, client_ref: s.ourMessageId, direction: 'outbound', from: s.from.replace(/^\+/, ''), to: s.to.replace(/^\+/, ''), date_received: s.at.toISOString(), status: 'delivered',
+      }));
+      return json(200, { request_id: randomUUID(), request_status: 'SUCCESS', product: 'MESSAGES', direction: 'outbound', items_count: records.length, records });
+    }
+    json(404, { errors: [{ code: '404', title: 'no such lookup' }] });
+  }
 }
 
-/** Vonage's send names our message in the body (client_ref), having no Idempotency-Key. */
-function vonageClientRef(body: string): string | undefined {
+type ParsedSend = Omit<HandsetSms, 'carrierId' | 'at'>;
+
+/** A callback URL we were given, at the test app's own address (its PUBLIC_BASE_URL names another port). */
+function atApp(target: ReceiptTarget, callbackUrl: string): string {
+  const url = new URL(callbackUrl, target.appUrl);
+  return `${target.appUrl}${url.pathname}${url.search}`;
+}
+
+/** A send request as the carrier reads it: which carrier, the message, and our reference. */
+function readSend(request: CarrierRequest): ParsedSend | undefined {
   try {
-    const ref = (JSON.parse(body) as { client_ref?: unknown }).client_ref;
-    return typeof ref === 'string' ? ref : undefined;
+    if (request.path.startsWith('/twilio/')) {
+      const form = new URLSearchParams(request.body);
+      const callbackUrl = form.get('StatusCallback') ?? undefined;
+      return { carrier: 'twilio', ourMessageId: messageIdFromUrl(callbackUrl), from: form.get('From') ?? '', to: form.get('To') ?? '', text: form.get('Body') ?? '', callbackUrl };
+    }
+    const json = JSON.parse(request.body) as Record<string, string | undefined>;
+    if (request.path === '/v1/messages') {
+      return { carrier: 'vonage', ourMessageId: json.client_ref, from: `+${json.from}`, to: `+${json.to}`, text: json.text ?? '', callbackUrl: undefined };
+    }
+    return { carrier: 'telnyx', ourMessageId: messageIdFromUrl(json.webhook_url), from: json.from ?? '', to: json.to ?? '', text: json.text ?? '', callbackUrl: json.webhook_url };
   } catch {
     return undefined;
   }
+}
+
+/** The carrier id a scripted success names, if it names one. */
+function scriptedId(carrier: CarrierName, scripted: ScriptedAnswer | undefined): string | undefined {
+  const body = scripted?.body as Record<string, unknown> | undefined;
+  if (!body) return undefined;
+  const id = carrier === 'twilio' ? body.sid : carrier === 'vonage' ? body.message_uuid : (body.data as { id?: unknown } | undefined)?.id;
+  return typeof id === 'string' ? id : undefined;
 }

@@ -8,7 +8,9 @@ import { waitFor } from './wait.js';
 /**
  * The whole messaging pipeline of one test file: the app (HTTP, relay, worker) on its own
  * database, a fake carrier it sends to, a Telnyx key it verifies webhooks with, and a customer
- * owning the given numbers. Out-of-order receipts are retried after ~100 ms.
+ * owning the given numbers. Out-of-order receipts are retried after ~100 ms. A send whose outcome
+ * is unknown is resolved within SEND_OUTCOME_WINDOW_SECONDS = 2 unless `env` says otherwise; the
+ * fake carrier's status webhooks (sendReceipt) go to this app.
  */
 export class MessagingPipeline {
   private constructor(
@@ -19,7 +21,7 @@ export class MessagingPipeline {
     readonly customer: ApiClient,
   ) {}
 
-  static async start(numbers: Record<string, 'telnyx' | 'twilio' | 'vonage'>): Promise<MessagingPipeline> {
+  static async start(numbers: Record<string, 'telnyx' | 'twilio' | 'vonage'>, env: Record<string, string> = {}): Promise<MessagingPipeline> {
     const db = await createTestDatabase();
     const carrier = await new FakeCarrier().start();
     const telnyx = telnyxSigner();
@@ -27,8 +29,9 @@ export class MessagingPipeline {
       databaseUrl: db.url,
       relay: true,
       worker: true,
-      env: { ...carrier.env(), TELNYX_PUBLIC_KEY: telnyx.publicKey, CARRIER_EVENT_RETRY_BASE_MS: '100' },
+      env: { ...carrier.env(), TELNYX_PUBLIC_KEY: telnyx.publicKey, CARRIER_EVENT_RETRY_BASE_MS: '100', SEND_OUTCOME_WINDOW_SECONDS: '2', ...env },
     });
+    carrier.receiptsTo({ appUrl: app.url, telnyx });
     const customer = await ApiClient.forNewAccount(app);
     for (const [phoneNumber, carrierName] of Object.entries(numbers)) {
       await customer.assignNumber(phoneNumber, carrierName);

@@ -1,5 +1,6 @@
 import type { CallEndReason, CallEvent, CallProgress, NormalizedEvent, ReceiptStatus } from '../normalized-event.js';
 import { decodeClientState } from './telnyx-client-state.js';
+import { messageIdFromUrl } from '../message-sender.js';
 import { readNumberOrder, telnyxOutcome } from './telnyx-numbers.js';
 import { MalformedWebhook } from '../carrier-adapter.js';
 import { address, BOUNDS, id, instant, isObject, object, optionalText, storableBody, text, word, type Json } from '../shape.js';
@@ -86,6 +87,7 @@ export function normalizeTelnyx(envelope: TelnyxEnvelope): NormalizedEvent {
         carrierMessageId: id(p, 'id', 'data.payload'),
         status: MESSAGE_STATUS[carrierStatus] ?? 'unknown',
         carrierStatus,
+        ...ourReference(p),
         ...(error && { errorCode: optionalText(error, 'code'), errorDetail: optionalText(error, 'detail') ?? optionalText(error, 'title') }),
       };
     }
@@ -139,6 +141,12 @@ export function normalizeTelnyx(envelope: TelnyxEnvelope): NormalizedEvent {
     return { ...base, ...leg(), kind: 'call.transcription', text: transcript, final: data.is_final !== false };
   }
   return { ...base, kind: 'ignored', carrierEventType: envelope.eventType };
+}
+
+/** Our message, named by the per-message webhook_url we sent (signed with the body); absent for a URL of no message of ours. */
+function ourReference(payload: Json): { ourMessageId?: string } {
+  const ourMessageId = messageIdFromUrl(optionalText(payload, 'webhook_url', { max: BOUNDS.urlLength, path: 'data.payload' }));
+  return ourMessageId ? { ourMessageId } : {};
 }
 
 /** client_state that is not ours (or not valid) leaves the event without `ourLeg`: never an error. */

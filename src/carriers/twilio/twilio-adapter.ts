@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { developmentCredentialProblem, header, MalformedWebhook, SignatureRejected, type AcceptedWebhook, type CarrierAdapter, type InboundWebhook } from '../carrier-adapter.js';
 import { isObject, storableBody } from '../shape.js';
+import { messageIdFromUrl } from '../message-sender.js';
 import { normalizeTwilio, readCallback } from './twilio-events.js';
 import { readVoiceCallback } from './twilio-voice-events.js';
 import { twilioSignatureMatches, type FormFields } from './twilio-signature.js';
@@ -30,7 +31,7 @@ export class TwilioAdapter implements CarrierAdapter {
     storableBody(fields);
     const channel = webhook.channel ?? 'messaging';
     // Signed fields (and the signed query) only: I-Twilio-Idempotency-Token is not signed, so a replay could carry a fresh one.
-    const { event, carrierEventType } = channel === 'messaging' ? messagingCallback(fields) : readVoiceCallback(fields, channel, webhook.url);
+    const { event, carrierEventType } = channel === 'messaging' ? messagingCallback(fields, webhook.url) : readVoiceCallback(fields, channel, webhook.url);
     return {
       event,
       carrierEventType,
@@ -42,9 +43,10 @@ export class TwilioAdapter implements CarrierAdapter {
   }
 }
 
-function messagingCallback(fields: FormFields) {
+/** `url`: the signed URL it was posted to; a per-message StatusCallback names our message in its query. */
+function messagingCallback(fields: FormFields, url: string) {
   const callback = readCallback(fields, 'messaging');
-  return { event: normalizeTwilio(callback, `${callback.sid}:${callback.status}`, 'messaging'), carrierEventType: `messaging.${callback.status}` };
+  return { event: normalizeTwilio(callback, `${callback.sid}:${callback.status}`, 'messaging', messageIdFromUrl(url)), carrierEventType: `messaging.${callback.status}` };
 }
 
 /**

@@ -96,7 +96,11 @@ export function occurredAt(fields: FormFields): string {
   return Number.isNaN(stamp) ? new Date().toISOString() : instantOf(stamp, 'form field Timestamp');
 }
 
-export function normalizeTwilio(callback: TwilioCallback, carrierEventId: string, channel: 'messaging' | 'voice'): NormalizedEvent {
+/**
+ * `ourMessageId`: our message, as named by the StatusCallback URL Twilio called (the signed URL's
+ * query: MESSAGE_REFERENCE_PARAM), for a messaging status callback.
+ */
+export function normalizeTwilio(callback: TwilioCallback, carrierEventId: string, channel: 'messaging' | 'voice', ourMessageId?: string): NormalizedEvent {
   const { sid, status, fields } = callback;
   const base = { carrier: 'twilio' as const, carrierEventId, occurredAt: occurredAt(fields) };
   if (channel === 'messaging') {
@@ -112,6 +116,7 @@ export function normalizeTwilio(callback: TwilioCallback, carrierEventId: string
       carrierMessageId: sid,
       status: MESSAGE_STATUS[status] ?? 'unknown',
       carrierStatus: status,
+      ...(ourMessageId && { ourMessageId }),
       ...(errorCode && { errorCode, errorDetail: field(fields, 'ErrorMessage') }),
     };
   }

@@ -1,6 +1,6 @@
 import { MalformedWebhook } from '../carrier-adapter.js';
 import type { NormalizedEvent, ReceiptStatus } from '../normalized-event.js';
-import { address, id, instant, isObject, optionalText, storableBody, word, type Json } from '../shape.js';
+import { address, BOUNDS, id, instant, isObject, optionalText, storableBody, word, type Json } from '../shape.js';
 
 /** Vonage Messages status words → our receipt statuses (anything else is stored as unknown). */
 const MESSAGE_STATUS: Record<string, ReceiptStatus> = {
@@ -52,7 +52,12 @@ export function normalizeVonage({ messageUuid, status, body }: VonageCallback): 
       from: e164(address(body, 'from', 'body')), to: e164(address(body, 'to', 'body')), text: typeof body.text === 'string' ? body.text : '',
     };
   }
-  return { ...base, kind: 'message.status', carrierMessageId: messageUuid, status: MESSAGE_STATUS[status] ?? 'unknown', carrierStatus: status, ...readError(body.error) };
+  // client_ref: what we sent as our message id, echoed on every status (bound by payload_hash).
+  const ourMessageId = optionalText(body, 'client_ref', { max: BOUNDS.idLength, path: 'body' });
+  return {
+    ...base, kind: 'message.status', carrierMessageId: messageUuid, status: MESSAGE_STATUS[status] ?? 'unknown', carrierStatus: status,
+    ...(ourMessageId?.startsWith('msg_') && { ourMessageId }), ...readError(body.error),
+  };
 }
 
 /** `error: {type, title, detail}`: title is Vonage's numeric code (`1320`), detail its words. */

@@ -1,12 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import {
-  CarrierUnavailableError, isRetryableStatus, postToCarrier, readJson, unavailable,
-  type MessageSender, type OutboundMessage, type SendResult,
+  CarrierUnavailableError, lookUpAtCarrier, sendAnswerProblem, sendToCarrier,
+  type FoundSend, type MessageSender, type OutboundMessage, type SendResult,
 } from '../message-sender.js';
 
 /** Vonage's error `type` ends in the numeric code: `https://developer.vonage.com/api-errors/messages#1150`. */
 const ERROR_CODE = /#(\w+)$/;
+/** The Reports API's synchronous records span at most 24 hours (date_end - date_start). */
+const MAX_REPORT_SPAN_MS = 24 * 3600_000;
 
 /** Sends SMS through the Vonage Messages API: POST $VONAGE_API_URL/v1/messages with basic auth. */
 @Injectable()
@@ -15,32 +17,61 @@ export class VonageMessageSender implements MessageSender {
 
   constructor(private readonly config: AppConfig) {}
 
+  private get auth() {
+    return { authorization: `Basic ${Buffer.from(`${this.config.VONAGE_API_KEY}:${this.config.VONAGE_API_SECRET}`).toString('base64')}` };
+  }
+
   async send(message: OutboundMessage): Promise<SendResult> {
-    const auth = Buffer.from(`${this.config.VONAGE_API_KEY}:${this.config.VONAGE_API_SECRET}`).toString('base64');
-    const response = await postToCarrier(`${this.config.vonageApiUrl}/v1/messages`, {
-      headers: { authorization: `Basic ${auth}`, 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({
-        message_type: 'text',
-        channel: 'sms',
-        // Vonage wants E.164 without the leading `+`.
-        from: message.from.replace(/^\+/, ''),
-        to: message.to.replace(/^\+/, ''),
-        text: message.text,
-        // Our id comes back on every status webhook; Vonage has no Idempotency-Key.
-        client_ref: message.id,
-      }),
-    });
-    const body = await readJson(response);
+    const { response, body } = await sendToCarrier(
+      `${this.config.vonageApiUrl}/v1/messages`,
+      {
+        headers: { ...this.auth, 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({
+          message_type: 'text',
+          channel: 'sms',
+          // Vonage wants E.164 without the leading `+`.
+          from: message.from.replace(/^\+/, ''),
+          to: message.to.replace(/^\+/, ''),
+          text: message.text,
+          // Our id comes back on every status webhook and in the Reports API's records; Vonage has no idempotency key.
+          client_ref: message.id,
+        }),
+      },
+      this.config.CARRIER_SEND_TIMEOUT_MS,
+    );
     if (response.ok) {
       if (typeof body.message_uuid !== 'string') throw new CarrierUnavailableError('Vonage accepted the message without a message_uuid');
       return { outcome: 'accepted', carrierMessageId: body.message_uuid };
     }
-    if (isRetryableStatus(response.status)) throw unavailable('Vonage', response);
+    const problem = sendAnswerProblem('Vonage', response);
+    if (problem) throw problem;
     const type = typeof body.type === 'string' ? body.type : '';
     return {
       outcome: 'rejected',
       errorCode: ERROR_CODE.exec(type)?.[1] ?? `http_${response.status}`,
       errorDetail: String(body.detail ?? body.title ?? `Vonage answered ${response.status}`),
     };
+  }
+
+  /**
+   * The Reports API's synchronous records (GET /v2/reports/records, product MESSAGES, outbound,
+   * date_start..date_end at most 24 h apart): the record whose client_ref is our message id.
+   * Vonage documents no other lookup of a Messages API send by a reference of ours; its records may
+   * lag the send, which the status webhook (client_ref echoed) usually precedes.
+   */
+  async findSent(message: OutboundMessage, since: Date): Promise<FoundSend | undefined> {
+    const end = new Date(Date.now() + 60_000);
+    const start = new Date(Math.max(since.getTime(), end.getTime() - MAX_REPORT_SPAN_MS));
+    const query = new URLSearchParams({
+      account_id: this.config.VONAGE_API_KEY,
+      product: 'MESSAGES',
+      direction: 'outbound',
+      date_start: start.toISOString(),
+      date_end: end.toISOString(),
+    });
+    const body = await lookUpAtCarrier('Vonage', `${this.config.vonageApiUrl}/v2/reports/records?${query}`, this.auth, this.config.CARRIER_SEND_TIMEOUT_MS);
+    const records = Array.isArray(body.records) ? (body.records as Record<string, unknown>[]) : [];
+    const ids = records.filter((r) => r.client_ref === message.id && typeof r.message_id === 'string').map((r) => r.message_id as string);
+    return ids.length > 0 ? { carrierMessageIds: ids } : undefined;
   }
 }

@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { CarrierThrottledError, CarrierUnavailableError, type SendResult } from '../../carriers/message-sender.js';
+import { CarrierThrottledError, CarrierUnavailableError, SendOutcomeUnknownError, type FoundSend, type OutboundMessage, type SendResult } from '../../carriers/message-sender.js';
 import { MessageSenders } from '../../carriers/message-senders.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
@@ -7,15 +7,26 @@ import type { PayloadOf } from '../../platform/outbox/job-definition.js';
 import { DispatchMessageJob } from './messaging.jobs.js';
 import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { MessageTransitions, type DispatchClaim } from './message-transitions.js';
+import { MessageTransitions, SendResolution, type DispatchClaim } from './message-transitions.js';
+
+/** A lookup starts this much before the lease that may have sent (the carrier's clock and ours differ). */
+const LOOKUP_CLOCK_MARGIN_MS = 60_000;
 
 /**
  * Sends one outbound message. The carrier call happens outside any transaction, under a lease
  * (DISPATCH_LEASE_SECONDS) no other run calls the carrier during; its outcome is recorded by a
  * guarded transition under the lease's token, so a second run (a crash after the carrier
- * answered, a run that lost its lease) records nothing new. The carrier gets our message id as
- * Idempotency-Key, which closes the double send for carriers that honour it; docs/exactly-once.md
- * describes the windows that remain.
+ * answered, a run that lost its lease) records nothing new.
+ *
+ * No carrier deduplicates a send for us, so a send that may have reached the carrier is never
+ * simply sent again. Its outcome is unknown (persisted: `outcome_unknown_since`) when the request
+ * got no answer that decides (SendOutcomeUnknownError), and when a run takes over a lease that
+ * ended without being given back (its holder died between the carrier's accept and its answer).
+ * A run holding such a message resolves it: a receipt naming our message settles it on its own
+ * (MessageTransitions.applyReceiptCtes); the run asks the carrier's lookup, and when it shows
+ * nothing, waits (its lease and a job run to the next check) until SEND_OUTCOME_WINDOW_SECONDS
+ * have passed with nothing shown, and only then sends again. docs/exactly-once.md gives the
+ * window left per carrier.
  */
 @Injectable()
 @HandlesJob(DispatchMessageJob)
@@ -34,11 +45,15 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
     const claim = await this.claim(messageId);
     if (!claim) return;
     try {
-      await this.sendAndRecord(claim, attempt);
+      if (claim.unknown_since) await this.resolve(claim, claim.unknown_since, attempt);
+      else await this.sendAndRecord(claim, attempt);
     } catch (err) {
-      // This run no longer calls the carrier: its lease goes back, so BullMQ's retry claims at
-      // once. If that fails too, the lease simply runs out.
-      await this.uow.run((tx) => this.transitions.releaseClaim(tx, claim)).catch((releaseErr: Error) => this.logger.warn(`lease on ${messageId} not given back: ${releaseErr.message}`));
+      // Only a send the carrier did not take gives its lease back (so BullMQ's retry claims at
+      // once, as "not sent"). Any other failure (recording an answer, a lookup's statement) leaves
+      // the lease to run out: the run that takes it over then counts the send's outcome unknown.
+      if (err instanceof CarrierUnavailableError) {
+        await this.uow.run((tx) => this.transitions.releaseClaim(tx, claim)).catch((releaseErr: Error) => this.logger.warn(`lease on ${messageId} not given back: ${releaseErr.message}`));
+      }
       throw err;
     }
   }
@@ -65,11 +80,53 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
     return undefined;
   }
 
+  /**
+   * A message whose send may have reached the carrier: found by the carrier's lookup → sent
+   * (`found_by_lookup`); else continueResolving decides from the database clock: wait for the
+   * next check, send again (the window passed with nothing shown), or fail (nothing shown after
+   * the resends). A lookup that cannot be made shows nothing, and buys a second window.
+   */
+  private async resolve(message: DispatchClaim, unknownSince: Date, attempt: number): Promise<void> {
+    const outbound = this.outbound(message);
+    const since = new Date(unknownSince.getTime() - this.config.DISPATCH_LEASE_SECONDS * 1000 - LOOKUP_CLOCK_MARGIN_MS);
+    let found: FoundSend | undefined;
+    let lookupFailed = false;
+    try {
+      found = await this.senders.for(message.carrier).findSent(outbound, since);
+    } catch (err) {
+      if (!(err instanceof CarrierUnavailableError)) throw err;
+      lookupFailed = true;
+      this.logger.warn(`lookup of ${message.id} at ${message.carrier} failed: ${err.message}`);
+    }
+    if (found) {
+      const recorded = await this.uow.run((tx) => this.transitions.markSent(tx, message, found.carrierMessageIds, SendResolution.byLookup));
+      if (!recorded) this.logger.warn(`${message.carrier} shows ${message.id}, but it was settled meanwhile or every id it lists is another message's`);
+      if (recorded) return;
+    }
+    const step = await this.uow.run((tx) =>
+      this.transitions.continueResolving(tx, message, { windowSeconds: this.config.SEND_OUTCOME_WINDOW_SECONDS, leaseSeconds: this.config.DISPATCH_LEASE_SECONDS, lookupFailed }),
+    );
+    if (step === 'resend') {
+      this.logger.warn(`${message.carrier} showed nothing of ${message.id} within ${this.config.SEND_OUTCOME_WINDOW_SECONDS} s: sending it again`);
+      await this.sendAndRecord(message, attempt);
+    }
+  }
+
+  private outbound(message: DispatchClaim): OutboundMessage {
+    return { id: message.id, from: message.from_number, to: message.to_number, text: message.text };
+  }
+
   private async sendAndRecord(message: DispatchClaim, attempt: number): Promise<void> {
     let result: SendResult;
     try {
-      result = await this.senders.for(message.carrier).send({ id: message.id, from: message.from_number, to: message.to_number, text: message.text });
+      result = await this.senders.for(message.carrier).send(this.outbound(message));
     } catch (err) {
+      if (err instanceof SendOutcomeUnknownError) {
+        // It may be at the carrier: never a failure, never "not sent". Resolved by a later run.
+        const marked = await this.uow.run((tx) => this.transitions.markOutcomeUnknown(tx, message, err.message, this.config.SEND_OUTCOME_WINDOW_SECONDS));
+        this.logger.warn(`send of ${message.id} to ${message.carrier}: ${err.message}; ${marked ? 'resolving before any resend' : 'another run holds it now'}`);
+        return;
+      }
       if (err instanceof CarrierThrottledError) {
         // Too fast for the carrier: back in the queue behind its Retry-After, under this run's
         // lease (so never sent twice), and this job is done (its follow-up is written with it).

@@ -29,6 +29,11 @@ export class MessageEffects {
     await this.announce(tx, message, 'message.sent');
   }
 
+  /** sent, as a fragment of a receipt's statement, for the rows of CTE `settled` (MESSAGE_COLUMNS): billed per segment (its announcement is the statement's). */
+  billOutboundCtes(stmt: CteStatement, settled: string): void {
+    this.usage.recordFromCte(stmt, settled, 'sms_outbound_segments', { accountId: 'account_id', resourceId: 'id', quantity: 'segments' });
+  }
+
   /** A move that bills nothing (the carrier refused it): its customer event. */
   async announce(tx: Tx, message: MessageRow, type: CustomerEventType): Promise<void> {
     await this.events.emit(tx, message.account_id, type, toView(message));
@@ -40,12 +45,11 @@ export class MessageEffects {
   }
 
   /**
-   * announceCtes for rows that moved each to a status of its own (a batch of receipts): each
-   * announced as `message.<its status>`, one of `types`. Billed nothing: a receipt never bills
-   * (the send was billed by markSent, when the carrier accepted it).
+   * announceCtes for rows that moved each to a status of its own (a batch of receipts), CTE
+   * `typed` (MESSAGE_COLUMNS and `type`, one of `types`): each announced as its type. Billed
+   * nothing here: a receipt bills only the send it settles (billOutboundCtes).
    */
-  announceEachCtes(stmt: CteStatement, changed: string, types: readonly CustomerEventType[]): void {
-    const typed = stmt.with('msg_moves', `SELECT c.*, 'message.' || c.status AS type FROM ${changed} c`);
+  announceTypedCtes(stmt: CteStatement, typed: string, types: readonly CustomerEventType[]): void {
     this.events.emitFromCte(stmt, typed, types, MESSAGE_VIEW_JSON);
   }
 

@@ -20,6 +20,34 @@ import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
 /** Runs of the transactional claim statement before it gives up on a number whose opt-outs keep changing under it (the second never should: see claimForDispatch). */
 const CLAIM_RUNS = 3;
 
+/**
+ * The history details of an ambiguous send (message_status_history.detail): how its outcome
+ * became unknown, and how that was resolved.
+ */
+export const OUTCOME_UNKNOWN = 'outcome_unknown';
+export const SendResolution = {
+  /** A status webhook naming our message (its reference) arrived first. */
+  byReceipt: 'found_by_receipt',
+  /** The carrier's lookup showed it. */
+  byLookup: 'found_by_lookup',
+  /** The carrier's answer to an earlier attempt arrived after all (a run past its lease). */
+  answeredLate: 'answered_late',
+  /** The carrier showed nothing within SEND_OUTCOME_WINDOW_SECONDS: sent once more. */
+  resent: 'resent_after_nothing_found',
+  /** Nothing shown after MAX_RESENDS_AFTER_NOTHING_FOUND resends either: failed. */
+  gaveUp: 'nothing_found_after_resends',
+} as const;
+/** The columns of a MESSAGE_COLUMNS row, by name (a union of moves reads these from each side). */
+const MOVE_VIEW_COLUMNS = `id, record_type, direction, "from", "to", text, status, segments, encoding, carrier, carrier_message_id, error_code, error_detail,
+  send_at, expected_send_at, created_at, updated_at, account_id`;
+/** A receipt naming a message still `sending` whose outcome was not (yet) unknown: it outran the carrier's answer. */
+const RECEIPT_BEFORE_ANSWER = 'receipt_before_answer';
+/** How many times a message whose sends the carrier never shows is sent again before it fails. */
+export const MAX_RESENDS_AFTER_NOTHING_FOUND = 3;
+
+/** What a resolver's run does when the carrier showed nothing (continueResolving). */
+export type ResolveStep = 'resend' | 'wait' | 'failed' | 'gone';
+
 /** The customer events a receipt's move announces: `message.<the status it moved to>`. */
 const RECEIPT_EVENT_TYPES = ['message.sent', 'message.delivered', 'message.failed'] as const satisfies readonly CustomerEventType[];
 
@@ -33,6 +61,8 @@ export interface Receipt {
   carrierStatus: string;
   errorCode?: string;
   errorDetail?: string;
+  /** Our message id, as the carrier echoed our reference: the receipt names the message even before we know the carrier's id. */
+  ourMessageId?: string;
 }
 
 export interface Inbound {
@@ -48,8 +78,8 @@ export interface Inbound {
 
 /** The lease `locked` found, and the claim when the UPDATE took it (all NULL when it did not). */
 type ClaimRow = { holder: string | null; held_until: Date | null } & (
-  | (DispatchClaim & { previous: MessageStatus })
-  | { [K in keyof DispatchClaim | 'previous']: null }
+  | (DispatchClaim & { previous: MessageStatus; became_unknown: boolean })
+  | { [K in keyof DispatchClaim | 'previous' | 'became_unknown']: null }
 );
 
 /** What dispatch needs to call the carrier, and the token its answer is recorded under. */
@@ -61,6 +91,12 @@ export interface DispatchClaim {
   carrier: CarrierName;
   /** This run's lease: markSent/markRejected record only under the message's current token. */
   token: string;
+  /**
+   * Since when a send of this message may have reached the carrier with its answer lost (set by
+   * the run that lost it, or by this claim when it took over a lease that ended without being
+   * given back); null when no attempt so far can have been taken. Not null: resolve, never resend.
+   */
+  unknown_since: Date | null;
 }
 
 /** A run's right to record the carrier's answer for one message. */
@@ -101,7 +137,7 @@ function claimOutcome(row: ClaimStatementRow): ClaimStatementOutcome {
     if (leaseLive) return { kind: 'leased', holder: holder!, until: heldUntil! };
     return { kind: 'paced', at: slotAt! };
   }
-  const { previous: _previous, ...claim } = taken;
+  const { previous: _previous, became_unknown: _becameUnknown, ...claim } = taken;
   return { kind: 'claimed', claim };
 }
 
@@ -190,6 +226,7 @@ export class MessageTransitions {
     stmt.with(
       'locked',
       `SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot, p.id AS number_id,
+              m.outcome_unknown_since AS was_unknown,
               p.opt_out_seq AS seen_seq, m.segments AS msg_segments,
               make_interval(secs => (m.segments / ${rate})::float8) AS unlocked_spacing, ${burstToleranceSql(rate)} AS unlocked_burst,
               (m.auto_reply IS NULL AND m.status = ANY(${waiting}) AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')}) AS refused,
@@ -256,16 +293,28 @@ export class MessageTransitions {
     );
     this.sideEffectsCtes(stmt, refused, { status: 'failed', type: 'message.failed' });
     // The UPDATE's WHERE is the guard: a message not yet picked up, or one whose lease has ended, whose slot is due.
+    // A lease that ended without being given back (`held_until` still set: its run died, stalled,
+    // or is waiting on a send whose outcome is unknown) may have had its send reach the carrier:
+    // the message's outcome is unknown from now on (kept if already), and this run resolves it
+    // before any resend (DispatchMessageHandler).
     stmt.with(
       'claimed',
       `UPDATE messages m SET status = 'sending', claim_token = ${stmt.param(randomUUID(), 'text')}, claimed_until = now() + make_interval(secs => ${stmt.param(leaseSeconds, 'int')}),
+              outcome_unknown_since = CASE WHEN paced.reclaim AND paced.held_until IS NOT NULL THEN coalesce(m.outcome_unknown_since, now()) ELSE m.outcome_unknown_since END,
               send_slot = coalesce(paced.slot_at, m.send_slot), updated_at = CASE WHEN paced.previous = ANY(${waiting}) THEN now() ELSE m.updated_at END
          FROM paced WHERE m.id = paced.locked_id AND paced.may_send
-       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, paced.previous`,
+       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, m.outcome_unknown_since AS unknown_since, paced.previous,
+                 (paced.reclaim AND paced.held_until IS NOT NULL AND paced.was_unknown IS NULL) AS became_unknown`,
     );
     // Its `sending` history in the same statement: the number's row is held only until this
-    // statement's commit, never across another round trip.
-    stmt.with('claim_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'sending' FROM claimed WHERE previous = ANY(${waiting})`);
+    // statement's commit, never across another round trip. A lease taken over with its outcome
+    // newly unknown says so on the history.
+    stmt.with(
+      'claim_history',
+      `INSERT INTO message_status_history (message_id, status, detail)
+       SELECT id, 'sending', NULL FROM claimed WHERE previous = ANY(${waiting})
+       UNION ALL SELECT id, 'sending', ${stmt.param(`${OUTCOME_UNKNOWN}: the run holding the send ended without recording an answer`, 'text')} FROM claimed WHERE became_unknown`,
+    );
     // Not now: a new slot still to come, kept on the message (a reclaim stays `sending`, its lease
     // ended), with a dispatch job due then.
     const slotted = stmt.with(
@@ -362,20 +411,133 @@ export class MessageTransitions {
     await exec(tx, `UPDATE messages SET claimed_until = NULL WHERE id = $1 AND status = 'sending' AND claim_token = $2`, [lease.id, lease.token]);
   }
 
-  /** The carrier accepted the message: stamped with its id, billed per segment, `message.sent`. */
-  async markSent(tx: Tx, lease: DispatchLease, carrierMessageId: string): Promise<boolean> {
-    // sending under this run's token: a second run (crash after the carrier answered) finds it
-    // sent already, and a run whose lease was taken over records nothing.
-    const { rows } = await exec<MessageRow>(
+  /**
+   * The carrier accepted the message: stamped with its id, billed per segment, `message.sent`.
+   * `carrierMessageIds`: the id it answered with, or what a lookup found (the first that no other
+   * message of ours carries: a lookup that cannot see our reference may list a twin's too), with
+   * `resolution` (SendResolution.byLookup) on the history.
+   */
+  async markSent(tx: Tx, lease: DispatchLease, carrierMessageIds: string | string[], resolution?: string): Promise<boolean> {
+    const ids = typeof carrierMessageIds === 'string' ? [carrierMessageIds] : carrierMessageIds;
+    // `found` locks the row (a receipt settling it, a resolver deciding, waits or is waited for)
+    // and keeps what it was. The guard: still sending, and under this run's token, or with its
+    // outcome unknown (an answer that arrives after the lease was taken over is the carrier's
+    // word all the same; one arriving after a resend was decided is not recorded). A second run
+    // (crash after the carrier answered) finds it sent already.
+    const { rows } = await exec<MessageRow & { was_unknown: Date | null }>(
       tx,
-      `UPDATE messages SET status = 'sent', carrier_message_id = $2, claimed_until = NULL, updated_at = now()
-        WHERE id = $1 AND status = 'sending' AND claim_token = $3 RETURNING ${MESSAGE_COLUMNS}`,
-      [lease.id, carrierMessageId, lease.token],
+      `WITH found AS (
+         SELECT m.id AS found_id, m.outcome_unknown_since AS was_unknown,
+                (SELECT c.id FROM unnest($2::text[]) WITH ORDINALITY AS c (id, n)
+                  WHERE NOT EXISTS (SELECT FROM messages o WHERE o.carrier = m.carrier AND o.carrier_message_id = c.id AND o.id <> m.id) ORDER BY c.n LIMIT 1) AS pick
+           FROM messages m WHERE m.id = $1 AND m.status = 'sending' AND (m.claim_token = $3 OR m.outcome_unknown_since IS NOT NULL) FOR UPDATE OF m)
+       UPDATE messages SET status = 'sent', carrier_message_id = found.pick, claimed_until = NULL, outcome_unknown_since = NULL, updated_at = now()
+         FROM found WHERE id = found.found_id AND found.pick IS NOT NULL
+       RETURNING ${MESSAGE_COLUMNS}, found.was_unknown`,
+      [lease.id, ids, lease.token],
     );
     if (rows.length === 0) return false;
-    await this.recordHistory(tx, lease.id, 'sent');
-    await this.effects.sent(tx, rows[0]);
+    const { was_unknown: wasUnknown, ...message } = rows[0];
+    await this.recordHistory(tx, lease.id, 'sent', resolution ?? (wasUnknown ? SendResolution.answeredLate : undefined));
+    await this.effects.sent(tx, message);
     return true;
+  }
+
+  /**
+   * The send of this run got no answer that decides (SendOutcomeUnknownError): the message's
+   * outcome is unknown from now (kept if it already was), its history says why, and its lease
+   * runs to the first check, when a dispatch job (its own, due then) takes it over to resolve
+   * it. Under this run's token only. False when the lease was no longer this run's.
+   */
+  async markOutcomeUnknown(tx: Tx, lease: DispatchLease, reason: string, windowSeconds: number): Promise<boolean> {
+    const stmt = new CteStatement();
+    const unknown = stmt.with(
+      'unknown',
+      `UPDATE messages SET outcome_unknown_since = coalesce(outcome_unknown_since, now()), claimed_until = now() + ${this.checkInterval(stmt, windowSeconds)}, updated_at = now()
+        WHERE id = ${stmt.param(lease.id, 'text')} AND status = 'sending' AND claim_token = ${stmt.param(lease.token, 'text')}
+       RETURNING id AS waiting_id, claimed_until AS check_at`,
+    );
+    stmt.with('unknown_history', `INSERT INTO message_status_history (message_id, status, detail) SELECT waiting_id, 'sending', ${stmt.param(`${OUTCOME_UNKNOWN}: ${reason}`, 'text')} FROM ${unknown}`);
+    this.checkJobCte(stmt, unknown, lease);
+    const { rows } = await exec<{ marked: boolean; jobs: number }>(tx, stmt.text(`SELECT EXISTS (SELECT FROM ${unknown}) AS marked, (${newJobsCount(stmt)})::int AS jobs`), stmt.params);
+    this.outbox.jobsWritten(rows[0].jobs, tx);
+    return rows[0].marked;
+  }
+
+  /**
+   * A resolver's run (it holds the lease of a message whose outcome is unknown) found nothing at
+   * the carrier. One statement decides, from the locked row and the database clock:
+   * - `wait`: the window (SEND_OUTCOME_WINDOW_SECONDS from `outcome_unknown_since`) is not over,
+   *   or the lookup could not be made and a second window is not over either: the lease runs to
+   *   the next check (a third of the window, never past its end), with a dispatch job due then;
+   * - `resend`: the carrier showed nothing for the whole window: the outcome is known to be "not
+   *   taken" (cleared, `resent_after_nothing_found` on the history) and this run sends again under
+   *   a fresh lease;
+   * - `failed`: as resend, but the message was already sent again MAX_RESENDS_AFTER_NOTHING_FOUND
+   *   times with nothing ever shown: failed (`carrier_unavailable`), not billed, `message.failed`;
+   * - `gone`: the message is no longer this run's to decide (a receipt or a late answer settled it).
+   * A receipt waiting for the row is applied after this commits: on a resend it still settles the
+   * message (by our reference), and the second send's answer is then recorded as nothing new.
+   */
+  async continueResolving(tx: Tx, lease: DispatchLease, opts: { windowSeconds: number; leaseSeconds: number; lookupFailed: boolean }): Promise<ResolveStep> {
+    const stmt = new CteStatement();
+    const window = `make_interval(secs => ${stmt.param(opts.windowSeconds, 'float8')})`;
+    const check = this.checkInterval(stmt, opts.windowSeconds);
+    // The guard: still sending under this run's token, its outcome still unknown; locked.
+    stmt.with(
+      'rsv_found',
+      `SELECT m.id AS found_id, m.outcome_unknown_since AS since,
+              CASE WHEN now() < m.outcome_unknown_since + ${window} OR (${stmt.param(opts.lookupFailed, 'boolean')} AND now() < m.outcome_unknown_since + 2 * ${window}) THEN 'wait'
+                   WHEN (SELECT count(*) FROM message_status_history h WHERE h.message_id = m.id AND h.detail = ${stmt.param(SendResolution.resent, 'text')}) >= ${stmt.param(MAX_RESENDS_AFTER_NOTHING_FOUND, 'int')} THEN 'failed'
+                   ELSE 'resend' END AS step
+         FROM messages m WHERE m.id = ${stmt.param(lease.id, 'text')} AND m.status = 'sending' AND m.claim_token = ${stmt.param(lease.token, 'text')} AND m.outcome_unknown_since IS NOT NULL
+          FOR UPDATE OF m`,
+    );
+    const resent = stmt.with(
+      'rsv_resent',
+      `UPDATE messages m SET outcome_unknown_since = NULL, claimed_until = now() + make_interval(secs => ${stmt.param(opts.leaseSeconds, 'int')}), updated_at = now()
+         FROM rsv_found f WHERE m.id = f.found_id AND f.step = 'resend' RETURNING m.id`,
+    );
+    const waiting = stmt.with(
+      'rsv_waiting',
+      `UPDATE messages m SET claimed_until = CASE WHEN f.since + ${window} > now() THEN least(f.since + ${window}, now() + ${check}) ELSE now() + ${check} END
+         FROM rsv_found f WHERE m.id = f.found_id AND f.step = 'wait' RETURNING m.id AS waiting_id, m.claimed_until AS check_at`,
+    );
+    const failed = stmt.with(
+      'rsv_failed',
+      `UPDATE messages m SET status = 'failed', error_code = 'carrier_unavailable', claimed_until = NULL, updated_at = now(),
+              error_detail = ${stmt.param(`no answer to ${MAX_RESENDS_AFTER_NOTHING_FOUND + 1} sends, and the carrier showed none of them within ${opts.windowSeconds} s`, 'text')}
+         FROM rsv_found f WHERE m.id = f.found_id AND f.step = 'failed' RETURNING ${MESSAGE_COLUMNS}`,
+    );
+    stmt.with(
+      'rsv_history',
+      `INSERT INTO message_status_history (message_id, status, detail)
+       SELECT id, 'sending', ${stmt.param(SendResolution.resent, 'text')} FROM ${resent}
+       UNION ALL SELECT id, 'failed', ${stmt.param(SendResolution.gaveUp, 'text')} FROM ${failed}`,
+    );
+    this.effects.announceCtes(stmt, failed, 'message.failed');
+    this.checkJobCte(stmt, waiting, lease);
+    const { rows } = await exec<{ step: ResolveStep | null; jobs: number }>(
+      tx,
+      stmt.text(`SELECT (SELECT step FROM rsv_found) AS step, (${newJobsCount(stmt)})::int AS jobs`),
+      stmt.params,
+    );
+    this.outbox.jobsWritten(rows[0].jobs, tx);
+    return rows[0].step ?? 'gone';
+  }
+
+  /** A third of the window (at least a second): how often a message whose outcome is unknown is looked up. */
+  private checkInterval(stmt: CteStatement, windowSeconds: number): string {
+    return `make_interval(secs => ${stmt.param(Math.max(1, windowSeconds / 3), 'float8')})`;
+  }
+
+  /** The dispatch job that takes a waiting resolution over at its check (CTE `waiting`: waiting_id, check_at), one per lease. */
+  private checkJobCte(stmt: CteStatement, waiting: string, lease: DispatchLease): void {
+    this.outbox.jobsFromCte(stmt, 'check_job', waiting, DispatchMessageJob, {
+      id: `'dispatch-' || waiting_id || '-check-' || ${stmt.param(lease.token, 'text')}`,
+      data: `jsonb_build_object('messageId', waiting_id)`,
+      runAt: 'check_at',
+    });
   }
 
   /** The carrier refused the send (its 4xx is an answer): failed, not billed, `message.failed`. */
@@ -396,54 +558,109 @@ export class MessageTransitions {
 
   /**
    * Delivery receipts for messages we sent, as fragments of one statement for a batch of events
-   * (no two of one message: the batch's key keeps them apart). A receipt of a final word is ready
-   * only once a message carries its carrier id (one that outran the dispatcher's commit is
-   * retried, never explained away as a duplicate by a later read); it changes nothing (the note
+   * (no two of one message: the batch's key keeps them apart). A receipt names its message by our
+   * reference when the carrier echoed it (`ourMessageId`), else (or when the reference names no
+   * message of that carrier's: a client_ref of someone else's) by the carrier's id. A receipt of
+   * a final word is ready only once it finds its message (one that outran the dispatcher's commit
+   * is retried, never explained away as a duplicate by a later read); it changes nothing (the note
    * says so) for a duplicate, a contradiction after a terminal status, or a 'sent' receipt after
    * markSent (which stamps the carrier id and 'sent' together). A non-final word (status NULL)
-   * is always ready and changes nothing.
+   * is always ready and changes nothing, except as below.
+   *
+   * A receipt (any word: the carrier holds the message) naming a message still `sending` with no
+   * carrier id (no answer recorded) settles it: the carrier took it, whatever became of our request's answer. It is stamped with the
+   * receipt's carrier id, its outcome is no longer unknown, and it moves as markSent would
+   * (billed, `message.sent`, `sent` on the history with `found_by_receipt`, or
+   * `receipt_before_answer` when its outcome was not unknown yet), then to the receipt's final
+   * word if it has one (history and event of their own), in this same statement.
    */
   applyReceiptCtes(run: EventBatchRun, receipts: Receipt[]): void {
     const { stmt } = run;
     const input = run.input(
-      'carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text',
-      receipts.map((r) => ({ carrier: r.carrier, carrier_message_id: r.carrierMessageId, status: r.status, carrier_status: r.carrierStatus, error_code: r.errorCode ?? null, error_detail: r.errorDetail ?? null })),
+      'carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text, our_message_id text',
+      receipts.map((r) => ({
+        carrier: r.carrier, carrier_message_id: r.carrierMessageId, status: r.status, carrier_status: r.carrierStatus,
+        error_code: r.errorCode ?? null, error_detail: r.errorDetail ?? null, our_message_id: r.ourMessageId ?? null,
+      })),
     );
-    // `rcpt_found` locks the messages these carrier ids name, in id order (two batches that share
+    // `rcpt_found` locks the messages these receipts name, in id order (two batches that share
     // messages never wait on each other crosswise): a twin receipt waits, then sees what this one
-    // left. Each row carries its receipt's values under names of its own (the UPDATE's RETURNING
-    // reads the message's columns unqualified). The carrier ids as arrays too: the messages are
-    // found by their unique key, whatever the planner makes of the recordset.
-    const finals = receipts.filter((r) => r.status !== null);
+    // left (`previous`, `settles`: the locked row's, the newest committed version). Each row
+    // carries its receipt's values under names of its own (the UPDATE's RETURNING reads the
+    // message's columns unqualified). The ids as arrays too: the messages are found by their
+    // primary or unique key, whatever the planner makes of the recordset.
+    const looked = receipts.filter((r) => r.status !== null || r.ourMessageId !== undefined);
     stmt.with(
       'rcpt_found',
       `SELECT i.event_id AS rcpt_event_id, m.id AS found_id, m.status AS previous, m.direction = 'outbound' AS outbound,
-              i.status AS rcpt_status, i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail
-         FROM ${input} i JOIN messages m ON m.carrier = i.carrier AND m.carrier_message_id = i.carrier_message_id
-        WHERE i.status IS NOT NULL AND m.carrier = ANY (${stmt.param([...new Set(finals.map((r) => r.carrier))], 'text[]')})
-          AND m.carrier_message_id = ANY (${stmt.param(finals.map((r) => r.carrierMessageId), 'text[]')})
+              m.status = 'sending' AND m.carrier_message_id IS NULL AS settles, i.carrier_message_id AS rcpt_carrier_id,
+              CASE WHEN m.status = 'sending' AND m.carrier_message_id IS NULL THEN coalesce(i.status, 'sent') ELSE i.status END AS rcpt_status,
+              CASE WHEN m.outcome_unknown_since IS NOT NULL THEN ${stmt.param(SendResolution.byReceipt, 'text')} ELSE ${stmt.param(RECEIPT_BEFORE_ANSWER, 'text')} END AS settle_detail,
+              i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail
+         FROM ${input} i JOIN messages m ON m.carrier = i.carrier
+              AND (m.id = i.our_message_id
+                   OR (m.carrier_message_id = i.carrier_message_id
+                       AND (i.our_message_id IS NULL OR NOT EXISTS (SELECT FROM messages r WHERE r.id = i.our_message_id AND r.carrier = i.carrier))))
+        WHERE (i.status IS NOT NULL OR i.our_message_id IS NOT NULL)
+          AND (m.id = ANY (${stmt.param(looked.flatMap((r) => (r.ourMessageId ? [r.ourMessageId] : [])), 'text[]')})
+               OR (m.carrier = ANY (${stmt.param([...new Set(looked.map((r) => r.carrier))], 'text[]')})
+                   AND m.carrier_message_id = ANY (${stmt.param(looked.map((r) => r.carrierMessageId), 'text[]')})))
         ORDER BY m.id FOR UPDATE OF m`,
     );
     // The guard, over a locked row `f`: only an outbound message that is not terminal and not
     // already at the receipt's status moves; the first terminal word wins.
-    const moves = (f: string) => `${f}.outbound AND ${f}.previous <> ALL(${stmt.param(TERMINAL_STATUSES, 'text[]')}) AND ${f}.previous <> ${f}.rcpt_status`;
+    const moves = (f: string) => `${f}.outbound AND ${f}.rcpt_status IS NOT NULL AND ${f}.previous <> ALL(${stmt.param(TERMINAL_STATUSES, 'text[]')}) AND ${f}.previous <> ${f}.rcpt_status`;
     const applied = run.consume({
       ready: (i) => `(${i}.status IS NULL OR EXISTS (SELECT FROM rcpt_found f WHERE f.rcpt_event_id = ${i}.event_id))`,
-      notReadyReason: (i) => `'no message carries ' || ${i}.carrier || ' id ' || ${i}.carrier_message_id || ' yet'`,
+      notReadyReason: (i) => `'no message carries ' || ${i}.carrier || ' id ' || ${i}.carrier_message_id || coalesce(' or is ' || ${i}.our_message_id, '') || ' yet'`,
       note: (i) =>
-        `CASE WHEN ${i}.status IS NULL THEN 'carrier status ' || ${i}.carrier_status || ' changes nothing'
-              WHEN NOT EXISTS (SELECT FROM rcpt_found f WHERE f.rcpt_event_id = ${i}.event_id AND ${moves('f')}) THEN 'duplicate or superseded receipt (' || ${i}.carrier_status || ')' END`,
+        `CASE WHEN NOT EXISTS (SELECT FROM rcpt_found f WHERE f.rcpt_event_id = ${i}.event_id AND ${moves('f')})
+              THEN CASE WHEN ${i}.status IS NULL THEN 'carrier status ' || ${i}.carrier_status || ' changes nothing'
+                        ELSE 'duplicate or superseded receipt (' || ${i}.carrier_status || ')' END END`,
     });
     const moved = stmt.with(
       'rcpt_moved',
       `UPDATE messages m SET status = f.rcpt_status, error_code = coalesce(f.rcpt_error_code, m.error_code),
-              error_detail = coalesce(f.rcpt_error_detail, m.error_detail), updated_at = now()
+              error_detail = coalesce(f.rcpt_error_detail, m.error_detail), updated_at = now(),
+              carrier_message_id = CASE WHEN f.settles THEN f.rcpt_carrier_id ELSE m.carrier_message_id END,
+              claimed_until = CASE WHEN f.settles THEN NULL ELSE m.claimed_until END,
+              outcome_unknown_since = CASE WHEN f.settles THEN NULL ELSE m.outcome_unknown_since END
          FROM rcpt_found f JOIN ${applied} c ON c.consumed_event_id = f.rcpt_event_id
         WHERE m.id = f.found_id AND ${moves('f')}
-       RETURNING ${MESSAGE_COLUMNS}`,
+       RETURNING ${MESSAGE_COLUMNS}, f.settles AS rcpt_settled, f.settle_detail AS rcpt_settle_detail`,
     );
-    // Each row's history and customer event are its own receipt's word: the status it moved to.
-    this.sideEffectsCtes(stmt, moved, { eachRowsStatus: RECEIPT_EVENT_TYPES });
+    this.receiptSideEffectsCtes(stmt, moved);
+  }
+
+  /**
+   * What the receipts' moves (CTE `moved`: MESSAGE_COLUMNS, rcpt_settled, rcpt_settle_detail)
+   * write beside them. A settled message first as markSent would: billed, `sent` on the history
+   * (with how it was settled), `message.sent` showing it sent; then every move to its own status
+   * (a settled message that stopped at `sent` has no second one): history and `message.<status>`.
+   */
+  private receiptSideEffectsCtes(stmt: CteStatement, moved: string): void {
+    const settled = stmt.with(
+      'rcpt_settled',
+      `SELECT id, record_type, direction, "from", "to", text, 'sent'::text AS status, segments, encoding, carrier, carrier_message_id,
+              NULL::text AS error_code, NULL::text AS error_detail, send_at, expected_send_at, created_at, updated_at, account_id, rcpt_settle_detail
+         FROM ${moved} WHERE rcpt_settled`,
+    );
+    this.effects.billOutboundCtes(stmt, settled);
+    const further = `${moved} WHERE NOT (rcpt_settled AND status = 'sent')`;
+    // One INSERT, in order: a settled message's `sent` before its final word.
+    stmt.with(
+      'msg_history',
+      `INSERT INTO message_status_history (message_id, status, detail)
+       SELECT id, status, detail FROM (
+         SELECT id, status, rcpt_settle_detail AS detail, 0 AS step FROM ${settled}
+         UNION ALL SELECT id, status, NULL, 1 FROM ${further}) h ORDER BY id, step`,
+    );
+    const announced = stmt.with(
+      'msg_moves',
+      `SELECT s.*, 'message.sent' AS type FROM (SELECT ${MOVE_VIEW_COLUMNS} FROM ${settled}) s
+       UNION ALL SELECT f.*, 'message.' || f.status AS type FROM (SELECT ${MOVE_VIEW_COLUMNS} FROM ${further}) f`,
+    );
+    this.effects.announceTypedCtes(stmt, announced, RECEIPT_EVENT_TYPES);
   }
 
   /**
@@ -475,23 +692,13 @@ export class MessageTransitions {
     this.effects.announceInboundCtes(stmt, received, consent);
   }
 
-  /**
-   * The history row and the customer event of a move, for the rows of CTE `changed`
-   * (MESSAGE_COLUMNS): every row to one `status`, announced as `type`; or `eachRowsStatus`, rows
-   * moved each to its own status (a batch of receipts), each announced as `message.<status>`,
-   * one of the types listed.
-   */
-  private sideEffectsCtes(stmt: CteStatement, changed: string, move: { status: MessageStatus; type: CustomerEventType } | { eachRowsStatus: readonly CustomerEventType[] }): void {
-    if ('eachRowsStatus' in move) {
-      stmt.with('msg_history', `INSERT INTO message_status_history (message_id, status) SELECT id, status FROM ${changed}`);
-      this.effects.announceEachCtes(stmt, changed, move.eachRowsStatus);
-      return;
-    }
+  /** The history row and the customer event of a move, for the rows of CTE `changed` (MESSAGE_COLUMNS): every row to one `status`, announced as `type`. */
+  private sideEffectsCtes(stmt: CteStatement, changed: string, move: { status: MessageStatus; type: CustomerEventType }): void {
     stmt.with('msg_history', `INSERT INTO message_status_history (message_id, status) SELECT id, ${stmt.param(move.status, 'text')} FROM ${changed}`);
     this.effects.announceCtes(stmt, changed, move.type);
   }
 
-  async recordHistory(tx: Tx, messageId: string, status: MessageStatus): Promise<void> {
-    await exec(tx, `INSERT INTO message_status_history (message_id, status) VALUES ($1, $2)`, [messageId, status]);
+  async recordHistory(tx: Tx, messageId: string, status: MessageStatus, detail?: string): Promise<void> {
+    await exec(tx, `INSERT INTO message_status_history (message_id, status, detail) VALUES ($1, $2, $3)`, [messageId, status, detail ?? null]);
   }
 }

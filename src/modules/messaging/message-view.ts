@@ -46,6 +46,13 @@ export class MessageView {
 export class StatusChange {
   @ApiProperty({ enum: MESSAGE_STATUSES, example: 'queued' }) status!: string;
   @ApiProperty(at('2026-11-03T10:15:00.000Z')) at!: string;
+  @ApiProperty({
+    required: false,
+    example: 'found_by_receipt',
+    description:
+      "Only where the status alone does not say it: a send whose outcome was unknown (`outcome_unknown: <why>`, the carrier's answer lost) and how that was resolved (`found_by_receipt`, `found_by_lookup`, `answered_late`, `resent_after_nothing_found`, `nothing_found_after_resends`), or a receipt that outran the carrier's answer (`receipt_before_answer`)",
+  })
+  detail?: string;
 }
 
 /** A message with every status it went through, oldest first (GET /v2/messages/:id). */

@@ -14,11 +14,14 @@ export interface MessageFilters {
 export class MessagesQuery {
   constructor(private readonly dataSource: DataSource) {}
 
-  async get(accountId: string, id: string): Promise<MessageView & { status_history: { status: string; at: string }[] }> {
+  async get(accountId: string, id: string): Promise<MessageView & { status_history: { status: string; at: string; detail?: string }[] }> {
     const [row] = await queryRows(this.dataSource.manager, `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE account_id = $1 AND id = $2`, [accountId, id]);
     if (!row) throw new NotFoundException(`message ${id} not found`);
-    const history = await queryRows(this.dataSource.manager, `SELECT status, at FROM message_status_history WHERE message_id = $1 ORDER BY id`, [id]);
-    return { ...toView(row), status_history: history.map((h: { status: string; at: Date }) => ({ status: h.status, at: h.at.toISOString() })) };
+    const history = await queryRows(this.dataSource.manager, `SELECT status, at, detail FROM message_status_history WHERE message_id = $1 ORDER BY id`, [id]);
+    return {
+      ...toView(row),
+      status_history: history.map((h: { status: string; at: Date; detail: string | null }) => ({ status: h.status, at: h.at.toISOString(), ...(h.detail !== null && { detail: h.detail }) })),
+    };
   }
 
   async list(accountId: string, filters: MessageFilters, page: PageRequest): Promise<MessageView[]> {

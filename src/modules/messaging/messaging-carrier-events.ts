@@ -10,6 +10,12 @@ import { countSegments } from '../../telephony/segments.js';
 const isFinal = (event: MessageStatusChanged): event is MessageStatusChanged & { status: Receipt['status'] & string } =>
   event.status === 'sent' || event.status === 'delivered' || event.status === 'failed';
 
+/** The message a receipt moves, when it can move one: by our reference, else by the carrier's id for a final word. */
+function receiptKey(event: MessageStatusChanged): string | undefined {
+  if (event.ourMessageId) return `msg:${event.ourMessageId}`;
+  return isFinal(event) ? `${event.carrier}:${event.carrierMessageId}` : undefined;
+}
+
 /**
  * What Messaging does with the carrier events it owns: receipts and inbound SMS, each kind in
  * batches, as the fragments of one statement (the hot path: no BEGIN, no COMMIT, one round trip).
@@ -26,9 +32,11 @@ export class MessagingCarrierEvents {
    * transition. Non-final words (queued, sending) and words we do not know are kept on the carrier
    * event, never acted on. A receipt for a carrier id no message carries yet outran the
    * dispatcher's commit: retry, never buffer. `key`: two receipts of one message never share a
-   * statement (one UPDATE would apply only one of them); the later goes into the next.
+   * statement (one UPDATE would apply only one of them); the later goes into the next. A receipt
+   * naming our message by its reference is keyed by it, whatever its word: any word settles a
+   * message still `sending` (MessageTransitions.applyReceiptCtes).
    */
-  @HandlesCarrierEventsInOneStatement('message.status', { key: (event) => (isFinal(event) ? `${event.carrier}:${event.carrierMessageId}` : undefined) })
+  @HandlesCarrierEventsInOneStatement('message.status', { key: receiptKey })
   applyReceipt(events: MessageStatusChanged[], run: EventBatchRun): void {
     this.transitions.applyReceiptCtes(run, events.map((event) => ({
       carrier: event.carrier,
@@ -37,6 +45,7 @@ export class MessagingCarrierEvents {
       carrierStatus: event.carrierStatus,
       errorCode: event.errorCode,
       errorDetail: event.errorDetail,
+      ourMessageId: event.ourMessageId,
     })));
   }
 

@@ -90,11 +90,12 @@ export class MessagingInvariants implements OnModuleInit {
           snapshot,
           // Taken for sending: its `sending` history row, written by the dispatch claim, whose
           // guard refuses an opted-out recipient; the opt-out counted is the one of the account's scope.
+          // Rows with a detail are an earlier send's outcome being resolved, not a new take.
           `SELECT DISTINCT m.id FROM messages m
              JOIN accounts a ON a.id = m.account_id
              JOIN message_opt_outs o ON o.account_id = m.account_id AND o.handset = m.to_number AND o.opted_out
                   AND o.our_number = CASE a.opt_out_scope WHEN 'account' THEN '*' ELSE m.from_number END
-             JOIN message_status_history h ON h.message_id = m.id AND h.status = 'sending' AND h.at > o.changed_at
+             JOIN message_status_history h ON h.message_id = m.id AND h.status = 'sending' AND h.detail IS NULL AND h.at > o.changed_at
             WHERE m.direction = 'outbound' AND m.auto_reply IS NULL`,
           [],
           limit,

@@ -15,9 +15,8 @@ const toInt = toNumber;
 const toBoolean = ({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value === '' ? undefined : value);
 const URL_RE = /^[a-z][a-z0-9+.-]*:\/\/.+/i;
 const SCHEDULE_RE = /^\d+(,\d+)*$/;
-/** How long our carrier client waits for a send's answer (a dispatch lease must outlast it). */
+/** How long our carrier client waits for a send's answer by default (CARRIER_SEND_TIMEOUT_MS; a dispatch lease must outlast it). */
 export const CARRIER_SEND_TIMEOUT_MS = 10_000;
-const SEND_TIMEOUT_SECONDS = Math.ceil(CARRIER_SEND_TIMEOUT_MS / 1000);
 
 /**
  * Every environment variable the system reads, validated once at boot.
@@ -243,8 +242,32 @@ export class AppConfig {
    * message before it ends (a stalled job's twin, a redrive), so it must outlast the carrier send
    * timeout; a run that died has its message sent again about this long after it claimed it.
    */
-  @Transform(toInt) @Min(SEND_TIMEOUT_SECONDS + 1, { message: `must be longer than the carrier send timeout (${SEND_TIMEOUT_SECONDS} s)` }) @Max(3600) @IsInt()
+  @Transform(toInt) @Min(1) @Max(3600) @IsInt()
+  @ValidateBy({
+    name: 'outlastsTheSendTimeout',
+    validator: {
+      validate: (value, args) => typeof value === 'number' && value * 1000 > (args?.object as AppConfig).CARRIER_SEND_TIMEOUT_MS,
+      defaultMessage: (args) => `must be longer than the carrier send timeout (CARRIER_SEND_TIMEOUT_MS = ${(args?.object as AppConfig).CARRIER_SEND_TIMEOUT_MS} ms)`,
+    },
+  })
   DISPATCH_LEASE_SECONDS = 60;
+
+  /**
+   * Dispatch: how long a send waits for the carrier's answer. A send with no answer by then may
+   * have reached the carrier: its outcome is unknown and is resolved (SEND_OUTCOME_WINDOW_SECONDS),
+   * never simply sent again. Tests set it short rather than waiting 10 s.
+   */
+  @Transform(toInt) @Min(100) @Max(120_000) @IsInt()
+  CARRIER_SEND_TIMEOUT_MS = CARRIER_SEND_TIMEOUT_MS;
+
+  /**
+   * Dispatch: how long a send whose outcome is unknown waits for the carrier to show it (its
+   * status webhook naming our message, or its lookup finding it) before it is sent again. The
+   * lookups run at each third of it; longer closes more of the window a late receipt leaves
+   * (docs/exactly-once.md), shorter resends a message the carrier really never took sooner.
+   */
+  @Transform(toInt) @Min(1) @Max(86_400) @IsInt()
+  SEND_OUTCOME_WINDOW_SECONDS = 60;
 
   /**
    * Calls: how long one call-control command waits for the carrier's answer. A command not

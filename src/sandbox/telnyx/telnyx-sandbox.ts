@@ -86,13 +86,14 @@ function outboundPayload(message: SandboxMessage, status: string, extra: Record<
 export function telnyxOutboundSeries(message: SandboxMessage, url: string, privateKey: KeyObject, receiptDelayMs: number, contradict: boolean): CarrierWebhook[] {
   const now = () => new Date().toISOString();
   const steps = [
-    telnyxWebhook('message.sent', url, SENT_AFTER_MS, privateKey, outboundPayload(message, 'sent', { sent_at: now() })),
+    telnyxWebhook('message.sent', url, SENT_AFTER_MS, privateKey, outboundPayload(message, 'sent', { sent_at: now(), webhook_url: url })),
     telnyxWebhook('message.finalized', url, receiptDelayMs, privateKey,
-      outboundPayload(message, 'delivered', { completed_at: now(), cost: { amount: (0.004 * message.parts).toFixed(4), currency: 'USD' } })),
+      outboundPayload(message, 'delivered', { completed_at: now(), cost: { amount: (0.004 * message.parts).toFixed(4), currency: 'USD' }, webhook_url: url })),
   ];
   if (contradict) {
     steps.push(telnyxWebhook('message.finalized', url, CONTRADICTION_AFTER_MS, privateKey, outboundPayload(message, 'delivery_failed', {
       completed_at: now(),
+      webhook_url: url,
       errors: [{ code: '40300', title: 'Destination number unreachable', detail: 'The destination handset is not reachable.', source: { pointer: '/to/0/phone_number' } }],
     }), true));
   }

@@ -6,7 +6,7 @@ import { header, idempotencyKey, parseJsonObject, sendJson } from '../sandbox-ht
 import { sandboxMessage } from '../sandbox-message.js';
 import { telnyxErrors, telnyxOutboundSeries, telnyxSendAnswer } from './telnyx-sandbox.js';
 
-/** POST /v2/messages: bearer TELNYX_API_KEY, JSON {from, to, text, webhook_url?}; honours Idempotency-Key. */
+/** POST /v2/messages: bearer TELNYX_API_KEY, JSON {from, to, text, webhook_url?}; Idempotency-Key ignored (SendMessage declares none) unless SANDBOX_HONOUR_IDEMPOTENCY=1. */
 export async function telnyxSendRoute(ctx: SandboxContext, { req, res, body, chaos }: SandboxRequest): Promise<void> {
   const sends = ctx.engine.stats.sends;
   sends.requests++;
@@ -35,10 +35,11 @@ export async function telnyxSendRoute(ctx: SandboxContext, { req, res, body, cha
     idempotencyKey: idempotencyKey(req),
     chaos,
     accept: () => {
-      const message = sandboxMessage(randomUUID(), from, to, text);
+      const message = sandboxMessage(randomUUID(), from, to, text, webhookUrl);
       return {
         answer: { status: 200, body: telnyxSendAnswer(message, webhookUrl) },
         webhooks: telnyxOutboundSeries(message, webhookUrl, ctx.telnyxPrivateKey, ctx.config.SANDBOX_RECEIPT_DELAY_MS, chaos.contradict),
+        message,
       };
     },
     rejection: { status: 422, body: telnyxErrors('40310', 'Invalid destination number', 'The sandbox refused this message (chaos: reject).', '/to') },

@@ -7,7 +7,8 @@ import { twilioError, twilioMessageSid, twilioOutboundSeries, twilioSendAnswer }
 
 /**
  * POST /twilio/2010-04-01/Accounts/:sid/Messages.json: basic auth TWILIO_ACCOUNT_SID:TWILIO_AUTH_TOKEN,
- * form From, To, Body, StatusCallback? (no callbacks without it, as at Twilio); honours Idempotency-Key.
+ * form From, To, Body, StatusCallback? (no callbacks without it, as at Twilio); idempotency headers
+ * ignored (CreateMessage declares none) unless SANDBOX_HONOUR_IDEMPOTENCY=1.
  */
 export async function twilioSendRoute(ctx: SandboxContext, accountSid: string, { req, res, body, chaos }: SandboxRequest): Promise<void> {
   const sends = ctx.engine.stats.sends;
@@ -39,10 +40,11 @@ export async function twilioSendRoute(ctx: SandboxContext, accountSid: string, {
     idempotencyKey: idempotencyKey(req),
     chaos,
     accept: () => {
-      const message = sandboxMessage(twilioMessageSid(), from, to, text);
+      const message = sandboxMessage(twilioMessageSid(), from, to, text, statusCallback);
       return {
         answer: { status: 201, body: twilioSendAnswer(message, sid) },
         webhooks: statusCallback ? twilioOutboundSeries(message, statusCallback, sid, token, ctx.config.SANDBOX_RECEIPT_DELAY_MS, chaos.contradict) : [],
+        message,
       };
     },
     rejection: { status: 400, body: twilioError(400, 21211, "The 'To' number is not a valid phone number (sandbox chaos: reject).") },

@@ -12,8 +12,9 @@ const MAX_CLIENT_REF = 100;
 /**
  * POST /v1/messages: basic auth VONAGE_API_KEY:VONAGE_API_SECRET, JSON {message_type:"text",
  * channel:"sms", from, to, text, client_ref?}; status webhooks go to the application's status URL
- * (PUBLIC_BASE_URL/webhooks/vonage/messages). Vonage has no Idempotency-Key: the sandbox treats a
- * repeated client_ref as the same message, so a sender's retry after a lost answer sends once.
+ * (PUBLIC_BASE_URL/webhooks/vonage/messages), carrying client_ref. Vonage has no idempotency key
+ * and does not deduplicate on client_ref: neither does the sandbox (a repeated client_ref is a
+ * second message) unless SANDBOX_HONOUR_IDEMPOTENCY=1.
  */
 export async function vonageSendRoute(ctx: SandboxContext, { req, res, body, chaos }: SandboxRequest): Promise<void> {
   const sends = ctx.engine.stats.sends;
@@ -44,10 +45,11 @@ export async function vonageSendRoute(ctx: SandboxContext, { req, res, body, cha
     idempotencyKey: clientRef,
     chaos,
     accept: () => {
-      const message = sandboxMessage(randomUUID(), `+${from.replace(/^\+/, '')}`, `+${to.replace(/^\+/, '')}`, text);
+      const message = sandboxMessage(randomUUID(), `+${from.replace(/^\+/, '')}`, `+${to.replace(/^\+/, '')}`, text, clientRef as string | undefined);
       return {
         answer: { status: 202, body: vonageSendAnswer(message) },
         webhooks: vonageOutboundSeries(message, clientRef, `${ctx.config.publicBaseUrl}/webhooks/vonage/messages`, signatureSecret, ctx.config.SANDBOX_RECEIPT_DELAY_MS, chaos.contradict),
+        message,
       };
     },
     rejection: { status: 422, body: { ...vonageError('/messages#1150', 'Invalid params', 'The sandbox refused this message (chaos: reject).'), invalid_parameters: [{ name: 'to', reason: 'sandbox chaos: reject' }] } },

@@ -94,8 +94,8 @@ describe('phone numbers, messages and usage API', () => {
       expect(await db.count(`SELECT count(*) FROM outbound_events WHERE type = 'message.failed' AND payload->>'id' = $1`, [body.data.id])).toBe(1);
     });
 
-    it('a carrier 503 is retried, then the message is sent', async () => {
-      carrier.answerNext({ status: 503 }, { status: 500 });
+    it('a carrier 503 (a documented "not taken") is retried, then the message is sent', async () => {
+      carrier.answerNext({ status: 503 }, { status: 503 });
       const { body } = await alice.post('/v2/messages', { from: '+15550001111', to: '+15557770003', text: 'retry me' });
       await waitFor(() => alice.get(`/v2/messages/${body.data.id}`), (r) => r.body.data.status === 'sent', { what: 'the send after retries', timeoutMs: 30000 });
       expect(carrier.sendsFor(body.data.id)).toHaveLength(3);

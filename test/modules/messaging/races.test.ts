@@ -39,6 +39,8 @@ describe('message transitions raced against each other', () => {
   const events = (type: string, messageId: string) => pipeline.events(type, messageId);
   const history = (messageId: string) =>
     db.pool.query(`SELECT status FROM message_status_history WHERE message_id = $1 ORDER BY id`, [messageId]).then((r) => r.rows.map((h) => h.status));
+  const details = (messageId: string) =>
+    db.pool.query(`SELECT detail FROM message_status_history WHERE message_id = $1 ORDER BY id`, [messageId]).then((r) => r.rows.map((h) => h.detail));
   const statusOf = (messageId: string) => db.pool.query(`SELECT status FROM messages WHERE id = $1`, [messageId]).then((r) => r.rows[0]?.status);
   /** Transactions of the app waiting for a row another transaction holds (not for a test's pause). */
   const blockedOnRows = () =>
@@ -53,7 +55,8 @@ describe('message transitions raced against each other', () => {
   }
 
   beforeAll(async () => {
-    pipeline = await MessagingPipeline.start({ [OUR_NUMBER]: 'telnyx' });
+    // The in-flight sends the tests hold stay within the send timeout; nothing the carrier does not show is resent sooner than 4 s.
+    pipeline = await MessagingPipeline.start({ [OUR_NUMBER]: 'telnyx' }, { CARRIER_SEND_TIMEOUT_MS: '30000', DISPATCH_LEASE_SECONDS: '60', SEND_OUTCOME_WINDOW_SECONDS: '4' });
     ({ db, app, carrier, customer } = pipeline);
   });
   afterAll(() => pipeline.stop());
@@ -142,7 +145,7 @@ describe('message transitions raced against each other', () => {
       expect(await events('message.sent', id)).toBe(1);
     });
 
-    it('a run past its lease is taken over, and the run that lost the lease records nothing', async () => {
+    it('a run past its lease is taken over: the takeover resolves it from the carrier\'s lookup and sends nothing; the late answer records nothing new', async () => {
       const id = await scheduledMessage('lease taken over');
       const stalled = carrier.holdNext({ status: 200, body: { data: { id: 'carrier-id-of-the-stalled-run' } } });
       const first = dispatch(id);
@@ -150,26 +153,45 @@ describe('message transitions raced against each other', () => {
       // the first run stalls past its lease
       await db.pool.query(`UPDATE messages SET claimed_until = now() - interval '1 second' WHERE id = $1`, [id]);
 
-      const takeover = carrier.holdNext({ status: 200, body: { data: { id: 'carrier-id-of-the-takeover' } } });
-      const second = dispatch(id);
-      await takeover.arrived;
-      expect(carrier.sendsFor(id)).toHaveLength(2);
+      await dispatch(id);
+      expect(carrier.sendsFor(id)).toHaveLength(1);
+      expect(carrier.lookups.length).toBeGreaterThanOrEqual(1);
+      const [message] = (await db.pool.query(`SELECT status, carrier_message_id FROM messages WHERE id = $1`, [id])).rows;
+      expect(message).toEqual({ status: 'sent', carrier_message_id: 'carrier-id-of-the-stalled-run' });
 
       stalled.release();
       await first;
-      expect(await statusOf(id)).toBe('sending');
-      expect(await usageRows(id)).toBe(0);
-
-      takeover.release();
-      await second;
-      const [message] = (await db.pool.query(`SELECT status, carrier_message_id FROM messages WHERE id = $1`, [id])).rows;
-      expect(message).toEqual({ status: 'sent', carrier_message_id: 'carrier-id-of-the-takeover' });
-      expect(await history(id)).toEqual(['scheduled', 'sending', 'sent']);
+      expect(await history(id)).toEqual(['scheduled', 'sending', 'sending', 'sent']);
+      expect(await details(id)).toEqual([null, null, expect.stringMatching(/^outcome_unknown: /), 'found_by_lookup']);
       expect(await usageRows(id)).toBe(1);
       expect(await events('message.sent', id)).toBe(1);
     });
 
-    it('a run that died holding the lease: its twin leaves a run for the lease\'s end, and that run sends it', async () => {
+    it('a late answer while the takeover resolves (the lookup cannot see the message yet): the answer is recorded, answered_late, and the takeover sends nothing', async () => {
+      const id = await scheduledMessage('late answer beats the resolver');
+      const stalled = carrier.holdNext({ status: 200, body: { data: { id: 'carrier-id-answered-late' } } });
+      const first = dispatch(id);
+      await stalled.arrived;
+      await db.pool.query(`UPDATE messages SET claimed_until = now() - interval '1 second' WHERE id = $1`, [id]);
+      carrier.lookupsShow = false;
+      try {
+        await dispatch(id); // takes over, finds nothing, waits for its next check
+        expect(await statusOf(id)).toBe('sending');
+        stalled.release();
+        await first;
+        expect(await statusOf(id)).toBe('sent');
+        // the takeover's check finds it settled, and sends nothing
+        await dispatch(id);
+      } finally {
+        carrier.lookupsShow = true;
+      }
+      expect(carrier.sendsFor(id)).toHaveLength(1);
+      expect(await details(id)).toEqual([null, null, expect.stringMatching(/^outcome_unknown: /), 'answered_late']);
+      expect(await usageRows(id)).toBe(1);
+      expect(await events('message.sent', id)).toBe(1);
+    });
+
+    it('a run that died holding the lease (before its send left): its twin leaves a run for the lease\'s end, which finds nothing at the carrier within the window and then sends it, once', async () => {
       const id = await scheduledMessage('holder died');
       const died = await app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, app.config.DISPATCH_LEASE_SECONDS));
       if (died.kind !== 'claimed') throw new Error(`expected a claim, got ${died.kind}`);
@@ -181,16 +203,18 @@ describe('message transitions raced against each other', () => {
       const moved = await db.pool.query(`UPDATE outbox_jobs SET run_at = now() - interval '1 second' WHERE job_id = $1`, [`dispatch-${id}-${died.claim.token}`]);
       expect(moved.rowCount).toBe(1);
 
-      await waitFor(() => statusOf(id), (s) => s === 'sent', { what: 'the run at the lease\'s end to send it' });
+      await waitFor(() => statusOf(id), (s) => s === 'sent', { what: 'the run at the lease\'s end to resolve, then send it', timeoutMs: 30_000 });
       expect(carrier.sendsFor(id)).toHaveLength(1);
-      expect(await history(id)).toEqual(['scheduled', 'sending', 'sent']);
+      expect(await history(id)).toEqual(['scheduled', 'sending', 'sending', 'sending', 'sent']);
+      expect(await details(id)).toEqual([null, null, expect.stringMatching(/^outcome_unknown: /), 'resent_after_nothing_found', null]);
       expect(await usageRows(id)).toBe(1);
       expect(await events('message.sent', id)).toBe(1);
     });
 
     it('DISPATCH_LEASE_SECONDS must outlast the carrier send timeout', () => {
-      expect(() => loadConfig({ DISPATCH_LEASE_SECONDS: '10' })).toThrow(/DISPATCH_LEASE_SECONDS="10": must be longer than the carrier send timeout \(10 s\)/);
+      expect(() => loadConfig({ DISPATCH_LEASE_SECONDS: '10' })).toThrow(/DISPATCH_LEASE_SECONDS="10": must be longer than the carrier send timeout \(CARRIER_SEND_TIMEOUT_MS = 10000 ms\)/);
       expect(loadConfig({ DISPATCH_LEASE_SECONDS: '11' }).DISPATCH_LEASE_SECONDS).toBe(11);
+      expect(loadConfig({ DISPATCH_LEASE_SECONDS: '2', CARRIER_SEND_TIMEOUT_MS: '1000' }).DISPATCH_LEASE_SECONDS).toBe(2);
     });
   });
 });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { checkRequest, checkResponse, checkWebhook, type Divergence } from '../support/carrier-contract/index.js';
+import { carrierDocuments } from '../support/carrier-contract/documents.js';
+import { checkSchema } from '../support/carrier-contract/schema-check.js';
 
 const bearer = { authorization: 'Bearer KEY_test', 'content-type': 'application/json' };
 const basic = (user: string, secret: string) => `Basic ${Buffer.from(`${user}:${secret}`).toString('base64')}`;
@@ -65,5 +67,17 @@ describe('the contract tier fails on a planted divergence, naming operation, fie
     const event = { data: { event_type: 'message.finalized', id: '86f58db9-0fe3-4adc-9d1f-46e66e6e9323', occurred_at: '2019-01-23T18:10:02.574Z', record_type: 'event', payload: { id: 'm', from: { line_type: 'long_code', phone_number: '+13125550100' }, to: [] } } };
     const webhook = checkWebhook('telnyx', { method: 'POST', url: '/webhooks/telnyx', headers: { 'telnyx-timestamp': '1', 'telnyx-signature-ed25519': 'x' }, body: JSON.stringify(event) });
     expect(divergenceAt(webhook, '/body/data/payload/from/line_type')).toMatchObject({ operation: 'webhook deliveryUpdate (message.finalized)', sent: '"long_code"' });
+  });
+
+  it('a oneOf that two branches match is reported as such (the checker once recursed on it until the stack ran out)', () => {
+    const ref = 'https://planted.test/two-branches';
+    const { ajv } = carrierDocuments();
+    if (!ajv.getSchema(ref)) ajv.addSchema({ $id: ref, oneOf: [{ type: 'object', required: ['a'] }, { type: 'object', required: ['b'] }] });
+    expect(checkSchema(ref, { a: 1 }, 'planted', '/body')).toEqual([]);
+    expect(checkSchema(ref, { a: 1, b: 2 }, 'planted', '/body')).toEqual([
+      { operation: 'planted', field: '/body', doc: expect.stringMatching(/exactly one of its oneOf branches; branches 0 and 1 both match/), sent: '{"a":1,"b":2}' },
+    ]);
+    // No branch matched: the complaints of the closest one.
+    expect(checkSchema(ref, {}, 'planted', '/body')).toEqual([expect.objectContaining({ field: '/body/a', doc: expect.stringMatching(/required property "a"/) })]);
   });
 });

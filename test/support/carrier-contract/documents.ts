@@ -63,10 +63,25 @@ function vonageNumbersTakeBasicAuth(doc: Json): void {
 }
 
 /**
+ * Telnyx's DetailRecord is a `oneOf` of seven record schemas, each requiring only `record_type`
+ * and none closed, told apart by `discriminator: {propertyName: record_type}` with no mapping:
+ * every record matches all seven. Each branch's `record_type` default (`message_detail_record`,
+ * …) is the value that selects it, so each branch is read with that value as a constant.
+ */
+function telnyxDetailRecordsByType(doc: Json): void {
+  const record = doc.components.schemas.DetailRecord;
+  record.oneOf = record.oneOf.map((branch: Json) => {
+    const type = deref(doc, branch).properties.record_type.default;
+    return { allOf: [branch, { properties: { record_type: { const: type } } }] };
+  });
+}
+
+/**
  * The defects of the published documents, patched at load time (test/fixtures/carrier-specs/README.md):
  * what each patch changes and why is in that README.
  */
 function patchKnownDefects(api: CarrierApi, doc: Json): void {
+  if (api === 'telnyx') return telnyxDetailRecordsByType(doc);
   if (api === 'twilio') return twilioPageUrisAreRelative(doc);
   if (api === 'vonage-numbers') return vonageNumbersTakeBasicAuth(doc);
   if (api !== 'vonage-messages') return;

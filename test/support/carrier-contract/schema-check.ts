@@ -27,6 +27,7 @@ function wanted(error: ErrorObject): string {
     case 'type': return `type ${Array.isArray(p.type) ? p.type.join(' or ') : p.type}`;
     case 'additionalProperties': return `no property ${JSON.stringify(p.additionalProperty)}`;
     case 'const': return `the constant ${shown(p.allowedValue)}`;
+    case 'oneOf': return p.passingSchemas ? `exactly one of its oneOf branches; branches ${p.passingSchemas.join(' and ')} both match` : 'one of its oneOf branches';
     default: return `${error.keyword}: ${error.message}`;
   }
 }
@@ -55,7 +56,8 @@ export function checkSchema(ref: string, value: unknown, operation: string, base
 
 /** Of a failed union, only the errors of its best branch (and the errors outside any union). */
 function closestBranch(errors: ErrorObject[]): ErrorObject[] {
-  const union = errors.find((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf');
+  // The outermost union (the shortest schema path): a nested union's errors belong to one of its branches.
+  const union = errors.filter((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf').sort((a, b) => a.schemaPath.length - b.schemaPath.length)[0];
   if (!union) return errors;
   const prefix = union.schemaPath;
   const branches = new Map<string, ErrorObject[]>();
@@ -66,6 +68,7 @@ function closestBranch(errors: ErrorObject[]): ErrorObject[] {
     if (m) branches.set(m[1], [...(branches.get(m[1]) ?? []), e]);
     else rest.push(e);
   }
-  const best = [...branches.values()].sort((a, b) => a.length - b.length)[0] ?? [union];
-  return [...rest, ...closestBranch(best)];
+  // No branch complained: a oneOf that more than one branch matched. The union's own error is the report.
+  const best = [...branches.values()].sort((a, b) => a.length - b.length)[0];
+  return best ? [...rest, ...closestBranch(best)] : [...rest, union];
 }

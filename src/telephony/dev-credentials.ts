@@ -10,7 +10,8 @@ export const DEV_TELNYX_MESSAGING_PROFILE_ID = '400179c5-8f1c-4dc6-bd4b-6ec1b1f1
 export const DEV_TWILIO_ACCOUNT_SID = 'AC00000000000000000000000000000000';
 /** Published in this repository, so it proves nothing beyond the sandbox. */
 export const DEV_TWILIO_AUTH_TOKEN = 'sandbox-twilio-auth-token';
-export const DEV_VONAGE_API_KEY = 'sandbox-vonage-key';
+/** Eight characters, as Vonage's API keys are (the Reports API's account_id is the key: minLength 8, maxLength 8). */
+export const DEV_VONAGE_API_KEY = 'sandbox1';
 export const DEV_VONAGE_API_SECRET = 'sandbox-vonage-api-secret';
 /** The Vonage application of the development setup: numbers bought are linked to it. */
 export const DEV_VONAGE_APPLICATION_ID = 'aaaaaaaa-bbbb-4ccc-8ddd-0123456789ab';

@@ -17,6 +17,10 @@ export const CALLED_OPERATIONS: CalledOperation[] = [
   { operation: 'SendMessage POST /messages', source: 'telnyx/telnyx-message-sender.ts', literal: '/messages' },
   { operation: 'CreateMessage POST /2010-04-01/Accounts/{AccountSid}/Messages.json', source: 'twilio/twilio-message-sender.ts', literal: '/2010-04-01/Accounts/{}/Messages.json' },
   { operation: 'SendMessage POST /', source: 'vonage/vonage-message-sender.ts', literal: '/v1/messages' },
+  // Lookups of a send whose answer was lost (MessageSender.findSent)
+  { operation: 'SearchDetailRecords GET /detail_records', source: 'telnyx/telnyx-message-sender.ts', literal: '/detail_records' },
+  { operation: 'ListMessage GET /2010-04-01/Accounts/{AccountSid}/Messages.json', source: 'twilio/twilio-message-sender.ts', literal: '/2010-04-01/Accounts/{}/Messages.json' },
+  { operation: 'get-records GET /v2/reports/records', source: 'vonage/vonage-message-sender.ts', literal: '/v2/reports/records' },
   // Telnyx Call Control: `/calls` dials; `/calls/{}/actions/{}` is every action of CallCommand (src/carriers/call-control.ts).
   { operation: 'DialCall POST /calls', source: 'telnyx/telnyx-call-control.ts', literal: '/calls' },
   { operation: 'AnswerCall POST /calls/{call_control_id}/actions/answer', source: 'telnyx/telnyx-call-control.ts', literal: '/calls/{}/actions/{}' },

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { loadConfig } from '../../src/platform/config/app-config.js';
+import { newId } from '../../src/platform/ids.js';
 import { TelnyxCallControl } from '../../src/carriers/telnyx/telnyx-call-control.js';
 import { TelnyxMessageSender } from '../../src/carriers/telnyx/telnyx-message-sender.js';
 import { TelnyxNumbers } from '../../src/carriers/telnyx/telnyx-numbers.js';
@@ -52,11 +53,23 @@ describe('contract tier: every carrier operation src/carriers calls, through the
     await Promise.all([carrier?.stop(), numbers?.stop(), calls?.stop()]);
   });
 
-  it.each(['telnyx', 'twilio', 'vonage'] as const)('the %s send', async (name) => {
+  /**
+   * The send, then the lookup a sender makes when a send's answer was lost (findSent: Telnyx
+   * SearchDetailRecords, Twilio ListMessage, Vonage Reports get-records), answered by the fake in
+   * the documented shape, and finding the message the send put on the handset.
+   */
+  it.each(['telnyx', 'twilio', 'vonage'] as const)('the %s send, and the lookup that finds it', async (name) => {
     const config = loadConfig(carrier.env());
     const sender = { telnyx: new TelnyxMessageSender(config), twilio: new TwilioMessageSender(config), vonage: new VonageMessageSender(config) }[name];
-    await expect(sender.send({ id: randomUUID(), ...SEND })).resolves.toMatchObject({ outcome: 'accepted' });
-    expectConformant(carrier.contract, `${name} send`);
+    // Twilio's date_created has whole seconds: the lookup asks from a little before the send.
+    const since = new Date(Date.now() - 5_000);
+    const message = { id: newId('msg'), ...SEND, text: `contract ${name}` };
+    const lookupsBefore = carrier.lookups.length;
+    const sent = await sender.send(message);
+    expect(sent).toMatchObject({ outcome: 'accepted' });
+    await expect(sender.findSent(message, since)).resolves.toEqual({ carrierMessageIds: [(sent as { carrierMessageId: string }).carrierMessageId] });
+    expect(carrier.lookups).toHaveLength(lookupsBefore + 1);
+    expectConformant(carrier.contract, `${name} send and lookup`);
   });
 
   it('Telnyx Call Control: dial, answer, bridge, hangup, record_start, transcription_start', async () => {

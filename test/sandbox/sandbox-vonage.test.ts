@@ -67,8 +67,8 @@ describe('the sandbox as Vonage: POST /v1/messages and JWT-signed webhooks', () 
     expect(hooksFor(first.message_uuid)).toHaveLength(2);
     expect(hooksFor(again.message_uuid)).toHaveLength(2);
     expect((await sandbox.stats()).sends).toMatchObject({ requests: 2, accepted: 2, replayed: 0 });
-    const query = new URLSearchParams({ account_id: 'sandbox-vonage-key', product: 'MESSAGES', direction: 'outbound', date_start: new Date(Date.now() - 60_000).toISOString(), date_end: new Date(Date.now() + 60_000).toISOString() });
-    const auth = `Basic ${Buffer.from('sandbox-vonage-key:sandbox-vonage-api-secret').toString('base64')}`;
+    const query = new URLSearchParams({ account_id: DEV_VONAGE_API_KEY, product: 'MESSAGES', direction: 'outbound', date_start: new Date(Date.now() - 60_000).toISOString(), date_end: new Date(Date.now() + 60_000).toISOString() });
+    const auth = `Basic ${Buffer.from(`${DEV_VONAGE_API_KEY}:${DEV_VONAGE_API_SECRET}`).toString('base64')}`;
     const records = (await (await fetch(`${sandbox.url}/v2/reports/records?${query}`, { headers: { authorization: auth } })).json()) as any;
     const listed = records.records.filter((r: { client_ref: string }) => r.client_ref === 'msg_same').map((r: { message_id: string }) => r.message_id);
     expect(listed.sort()).toEqual([first.message_uuid, again.message_uuid].sort());

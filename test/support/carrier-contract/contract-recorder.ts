@@ -30,6 +30,8 @@ export class ContractRecorder {
    * been written, or the request alone when the connection was cut before an answer.
    */
   observe(req: http.IncomingMessage, res: http.ServerResponse): void {
+    // The URL as sent: a server may rewrite req.url for its handler (LocalCarrierServer's /vonage root).
+    const url = req.url ?? '/';
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(Buffer.from(c)));
     const written: Buffer[] = [];
@@ -51,7 +53,7 @@ export class ContractRecorder {
     const finish = (answered: boolean) => {
       if (done) return;
       done = true;
-      const request = { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      const request = { method: req.method ?? 'GET', url, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
       const headers = { ...Object.fromEntries(Object.entries(res.getHeaders()).map(([k, v]) => [k, String(v)])), ...headersWritten };
       try {
         this.record(request, answered ? { status: res.statusCode, headers, body: Buffer.concat(written).toString('utf8') } : undefined);

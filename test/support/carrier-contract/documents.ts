@@ -6,7 +6,7 @@ import addFormatsModule from 'ajv-formats';
 const addFormats = addFormatsModule.default;
 
 export type Json = Record<string, any>;
-export type CarrierApi = 'telnyx' | 'twilio' | 'vonage-messages' | 'vonage-numbers';
+export type CarrierApi = 'telnyx' | 'twilio' | 'vonage-messages' | 'vonage-numbers' | 'vonage-reports';
 
 /** One carrier's published OpenAPI document, vendored in test/fixtures/carrier-specs/ (README there says where from). */
 export interface CarrierDocument {
@@ -14,7 +14,7 @@ export interface CarrierDocument {
   doc: Json;
   /** The ajv key the document is registered under: `${key}#/json/pointer` names any schema in it. */
   key: string;
-  /** Where the fakes and the sandbox serve its paths: what our clients put before the document's path templates. */
+  /** What our clients put before the document's path templates, after the carrier's root (the fakes' Vonage root is operations.ts's VONAGE_ROOT). */
   prefix: string;
 }
 
@@ -27,6 +27,8 @@ const FILES: Record<CarrierApi, { file: string; prefix: string }> = {
   'vonage-messages': { file: 'vonage-messages-v1.json', prefix: '/v1/messages' },
   // Vonage Numbers: server https://rest.nexmo.com, paths at the root.
   'vonage-numbers': { file: 'vonage-numbers.json', prefix: '' },
+  // Vonage Reports: server https://api.nexmo.com, paths `/v2/reports/…` (beside Messages' /v1/messages).
+  'vonage-reports': { file: 'vonage-reports.json', prefix: '' },
 };
 
 /** Twilio's list pages: the properties that locate a page, relative to https://api.twilio.com. */
@@ -76,6 +78,49 @@ function telnyxDetailRecordsByType(doc: Json): void {
   });
 }
 
+/** The product and direction of each branch of the Reports API's records answer, by the branch's `x-tab-id`. */
+const REPORT_BRANCHES: Record<string, { product: string; direction?: string }> = {
+  'sms-outbound': { product: 'SMS', direction: 'outbound' },
+  'sms-inbound': { product: 'SMS', direction: 'inbound' },
+  'voice-call': { product: 'VOICE-CALL' },
+  'websocket-call': { product: 'WEBSOCKET-CALL' },
+  verify: { product: 'VERIFY-API' },
+  'number-insight': { product: 'NUMBER-INSIGHT' },
+  'messages-outbound': { product: 'MESSAGES', direction: 'outbound' },
+  'messages-inbound': { product: 'MESSAGES', direction: 'inbound' },
+  conversations: { product: 'CONVERSATIONS' },
+  asr: { product: 'ASR' },
+};
+
+/**
+ * Three defects of the 2021 Reports description (test/fixtures/carrier-specs/README.md):
+ * - its dates (`date_start`, `date_end`, `date_received`, …) say `format: date` while their
+ *   descriptions give a date and time (`yyyy-mm-ddThh:mm:ss[.sss]±hh:mm` or `…Z`), as their
+ *   examples do: read as `date-time`;
+ * - `client_ref` is exactly 40 characters, while the Messages API whose reference it echoes takes
+ *   one "of up to 40 characters": read as at most 40;
+ * - the records answer is a `oneOf` of ten open branches (SMS outbound, …, Messages outbound, …)
+ *   that an answer matches several of at once; each is the one its tab names, so each is read
+ *   with its product (and direction) as constants.
+ */
+function vonageReportsAsDescribed(doc: Json): void {
+  const dates = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(dates);
+    if (node === null || typeof node !== 'object') return;
+    const schema = node as Json;
+    if (schema.format === 'date' && typeof schema.type === 'string') schema.format = 'date-time';
+    for (const [key, value] of Object.entries(schema)) if (key !== 'example' && key !== 'examples') dates(value);
+  };
+  dates(doc);
+  delete doc.components.schemas.client_ref.minLength;
+  const answer = doc.components.responses.json_record_response.content['application/json'].schema;
+  for (const branch of answer.oneOf as Json[]) {
+    const own = branch.allOf[1];
+    const { product, direction } = REPORT_BRANCHES[own['x-tab-id']];
+    branch.allOf.push({ properties: { product: { const: product }, ...(direction ? { direction: { const: direction } } : {}) }, required: ['product'] });
+  }
+}
+
 /**
  * The defects of the published documents, patched at load time (test/fixtures/carrier-specs/README.md):
  * what each patch changes and why is in that README.
@@ -84,6 +129,7 @@ function patchKnownDefects(api: CarrierApi, doc: Json): void {
   if (api === 'telnyx') return telnyxDetailRecordsByType(doc);
   if (api === 'twilio') return twilioPageUrisAreRelative(doc);
   if (api === 'vonage-numbers') return vonageNumbersTakeBasicAuth(doc);
+  if (api === 'vonage-reports') return vonageReportsAsDescribed(doc);
   if (api !== 'vonage-messages') return;
   // baseMessageType.required names `message`, a property the v1 API does not have.
   const base = doc.components.schemas.baseMessageType;
@@ -123,7 +169,7 @@ const FIXTURES = new URL('../../fixtures/carrier-specs/', import.meta.url);
 
 let loaded: { documents: Record<CarrierApi, CarrierDocument>; ajv: Ajv2020 } | undefined;
 
-/** The four documents (loaded, patched and registered with one ajv once per worker) and that ajv. */
+/** The five documents (loaded, patched and registered with one ajv once per worker) and that ajv. */
 export function carrierDocuments(): { documents: Record<CarrierApi, CarrierDocument>; ajv: Ajv2020 } {
   if (loaded) return loaded;
   // strict: false: the documents carry OpenAPI keywords (example, discriminator, x-…) ajv does not know.

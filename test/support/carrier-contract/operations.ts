@@ -19,12 +19,27 @@ export type OperationLookup =
   | { outsideExtract: string; document: CarrierDocument }
   | { missing: string };
 
-/** Which carrier API a request to a fake (or to the sandbox) is for, from its path: the prefixes LocalCarrierServer.env() points each client at. */
-export function apiOf(path: string): CarrierApi {
-  if (path === '/v2' || path.startsWith('/v2/')) return 'telnyx';
-  if (path.startsWith('/twilio/')) return 'twilio';
+/** Where the local fakes serve Vonage (LocalCarrierServer.env()'s VONAGE_API_URL): its APIs' own paths follow. */
+export const VONAGE_ROOT = '/vonage';
+
+/** A Vonage path (under VONAGE_ROOT, or at the sandbox's root) by API: Messages, Reports, else Numbers. */
+function vonageApiOf(path: string): CarrierApi {
   if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return 'vonage-messages';
+  if (path === '/v2/reports' || path.startsWith('/v2/reports/') || path.startsWith('/v3/media/')) return 'vonage-reports';
   return 'vonage-numbers';
+}
+
+/**
+ * Which carrier API a request to a fake (or to the sandbox) is for, and the root its document's
+ * paths follow, from its path: the prefixes LocalCarrierServer.env() points each client at
+ * (Telnyx `/v2`, Twilio `/twilio`, Vonage VONAGE_ROOT). At the root itself (the sandbox's Vonage)
+ * only Vonage Messages and Numbers are told apart; `/v2` there is Telnyx.
+ */
+export function apiOf(path: string): { api: CarrierApi; root: string } {
+  if (path.startsWith(`${VONAGE_ROOT}/`)) return { api: vonageApiOf(path.slice(VONAGE_ROOT.length)), root: VONAGE_ROOT };
+  if (path === '/v2' || path.startsWith('/v2/')) return { api: 'telnyx', root: '' };
+  if (path.startsWith('/twilio/')) return { api: 'twilio', root: '' };
+  return { api: vonageApiOf(path) === 'vonage-messages' ? 'vonage-messages' : 'vonage-numbers', root: '' };
 }
 
 const templateRegex = (template: string) =>
@@ -45,8 +60,9 @@ function match(templates: string[], path: string): { template: string; params: R
 
 /** The operation `method pathname` (pathname as sent to a fake, without the query) calls. */
 export function findOperation(method: string, pathname: string): OperationLookup {
-  const document = carrierDocuments().documents[apiOf(pathname)];
-  const path = pathname.slice(document.prefix.length) || '/';
+  const { api, root } = apiOf(pathname);
+  const document = carrierDocuments().documents[api];
+  const path = pathname.slice(root.length + document.prefix.length) || '/';
   const verb = method.toLowerCase();
   const inExtract = match(Object.keys(document.doc.paths), path);
   const operation = inExtract && document.doc.paths[inExtract.template][verb];

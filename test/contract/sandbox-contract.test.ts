@@ -26,11 +26,16 @@ describe('contract tier: the sandbox answers and calls back as the carriers docu
     await sandbox?.stop();
   });
 
-  /** One documented request to the sandbox; its exchange recorded (the request checked too, so the test itself stays honest). */
-  async function call(method: string, path: string, headers: Record<string, string>, body?: string): Promise<any> {
+  /**
+   * One documented request to the sandbox; its exchange recorded (the request checked too, so the
+   * test itself stays honest) at `recordedAt`: the sandbox serves Vonage at its root, where the
+   * Reports API's `/v2/reports/…` would read as Telnyx's `/v2`, so that one is recorded under the
+   * fakes' Vonage root.
+   */
+  async function call(method: string, path: string, headers: Record<string, string>, body?: string, recordedAt = path): Promise<any> {
     const res = await fetch(`${sandbox.url}${path}`, { method, headers, body });
     const text = await res.text();
-    recorder.record({ method, url: path, headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])), body: body ?? '' }, { status: res.status, headers: Object.fromEntries(res.headers), body: text });
+    recorder.record({ method, url: recordedAt, headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])), body: body ?? '' }, { status: res.status, headers: Object.fromEntries(res.headers), body: text });
     try {
       return JSON.parse(text);
     } catch {
@@ -61,6 +66,26 @@ describe('contract tier: the sandbox answers and calls back as the carriers docu
     checkWebhooks('telnyx', '/webhooks/telnyx', (b) => b.data.event_type.startsWith('message.'));
     checkWebhooks('vonage-messages', '/webhooks/vonage/messages');
     expectConformant(recorder, 'sandbox sends');
+  });
+
+  it('the lookups of a send whose answer was lost: Telnyx detail records, Twilio ListMessage, Vonage Reports records', async () => {
+    // Numbers of its own: the sandbox limits each sending number's throughput, as carriers do.
+    const [from, to] = [freshNumber(), freshNumber()];
+    const since = new Date(Date.now() - 60_000).toISOString();
+    await call('POST', '/v2/messages', json(TELNYX), JSON.stringify({ from: from, to, text: 'lookup', type: 'SMS' }));
+    await call('POST', `${TWILIO_BASE}/Messages.json`, formHeaders(TWILIO), form({ From: from, To: to, Body: 'lookup' }));
+    await call('POST', '/v1/messages', json(VONAGE), JSON.stringify({ message_type: 'text', channel: 'sms', from: from.slice(1), to: to.slice(1), text: 'lookup', client_ref: 'msg_01hzzzzzzzzzzzzzzzzzzzzzzz' }));
+    // The sandbox takes a send into its list once it has been through its queue.
+    await sandbox.idle();
+    const telnyx = await call('GET', `/v2/detail_records?${new URLSearchParams({ 'filter[record_type]': 'messaging', 'filter[cli]': from, 'filter[cld]': to, 'filter[created_at][gte]': since, 'page[size]': '50' })}`, TELNYX);
+    expect(telnyx.data).toHaveLength(1);
+    const twilio = await call('GET', `${TWILIO_BASE}/Messages.json?${new URLSearchParams({ To: to, From: from, PageSize: '50' })}`, TWILIO);
+    expect(twilio.messages).toHaveLength(1);
+    const window = new URLSearchParams({ account_id: DEV_VONAGE_API_KEY, product: 'MESSAGES', direction: 'outbound', date_start: since, date_end: new Date(Date.now() + 60_000).toISOString() });
+    const vonage = await call('GET', `/v2/reports/records?${window}`, VONAGE, undefined, `/vonage/v2/reports/records?${window}`);
+    expect(vonage.records.filter((r: { client_ref?: string }) => r.client_ref === 'msg_01hzzzzzzzzzzzzzzzzzzzzzzz').length).toBeGreaterThan(0);
+    await sandbox.idle();
+    expectConformant(recorder, 'sandbox lookups');
   });
 
   it('Telnyx Call Control: dial and every action answer as documented; the call events too', async () => {

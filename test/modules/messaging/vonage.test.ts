@@ -82,7 +82,7 @@ describe('messages on a Vonage number', () => {
   });
 
   it('a Vonage 4xx is an answer: failed with its code, no charge, no retry', async () => {
-    pipeline.carrier.answerNext({ status: 422, body: { type: 'https://developer.vonage.com/api-errors/messages#1150', title: 'Invalid params', detail: 'The value of one or more parameters is invalid.' } });
+    pipeline.carrier.answerNext({ status: 422, body: { type: 'https://developer.vonage.com/api-errors/messages#1150', title: 'Invalid params', detail: 'The value of one or more parameters is invalid.', instance: 'bf0ca0bf927b3b52e3cb03217e1a1ddf' } });
     const id = await send('refused');
     const failed = await waitFor(() => message(id), (r) => r.body.data.status === 'failed', { what: 'the rejection' });
     expect(failed.body.data).toMatchObject({ error_code: '1150', error_detail: 'The value of one or more parameters is invalid.' });
@@ -92,7 +92,7 @@ describe('messages on a Vonage number', () => {
   });
 
   it('a Vonage 503, then 429, is retried with the same client_ref, then the message is sent once', async () => {
-    pipeline.carrier.answerNext({ status: 503 }, { status: 429 });
+    pipeline.carrier.answerNext({ status: 503 }, { status: 429, body: { type: 'https://developer.vonage.com/api-errors/messages#1000', title: 'Throttled', detail: 'Please wait, then retry your request', instance: 'bf0ca0bf927b3b52e3cb03217e1a1ddf' } });
     const id = await send('retry me');
     await waitFor(() => message(id), (r) => r.body.data.status === 'sent', { what: 'the send after retries', timeoutMs: 30000 });
     expect(pipeline.carrier.sendsFor(id)).toHaveLength(3);

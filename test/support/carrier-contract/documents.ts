@@ -134,10 +134,13 @@ function patchKnownDefects(api: CarrierApi, doc: Json): void {
   // baseMessageType.required names `message`, a property the v1 API does not have.
   const base = doc.components.schemas.baseMessageType;
   base.required = base.required.filter((name: string) => name !== 'message');
-  // The 202 answer is a oneOf of five identical branches: no answer could match exactly one.
-  const accepted = doc.paths['/'].post.responses['202'].content['application/json'].schema;
-  accepted.anyOf = accepted.oneOf;
-  delete accepted.oneOf;
+  // The 202 answer is a oneOf of five identical branches, and the 401 and 422 errors oneOfs of
+  // open problem schemas of one shape (type, title, detail, instance): no answer could match exactly one.
+  for (const status of ['202', '401', '422']) {
+    const answer = doc.paths['/'].post.responses[status].content['application/json'].schema;
+    answer.anyOf = answer.oneOf;
+    delete answer.oneOf;
+  }
 }
 
 /** OpenAPI 3.0's `nullable` → JSON Schema 2020's `type: [..., "null"]` (and `null` in an enum), for ajv. */

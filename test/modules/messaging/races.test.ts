@@ -128,6 +128,15 @@ describe('message transitions raced against each other', () => {
   }, 60000);
 
   describe('two dispatch runs of one message', () => {
+    /** A message whose first run calls the carrier (held open, to answer `carrierId`) past its lease's end. Its id, and that run's release and completion. */
+    async function stalledPastLease(text: string, carrierId: string) {
+      const id = await scheduledMessage(text);
+      const stalled = carrier.holdNext({ status: 200, body: { data: { id: carrierId } } });
+      const first = dispatch(id);
+      await stalled.arrived;
+      await db.pool.query(`UPDATE messages SET claimed_until = now() - interval '1 second' WHERE id = $1`, [id]);
+      return { id, answer: async () => (stalled.release(), await first) };
+    }
     it('a second run while the first is still calling the carrier: one carrier call, one sent, one usage row', async () => {
       const id = await scheduledMessage('stalled job and its twin');
       const inFlight = carrier.holdNext();
@@ -151,12 +160,7 @@ describe('message transitions raced against each other', () => {
     });
 
     it('a run past its lease is taken over: the takeover resolves it from the carrier\'s lookup and sends nothing; the late answer records nothing new', async () => {
-      const id = await scheduledMessage('lease taken over');
-      const stalled = carrier.holdNext({ status: 200, body: { data: { id: 'carrier-id-of-the-stalled-run' } } });
-      const first = dispatch(id);
-      await stalled.arrived;
-      // the first run stalls past its lease
-      await db.pool.query(`UPDATE messages SET claimed_until = now() - interval '1 second' WHERE id = $1`, [id]);
+      const { id, answer } = await stalledPastLease('lease taken over', 'carrier-id-of-the-stalled-run');
 
       await dispatch(id);
       expect(carrier.sendsFor(id)).toHaveLength(1);
@@ -164,8 +168,7 @@ describe('message transitions raced against each other', () => {
       const [message] = (await db.pool.query(`SELECT status, carrier_message_id FROM messages WHERE id = $1`, [id])).rows;
       expect(message).toEqual({ status: 'sent', carrier_message_id: 'carrier-id-of-the-stalled-run' });
 
-      stalled.release();
-      await first;
+      await answer();
       expect(await history(id)).toEqual(['scheduled', 'sending', 'sending', 'sent']);
       expect(await details(id)).toEqual([null, null, expect.stringMatching(/^outcome_unknown: /), 'found_by_lookup']);
       expect(await usageRows(id)).toBe(1);
@@ -173,17 +176,12 @@ describe('message transitions raced against each other', () => {
     });
 
     it('a late answer while the takeover resolves (the lookup cannot see the message yet): the answer is recorded, answered_late, and the takeover sends nothing', async () => {
-      const id = await scheduledMessage('late answer beats the resolver');
-      const stalled = carrier.holdNext({ status: 200, body: { data: { id: 'carrier-id-answered-late' } } });
-      const first = dispatch(id);
-      await stalled.arrived;
-      await db.pool.query(`UPDATE messages SET claimed_until = now() - interval '1 second' WHERE id = $1`, [id]);
+      const { id, answer } = await stalledPastLease('late answer beats the resolver', 'carrier-id-answered-late');
       carrier.lookupsShow = false;
       try {
         await dispatch(id); // takes over, finds nothing, waits for its next check
         expect(await statusOf(id)).toBe('sending');
-        stalled.release();
-        await first;
+        await answer();
         expect(await statusOf(id)).toBe('sent');
         // the takeover's check finds it settled, and sends nothing
         await dispatch(id);
@@ -314,15 +312,6 @@ describe('message transitions raced against each other', () => {
     });
 
     describe('a late answer against the run that took the lease over', () => {
-      /** A message whose first run calls the carrier (held open, to answer `carrierId`) past its lease's end. Its id, and that run's release and completion. */
-      async function stalledPastLease(text: string, carrierId: string) {
-        const id = await scheduledMessage(text);
-        const stalled = carrier.holdNext({ status: 200, body: { data: { id: carrierId } } });
-        const first = dispatch(id);
-        await stalled.arrived;
-        await db.pool.query(`UPDATE messages SET claimed_until = now() - interval '1 second' WHERE id = $1`, [id]);
-        return { id, answer: async () => (stalled.release(), await first) };
-      }
       const takeOver = async (id: string): Promise<DispatchLease> => {
         const outcome = await app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, app.config.DISPATCH_LEASE_SECONDS, UNPACED));
         if (outcome.kind !== 'claimed') throw new Error(`expected the lease taken over, got ${outcome.kind}`);

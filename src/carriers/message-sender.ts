@@ -177,8 +177,38 @@ export async function readJson(response: Response): Promise<Record<string, unkno
   }
 }
 
+/**
+ * Pages a lookup follows at most, the first included: a lookup reads what the carrier lists of
+ * the message's window (recent sends between the two numbers; Vonage: the account's outbound
+ * records), and a message further back than this many pages is not seen (docs/exactly-once.md).
+ */
+export const LOOKUP_MAX_PAGES = 5;
+
+/** One page of a lookup: its items, and the URL of the next page when the carrier says there is one. */
+export interface LookupPage<T> {
+  items: T[];
+  next?: string;
+}
+
+/**
+ * A lookup over the carrier's documented paging: `firstUrl`, then each `next` page `read` finds in
+ * the page before, up to LOOKUP_MAX_PAGES; every page's items, in the carrier's order. Throws as
+ * lookUpAtCarrier for any page (a lookup that cannot be completed shows nothing).
+ */
+export async function lookUpPages<T>(
+  carrier: string, firstUrl: string, headers: Record<string, string>, timeoutMs: number, read: (body: Record<string, unknown>) => LookupPage<T>,
+): Promise<T[]> {
+  const items: T[] = [];
+  for (let url: string | undefined = firstUrl, page = 0; url && page < LOOKUP_MAX_PAGES; page++) {
+    const { items: found, next } = read(await lookUpAtCarrier(carrier, url, headers, timeoutMs));
+    items.push(...found);
+    url = next;
+  }
+  return items;
+}
+
 /** A lookup's GET (JSON); anything but a 2xx JSON answer is CarrierUnavailableError: the lookup could not be made, which shows nothing. */
-export async function lookUpAtCarrier(carrier: string, url: string, headers: Record<string, string>, timeoutMs: number): Promise<Record<string, unknown>> {
+async function lookUpAtCarrier(carrier: string, url: string, headers: Record<string, string>, timeoutMs: number): Promise<Record<string, unknown>> {
   const response = await callCarrier(url, { headers: { ...headers, accept: 'application/json' } }, timeoutMs);
   const body = await readJson(response).catch(() => ({}) as Record<string, unknown>);
   if (!response.ok || 'raw' in body) throw new CarrierUnavailableError(`${carrier} lookup answered ${response.status}`);

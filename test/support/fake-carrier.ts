@@ -72,6 +72,8 @@ export class FakeCarrier extends LocalCarrierServer {
   readonly handset: HandsetSms[] = [];
   /** Whether the lookups list what the carrier took. */
   lookupsShow = true;
+  /** At most this many items on a lookup's page (the carriers page as they document: Telnyx meta, Twilio next_page_uri, Vonage TRUNCATED + _links.next); unset: the page size asked, Vonage's 1000. */
+  lookupPageSize?: number;
   private readonly script: ScriptedAnswer[] = [];
   private readonly holds: Hold[] = [];
   private lost?: { kind: LostAnswer; remaining: number; slowMs: number };
@@ -211,24 +213,48 @@ export class FakeCarrier extends LocalCarrierServer {
     const shown = (carrier: CarrierName, from: string | null, to: string | null) =>
       this.lookupsShow ? this.handset.filter((s) => s.carrier === carrier && (!from || s.from === from) && (!to || s.to === to)) : [];
     const json = (status: number, body: unknown): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    /** Page `index` (from 0) of `items`, at the page size asked unless lookupPageSize is smaller. */
+    const pageOf = <T>(items: T[], asked: number, index: number) => {
+      const size = Math.max(1, Math.min(asked, this.lookupPageSize ?? asked));
+      return { items: items.slice(index * size, (index + 1) * size), size, more: (index + 1) * size < items.length };
+    };
     if (url.pathname === '/v2/detail_records') {
-      const data = shown('telnyx', q.get('filter[cli]'), q.get('filter[cld]')).map((s) => ({
+      const all = shown('telnyx', q.get('filter[cli]'), q.get('filter[cld]')).map((s) => ({
         record_type: 'message_detail_record', uuid: s.carrierId, cli: s.from, cld: s.to, direction: 'outbound', created_at: s.at.toISOString(),
         delivery_status_webhook_url: s.callbackUrl, status: 'delivered', message_type: 'SMS', parts: 1,
       }));
-      return json(200, { data, meta: { page_number: 1, page_size: 50, total_pages: 1, total_results: data.length } });
+      const number = Number(q.get('page[number]') ?? 1);
+      const page = pageOf(all, Number(q.get('page[size]') ?? 20), number - 1);
+      return json(200, { data: page.items, meta: { page_number: number, page_size: page.size, total_pages: Math.max(1, Math.ceil(all.length / page.size)), total_results: all.length } });
     }
     if (/^\/twilio\/2010-04-01\/Accounts\/[^/]+\/Messages\.json$/.test(url.pathname)) {
-      const messages = shown('twilio', q.get('From'), q.get('To'))
+      const all = shown('twilio', q.get('From'), q.get('To'))
         .sort((a, b) => b.at.getTime() - a.at.getTime())
         .map((s) => ({ sid: s.carrierId, body: s.text, from: s.from, to: s.to, direction: 'outbound-api', status: 'delivered', date_created: s.at.toUTCString(), date_sent: s.at.toUTCString(), num_segments: '1' }));
-      return json(200, { messages, page: 0, page_size: 50, start: 0, end: messages.length, uri: url.pathname, first_page_uri: url.pathname, next_page_uri: null, previous_page_uri: null });
+      const number = Number(q.get('Page') ?? 0);
+      const page = pageOf(all, Number(q.get('PageSize') ?? 50), number);
+      // Twilio's page links are paths from its API root (no /twilio prefix here), the PageToken included.
+      const uri = (n: number) => `${url.pathname.replace(/^\/twilio/, '')}?${new URLSearchParams({ ...Object.fromEntries(q), Page: String(n), PageToken: `PASM${n}` })}`;
+      return json(200, {
+        messages: page.items, page: number, page_size: page.size, start: number * page.size, end: number * page.size + page.items.length,
+        uri: uri(number), first_page_uri: uri(0), next_page_uri: page.more ? uri(number + 1) : null, previous_page_uri: number > 0 ? uri(number - 1) : null,
+      });
     }
     if (url.pathname === '/v2/reports/records') {
-      const records = shown('vonage', null, null).map((s) => ({
+      const all = shown('vonage', null, null).map((s) => ({
         message_id: s.carrierId, client_ref: s.ourMessageId, direction: 'outbound', from: s.from.replace(/^\+/, ''), to: s.to.replace(/^\+/, ''), date_received: s.at.toISOString(), status: 'delivered',
       }));
-      return json(200, { request_id: randomUUID(), request_status: 'SUCCESS', product: 'MESSAGES', direction: 'outbound', items_count: records.length, records });
+      // the cursor: the next page's index (opaque at Vonage)
+      const index = Number(q.get('cursor') ?? 0);
+      const page = pageOf(all, 1000, index);
+      const next = new URL(`https://api.nexmo.com${url.pathname}`);
+      for (const [k, v] of q) if (k !== 'cursor' && k !== 'iv') next.searchParams.set(k, v);
+      next.searchParams.set('cursor', String(index + 1));
+      next.searchParams.set('iv', 'fake-iv');
+      return json(200, {
+        request_id: randomUUID(), request_status: page.more ? 'TRUNCATED' : 'SUCCESS', product: 'MESSAGES', direction: 'outbound', items_count: page.items.length, records: page.items,
+        ...(page.more && { cursor: String(index + 1), iv: 'fake-iv', _links: { next: { href: next.toString() } } }),
+      });
     }
     json(404, { errors: [{ code: '404', title: 'no such lookup' }] });
   }

@@ -44,6 +44,12 @@ export interface PausePoint {
   waitUntilPaused(count?: number): Promise<void>;
   /** How many transactions wait at this point now. */
   waiting(): Promise<number>;
+  /**
+   * Resolves once `count` transactions of the database wait for a row lock (pg_stat_activity),
+   * e.g. a competitor blocked on the row the paused transaction holds (a wait at a pause point
+   * is an advisory lock, not counted).
+   */
+  waitForRowWaiters(count?: number): Promise<void>;
   /** Let the paused transactions go on. */
   release(): Promise<void>;
   /** Drop the trigger and close the test's connection (releases the lock if still held). */
@@ -88,6 +94,15 @@ export async function pausePoint(databaseUrl: string, spec: PausePointSpec): Pro
     async waitUntilPaused(count = 1) {
       await waitFor(waiting, (n) => n >= count, { what: `${count} transaction(s) paused on ${spec.on} ${spec.table}` });
     },
+    async waitForRowWaiters(count = 1) {
+      const rowWaiters = async () => {
+        const { rows } = await client.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`,
+        );
+        return rows[0].n as number;
+      };
+      await waitFor(rowWaiters, (n) => n >= count, { what: `${count} transaction(s) waiting for a row lock behind the pause on ${spec.on} ${spec.table}` });
+    },
     release,
     async remove() {
       await release();
@@ -95,4 +110,28 @@ export async function pausePoint(databaseUrl: string, spec: PausePointSpec): Pro
       await client.end();
     },
   };
+}
+
+/**
+ * Two competitors overlapping on purpose: `first` runs until the change `spec` names (held there,
+ * its row written and locked, not committed); `second` starts and is seen waiting for that row;
+ * then `first` goes on to its commit and `second` decides on what it left. Their results, in
+ * that order. `first`/`second` may also only set a transaction going elsewhere (a webhook a
+ * worker processes): the pause and the wait are observed in the database, not in the caller.
+ */
+export async function overlap<A, B>(databaseUrl: string, spec: PausePointSpec, first: () => Promise<A>, second: () => Promise<B>): Promise<[A, B]> {
+  const pause = await pausePoint(databaseUrl, spec);
+  try {
+    await pause.hold();
+    const held = first();
+    held.catch(() => undefined); // awaited below; not unhandled while the pause is awaited
+    await pause.waitUntilPaused();
+    const competing = second();
+    competing.catch(() => undefined);
+    await pause.waitForRowWaiters();
+    await pause.release();
+    return [await held, await competing];
+  } finally {
+    await pause.remove();
+  }
 }

@@ -1,9 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import {
-  CarrierUnavailableError, lookUpAtCarrier, messageIdFromUrl, referencedUrl, sendAnswerProblem, sendToCarrier,
+  CarrierUnavailableError, lookUpPages, messageIdFromUrl, referencedUrl, sendAnswerProblem, sendToCarrier,
   type FoundSend, type MessageSender, type OutboundMessage, type SendResult,
 } from '../message-sender.js';
+
+/** Detail records asked for per page (Telnyx's default is 20). */
+const LOOKUP_PAGE_SIZE = 50;
 
 /**
  * Sends SMS through Telnyx API v2: POST $TELNYX_API_URL/messages with a bearer key. SendMessage
@@ -50,6 +53,7 @@ export class TelnyxMessageSender implements MessageSender {
    * handset since `since`: the record whose `delivery_status_webhook_url` names our message. Telnyx
    * has no lookup by a reference of ours, and GET /messages/{id} needs the id we lost; a detail
    * record may appear only once the message is final, which the receipt usually precedes.
+   * Follows the pages (meta.page_number of meta.total_pages) up to LOOKUP_MAX_PAGES.
    */
   async findSent(message: OutboundMessage, since: Date): Promise<FoundSend | undefined> {
     const query = new URLSearchParams({
@@ -57,10 +61,16 @@ export class TelnyxMessageSender implements MessageSender {
       'filter[cli]': message.from,
       'filter[cld]': message.to,
       'filter[created_at][gte]': since.toISOString(),
-      'page[size]': '50',
+      'page[size]': String(LOOKUP_PAGE_SIZE),
     });
-    const body = await lookUpAtCarrier('Telnyx', `${this.config.telnyxApiUrl}/detail_records?${query}`, this.auth, this.config.CARRIER_SEND_TIMEOUT_MS);
-    const records = Array.isArray(body.data) ? (body.data as Record<string, unknown>[]) : [];
+    const url = `${this.config.telnyxApiUrl}/detail_records`;
+    // Telnyx pages by number: meta.page_number of meta.total_pages; the next is page[number] + 1.
+    const records = await lookUpPages('Telnyx', `${url}?${query}`, this.auth, this.config.CARRIER_SEND_TIMEOUT_MS, (body) => {
+      const meta = (body.meta ?? {}) as Record<string, unknown>;
+      const [page, pages] = [Number(meta.page_number), Number(meta.total_pages)];
+      const next = Number.isInteger(page) && Number.isInteger(pages) && page < pages ? `${url}?${new URLSearchParams({ ...Object.fromEntries(query), 'page[number]': String(page + 1) })}` : undefined;
+      return { items: Array.isArray(body.data) ? (body.data as Record<string, unknown>[]) : [], next };
+    });
     const ids = records
       .filter((r) => r.direction !== 'inbound' && typeof r.uuid === 'string' && messageIdFromUrl(String(r.delivery_status_webhook_url ?? '')) === message.id)
       .map((r) => r.uuid as string);

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import {
-  CarrierUnavailableError, lookUpAtCarrier, referencedUrl, sendAnswerProblem, sendToCarrier,
+  CarrierUnavailableError, lookUpPages, referencedUrl, sendAnswerProblem, sendToCarrier,
   type FoundSend, type MessageSender, type OutboundMessage, type SendResult,
 } from '../message-sender.js';
 
@@ -52,7 +52,8 @@ export class TwilioMessageSender implements MessageSender {
 
   /**
    * GET Messages.json (ListMessage) filtered by To and From: the outbound messages with our text
-   * created since `since`, oldest first. A Message resource does not show its StatusCallback, so
+   * created since `since`, oldest first, from the pages next_page_uri leads to (up to
+   * LOOKUP_MAX_PAGES). A Message resource does not show its StatusCallback, so
    * this cannot tell two messages of the same text to the same handset apart: the caller takes the
    * first one no other message of ours carries. No DateSent filter: a message still queued at
    * Twilio has no date_sent yet, and would be missed.
@@ -60,8 +61,11 @@ export class TwilioMessageSender implements MessageSender {
   async findSent(message: OutboundMessage, since: Date): Promise<FoundSend | undefined> {
     const { url, auth } = this.account;
     const query = new URLSearchParams({ To: message.to, From: message.from, PageSize: String(LOOKUP_PAGE_SIZE) });
-    const body = await lookUpAtCarrier('Twilio', `${url}?${query}`, auth, this.config.CARRIER_SEND_TIMEOUT_MS);
-    const listed = Array.isArray(body.messages) ? (body.messages as Record<string, unknown>[]) : [];
+    // next_page_uri is a path from the API's root (`/2010-04-01/…`, PageToken included): read at our configured root.
+    const listed = await lookUpPages('Twilio', `${url}?${query}`, auth, this.config.CARRIER_SEND_TIMEOUT_MS, (body) => ({
+      items: Array.isArray(body.messages) ? (body.messages as Record<string, unknown>[]) : [],
+      next: typeof body.next_page_uri === 'string' && body.next_page_uri.startsWith('/2010-04-01/') ? `${this.config.twilioApiUrl}${body.next_page_uri}` : undefined,
+    }));
     const ours = listed
       .filter((m) => typeof m.sid === 'string' && m.body === message.text && String(m.direction ?? '').startsWith('outbound') && Date.parse(String(m.date_created)) >= since.getTime())
       .sort((a, b) => Date.parse(String(a.date_created)) - Date.parse(String(b.date_created)));

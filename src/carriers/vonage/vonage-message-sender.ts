@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import {
-  CarrierUnavailableError, lookUpAtCarrier, sendAnswerProblem, sendToCarrier,
+  CarrierUnavailableError, lookUpPages, sendAnswerProblem, sendToCarrier,
   type FoundSend, type MessageSender, type OutboundMessage, type SendResult,
 } from '../message-sender.js';
 
@@ -9,6 +9,8 @@ import {
 const ERROR_CODE = /#(\w+)$/;
 /** The Reports API's synchronous records span at most 24 hours (date_end - date_start). */
 const MAX_REPORT_SPAN_MS = 24 * 3600_000;
+/** The Reports API's synchronous records (up to 1000 a page; more: `TRUNCATED` with a next link). */
+const REPORT_RECORDS = '/v2/reports/records';
 
 /** Sends SMS through the Vonage Messages API: POST $VONAGE_API_URL/v1/messages with basic auth. */
 @Injectable()
@@ -57,7 +59,8 @@ export class VonageMessageSender implements MessageSender {
    * The Reports API's synchronous records (GET /v2/reports/records, product MESSAGES, outbound,
    * date_start..date_end at most 24 h apart): the record whose client_ref is our message id.
    * Vonage documents no other lookup of a Messages API send by a reference of ours; its records may
-   * lag the send, which the status webhook (client_ref echoed) usually precedes.
+   * lag the send, which the status webhook (client_ref echoed) usually precedes. Follows the
+   * TRUNCATED pages up to LOOKUP_MAX_PAGES.
    */
   async findSent(message: OutboundMessage, since: Date): Promise<FoundSend | undefined> {
     const end = new Date(Date.now() + 60_000);
@@ -69,9 +72,26 @@ export class VonageMessageSender implements MessageSender {
       date_start: start.toISOString(),
       date_end: end.toISOString(),
     });
-    const body = await lookUpAtCarrier('Vonage', `${this.config.vonageApiUrl}/v2/reports/records?${query}`, this.auth, this.config.CARRIER_SEND_TIMEOUT_MS);
-    const records = Array.isArray(body.records) ? (body.records as Record<string, unknown>[]) : [];
+    const records = await lookUpPages('Vonage', `${this.config.vonageApiUrl}${REPORT_RECORDS}?${query}`, this.auth, this.config.CARRIER_SEND_TIMEOUT_MS, (body) => ({
+      items: Array.isArray(body.records) ? (body.records as Record<string, unknown>[]) : [],
+      next: body.request_status === 'TRUNCATED' ? this.nextReportPage(body) : undefined,
+    }));
     const ids = records.filter((r) => r.client_ref === message.id && typeof r.message_id === 'string').map((r) => r.message_id as string);
     return ids.length > 0 ? { carrierMessageIds: ids } : undefined;
+  }
+
+  /**
+   * A TRUNCATED answer's next page: `_links.next.href` (its cursor and iv), which Vonage's
+   * pagination guide recommends following, read at our configured API root.
+   */
+  private nextReportPage(body: Record<string, unknown>): string | undefined {
+    const href = ((body._links as Record<string, { href?: unknown } | undefined> | undefined)?.next)?.href;
+    if (typeof href !== 'string') return undefined;
+    try {
+      const next = new URL(href);
+      return next.pathname === REPORT_RECORDS ? `${this.config.vonageApiUrl}${next.pathname}${next.search}` : undefined;
+    } catch {
+      return undefined;
+    }
   }
 }

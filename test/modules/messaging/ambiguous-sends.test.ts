@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { LOOKUP_MAX_PAGES, referencedUrl } from '../../../src/carriers/message-sender.js';
+import { MessageSenders } from '../../../src/carriers/message-senders.js';
 import type { TestDatabase } from '../../support/database.js';
 import type { FakeCarrier } from '../../support/fake-carrier.js';
 import { MessagingPipeline } from '../../support/messaging-pipeline.js';
@@ -60,6 +63,48 @@ describe('an ambiguous send is resolved, never blindly resent', () => {
     ]);
     expect(history[3]).toEqual({ status: 'sent', detail: resolution });
   }
+
+  describe.each(CARRIERS)('%s: the lookup follows the carrier\'s paging', (on) => {
+    /** Our message on the handset behind `ahead` other SMS between the same numbers (after them in the carrier's order: Twilio lists newest first), listed one a page. */
+    function listedBehind(ahead: number) {
+      const message = { id: `msg_${randomUUID().replace(/-/g, '').slice(0, 26)}`, from: NUMBERS[on], to: `+1312555${String(1000 + n++).padStart(4, '0')}`, text: `paged ${on}` };
+      const sms = (ourMessageId: string, at: Date) => ({
+        carrier: on, carrierId: randomUUID(), ourMessageId, from: message.from, to: message.to, text: ourMessageId === message.id ? message.text : 'another',
+        callbackUrl: referencedUrl('https://onceline.invalid/webhooks/x', ourMessageId), at,
+      });
+      for (let i = 0; i < ahead; i++) carrier.handset.push(sms(`msg_${randomUUID().replace(/-/g, '').slice(0, 26)}`, new Date()));
+      const ours = sms(message.id, new Date(Date.now() - 10_000));
+      carrier.handset.push(ours);
+      carrier.lookupPageSize = 1;
+      return { message, carrierId: ours.carrierId };
+    }
+    const findSent = async (message: { id: string; from: string; to: string; text: string }) => {
+      const before = carrier.lookups.length;
+      try {
+        const found = await pipeline.app.app.get(MessageSenders).for(on).findSent(message, new Date(Date.now() - 60_000));
+        return { found, pages: carrier.lookups.slice(before) };
+      } finally {
+        carrier.lookupPageSize = undefined;
+      }
+    };
+    const NEXT_PAGE = { telnyx: /page%5Bnumber%5D=\d/, twilio: /PageToken=/, vonage: /cursor=.*iv=/ }[on];
+
+    it('finds a send that is not on the first page', async () => {
+      const { message, carrierId } = listedBehind(2);
+      const { found, pages } = await findSent(message);
+      expect(found).toEqual({ carrierMessageIds: [carrierId] });
+      expect(pages.length).toBeGreaterThanOrEqual(3);
+      expect(pages.length).toBeLessThanOrEqual(LOOKUP_MAX_PAGES);
+      expect(pages.slice(1).every((p) => NEXT_PAGE.test(p.path))).toBe(true);
+    });
+
+    it(`reads at most LOOKUP_MAX_PAGES (${LOOKUP_MAX_PAGES}) pages: a send further back is not seen`, async () => {
+      const { message } = listedBehind(LOOKUP_MAX_PAGES);
+      const { found, pages } = await findSent(message);
+      expect(found).toBeUndefined();
+      expect(pages).toHaveLength(LOOKUP_MAX_PAGES);
+    });
+  });
 
   describe.each(CARRIERS)('%s', (on) => {
     it('the connection reset after the carrier took it: resolved by the status webhook naming our message (found_by_receipt), then delivered', async () => {

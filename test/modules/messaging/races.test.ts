@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../../../src/platform/config/app-config.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { DispatchMessageHandler } from '../../../src/modules/messaging/dispatch-message.handler.js';
-import { MessageTransitions } from '../../../src/modules/messaging/message-transitions.js';
+import { MessageTransitions, SendResolution, type DispatchLease } from '../../../src/modules/messaging/message-transitions.js';
+import { referencedUrl } from '../../../src/carriers/message-sender.js';
 import { MessagesService } from '../../../src/modules/messaging/messages.service.js';
 import type { ApiClient } from '../../support/api-client.js';
 import type { TestApp } from '../../support/app.js';
@@ -11,10 +12,12 @@ import { telnyxReceipt } from '../../support/carrier-signing.js';
 import type { TestDatabase } from '../../support/database.js';
 import type { FakeCarrier } from '../../support/fake-carrier.js';
 import { MessagingPipeline } from '../../support/messaging-pipeline.js';
-import { pausePoint, type PausePoint } from '../../support/pause.js';
+import { overlap, pausePoint, type PausePoint } from '../../support/pause.js';
 import { waitFor } from '../../support/wait.js';
 
 const OUR_NUMBER = '+17735550002';
+/** A send rate (per second) for the test's own claims: back to back, never left to a later slot. */
+const UNPACED = 1000;
 
 /**
  * Each guard of a message's life interleaved with its competitor on purpose: one transaction is
@@ -28,10 +31,12 @@ describe('message transitions raced against each other', () => {
   let carrier: FakeCarrier;
   let customer: ApiClient;
 
-  async function deliverReceipt(carrierMessageId: string, status: string): Promise<string> {
-    const body = telnyxReceipt(carrierMessageId, status);
-    expect(await pipeline.deliverTelnyx(body)).toBe(200);
-    return JSON.parse(body).data.id;
+  /** A signed Telnyx receipt; naming `ourMessageId` by the per-message webhook_url we send when given. Its event id. */
+  async function deliverReceipt(carrierMessageId: string, status: string, ourMessageId?: string): Promise<string> {
+    const receipt = JSON.parse(telnyxReceipt(carrierMessageId, status));
+    if (ourMessageId) receipt.data.payload.webhook_url = referencedUrl(`${app.config.publicBaseUrl}/webhooks/telnyx`, ourMessageId);
+    expect(await pipeline.deliverTelnyx(JSON.stringify(receipt))).toBe(200);
+    return receipt.data.id;
   }
 
   const processed = (carrierEventId: string): Promise<{ note: string | null } | undefined> =>
@@ -52,6 +57,16 @@ describe('message transitions raced against each other', () => {
     } finally {
       for (const pause of pauses) await pause.remove();
     }
+  }
+
+  const dispatch = (messageId: string) => app.app.get(DispatchMessageHandler).handle({ messageId }, { jobId: 'manual', attempt: 1 });
+  const usageRows = (id: string) => db.count(`SELECT count(*) FROM usage_records WHERE resource_id = $1`, [id]);
+
+  /** An outbound message whose own job waits a day, so only the test's runs dispatch it. */
+  async function scheduledMessage(text: string): Promise<string> {
+    const sendAt = new Date(Date.now() + 86400_000).toISOString();
+    const sent = await app.app.get(MessagesService).send(customer.accountId, { from: OUR_NUMBER, to: '+13125550022', text, send_at: sendAt });
+    return (sent.body as { data: { id: string } }).data.id;
   }
 
   beforeAll(async () => {
@@ -113,16 +128,15 @@ describe('message transitions raced against each other', () => {
   }, 60000);
 
   describe('two dispatch runs of one message', () => {
-    const dispatch = (messageId: string) => app.app.get(DispatchMessageHandler).handle({ messageId }, { jobId: 'manual', attempt: 1 });
-    const usageRows = (id: string) => db.count(`SELECT count(*) FROM usage_records WHERE resource_id = $1`, [id]);
-
-    /** An outbound message whose own job waits a day, so only the test's runs dispatch it. */
-    async function scheduledMessage(text: string): Promise<string> {
-      const sendAt = new Date(Date.now() + 86400_000).toISOString();
-      const sent = await app.app.get(MessagesService).send(customer.accountId, { from: OUR_NUMBER, to: '+13125550022', text, send_at: sendAt });
-      return (sent.body as { data: { id: string } }).data.id;
+    /** A message whose first run calls the carrier (held open, to answer `carrierId`) past its lease's end. Its id, and that run's release and completion. */
+    async function stalledPastLease(text: string, carrierId: string) {
+      const id = await scheduledMessage(text);
+      const stalled = carrier.holdNext({ status: 200, body: { data: { id: carrierId } } });
+      const first = dispatch(id);
+      await stalled.arrived;
+      await db.pool.query(`UPDATE messages SET claimed_until = now() - interval '1 second' WHERE id = $1`, [id]);
+      return { id, answer: async () => (stalled.release(), await first) };
     }
-
     it('a second run while the first is still calling the carrier: one carrier call, one sent, one usage row', async () => {
       const id = await scheduledMessage('stalled job and its twin');
       const inFlight = carrier.holdNext();
@@ -146,12 +160,7 @@ describe('message transitions raced against each other', () => {
     });
 
     it('a run past its lease is taken over: the takeover resolves it from the carrier\'s lookup and sends nothing; the late answer records nothing new', async () => {
-      const id = await scheduledMessage('lease taken over');
-      const stalled = carrier.holdNext({ status: 200, body: { data: { id: 'carrier-id-of-the-stalled-run' } } });
-      const first = dispatch(id);
-      await stalled.arrived;
-      // the first run stalls past its lease
-      await db.pool.query(`UPDATE messages SET claimed_until = now() - interval '1 second' WHERE id = $1`, [id]);
+      const { id, answer } = await stalledPastLease('lease taken over', 'carrier-id-of-the-stalled-run');
 
       await dispatch(id);
       expect(carrier.sendsFor(id)).toHaveLength(1);
@@ -159,8 +168,7 @@ describe('message transitions raced against each other', () => {
       const [message] = (await db.pool.query(`SELECT status, carrier_message_id FROM messages WHERE id = $1`, [id])).rows;
       expect(message).toEqual({ status: 'sent', carrier_message_id: 'carrier-id-of-the-stalled-run' });
 
-      stalled.release();
-      await first;
+      await answer();
       expect(await history(id)).toEqual(['scheduled', 'sending', 'sending', 'sent']);
       expect(await details(id)).toEqual([null, null, expect.stringMatching(/^outcome_unknown: /), 'found_by_lookup']);
       expect(await usageRows(id)).toBe(1);
@@ -168,17 +176,12 @@ describe('message transitions raced against each other', () => {
     });
 
     it('a late answer while the takeover resolves (the lookup cannot see the message yet): the answer is recorded, answered_late, and the takeover sends nothing', async () => {
-      const id = await scheduledMessage('late answer beats the resolver');
-      const stalled = carrier.holdNext({ status: 200, body: { data: { id: 'carrier-id-answered-late' } } });
-      const first = dispatch(id);
-      await stalled.arrived;
-      await db.pool.query(`UPDATE messages SET claimed_until = now() - interval '1 second' WHERE id = $1`, [id]);
+      const { id, answer } = await stalledPastLease('late answer beats the resolver', 'carrier-id-answered-late');
       carrier.lookupsShow = false;
       try {
         await dispatch(id); // takes over, finds nothing, waits for its next check
         expect(await statusOf(id)).toBe('sending');
-        stalled.release();
-        await first;
+        await answer();
         expect(await statusOf(id)).toBe('sent');
         // the takeover's check finds it settled, and sends nothing
         await dispatch(id);
@@ -209,6 +212,161 @@ describe('message transitions raced against each other', () => {
       expect(await details(id)).toEqual([null, null, expect.stringMatching(/^outcome_unknown: /), 'resent_after_nothing_found', null]);
       expect(await usageRows(id)).toBe(1);
       expect(await events('message.sent', id)).toBe(1);
+    });
+
+    describe('a receipt naming the message (our reference) against the run that holds its lease', () => {
+      const transitions = () => app.app.get(MessageTransitions);
+      const uow = () => app.app.get(UnitOfWork);
+      const WINDOW_SECONDS = 4;
+      /** A message the test holds the lease of (the run that sent it), its own job a day away. */
+      async function claimedByTest(text: string): Promise<DispatchLease> {
+        const id = await scheduledMessage(text);
+        const outcome = await uow().run((tx) => transitions().claimForDispatch(tx, id, app.config.DISPATCH_LEASE_SECONDS, UNPACED));
+        if (outcome.kind !== 'claimed') throw new Error(`expected a claim, got ${outcome.kind}`);
+        return outcome.claim;
+      }
+      /**
+       * As claimedByTest, its send's outcome unknown for longer than the window (a resolver that
+       * finds nothing sends it again). Written directly: the check job markOutcomeUnknown leaves
+       * would take the lease over mid-test.
+       */
+      async function unresolved(text: string): Promise<DispatchLease> {
+        const lease = await claimedByTest(text);
+        await db.pool.query(`UPDATE messages SET outcome_unknown_since = now() - interval '1 minute' WHERE id = $1`, [lease.id]);
+        return lease;
+      }
+      const resolving = (lease: DispatchLease) =>
+        uow().run((tx) => transitions().continueResolving(tx, lease, { windowSeconds: WINDOW_SECONDS, leaseSeconds: app.config.DISPATCH_LEASE_SECONDS, lookupFailed: false }));
+      const markUnknown = (lease: DispatchLease) => uow().run((tx) => transitions().markOutcomeUnknown(tx, lease, 'no answer (test)', WINDOW_SECONDS));
+      const on = (id: string, when: string) => ({ table: 'messages', on: 'UPDATE' as const, when: `NEW.id = '${id}' AND ${when}` });
+      /** The receipt's move: the message leaves `sending`. */
+      const receiptMoves = (id: string) => on(id, "OLD.status = 'sending' AND NEW.status <> 'sending'");
+      const row = (id: string) => db.pool.query(`SELECT status, carrier_message_id, outcome_unknown_since FROM messages WHERE id = $1`, [id]).then((r) => r.rows[0]);
+      const statusDetails = (id: string) => db.pool.query(`SELECT status, detail FROM message_status_history WHERE message_id = $1 ORDER BY id`, [id]).then((r) => r.rows);
+
+      /** Delivered with the receipt's carrier id, billed once, announced sent and delivered once each, nothing sent by the test's runs. */
+      async function expectSettledOnce(id: string, carrierId: string, receiptEventId: string): Promise<void> {
+        await waitFor(() => processed(receiptEventId), Boolean, { what: 'the receipt processed', timeoutMs: 30_000 });
+        expect(await row(id)).toEqual({ status: 'delivered', carrier_message_id: carrierId, outcome_unknown_since: null });
+        expect(await usageRows(id)).toBe(1);
+        expect(await events('message.sent', id)).toBe(1);
+        expect(await events('message.delivered', id)).toBe(1);
+        expect(carrier.sendsFor(id)).toHaveLength(0);
+      }
+
+      it('the receipt commits while the resolver waits for the row: settled by the receipt (found_by_receipt), the resolver finds it gone and sends nothing', async () => {
+        const lease = await unresolved('receipt before the resend decision');
+        const carrierId = randomUUID();
+        const [receiptId, step] = await overlap(db.url, receiptMoves(lease.id), () => deliverReceipt(carrierId, 'delivered', lease.id), () => resolving(lease));
+        expect(step).toBe('gone');
+        await expectSettledOnce(lease.id, carrierId, receiptId);
+        expect(await statusDetails(lease.id)).toEqual([
+          { status: 'scheduled', detail: null }, { status: 'sending', detail: null },
+          { status: 'sent', detail: 'found_by_receipt' }, { status: 'delivered', detail: null },
+        ]);
+      });
+
+      it('the resolver\'s resend decision commits while the receipt waits for the row: resend recorded, the receipt still settles the message once, and the resend\'s answer records nothing', async () => {
+        const lease = await unresolved('resend decision before the receipt');
+        const carrierId = randomUUID();
+        const resendDecided = on(lease.id, "NEW.status = 'sending' AND OLD.outcome_unknown_since IS NOT NULL AND NEW.outcome_unknown_since IS NULL");
+        const [step, receiptId] = await overlap(db.url, resendDecided, () => resolving(lease), () => deliverReceipt(carrierId, 'delivered', lease.id));
+        expect(step).toBe('resend');
+        await expectSettledOnce(lease.id, carrierId, receiptId);
+        // the resend the decision let go out: its answer (a second carrier id) is not the message's
+        expect(await uow().run((tx) => transitions().markSent(tx, lease, 'carrier-id-of-the-resend'))).toBe(false);
+        expect(await statusDetails(lease.id)).toEqual([
+          { status: 'scheduled', detail: null }, { status: 'sending', detail: null }, { status: 'sending', detail: 'resent_after_nothing_found' },
+          { status: 'sent', detail: 'receipt_before_answer' }, { status: 'delivered', detail: null },
+        ]);
+        expect(await usageRows(lease.id)).toBe(1);
+        expect(await events('message.sent', lease.id)).toBe(1);
+      });
+
+      it('the receipt commits while the failing run\'s markOutcomeUnknown waits for the row: settled (receipt_before_answer), nothing marked unknown, no check left', async () => {
+        const lease = await claimedByTest('receipt before unknown');
+        const carrierId = randomUUID();
+        const [receiptId, marked] = await overlap(db.url, receiptMoves(lease.id), () => deliverReceipt(carrierId, 'delivered', lease.id), () => markUnknown(lease));
+        expect(marked).toBe(false);
+        await expectSettledOnce(lease.id, carrierId, receiptId);
+        expect((await statusDetails(lease.id)).map((h: { detail: string | null }) => h.detail)).toEqual([null, null, 'receipt_before_answer', null]);
+        expect(await db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id = $1`, [`dispatch-${lease.id}-check-${lease.token}`])).toBe(0);
+      });
+
+      it('markOutcomeUnknown commits while the receipt waits for the row: the receipt settles it (found_by_receipt), the check finds nothing to do', async () => {
+        const lease = await claimedByTest('unknown before receipt');
+        const carrierId = randomUUID();
+        const becameUnknown = on(lease.id, 'OLD.outcome_unknown_since IS NULL AND NEW.outcome_unknown_since IS NOT NULL');
+        const [marked, receiptId] = await overlap(db.url, becameUnknown, () => markUnknown(lease), () => deliverReceipt(carrierId, 'delivered', lease.id));
+        expect(marked).toBe(true);
+        await expectSettledOnce(lease.id, carrierId, receiptId);
+        expect(await statusDetails(lease.id)).toEqual([
+          { status: 'scheduled', detail: null }, { status: 'sending', detail: null }, { status: 'sending', detail: 'outcome_unknown: no answer (test)' },
+          { status: 'sent', detail: 'found_by_receipt' }, { status: 'delivered', detail: null },
+        ]);
+        // the check it left runs (its job), finds the message settled, sends and looks up nothing
+        await dispatch(lease.id);
+        expect(carrier.sendsFor(lease.id)).toHaveLength(0);
+        expect(await usageRows(lease.id)).toBe(1);
+      });
+    });
+
+    describe('a late answer against the run that took the lease over', () => {
+      const takeOver = async (id: string): Promise<DispatchLease> => {
+        const outcome = await app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, app.config.DISPATCH_LEASE_SECONDS, UNPACED));
+        if (outcome.kind !== 'claimed') throw new Error(`expected the lease taken over, got ${outcome.kind}`);
+        return outcome.claim;
+      };
+      const markSentByLookup = (lease: DispatchLease, carrierId: string) =>
+        app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).markSent(tx, lease, [carrierId], SendResolution.byLookup));
+      const sentBy = (id: string, when = "NEW.status = 'sent'") => ({ table: 'messages', on: 'UPDATE' as const, when: `NEW.id = '${id}' AND ${when}` });
+
+      it('the late answer commits while the lookup\'s markSent waits for the row: answered_late, the lookup records nothing', async () => {
+        const { id, answer } = await stalledPastLease('late answer first', 'carrier-id-late-first');
+        const takeover = await takeOver(id);
+        const [, byLookup] = await overlap(db.url, sentBy(id), answer, () => markSentByLookup(takeover, 'carrier-id-late-first'));
+        expect(byLookup).toBe(false);
+        expect(await details(id)).toEqual([null, null, expect.stringMatching(/^outcome_unknown: /), 'answered_late']);
+        expect(await usageRows(id)).toBe(1);
+        expect(await events('message.sent', id)).toBe(1);
+        expect(carrier.sendsFor(id)).toHaveLength(1);
+      });
+
+      it('the lookup\'s markSent commits while the late answer waits for the row: found_by_lookup, the late answer records nothing', async () => {
+        const { id, answer } = await stalledPastLease('lookup first', 'carrier-id-lookup-first');
+        const takeover = await takeOver(id);
+        const [byLookup] = await overlap(db.url, sentBy(id), () => markSentByLookup(takeover, 'carrier-id-lookup-first'), answer);
+        expect(byLookup).toBe(true);
+        expect(await details(id)).toEqual([null, null, expect.stringMatching(/^outcome_unknown: /), 'found_by_lookup']);
+        expect(await usageRows(id)).toBe(1);
+        expect(await events('message.sent', id)).toBe(1);
+      });
+
+      it('the takeover\'s claim commits while the late answer waits for the row: the answer is still the carrier\'s word (answered_late), and the takeover finds nothing left to resolve', async () => {
+        const { id, answer } = await stalledPastLease('claim first', 'carrier-id-claim-first');
+        const claimTakesOver = sentBy(id, "NEW.status = 'sending' AND NEW.outcome_unknown_since IS NOT NULL AND OLD.outcome_unknown_since IS NULL");
+        const [takeover] = await overlap(db.url, claimTakesOver, () => takeOver(id), answer);
+        const [message] = (await db.pool.query(`SELECT status, carrier_message_id, outcome_unknown_since FROM messages WHERE id = $1`, [id])).rows;
+        expect(message).toEqual({ status: 'sent', carrier_message_id: 'carrier-id-claim-first', outcome_unknown_since: null });
+        expect(await details(id)).toEqual([null, null, expect.stringMatching(/^outcome_unknown: /), 'answered_late']);
+        const step = await app.app.get(UnitOfWork).run((tx) =>
+          app.app.get(MessageTransitions).continueResolving(tx, takeover, { windowSeconds: 0, leaseSeconds: 60, lookupFailed: false }),
+        );
+        expect(step).toBe('gone');
+        expect(await usageRows(id)).toBe(1);
+        expect(await events('message.sent', id)).toBe(1);
+      });
+
+      it('the late answer commits while the takeover\'s claim waits for the row: sent, the lease is not taken, nothing is unknown', async () => {
+        const { id, answer } = await stalledPastLease('late answer before the claim', 'carrier-id-before-claim');
+        const lookupsBefore = carrier.lookups.length;
+        await overlap(db.url, sentBy(id), answer, () => dispatch(id));
+        expect(await history(id)).toEqual(['scheduled', 'sending', 'sent']);
+        expect(await details(id)).toEqual([null, null, null]);
+        expect(carrier.sendsFor(id)).toHaveLength(1);
+        expect(carrier.lookups).toHaveLength(lookupsBefore);
+        expect(await usageRows(id)).toBe(1);
+      });
     });
 
     it('DISPATCH_LEASE_SECONDS must outlast the carrier send timeout', () => {

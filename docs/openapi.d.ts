@@ -1422,6 +1422,11 @@ export interface components {
              * @example 2026-11-03T10:15:00.000Z
              */
             at: string;
+            /**
+             * @description Only where the status alone does not say it: a send whose outcome was unknown (`outcome_unknown: <why>`, the carrier's answer lost) and how that was resolved (`found_by_receipt`, `found_by_lookup`, `answered_late`, `resent_after_nothing_found`, `nothing_found_after_resends`), or a receipt that outran the carrier's answer (`receipt_before_answer`)
+             * @example found_by_receipt
+             */
+            detail?: string;
         };
         MessageWithHistory: {
             /** @example msg_01jd5x2m3n4p5q6r7s8t9v0w1x */

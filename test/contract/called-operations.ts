@@ -49,7 +49,11 @@ export const CALLED_OPERATIONS: CalledOperation[] = [
 ];
 
 /** Path prefixes a client builds once and puts before the literals above (not operations themselves). */
-export const BASE_LITERALS: { source: string; literal: string }[] = [{ source: 'twilio/twilio-numbers.ts', literal: '/2010-04-01/Accounts/{}' }];
+export const BASE_LITERALS: { source: string; literal: string }[] = [
+  { source: 'twilio/twilio-numbers.ts', literal: '/2010-04-01/Accounts/{}' },
+  // ListMessage's next_page_uri is a path from the API's root: the sender checks that prefix before following it.
+  { source: 'twilio/twilio-message-sender.ts', literal: '/2010-04-01/' },
+];
 
 /** Twilio Voice: the app answers Twilio's callbacks with TwiML and calls no Twilio Voice operation (no Calls API request). */
 export const NOT_CALLED = ['Twilio Calls API (CreateCall, UpdateCall): TwiML answers only'];

@@ -153,7 +153,7 @@ export class FakeCarrier extends LocalCarrierServer {
     const hold = this.holds.shift();
     const scripted = hold?.answer ?? this.script.shift();
     const takes = !scripted || scripted.status < 300;
-    const carrierId = (send && takes && scriptedId(send.carrier, scripted)) || (send?.carrier === 'twilio' ? `SM${randomUUID().replace(/-/g, '')}` : randomUUID());
+    const carrierId = (send && takes && scriptedId(send.carrier, scripted)) || newCarrierMessageId(send?.carrier ?? 'telnyx');
     const sms = send && takes ? this.take(send, carrierId) : undefined;
     if (hold) {
       hold.arrive(request);
@@ -287,6 +287,11 @@ function readSend(request: CarrierRequest): ParsedSend | undefined {
 }
 
 /** The carrier id a scripted success names, if it names one. */
+/** A new message id as the carrier documents its shape: Twilio `SM` + 32 hex, Telnyx and Vonage a UUID. */
+export function newCarrierMessageId(carrier: CarrierName): string {
+  return carrier === 'twilio' ? `SM${randomUUID().replace(/-/g, '')}` : randomUUID();
+}
+
 function scriptedId(carrier: CarrierName, scripted: ScriptedAnswer | undefined): string | undefined {
   const body = scripted?.body as Record<string, unknown> | undefined;
   if (!body) return undefined;

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { LOOKUP_MAX_PAGES, referencedUrl } from '../../../src/carriers/message-sender.js';
 import { MessageSenders } from '../../../src/carriers/message-senders.js';
 import type { TestDatabase } from '../../support/database.js';
-import type { FakeCarrier } from '../../support/fake-carrier.js';
+import { newCarrierMessageId, type FakeCarrier } from '../../support/fake-carrier.js';
 import { MessagingPipeline } from '../../support/messaging-pipeline.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -69,7 +69,7 @@ describe('an ambiguous send is resolved, never blindly resent', () => {
     function listedBehind(ahead: number) {
       const message = { id: `msg_${randomUUID().replace(/-/g, '').slice(0, 26)}`, from: NUMBERS[on], to: `+1312555${String(1000 + n++).padStart(4, '0')}`, text: `paged ${on}` };
       const sms = (ourMessageId: string, at: Date) => ({
-        carrier: on, carrierId: randomUUID(), ourMessageId, from: message.from, to: message.to, text: ourMessageId === message.id ? message.text : 'another',
+        carrier: on, carrierId: newCarrierMessageId(on), ourMessageId, from: message.from, to: message.to, text: ourMessageId === message.id ? message.text : 'another',
         callbackUrl: referencedUrl('https://onceline.invalid/webhooks/x', ourMessageId), at,
       });
       for (let i = 0; i < ahead; i++) carrier.handset.push(sms(`msg_${randomUUID().replace(/-/g, '').slice(0, 26)}`, new Date()));
@@ -187,6 +187,6 @@ describe('an ambiguous send is resolved, never blindly resent', () => {
 /** Each carrier's documented refusal body. */
 function refusal(on: Carrier): unknown {
   if (on === 'twilio') return { code: 21211, message: "The 'To' number is not a valid phone number.", status: 400 };
-  if (on === 'vonage') return { type: 'https://developer.vonage.com/api-errors/messages#1150', title: 'Invalid params', detail: 'The value of one or more parameters is invalid.' };
+  if (on === 'vonage') return { type: 'https://developer.vonage.com/api-errors/messages#1150', title: 'Invalid params', detail: 'The value of one or more parameters is invalid.', instance: 'bf0ca0bf927b3b52e3cb03217e1a1ddf' };
   return { errors: [{ code: '40310', title: 'Invalid destination', detail: 'to is not a mobile number' }] };
 }

@@ -15,6 +15,13 @@ import { MessagingPipeline } from '../../support/messaging-pipeline.js';
 import { overlap, pausePoint, type PausePoint } from '../../support/pause.js';
 import { waitFor } from '../../support/wait.js';
 
+/** A Telnyx message id (a UUID, as SendMessage's answer documents) named for the test that scripts it: the same name, the same id. */
+const carrierIds = new Map<string, string>();
+function telnyxIdNamed(name: string): string {
+  if (!carrierIds.has(name)) carrierIds.set(name, randomUUID());
+  return carrierIds.get(name)!;
+}
+
 const OUR_NUMBER = '+17735550002';
 /** A send rate (per second) for the test's own claims: back to back, never left to a later slot. */
 const UNPACED = 1000;
@@ -160,13 +167,13 @@ describe('message transitions raced against each other', () => {
     });
 
     it('a run past its lease is taken over: the takeover resolves it from the carrier\'s lookup and sends nothing; the late answer records nothing new', async () => {
-      const { id, answer } = await stalledPastLease('lease taken over', 'carrier-id-of-the-stalled-run');
+      const { id, answer } = await stalledPastLease('lease taken over', telnyxIdNamed('of-the-stalled-run'));
 
       await dispatch(id);
       expect(carrier.sendsFor(id)).toHaveLength(1);
       expect(carrier.lookups.length).toBeGreaterThanOrEqual(1);
       const [message] = (await db.pool.query(`SELECT status, carrier_message_id FROM messages WHERE id = $1`, [id])).rows;
-      expect(message).toEqual({ status: 'sent', carrier_message_id: 'carrier-id-of-the-stalled-run' });
+      expect(message).toEqual({ status: 'sent', carrier_message_id: telnyxIdNamed('of-the-stalled-run') });
 
       await answer();
       expect(await history(id)).toEqual(['scheduled', 'sending', 'sending', 'sent']);
@@ -176,7 +183,7 @@ describe('message transitions raced against each other', () => {
     });
 
     it('a late answer while the takeover resolves (the lookup cannot see the message yet): the answer is recorded, answered_late, and the takeover sends nothing', async () => {
-      const { id, answer } = await stalledPastLease('late answer beats the resolver', 'carrier-id-answered-late');
+      const { id, answer } = await stalledPastLease('late answer beats the resolver', telnyxIdNamed('answered-late'));
       carrier.lookupsShow = false;
       try {
         await dispatch(id); // takes over, finds nothing, waits for its next check
@@ -274,7 +281,7 @@ describe('message transitions raced against each other', () => {
         expect(step).toBe('resend');
         await expectSettledOnce(lease.id, carrierId, receiptId);
         // the resend the decision let go out: its answer (a second carrier id) is not the message's
-        expect(await uow().run((tx) => transitions().markSent(tx, lease, 'carrier-id-of-the-resend'))).toBe(false);
+        expect(await uow().run((tx) => transitions().markSent(tx, lease, telnyxIdNamed('of-the-resend')))).toBe(false);
         expect(await statusDetails(lease.id)).toEqual([
           { status: 'scheduled', detail: null }, { status: 'sending', detail: null }, { status: 'sending', detail: 'resent_after_nothing_found' },
           { status: 'sent', detail: 'receipt_before_answer' }, { status: 'delivered', detail: null },
@@ -322,9 +329,9 @@ describe('message transitions raced against each other', () => {
       const sentBy = (id: string, when = "NEW.status = 'sent'") => ({ table: 'messages', on: 'UPDATE' as const, when: `NEW.id = '${id}' AND ${when}` });
 
       it('the late answer commits while the lookup\'s markSent waits for the row: answered_late, the lookup records nothing', async () => {
-        const { id, answer } = await stalledPastLease('late answer first', 'carrier-id-late-first');
+        const { id, answer } = await stalledPastLease('late answer first', telnyxIdNamed('late-first'));
         const takeover = await takeOver(id);
-        const [, byLookup] = await overlap(db.url, sentBy(id), answer, () => markSentByLookup(takeover, 'carrier-id-late-first'));
+        const [, byLookup] = await overlap(db.url, sentBy(id), answer, () => markSentByLookup(takeover, telnyxIdNamed('late-first')));
         expect(byLookup).toBe(false);
         expect(await details(id)).toEqual([null, null, expect.stringMatching(/^outcome_unknown: /), 'answered_late']);
         expect(await usageRows(id)).toBe(1);
@@ -333,9 +340,9 @@ describe('message transitions raced against each other', () => {
       });
 
       it('the lookup\'s markSent commits while the late answer waits for the row: found_by_lookup, the late answer records nothing', async () => {
-        const { id, answer } = await stalledPastLease('lookup first', 'carrier-id-lookup-first');
+        const { id, answer } = await stalledPastLease('lookup first', telnyxIdNamed('lookup-first'));
         const takeover = await takeOver(id);
-        const [byLookup] = await overlap(db.url, sentBy(id), () => markSentByLookup(takeover, 'carrier-id-lookup-first'), answer);
+        const [byLookup] = await overlap(db.url, sentBy(id), () => markSentByLookup(takeover, telnyxIdNamed('lookup-first')), answer);
         expect(byLookup).toBe(true);
         expect(await details(id)).toEqual([null, null, expect.stringMatching(/^outcome_unknown: /), 'found_by_lookup']);
         expect(await usageRows(id)).toBe(1);
@@ -343,11 +350,11 @@ describe('message transitions raced against each other', () => {
       });
 
       it('the takeover\'s claim commits while the late answer waits for the row: the answer is still the carrier\'s word (answered_late), and the takeover finds nothing left to resolve', async () => {
-        const { id, answer } = await stalledPastLease('claim first', 'carrier-id-claim-first');
+        const { id, answer } = await stalledPastLease('claim first', telnyxIdNamed('claim-first'));
         const claimTakesOver = sentBy(id, "NEW.status = 'sending' AND NEW.outcome_unknown_since IS NOT NULL AND OLD.outcome_unknown_since IS NULL");
         const [takeover] = await overlap(db.url, claimTakesOver, () => takeOver(id), answer);
         const [message] = (await db.pool.query(`SELECT status, carrier_message_id, outcome_unknown_since FROM messages WHERE id = $1`, [id])).rows;
-        expect(message).toEqual({ status: 'sent', carrier_message_id: 'carrier-id-claim-first', outcome_unknown_since: null });
+        expect(message).toEqual({ status: 'sent', carrier_message_id: telnyxIdNamed('claim-first'), outcome_unknown_since: null });
         expect(await details(id)).toEqual([null, null, expect.stringMatching(/^outcome_unknown: /), 'answered_late']);
         const step = await app.app.get(UnitOfWork).run((tx) =>
           app.app.get(MessageTransitions).continueResolving(tx, takeover, { windowSeconds: 0, leaseSeconds: 60, lookupFailed: false }),
@@ -358,7 +365,7 @@ describe('message transitions raced against each other', () => {
       });
 
       it('the late answer commits while the takeover\'s claim waits for the row: sent, the lease is not taken, nothing is unknown', async () => {
-        const { id, answer } = await stalledPastLease('late answer before the claim', 'carrier-id-before-claim');
+        const { id, answer } = await stalledPastLease('late answer before the claim', telnyxIdNamed('before-claim'));
         const lookupsBefore = carrier.lookups.length;
         await overlap(db.url, sentBy(id), answer, () => dispatch(id));
         expect(await history(id)).toEqual(['scheduled', 'sending', 'sent']);

@@ -138,7 +138,7 @@ describe('transactional outbox', () => {
   it('the running app has exactly one handler for every job its modules declare (JobRegistry checks it at boot)', async () => {
     const registry = app.app.get(JobRegistry);
     const declared = [ProbeJob, ...[messagingJobs, webhooksJobs, ingestJobs, callsJobs, numbersJobs].flatMap((jobs) => Object.values(jobs) as JobDefinition[])];
-    expect(declared.length).toBe(11);
+    expect(declared.length).toBe(12);
     for (const job of declared) {
       expect(registry.spec(job.name)).toBe(job);
       expect(registry.get(job.name)).toBeDefined();

@@ -113,6 +113,10 @@ function vonageReportsAsDescribed(doc: Json): void {
   };
   dates(doc);
   delete doc.components.schemas.client_ref.minLength;
+  // Paging: a TRUNCATED answer's `_links.next.href` carries `cursor` and `iv`, which the 2021
+  // description does not declare and Vonage's current guide does (README: Vonage Reports).
+  const getRecords = doc.paths['/v2/reports/records'].get;
+  for (const name of ['cursor', 'iv']) getRecords.parameters.push({ name, in: 'query', required: false, schema: { type: 'string', maxLength: 2000 } });
   const answer = doc.components.responses.json_record_response.content['application/json'].schema;
   for (const branch of answer.oneOf as Json[]) {
     const own = branch.allOf[1];

@@ -15,6 +15,8 @@ import { MessagingModule } from './modules/messaging/messaging.module.js';
 import { MetricsModule } from './platform/metrics/metrics.module.js';
 import { OutboxStatusCommand } from './platform/outbox/commands/outbox-status.command.js';
 import { OutboxModule } from './platform/outbox/outbox.module.js';
+import { RetentionStatusCommand } from './platform/retention/commands/retention-status.command.js';
+import { RetentionModule } from './platform/retention/retention.module.js';
 import { RedisModule } from './platform/redis/redis.module.js';
 import { EnableEndpointCommand } from './modules/webhooks/commands/enable-endpoint.command.js';
 import { VerifyCommand } from './platform/verify/verify.command.js';
@@ -33,8 +35,8 @@ export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CliModule,
-      imports: [ConfigModule.forRoot(config), CarriersModule, RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule, NumbersModule],
-      providers: [ProgramName, MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand, ListPlansCommand,
+      imports: [ConfigModule.forRoot(config), CarriersModule, RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, RetentionModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule, NumbersModule],
+      providers: [ProgramName, MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, RetentionStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand, ListPlansCommand,
         AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RetryReleaseCommand, RunRentalsCommand, SearchNumbersCommand],
     };
   }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
+import { createdAtOfId } from '../../platform/retention/id-partition-key.js';
 import type { Urgency } from '../../platform/database/connection-budget.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import { isDatabaseUnavailable, isSerializationConflict, storedMessage } from '../../platform/database/pg-errors.js';
@@ -170,7 +171,7 @@ export class CarrierEventProcessor {
                          WHEN e.normalized ? 'callSessionId'
                            THEN 'locked' || pg_advisory_xact_lock(hashtextextended('call-session:' || (e.normalized->>'callSessionId'), 0))::text
                          ELSE 'unlocked' END
-               FROM carrier_events e WHERE e.id = ${id})`;
+               FROM carrier_events e WHERE e.id = ${id} AND ${createdAtOfId(id, 'e.created_at')})`;
   }
 
   /**
@@ -190,7 +191,7 @@ export class CarrierEventProcessor {
       tx,
       `SELECT e.normalized, e.attempts, e.processed_at IS NOT NULL AS processed, e.created_at,
               extract(epoch FROM clock_timestamp() - e.created_at)::float8 * 1000 AS age_ms, ${earlier} AS earlier
-         FROM carrier_events e WHERE e.id = $1 FOR UPDATE`,
+         FROM carrier_events e WHERE e.id = $1 AND ${createdAtOfId('$1', 'e.created_at')} FOR UPDATE`,
       [id],
     );
     return rows[0];
@@ -289,7 +290,7 @@ export class CarrierEventProcessor {
     const { rows } = await exec<{ attempts: number }>(
       tx,
       `UPDATE carrier_events SET attempts = attempts + 1, note = left($2, 2000), unhandled_since = NULL
-        WHERE id = $1 AND processed_at IS NULL RETURNING attempts`,
+        WHERE id = $1 AND ${createdAtOfId('$1')} AND processed_at IS NULL RETURNING attempts`,
       [id, `waiting to retry: ${storedMessage(err)}`],
     );
     if (rows.length === 0) return { id, outcome: 'already_processed' };
@@ -314,10 +315,11 @@ export class CarrierEventProcessor {
   private async markProcessed(tx: Tx, id: string, note: string | null, mark = new CteStatement()): Promise<void> {
     // Only an unprocessed event becomes processed (we hold its row lock since the SELECT); an
     // event that waited for a handler stops waiting in this same statement.
+    const idParam = mark.param(id);
     await exec(
       tx,
       mark.text(`UPDATE carrier_events SET processed_at = now(), error = NULL, note = ${mark.param(note)}, attempts = attempts + 1, unhandled_since = NULL
-        WHERE id = ${mark.param(id)} AND processed_at IS NULL`),
+        WHERE id = ${idParam} AND ${createdAtOfId(idParam)} AND processed_at IS NULL`),
       mark.params,
     );
   }
@@ -331,7 +333,7 @@ export class CarrierEventProcessor {
     const { affected } = await exec(
       tx,
       `UPDATE carrier_events SET unhandled_since = coalesce(unhandled_since, now()), error = NULL, note = $2
-        WHERE id = $1 AND processed_at IS NULL`,
+        WHERE id = $1 AND ${createdAtOfId('$1')} AND processed_at IS NULL`,
       [id, `waiting for a handler for ${kind}`],
     );
     return affected > 0;
@@ -345,7 +347,7 @@ export class CarrierEventProcessor {
   /** True when it recorded the failure (false: the event was processed meanwhile). */
   private async markFailed(tx: Tx, id: string, error: string): Promise<boolean> {
     // processed_at stays NULL: the event is in the failed list (not the unhandled one) until a replay succeeds.
-    const { affected } = await exec(tx, `UPDATE carrier_events SET error = $2, attempts = attempts + 1, unhandled_since = NULL WHERE id = $1 AND processed_at IS NULL`, [id, error]);
+    const { affected } = await exec(tx, `UPDATE carrier_events SET error = $2, attempts = attempts + 1, unhandled_since = NULL WHERE id = $1 AND ${createdAtOfId('$1')} AND processed_at IS NULL`, [id, error]);
     return affected > 0;
   }
 }

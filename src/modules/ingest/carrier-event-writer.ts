@@ -90,9 +90,11 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
       signature_nonce: items[i].signatureNonce ?? null,
     })));
     // One statement, so one round trip and atomic on its own: the rows, and a processing job for
-    // each row that was new. No conflict target on purpose: (carrier, carrier_event_id) and the
-    // partial (carrier, signature_nonce) index both mean "seen this delivery", so either makes it
-    // a duplicate with no row and no job, also for two copies inside this one statement.
+    // each row that was new. A row is new when carrier_event_twin (migration 0042) finds no stored
+    // twin in any partition, by key or by signature nonce, under the key's advisory lock: that is
+    // the dedupe guard across partition boundaries, also for two copies inside this one statement
+    // (the second sees the first). The partitions' own unique indexes stay as a backstop (ON
+    // CONFLICT DO NOTHING, no target: any of them).
     const stmt = new CteStatement();
     // In a process that also works the carrier-events queue (the `all` role), the new events'
     // processing jobs run here once the statement returns, with no relay batch or Redis hop;
@@ -123,10 +125,12 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
   private insertStatement(stmt: CteStatement, batch: string): Promise<{ id: string; jobs: number; afterCommit: AfterCommitJob[] }[]> {
     const newEvents = stmt.with(
       'inserted',
-      `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce)
-       SELECT id, carrier, carrier_event_id, event_type, kind, payload::jsonb, normalized::jsonb, signature_nonce
+      // created_at from the id: the row's partition follows from its id (lookups by id prune).
+      `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce, created_at)
+       SELECT id, carrier, carrier_event_id, event_type, kind, payload::jsonb, normalized::jsonb, signature_nonce, onceline_id_time(id)
          FROM json_to_recordset(${stmt.param(batch, 'json')})
               AS e(id text, carrier text, carrier_event_id text, event_type text, kind text, payload text, normalized text, signature_nonce text)
+        WHERE carrier_event_twin(carrier, carrier_event_id, signature_nonce) IS NULL
        ON CONFLICT DO NOTHING
        RETURNING id`,
     );

@@ -16,15 +16,17 @@ import { IngestService } from './ingest.service.js';
 import { ProcessCarrierEventHandler } from './process-carrier-event.handler.js';
 import { declareJobs } from '../../platform/outbox/job-definition.js';
 import { ProcessCarrierEventJob } from './ingest.jobs.js';
+import { RetentionModule } from '../../platform/retention/retention.module.js';
+import { CarrierEventsRetention } from './carrier-events-retention.js';
 
 /**
  * Carrier webhooks in, normalized events out to the method that declared their kind with
  * @HandlesCarrierEvent (a module imports this one for the decorator and RetryLaterError).
  */
 @Module({
-  imports: [CarriersModule, DiscoveryModule, OutboxModule],
+  imports: [CarriersModule, DiscoveryModule, OutboxModule, RetentionModule],
   controllers: [IngestController],
-  providers: [IngestService, AnsweredCarrierEvents, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, OneStatementRuns, OneStatementBatches, CarrierEventsService, declareJobs(ProcessCarrierEventJob), ProcessCarrierEventHandler, IngestInvariants],
+  providers: [IngestService, AnsweredCarrierEvents, CarrierEventWriter, IngestMetrics, CarrierEventHandlers, CarrierEventProcessor, OneStatementRuns, OneStatementBatches, CarrierEventsService, declareJobs(ProcessCarrierEventJob), ProcessCarrierEventHandler, IngestInvariants, CarrierEventsRetention],
   exports: [CarrierEventHandlers, CarrierEventsService, IngestService],
 })
 export class IngestModule {}

@@ -13,6 +13,7 @@ import { isTransient } from './carrier-event-processor.js';
 import { buildBatchStatement } from './one-statement-build.js';
 import type { StoredCarrierEvent } from './one-statement-runs.js';
 import { afterCommitJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
+import { createdAtOfIds } from '../../platform/retention/id-partition-key.js';
 
 /** One process-carrier-event job run waiting for a batch. */
 interface BatchedRun {
@@ -138,12 +139,14 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
       if (ready !== input) unready = `, (SELECT coalesce(jsonb_agg(i.job_id), '[]'::jsonb) FROM ${input} i WHERE NOT EXISTS (SELECT FROM ${ready} r WHERE r.event_id = i.event_id)) AS unready`;
       stmt.with(claimed, claimLockedJobsSql(locked));
       // processed_at IS NULL: one run consumes an event (a replay may have); only its job's
-      // claimant. c.id = ANY: the events by their key, whatever the planner makes of the recordset.
+      // claimant. c.id = ANY: the events by their key, whatever the planner makes of the recordset,
+      // in the partitions their ids' times can be in.
+      const eventIds = stmt.param(runs.map((run) => run.event.id), 'text[]');
       return stmt.with(
         'cev_consumed',
         `UPDATE carrier_events c SET processed_at = now(), error = NULL, note = ${note('i')}, attempts = c.attempts + 1, unhandled_since = NULL
              FROM ${input} i JOIN ${claimed} j ON j.job_id = i.job_id
-            WHERE c.id = ANY (${stmt.param(runs.map((run) => run.event.id), 'text[]')}) AND c.id = i.event_id AND c.processed_at IS NULL
+            WHERE c.id = ANY (${eventIds}) AND ${createdAtOfIds(eventIds, 'c.created_at')} AND c.id = i.event_id AND c.processed_at IS NULL
            RETURNING c.id AS consumed_event_id`,
       );
     });

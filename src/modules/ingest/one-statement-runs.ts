@@ -5,6 +5,7 @@ import { pendingJobSql } from '../../platform/outbox/job-sql.js';
 import type { IgnoredEvent, NormalizedEvent } from '../../carriers/normalized-event.js';
 import { CarrierEventHandlers, ignoredNote, type BatchHandling } from './carrier-event-handlers.js';
 import { OneStatementBatches } from './one-statement-batches.js';
+import { createdAtOfId } from '../../platform/retention/id-partition-key.js';
 
 /**
  * Events no module acts on, as a batch handler of the engine's own (no module registers it):
@@ -61,7 +62,8 @@ export class OneStatementRuns {
   private async readPending(jobId: string): Promise<StoredCarrierEvent | undefined> {
     const [row] = await this.statements.query<StoredCarrierEvent>(
       `WITH job AS (${pendingJobSql('$1')})
-       SELECT e.id, e.normalized FROM job JOIN carrier_events e ON e.id = job.data->>'carrierEventId' WHERE e.processed_at IS NULL`,
+       SELECT e.id, e.normalized FROM job JOIN carrier_events e ON e.id = job.data->>'carrierEventId' AND ${createdAtOfId(`job.data->>'carrierEventId'`, 'e.created_at')}
+        WHERE e.processed_at IS NULL`,
       [jobId],
     );
     return row;

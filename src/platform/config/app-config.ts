@@ -194,6 +194,23 @@ export class AppConfig {
   OUTBOX_RETENTION_HOURS = 72;
 
   /**
+   * Retention of carrier_events, the dedupe record (docs/contract.md, *Retention*): a partition
+   * is dropped once its whole period is older than this and none of its events is unprocessed.
+   * At least the longest retry horizon a carrier or Stripe documents (Stripe: up to three days).
+   * Fractional hours are for compressed soaks (bench/), not production.
+   */
+  @Transform(toNumber) @Min(0.001) @IsNumber()
+  CARRIER_EVENTS_RETENTION_HOURS = 96;
+
+  /** The period of a new time partition (carrier_events): a day, chosen by bench/partition-period.mjs (docs/retention.md). */
+  @Transform(toInt) @Min(1) @IsInt()
+  PARTITION_PERIOD_SECONDS = 86_400;
+
+  /** Partitions the relay's maintenance keeps made ahead of the current one (an insert with no partition for its time fails). */
+  @Transform(toInt) @Min(1) @Max(1000) @IsInt()
+  PARTITIONS_AHEAD = 2;
+
+  /**
    * How long a worker's hold on a job lasts without renewal (BullMQ renews it every half); a
    * worker killed mid-job has its job handed to another within about 1.5 times this long
    * (BullMQ's stalled-job check runs every half of it).

@@ -4,12 +4,18 @@ import { AppConfig } from '../config/app-config.js';
 import { exec } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { Housekeeping } from './housekeeping.js';
+import { PartitionMaintenance } from '../retention/partition-maintenance.js';
 import { OutboxMetrics } from './outbox-metrics.js';
 import { OUTBOX_CHANNEL } from './relay-wakeup.js';
 import { Queues, type RelayedJob } from './queues.js';
 
 /** Recovery and retention run at most this often (sooner when the redrive delay is shorter). */
 const MAINTENANCE_EVERY_MS = 5_000;
+/**
+ * Time partitions are made ahead and dropped past retention at most this often: partitions are
+ * made periods ahead (a day by default), and a drop waits on nothing but the run.
+ */
+const PARTITIONS_EVERY_MS = 60_000;
 
 /**
  * Moves committed outbox rows into BullMQ. Any number of relays may run: each claims its own
@@ -34,6 +40,8 @@ export class OutboxRelay implements BeforeApplicationShutdown {
   private maintenance?: Promise<void>;
   /** Ends the maintenance loop's wait (shutdown). */
   private stopMaintenanceWait?: () => void;
+  /** When the time partitions were last maintained (0: not yet, so the first tick does it). */
+  private partitionsAt = 0;
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -41,6 +49,7 @@ export class OutboxRelay implements BeforeApplicationShutdown {
     private readonly config: AppConfig,
     private readonly metrics: OutboxMetrics,
     private readonly housekeeping: Housekeeping,
+    private readonly partitions: PartitionMaintenance,
   ) {}
 
   async start(): Promise<void> {
@@ -177,6 +186,10 @@ export class OutboxRelay implements BeforeApplicationShutdown {
         await this.housekeeping.runAll();
       } catch (err) {
         this.logger.warn(`relay maintenance failed, will retry: ${(err as Error).message}`);
+      }
+      if (Date.now() - this.partitionsAt >= PARTITIONS_EVERY_MS) {
+        this.partitionsAt = Date.now();
+        await this.partitions.maintain().catch((err: unknown) => this.logger.warn(`partition maintenance failed, will retry: ${(err as Error).message}`));
       }
     }
   }

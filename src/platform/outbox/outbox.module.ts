@@ -13,10 +13,11 @@ import { declareJobs } from './job-definition.js';
 import { ProbeHandler, ProbeJob } from './probe.handler.js';
 import { Queues } from './queues.js';
 import { RelayWakeup } from './relay-wakeup.js';
+import { RetentionModule } from '../retention/retention.module.js';
 
 /** The transactional outbox: enqueue in a transaction, relay to BullMQ, run, recover. */
 @Module({
-  imports: [DiscoveryModule],
+  imports: [DiscoveryModule, RetentionModule],
   providers: [Housekeeping, RelayWakeup, OutboxService, OutboxRelay, OutboxMetrics, Queues, JobRegistry, JobRunner, JobWorkers, AfterCommitJobs, declareJobs(ProbeJob), ProbeHandler, OutboxInvariants],
   exports: [Housekeeping, OutboxService, OutboxRelay, JobWorkers, AfterCommitJobs, Queues, JobRegistry],
 })

@@ -1,0 +1,40 @@
+import type pg from 'pg';
+
+/** The partition of carrier_events (or `table`) holding a row, by the row's id. */
+export async function partitionOf(pool: pg.Pool, id: string, table = 'carrier_events'): Promise<string> {
+  const { rows } = await pool.query(`SELECT tableoid::regclass::text AS name FROM ${table} WHERE id = $1`, [id]);
+  return rows[0]?.name;
+}
+
+/**
+ * Splits the partition of `table` that holds the instant `at` into two, [from, at) and [at, to),
+ * the rows it held moved into them: a partition boundary where a test wants one (a second from now,
+ * not next midnight). Detached and re-attached plainly (a test's own database, nothing running).
+ */
+export async function splitPartitionAt(pool: pg.Pool, at: Date, table = 'carrier_events'): Promise<{ before: string; after: string }> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows } = await client.query(
+      `SELECT c.relname AS name, b[1]::timestamptz AS "from", b[2]::timestamptz AS "to"
+         FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), $$FROM \\('([^']*)'\\) TO \\('([^']*)'\\)$$) AS b
+        WHERE i.inhparent = $1::regclass AND b[1]::timestamptz <= $2 AND $2 < b[2]::timestamptz`,
+      [table, at],
+    );
+    const old = rows[0] as { name: string; from: Date; to: Date };
+    if (!old) throw new Error(`no partition of ${table} holds ${at.toISOString()}`);
+    await client.query(`ALTER TABLE ${table} DETACH PARTITION ${old.name}`);
+    await client.query(`ALTER TABLE ${old.name} RENAME TO ${old.name}_split`);
+    const made = await client.query(`SELECT onceline_add_partition($1, $2, $3) AS before, onceline_add_partition($1, $3, $4) AS after`, [table, old.from, at, old.to]);
+    await client.query(`INSERT INTO ${table} SELECT * FROM ${old.name}_split`);
+    await client.query(`DROP TABLE ${old.name}_split`);
+    await client.query('COMMIT');
+    return made.rows[0];
+  } catch (err) {
+    await client.query('ROLLBACK');
+    throw err;
+  } finally {
+    client.release();
+  }
+}

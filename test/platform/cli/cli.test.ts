@@ -38,7 +38,7 @@ describe('admin CLI: every command with --json prints exactly one JSON document 
     const help = await runNode(['dist/cli.js', '--help'], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^Usage: onceline \[options\] \[command\]/);
-    for (const command of ['migrate', 'accounts:create', 'carrier-events:replay', 'outbox:status']) expect(help.stdout).toContain(command);
+    for (const command of ['migrate', 'accounts:create', 'carrier-events:replay', 'outbox:status', 'retention:status']) expect(help.stdout).toContain(command);
   }, SLOW);
 
   it('migrate creates a missing database, applies every migration, and is idempotent; a command before it says to migrate', async () => {
@@ -109,6 +109,18 @@ describe('admin CLI: every command with --json prints exactly one JSON document 
     expect(status.pending).toBe(2);
     expect(status.oldest_pending_seconds).toBeGreaterThanOrEqual(30);
     expect(Object.keys(status).sort()).toEqual(['oldest_pending_seconds', 'pending']);
+  }, SLOW);
+
+  it('retention:status lists each partitioned table\'s partitions (bounds, bytes, row estimates) and what the next run makes and drops', async () => {
+    const run = await cli(['retention:status']);
+    expect(run.code).toBe(0);
+    const { data } = oneDocument(run);
+    expect(data.map((t: { table: string }) => t.table)).toEqual(['carrier_events']);
+    const [events] = data;
+    expect(events).toMatchObject({ retention_hours: 96, period_seconds: 86400, next_run: { drop: [], held: [] } });
+    expect(events.partitions.length).toBeGreaterThanOrEqual(3);
+    expect(events.partitions[0]).toEqual({ name: expect.stringMatching(/^carrier_events_p\d{8}t\d{6}$/), from: expect.any(String), to: expect.any(String), bytes: expect.any(Number), rows_estimate: null, detach_pending: false });
+    expect(Array.isArray(events.next_run.create)).toBe(true);
   }, SLOW);
 
   it('errors are one JSON document too, with a non-zero exit', async () => {

@@ -8,7 +8,7 @@ job_claimed AS (UPDATE outbox_jobs SET completed_at = now(), attempts = attempts
            RETURNING job_id),
 cev_consumed AS (UPDATE carrier_events c SET processed_at = now(), error = NULL, note = CASE WHEN NOT EXISTS (SELECT FROM msg_owner o WHERE o.event_id = i.event_id) THEN 'no account owns ' || i.to_number END, attempts = c.attempts + 1, unhandled_since = NULL
              FROM evt_input i JOIN job_claimed j ON j.job_id = i.job_id
-            WHERE c.id = ANY ($3::text[]) AND c.id = i.event_id AND c.processed_at IS NULL
+            WHERE c.id = ANY ($3::text[]) AND c.created_at BETWEEN (SELECT min(onceline_id_window_start(x)) FROM unnest($3::text[]) AS x) AND (SELECT max(onceline_id_window_end(x)) FROM unnest($3::text[]) AS x) AND c.id = i.event_id AND c.processed_at IS NULL
            RETURNING c.id AS consumed_event_id),
 msg_received AS (INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, carrier_message_id)
        SELECT i.message_id, o.account_id, 'inbound', i.from_number, i.to_number, i.text, 'received', i.segments, i.encoding, i.carrier, i.carrier_message_id

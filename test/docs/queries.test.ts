@@ -32,7 +32,8 @@ interface Query {
 }
 
 const QUERIES: Query[] = [
-  { file: 'carrier-event-insert.sql', title: 'A carrier webhook stored once (unique index on the raw event) with its processing job', source: 'src/modules/ingest/carrier-event-writer.ts', pick: /^WITH inserted AS \(INSERT INTO carrier_events/ },
+  { file: 'carrier-event-insert.sql', title: 'A carrier webhook stored once (no twin in any partition, under the key lock) with its processing job', source: 'src/modules/ingest/carrier-event-writer.ts', pick: /^WITH inserted AS \(INSERT INTO carrier_events/ },
+  { file: 'carrier-event-by-id.sql', title: "A call's carrier event read by id under its row lock: the partition key named from the id (one partition)", source: 'src/modules/ingest/carrier-event-processor.ts (lockEvent)', pick: /FROM carrier_events e WHERE e\.id = \$1 AND e\.created_at BETWEEN onceline_id_window_start\(\$1\)/ },
   { file: 'inbound-sms.sql', title: 'An inbound SMS: consume the event, store the message, bill it, opt-out keywords, message.received and its deliveries, in one statement', source: 'src/modules/messaging/messaging-carrier-events.ts (receive)', pick: /msg_received AS \(INSERT INTO messages/ },
   { file: 'outbound-accept.sql', title: 'POST /v2/messages: the message accepted unless the handset opted out', source: 'src/modules/messaging/message-transitions.ts', pick: /^INSERT INTO messages .*\n\s+SELECT .* WHERE NOT EXISTS \(SELECT FROM message_opt_outs/ },
   { file: 'dispatch-claim.sql', title: 'The dispatch claims a queued message and its send slot on its number (pacing), or fails it when the handset opted out since', source: 'src/modules/messaging/message-transitions.ts', pick: /^WITH locked AS \(SELECT m.id AS locked_id, m.status AS previous, m.claim_token/ },

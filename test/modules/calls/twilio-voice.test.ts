@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomInt } from 'node:crypto';
-import pg from 'pg';
 import { getExpectedTwilioSignature, validateRequest } from 'twilio/lib/webhooks/webhooks.js';
 import { VerifyService } from '../../../src/platform/verify/verify.service.js';
 import { pausePoint } from '../../support/pause.js';
@@ -226,8 +224,8 @@ describe('Twilio Voice: TwiML answered in the request', () => {
       const held = twilio.dialResult(sid, callId, 0, { status: 'no-answer', dialSid });
       await pause.waitUntilPaused();
       const copy = twilio.dialResult(sid, callId, 0, { status: 'no-answer', dialSid });
-      // the copy's INSERT ... ON CONFLICT waits on the held row: it cannot decide on its own
-      await waitFor(() => rowLockWaiters(voice), (n) => n >= 1, { what: 'the copy to wait on the held row' });
+      // the copy waits on the dedupe key's lock the held one took before its INSERT: it cannot decide on its own
+      await waitFor(() => advisoryWaiters(voice), (n) => n >= 2, { what: 'the copy to wait on the key lock the held one holds' });
       await pause.release();
       const [a, b] = await Promise.all([held, copy]);
       expect(a.body).toBe(twiml.dial(base, callId, 1, T1, 25));
@@ -259,8 +257,10 @@ describe('Twilio Voice: TwiML answered in the request', () => {
     expect(await voice.db.count(`SELECT count(*) FROM call_timeline WHERE call_id = $1 AND outcome = 'superseded'`, [callId])).toBe(1);
   });
 
-  // Issue 24, item 8: two identical requests carry the same signature, so the same nonce; the
-  // insert's conflict target is (carrier, carrier_event_id), the nonce has its own unique index.
+  // Issue 24, item 8: two identical requests carry the same signature, so the same nonce. Since
+  // issue 44 (carrier_events partitioned) both are serialized by the dedupe key's advisory lock
+  // (carrier_event_lock), taken before the look for a twin: a copy can no longer pass that look
+  // before the first's row is indexed (the race the nonce index used to settle).
   /** The calls and stored events of one CallSid: exactly one of each, answered with `reply`. */
   async function expectOneCall(sid: string, reply: string): Promise<void> {
     const { rows: calls } = await voice.db.pool.query<{ id: string }>(`SELECT id FROM calls WHERE carrier = 'twilio' AND carrier_call_id = $1`, [sid]);
@@ -270,7 +270,7 @@ describe('Twilio Voice: TwiML answered in the request', () => {
     expect(await voice.db.count(`SELECT count(*) FROM call_legs WHERE call_id = $1`, [calls[0]!.id])).toBe(1);
   }
 
-  it('the copy arrives while the first is held after its INSERT: it waits on that row and gets the same TwiML', async () => {
+  it('the copy arrives while the first is held after its INSERT: it waits on the key lock the first holds and gets the same TwiML', async () => {
     const sid = newCallSid();
     const pause = await pausePoint(voice.db.url, { table: 'carrier_events', on: 'INSERT', when: `NEW.carrier_event_id = '${sid}:incoming:ringing'` });
     await pause.hold();
@@ -278,7 +278,7 @@ describe('Twilio Voice: TwiML answered in the request', () => {
       const held = twilio.incoming(sid, CALLER, RINGING);
       await pause.waitUntilPaused();
       const copy = twilio.incoming(sid, CALLER, RINGING);
-      await waitFor(() => rowLockWaiters(voice), (n) => n >= 1, { what: 'the copy to wait on the held row' });
+      await waitFor(() => advisoryWaiters(voice), (n) => n >= 2, { what: 'the copy to wait on the key lock the held one holds' });
       await pause.release();
       const [a, b] = await Promise.all([held, copy]);
       expect([a.status, b.status]).toEqual([200, 200]);
@@ -286,28 +286,6 @@ describe('Twilio Voice: TwiML answered in the request', () => {
       await expectOneCall(sid, a.body);
     } finally {
       await pause.remove();
-    }
-  }, 60_000);
-
-  it('both pass the conflict target\'s check before either row is indexed; the first commits, then the copy reaches the nonce index: still 200, the same TwiML, one row', async () => {
-    const sid = newCallSid();
-    const gate = await insertGate(voice.db.url, `${sid}:incoming:ringing`);
-    try {
-      const first = twilio.incoming(sid, CALLER, RINGING);
-      await gate.waitUntilHeld('first');
-      const copy = twilio.incoming(sid, CALLER, RINGING);
-      // the copy passed the (carrier, carrier_event_id) check too: the first's key is not indexed yet
-      await gate.waitUntilHeld('second');
-      await gate.release('first');
-      const a = await first;
-      expect(a.status).toBe(200);
-      // the first has committed; the copy now indexes its nonce, which the first already holds
-      await gate.release('second');
-      const b = await copy;
-      expect([b.status, b.body]).toEqual([200, a.body]);
-      await expectOneCall(sid, a.body);
-    } finally {
-      await gate.remove();
     }
   }, 60_000);
 
@@ -336,6 +314,14 @@ describe('Twilio Voice: TwiML answered in the request', () => {
   });
 });
 
+/**
+ * Advisory locks of this database waited for: a transaction held at a pause point, and a copy
+ * waiting on the dedupe key's lock the held one took (carrier_event_lock).
+ */
+function advisoryWaiters(voice: VoicePipeline): Promise<number> {
+  return voice.db.count(`SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`);
+}
+
 /** Transactions of this database blocked on a row lock (not on the test's advisory lock). */
 function rowLockWaiters(voice: VoicePipeline): Promise<number> {
   return voice.db.count(
@@ -344,59 +330,3 @@ function rowLockWaiters(voice: VoicePipeline): Promise<number> {
   );
 }
 
-/**
- * A pause point where a trigger cannot reach: inside an INSERT, after its ON CONFLICT check on the
- * arbiter index and before its index entries are written. Postgres writes a row's index entries
- * in index OID order, so the test adds a partial index whose predicate waits on an advisory lock,
- * and re-creates the two unique indexes after it. The first inserting transaction waits on the
- * `first` lock, the next on the `second` (the first holds a marker lock until it ends).
- */
-async function insertGate(databaseUrl: string, carrierEventId: string) {
-  const [marker, first, second] = [randomInt(1, 2 ** 31 - 1), randomInt(1, 2 ** 31 - 1), randomInt(1, 2 ** 31 - 1)];
-  const keys = { first, second };
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  const literal = carrierEventId.replace(/'/g, "''");
-  // IMMUTABLE is a lie Postgres lets a predicate tell; it indexes nothing (returns false).
-  await client.query(`
-    CREATE FUNCTION test_insert_gate(cev text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
-    BEGIN
-      IF cev = '${literal}' THEN
-        IF pg_try_advisory_xact_lock(${marker}) THEN PERFORM pg_advisory_xact_lock(${first});
-        ELSE PERFORM pg_advisory_xact_lock(${second}); END IF;
-      END IF;
-      RETURN false;
-    END $$;
-    CREATE INDEX test_insert_gate_idx ON carrier_events (id) WHERE test_insert_gate(carrier_event_id);
-    ALTER TABLE carrier_events DROP CONSTRAINT carrier_events_carrier_carrier_event_id_key;
-    ALTER TABLE carrier_events ADD CONSTRAINT carrier_events_carrier_carrier_event_id_key UNIQUE (carrier, carrier_event_id);
-    DROP INDEX carrier_events_nonce_idx;
-    CREATE UNIQUE INDEX carrier_events_nonce_idx ON carrier_events (carrier, signature_nonce) WHERE signature_nonce IS NOT NULL;
-  `);
-  const { rows } = await client.query(`SELECT indexrelid::regclass::text AS name FROM pg_index WHERE indrelid = 'carrier_events'::regclass ORDER BY indexrelid`);
-  const order = rows.map((r) => r.name as string);
-  // the gate comes before both unique indexes, or this test proves nothing
-  expect(order.indexOf('test_insert_gate_idx')).toBeLessThan(order.indexOf('carrier_events_carrier_carrier_event_id_key'));
-  expect(order.indexOf('test_insert_gate_idx')).toBeLessThan(order.indexOf('carrier_events_nonce_idx'));
-  await client.query('SELECT pg_advisory_lock($1), pg_advisory_lock($2)', [first, second]);
-  const held = { first: true, second: true };
-  const waitingOn = async (key: number) => {
-    const { rows: waiting } = await client.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [key]);
-    return waiting[0].n as number;
-  };
-  const release = async (which: 'first' | 'second') => {
-    if (!held[which]) return;
-    await client.query('SELECT pg_advisory_unlock($1)', [keys[which]]);
-    held[which] = false;
-  };
-  return {
-    waitUntilHeld: (which: 'first' | 'second') => waitFor(() => waitingOn(keys[which]), (n) => n >= 1, { what: `the ${which} insert to wait at the gate` }),
-    release,
-    async remove() {
-      await release('first');
-      await release('second');
-      await client.query('DROP INDEX IF EXISTS test_insert_gate_idx; DROP FUNCTION IF EXISTS test_insert_gate(text)');
-      await client.end();
-    },
-  };
-}

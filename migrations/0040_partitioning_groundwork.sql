@@ -29,15 +29,22 @@ $$;
 
 -- Where a lookup by id looks: created_at within 5 minutes of the id's time. Rows ingest writes
 -- have created_at equal to it; rows stored before 0042 (created_at = now() of their transaction,
--- the id minted by the app just before) are within milliseconds of it. Immutable, so a lookup
--- `created_at BETWEEN onceline_id_window_start(x) AND onceline_id_window_end(x)` prunes to the
--- partition (or, near a boundary, two) that can hold x, at plan time or when a generic plan starts.
-CREATE FUNCTION onceline_id_window_start(id text) RETURNS timestamptz LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
-  SELECT to_timestamp((onceline_id_ms(id) - 300000) / 1000.0)
-$$;
-CREATE FUNCTION onceline_id_window_end(id text) RETURNS timestamptz LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
-  SELECT to_timestamp((onceline_id_ms(id) + 300000) / 1000.0)
-$$;
+-- the id minted by the app just before) are within milliseconds of it. A lookup
+-- `created_at BETWEEN onceline_id_window_start(x) AND onceline_id_window_end(x)` is pruned to the
+-- partition (or, near a boundary, two) that can hold x when its plan starts. Measured choices
+-- (bench/partition-period.mjs, docs/retention.md): STABLE, though they are immutable, because an
+-- immutable bound is folded at plan time, which makes a custom plan look cheaper than the generic
+-- one, so a prepared lookup was planned again at every execution; and plpgsql, because an
+-- inlined SQL body is a 40-node expression compiled again at every execution (for the pruning
+-- and the filter), which cost more than the partitions it spared.
+CREATE FUNCTION onceline_id_window_start(id text) RETURNS timestamptz LANGUAGE plpgsql STABLE PARALLEL SAFE STRICT AS $$
+BEGIN
+  RETURN to_timestamp((onceline_id_ms(id) - 300000) / 1000.0);
+END $$;
+CREATE FUNCTION onceline_id_window_end(id text) RETURNS timestamptz LANGUAGE plpgsql STABLE PARALLEL SAFE STRICT AS $$
+BEGIN
+  RETURN to_timestamp((onceline_id_ms(id) + 300000) / 1000.0);
+END $$;
 
 -- The time-partitioned tables: where a table's rows stored before it was partitioned end
 -- (legacy_until: its first partition, `<table>_legacy`, holds everything before), and the indexes

@@ -88,7 +88,7 @@ async function lagPhase(pool, queueEvents) {
       await client.query(
         `BEGIN;
          INSERT INTO outbox_jobs (job_id, queue, name, data) VALUES ('${jobId}', '${queueName}', '${ProbeJob.name}', '{}')
-           ON CONFLICT (job_id) DO NOTHING;
+           ON CONFLICT DO NOTHING;
          COMMIT`,
       );
       const committed = nowMs();

@@ -1,10 +1,10 @@
 -- Issue 44, step 1 of 3 (each migration is its own transaction): what time-partitioned tables
--- need, and carrier_events' future bound as a CHECK added NOT VALID.
+-- need, and carrier_events' and outbox_jobs' future bound as a CHECK added NOT VALID.
 --
--- Adding a CHECK ... NOT VALID takes ACCESS EXCLUSIVE on carrier_events for an instant (no scan:
--- only new rows are checked). 0041 validates it under SHARE UPDATE EXCLUSIVE (ingest keeps
--- writing during the scan), and 0042 then attaches the table as a partition of a new
--- carrier_events without scanning it again (the valid CHECK proves the partition bound).
+-- Adding a CHECK ... NOT VALID takes ACCESS EXCLUSIVE on the table for an instant (no scan: only
+-- new rows are checked). 0041 validates it under SHARE UPDATE EXCLUSIVE (writes go on during the
+-- scan), and 0042 (0043) then attaches the table as a partition of a new carrier_events
+-- (outbox_jobs) without scanning it again (the valid CHECK proves the partition bound).
 
 -- Our ids (src/platform/ids.ts newId, onceline_id()) start, after `<prefix>_`, with 48 bits of
 -- milliseconds in 10 Crockford base32 digits: the time the id was minted. An id that is not one
@@ -67,7 +67,19 @@ VALUES ('carrier_events', date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZO
   'CREATE INDEX ON %I (created_at) WHERE processed_at IS NULL'
 ]);
 
-DO $$ BEGIN
-  EXECUTE format('ALTER TABLE carrier_events ADD CONSTRAINT carrier_events_legacy_bound CHECK (created_at < %L) NOT VALID',
-                 (SELECT legacy_until FROM partitioned_tables WHERE parent = 'carrier_events'));
+INSERT INTO partitioned_tables (parent, legacy_until, local_indexes)
+VALUES ('outbox_jobs', date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + interval '2 days', ARRAY[
+  'CREATE UNIQUE INDEX ON %I (id)',
+  'CREATE UNIQUE INDEX ON %I (job_id)',
+  -- Retention's question, "does this partition still hold a job without an outcome?".
+  'CREATE INDEX ON %I (created_at) WHERE completed_at IS NULL AND failed_at IS NULL'
+]);
+
+DO $$
+DECLARE
+  t record;
+BEGIN
+  FOR t IN SELECT parent, legacy_until FROM partitioned_tables LOOP
+    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (created_at < %L) NOT VALID', t.parent, t.parent || '_legacy_bound', t.legacy_until);
+  END LOOP;
 END $$;

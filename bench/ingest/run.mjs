@@ -69,7 +69,7 @@ function ingestPgbench(dbUrl) {
     '\\set n random(1, 2000000000)',
     'BEGIN;',
     `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce) VALUES ('cev_' || :client_id || '_' || :n, 'telnyx', 'pgb-' || :client_id || '-' || :n, 'message.finalized', 'message.status', '${payload}'::jsonb, '${normalized}'::jsonb, NULL) ON CONFLICT DO NOTHING;`,
-    `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at) VALUES ('cev_' || :client_id || '_' || :n, 'carrier-events', 'process-carrier-event', '{"carrierEventId":"x"}', coalesce(NULL::timestamptz, now())) ON CONFLICT (job_id) DO NOTHING;`,
+    `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at) VALUES ('cev_' || :client_id || '_' || :n, 'carrier-events', 'process-carrier-event', '{"carrierEventId":"x"}', coalesce(NULL::timestamptz, now())) ON CONFLICT DO NOTHING;`,
     'END;',
     '',
   ].join('\n'));

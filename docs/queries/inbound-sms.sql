@@ -53,7 +53,8 @@ opt_reply_queued AS (INSERT INTO messages (id, account_id, direction, from_numbe
 opt_reply_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, 'queued' FROM opt_reply_queued),
 opt_reply_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT 'dispatch-' || id, 'messaging', 'dispatch-message', jsonb_build_object('messageId', id), now() FROM opt_reply_queued
-       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
+        WHERE outbox_job_twin('dispatch-' || id) IS NULL
+       ON CONFLICT DO NOTHING RETURNING job_id, name),
 opt_events AS (SELECT account_id, CASE WHEN opted_out THEN 'message.opted_out' ELSE 'message.opted_in' END AS type,
               jsonb_build_object('id', changed_by, 'record_type', 'opt_out', 'handset', handset, 'number', NULLIF(our_number, '*'),
                                  'scope', CASE our_number WHEN '*' THEN 'account' ELSE 'number' END, 'opted_out', opted_out,
@@ -82,7 +83,7 @@ dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, accou
 dlv_first_attempts AS (SELECT id, 1 AS round, 1 AS attempt FROM dlv_created WHERE status = 'pending'),
 dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt), now() + make_interval(secs => $11::int) FROM dlv_first_attempts
-       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
+       ON CONFLICT DO NOTHING RETURNING job_id, name),
 dlv_prefetched AS MATERIALIZED (SELECT 'dlv-' || id || '-' || round || '-' || attempt AS job_id, prefetched FROM (
              SELECT f.id, f.round, f.attempt,
                     jsonb_build_object('id', d.id, 'status', d.status, 'round', d.round, 'attempt_count', d.attempt_count,

@@ -134,7 +134,8 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
        ON CONFLICT DO NOTHING
        RETURNING id`,
     );
-    this.outbox.jobsFromCte(stmt, 'jobs', newEvents, ProcessCarrierEventJob, { id: 'id', data: `jsonb_build_object('carrierEventId', id)` });
+    // Named by the new event's id: no stored job can hold it (newIds).
+    this.outbox.jobsFromCte(stmt, 'jobs', newEvents, ProcessCarrierEventJob, { id: 'id', data: `jsonb_build_object('carrierEventId', id)`, newIds: true });
     return this.statements.query(stmt.text(`SELECT id, (${newJobsCount(stmt)})::int AS jobs, ${afterCommitJobs(stmt)} AS "afterCommit" FROM ${newEvents}`), stmt.params);
   }
 }

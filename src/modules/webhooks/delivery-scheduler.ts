@@ -99,6 +99,8 @@ export class DeliveryScheduler {
     const jobs = this.outbox.jobsFromCte(stmt, 'dlv_jobs', 'dlv_first_attempts', WebhookDeliveryAttemptJob, {
       id: ATTEMPT_JOB_ID_SQL,
       data: `jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt)`,
+      // Named by deliveries this statement created with new ids (dlv_created).
+      newIds: true,
     });
     // First attempts this process runs once the statement returns start from the delivery as
     // created here (DeliveryAttemptHandler.runInOneStatement): no read back.

@@ -189,7 +189,10 @@ export class AppConfig {
   @Transform(toInt) @Min(1) @IsInt()
   OUTBOX_REDRIVE_AFTER_SECONDS = 60;
 
-  /** Retention: finished outbox rows older than this are deleted. */
+  /**
+   * Retention of outbox_jobs: a day's partition is dropped once it is older than this and none of
+   * its jobs is without an outcome (migration 0043; no rows are deleted).
+   */
   @Transform(toInt) @Min(1) @IsInt()
   OUTBOX_RETENTION_HOURS = 72;
 
@@ -202,7 +205,7 @@ export class AppConfig {
   @Transform(toNumber) @Min(0.001) @IsNumber()
   CARRIER_EVENTS_RETENTION_HOURS = 96;
 
-  /** The period of a new time partition (carrier_events): a day, chosen by bench/partition-period.mjs (docs/retention.md). */
+  /** The period of a new time partition (carrier_events, outbox_jobs): a day, chosen by bench/partition-period.mjs (docs/retention.md). */
   @Transform(toInt) @Min(1) @IsInt()
   PARTITION_PERIOD_SECONDS = 86_400;
 

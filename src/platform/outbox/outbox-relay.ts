@@ -9,11 +9,12 @@ import { OutboxMetrics } from './outbox-metrics.js';
 import { OUTBOX_CHANNEL } from './relay-wakeup.js';
 import { Queues, type RelayedJob } from './queues.js';
 
-/** Recovery and retention run at most this often (sooner when the redrive delay is shorter). */
+/** Recovery and housekeeping run at most this often (sooner when the redrive delay is shorter). */
 const MAINTENANCE_EVERY_MS = 5_000;
 /**
- * Time partitions are made ahead and dropped past retention at most this often: partitions are
- * made periods ahead (a day by default), and a drop waits on nothing but the run.
+ * Retention: time partitions (carrier_events, outbox_jobs) are made ahead and dropped past
+ * retention at most this often: partitions are made periods ahead (a day by default), and a drop
+ * waits on nothing but the run.
  */
 const PARTITIONS_EVERY_MS = 60_000;
 
@@ -128,23 +129,6 @@ export class OutboxRelay implements BeforeApplicationShutdown {
     });
   }
 
-  /** Retention: deletes finished rows older than OUTBOX_RETENTION_HOURS. */
-  async cleanFinished(): Promise<number> {
-    return this.uow.run(async (tx) => {
-      const { affected } = await exec(
-        tx,
-        // Finished is final (nothing clears completed_at or failed_at), so the subquery's older snapshot decides rightly.
-        `DELETE FROM outbox_jobs WHERE id IN (
-           SELECT id FROM outbox_jobs
-            WHERE (completed_at IS NOT NULL OR failed_at IS NOT NULL)
-              AND coalesce(completed_at, failed_at) < now() - make_interval(hours => $1)
-            LIMIT 5000)`,
-        [this.config.OUTBOX_RETENTION_HOURS],
-      );
-      return affected;
-    });
-  }
-
   private async run(): Promise<void> {
     let failures = 0;
     while (this.running) {
@@ -182,7 +166,6 @@ export class OutboxRelay implements BeforeApplicationShutdown {
       if (!this.running) break;
       try {
         await this.redriveBatch();
-        await this.cleanFinished();
         await this.housekeeping.runAll();
       } catch (err) {
         this.logger.warn(`relay maintenance failed, will retry: ${(err as Error).message}`);

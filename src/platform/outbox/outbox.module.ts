@@ -14,11 +14,12 @@ import { ProbeHandler, ProbeJob } from './probe.handler.js';
 import { Queues } from './queues.js';
 import { RelayWakeup } from './relay-wakeup.js';
 import { RetentionModule } from '../retention/retention.module.js';
+import { OutboxRetention } from './outbox-retention.js';
 
 /** The transactional outbox: enqueue in a transaction, relay to BullMQ, run, recover. */
 @Module({
   imports: [DiscoveryModule, RetentionModule],
-  providers: [Housekeeping, RelayWakeup, OutboxService, OutboxRelay, OutboxMetrics, Queues, JobRegistry, JobRunner, JobWorkers, AfterCommitJobs, declareJobs(ProbeJob), ProbeHandler, OutboxInvariants],
+  providers: [Housekeeping, RelayWakeup, OutboxService, OutboxRelay, OutboxMetrics, Queues, JobRegistry, JobRunner, JobWorkers, AfterCommitJobs, declareJobs(ProbeJob), ProbeHandler, OutboxInvariants, OutboxRetention],
   exports: [Housekeeping, OutboxService, OutboxRelay, JobWorkers, AfterCommitJobs, Queues, JobRegistry],
 })
 export class OutboxModule {}

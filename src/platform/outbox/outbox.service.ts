@@ -62,13 +62,15 @@ export class OutboxService {
     let runHere: boolean[] = [];
     const inserted = await this.afterCommitJobs.aroundTransactionalWrite(tx, candidates, async (here) => {
       runHere = here;
-      // ON CONFLICT (job_id): a job id already in the outbox (or twice in this list) is one job.
+      // outbox_job_twin (migration 0043): a job id already in the outbox, in any partition (or
+      // twice in this list), is one job; the partition's UNIQUE (job_id) stays as a backstop.
       const { rows } = await exec<{ job_id: string }>(
         tx,
         `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
          SELECT job_id, queue, name, data::jsonb, CASE WHEN here THEN now() + make_interval(secs => $7) ELSE coalesce(run_at, now()) END
            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::boolean[]) AS j(job_id, queue, name, data, run_at, here)
-         ON CONFLICT (job_id) DO NOTHING
+          WHERE outbox_job_twin(job_id) IS NULL
+         ON CONFLICT DO NOTHING
          RETURNING job_id`,
         [
           requests.map((r) => r.jobId),
@@ -93,8 +95,12 @@ export class OutboxService {
    * of CTE `source`, with job id and payload (jsonb) as SQL expressions over its columns. Ids
    * already in the outbox are one job, as in enqueueMany. Counted by newJobsCount(stmt); call
    * jobsWritten() once the statement has run.
+   *
+   * `newIds`: every job id is made from a row this very statement created with a new id (an
+   * event's processing job, named by the event): no stored job can hold it, so the look across
+   * partitions (outbox_job_twin) is skipped; the partition's UNIQUE (job_id) still holds.
    */
-  jobsFromCte(stmt: CteStatement, cteName: string, source: string, definition: JobDefinition, job: { id: string; data: string; runAt?: string }): string {
+  jobsFromCte(stmt: CteStatement, cteName: string, source: string, definition: JobDefinition, job: { id: string; data: string; runAt?: string; newIds?: boolean }): string {
     const jobs = StatementJobs.of(stmt);
     // A job due now that this process runs right after the statement (StatementJobs.runAfterCommit):
     // its row is leased (renewed while the run lasts) before the relay may take it, the backstop if that run never ends.
@@ -104,8 +110,9 @@ export class OutboxService {
     const cte = stmt.with(
       cteName,
       `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       SELECT ${job.id}, '${definition.queue}', '${definition.name}', ${job.data}, ${runAt} FROM ${source}
-       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name`,
+       SELECT ${job.id}, '${definition.queue}', '${definition.name}', ${job.data}, ${runAt} FROM ${source}${job.newIds ? '' : `
+        WHERE outbox_job_twin(${job.id}) IS NULL`}
+       ON CONFLICT DO NOTHING RETURNING job_id, name`,
     );
     (afterCommit ? jobs.afterCommitJobCtes : jobs.jobCtes).push(cte);
     return cte;

@@ -115,9 +115,10 @@ describe('admin CLI: every command with --json prints exactly one JSON document 
     const run = await cli(['retention:status']);
     expect(run.code).toBe(0);
     const { data } = oneDocument(run);
-    expect(data.map((t: { table: string }) => t.table)).toEqual(['carrier_events']);
-    const [events] = data;
+    expect(data.map((t: { table: string }) => t.table).sort()).toEqual(['carrier_events', 'outbox_jobs']);
+    const events = data.find((t: { table: string }) => t.table === 'carrier_events');
     expect(events).toMatchObject({ retention_hours: 96, period_seconds: 86400, next_run: { drop: [], held: [] } });
+    expect(data.find((t: { table: string }) => t.table === 'outbox_jobs')).toMatchObject({ retention_hours: 72 });
     expect(events.partitions.length).toBeGreaterThanOrEqual(3);
     expect(events.partitions[0]).toEqual({ name: expect.stringMatching(/^carrier_events_p\d{8}t\d{6}$/), from: expect.any(String), to: expect.any(String), bytes: expect.any(Number), rows_estimate: null, detach_pending: false });
     expect(Array.isArray(events.next_run.create)).toBe(true);

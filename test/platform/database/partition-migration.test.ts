@@ -12,12 +12,13 @@ import { databaseUrl, TEST_PG_BASE } from '../../support/env.js';
 const signer = telnyxSigner();
 
 /**
- * Migrations 0040-0042 on a database that already holds carrier events in the old shape (one
- * table, global unique indexes): the table becomes the partition carrier_events_legacy with its
- * rows and indexes as they were (no rewrite, no index build), and every guarantee holds across
- * it: a retry of an event stored before the migration is still a duplicate.
+ * Migrations 0040-0043 on a database that already holds carrier events and outbox jobs in the
+ * old shape (one table each, global unique indexes): each table becomes the partition
+ * <table>_legacy with its rows and indexes as they were (no rewrite, no index build), and every
+ * guarantee holds across it: a retry of an event stored before the migration is still a
+ * duplicate, a job id stored before is still one job.
  */
-describe('partitioning an existing carrier_events (migrations 0040-0042)', () => {
+describe('partitioning an existing carrier_events and outbox_jobs (migrations 0040-0043)', () => {
   const name = `onceline_t_mig_${randomBytes(4).toString('hex')}`;
   const url = databaseUrl(name);
   let pool: pg.Pool;
@@ -42,6 +43,9 @@ describe('partitioning an existing carrier_events (migrations 0040-0042)', () =>
        SELECT onceline_id('cev'), 'telnyx', k, 'message.received', 'message.received', '{}', '{}', 'nonce-' || k, CASE WHEN n > 1 THEN now() END
          FROM unnest($1::text[]) WITH ORDINALITY AS t(k, n)`,
       [oldKeys],
+    );
+    await pool.query(
+      `INSERT INTO outbox_jobs (job_id, queue, name, data, completed_at) VALUES ('legacy-pending', 'system', 'probe', '{}', NULL), ('legacy-done', 'system', 'probe', '{}', now())`,
     );
     indexesBefore = (await pool.query(`SELECT indexrelid::regclass::text AS name FROM pg_index WHERE indrelid = 'carrier_events'::regclass ORDER BY indexrelid`)).rows.map((r) => r.name);
     await migrate(url);
@@ -80,6 +84,19 @@ describe('partitioning an existing carrier_events (migrations 0040-0042)', () =>
     expect(await count(`SELECT count(*) FROM carrier_events WHERE id = $1 AND created_at BETWEEN onceline_id_window_start($1) AND onceline_id_window_end($1)`, [rows[0].id])).toBe(1);
     expect((await pool.query(`SELECT carrier_event_twin('telnyx', $1, NULL) AS twin`, [oldKeys[0]])).rows[0].twin).toBe(rows[0].id);
     expect((await pool.query(`SELECT carrier_event_twin('telnyx', 'another-key', $1) AS twin`, [`nonce-${oldKeys[0]}`])).rows[0].twin).toBe(rows[0].id);
+  });
+
+  it('outbox_jobs: the old table is outbox_jobs_legacy with its rows; its job ids are still one job; new rows take ids after the old ones (the same sequence)', async () => {
+    const { rows: parts } = await pool.query(
+      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'outbox_jobs'::regclass ORDER BY c.relname`,
+    );
+    expect(parts.map((p) => p.name)[0]).toBe('outbox_jobs_legacy');
+    expect(parts).toHaveLength(4);
+    const { rows: old } = await pool.query(`SELECT id, job_id FROM outbox_jobs WHERE job_id LIKE 'legacy-%' ORDER BY id`);
+    expect(old.map((r) => r.job_id)).toEqual(['legacy-pending', 'legacy-done']);
+    expect((await pool.query(`SELECT outbox_job_twin('legacy-pending') AS twin`)).rows[0].twin).toBe(old[0].id);
+    const { rows: fresh } = await pool.query(`INSERT INTO outbox_jobs (job_id, queue, name, data) VALUES ('after-migration', 'system', 'probe', '{}') RETURNING id, tableoid::regclass::text AS part`);
+    expect(Number(fresh[0].id)).toBeGreaterThan(Number(old[1].id));
   });
 
   it('the app on the migrated database: a retry of an event stored before the migration is a duplicate; a new event lands in a new partition', async () => {

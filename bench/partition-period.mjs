@@ -17,47 +17,20 @@
 // By default on a private PostgreSQL cluster (bench/private-pg.mjs); BENCH_PRIVATE_PG=0 runs on a
 // scratch database of BENCH_PG_BASE (127.0.0.1:5432).
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
-import { migrate } from '../dist/lib/platform/database/migrator.js';
 import { newId } from '../dist/lib/platform/ids.js';
 import { fmt, machine } from './lib.mjs';
-import { startPrivatePostgres } from './private-pg.mjs';
+import { giveUpAfter, scratchDatabase } from './scratch-pg.mjs';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
 const STATEMENTS = Number(process.env.BENCH_STATEMENTS ?? 2000);
 const LOOKUPS = Number(process.env.BENCH_LOOKUPS ?? 5000);
-const MAX_SECONDS = Number(process.env.BENCH_MAX_SECONDS ?? 900);
 const RETENTION_H = 96;
 const HOUR = 3_600_000;
 
-const deadline = setTimeout(() => {
-  process.stderr.write(`partition-period: over ${MAX_SECONDS} s, giving up\n`);
-  process.exit(1);
-}, MAX_SECONDS * 1000);
-deadline.unref();
-
-const onShared = process.env.BENCH_PRIVATE_PG === '0';
-const sharedBase = process.env.BENCH_PG_BASE ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(new URL(sharedBase).hostname)) throw new Error('BENCH_PG_BASE must point at this machine (loopback only)');
-const privatePg = onShared ? undefined : await startPrivatePostgres();
-const base = privatePg?.baseUrl ?? sharedBase;
-
-const cleanups = [];
+giveUpAfter('partition-period', Number(process.env.BENCH_MAX_SECONDS ?? 900));
+const db = await scratchDatabase('onceline_bench_period');
 try {
-  const dbName = `onceline_bench_period_${process.pid}`;
-  const dbUrl = new URL(base);
-  dbUrl.pathname = `/${dbName}`;
-  cleanups.push(async () => {
-    const admin = new pg.Client({ connectionString: base });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
-  });
-  await migrate(dbUrl.toString());
-  const client = new pg.Client({ connectionString: dbUrl.toString() });
-  await client.connect();
-  cleanups.unshift(() => client.end());
-  const q = (text, values, name) => client.query(name ? { name, text, values } : { text, values });
+  const q = (text, values, name) => db.client.query(name ? { name, text, values } : { text, values });
 
   // The writer's statement, one row or a batch (src/modules/ingest/carrier-event-writer.ts).
   const INSERT = `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce, created_at)
@@ -151,13 +124,12 @@ try {
   }
 
   const lines = [
-    `partition-period: ${ROWS} events over ${RETENTION_H} h, ${STATEMENTS} inserts, ${LOOKUPS} lookups; ${privatePg ? 'private PostgreSQL cluster (settings of the shared one)' : base.replace(/\/\/[^@]*@/, '//')}, ${(await q('SHOW server_version')).rows[0].server_version}; ${machine()}`,
+    `partition-period: ${ROWS} events over ${RETENTION_H} h, ${STATEMENTS} inserts, ${LOOKUPS} lookups; ${db.where}, ${(await q('SHOW server_version')).rows[0].server_version}; ${machine()}`,
     await layout('plain'),
     await layout('daily', 24 * HOUR),
     await layout('hourly', HOUR),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 } finally {
-  for (const cleanup of cleanups) await cleanup().catch(() => undefined);
-  privatePg?.stop();
+  await db.close();
 }

@@ -42,24 +42,32 @@ BEGIN
   RETURN name;
 END $$;
 
-DO $$
+-- The old table `<parent>_legacy` (renamed by the caller) as the partition FROM (MINVALUE) TO the
+-- bound 0040 set (0041 validated it, so ATTACH does not scan), or, when it holds no row (a new
+-- database), dropped; then daily partitions for the bound's day (today's) and two more, which the
+-- relay's maintenance keeps ahead after. Used by 0042 and 0043.
+CREATE FUNCTION onceline_partition_legacy(p_parent text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-  bound timestamptz := (SELECT legacy_until FROM partitioned_tables WHERE parent = 'carrier_events');
+  legacy text := p_parent || '_legacy';
+  bound timestamptz := (SELECT legacy_until FROM partitioned_tables WHERE parent = p_parent);
   start timestamptz;
+  has_rows boolean;
 BEGIN
-  IF EXISTS (SELECT FROM carrier_events_legacy) THEN
-    EXECUTE format('ALTER TABLE carrier_events ATTACH PARTITION carrier_events_legacy FOR VALUES FROM (MINVALUE) TO (%L)', bound);
+  EXECUTE format('SELECT EXISTS (SELECT FROM %I)', legacy) INTO has_rows;
+  IF has_rows THEN
+    EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (MINVALUE) TO (%L)', p_parent, legacy, bound);
     start := bound;
   ELSE
-    DROP TABLE carrier_events_legacy;
-    UPDATE partitioned_tables SET legacy_until = NULL WHERE parent = 'carrier_events';
+    EXECUTE format('DROP TABLE %I', legacy);
+    UPDATE partitioned_tables SET legacy_until = NULL WHERE parent = p_parent;
     start := date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
   END IF;
-  -- Daily partitions for today and two days on; the relay's maintenance keeps them ahead after.
   FOR i IN 0..2 LOOP
-    PERFORM onceline_add_partition('carrier_events', start + make_interval(days => i), start + make_interval(days => i + 1));
+    PERFORM onceline_add_partition(p_parent, start + make_interval(days => i), start + make_interval(days => i + 1));
   END LOOP;
 END $$;
+
+SELECT onceline_partition_legacy('carrier_events');
 
 -- The dedupe guard across partitions. A unique index of a partitioned table must contain the
 -- partition key, so each partition's UNIQUE (carrier, carrier_event_id) only holds within it.

@@ -22,23 +22,7 @@ ALTER SEQUENCE outbox_jobs_id_seq OWNED BY outbox_jobs.id;
 CREATE INDEX outbox_jobs_unrelayed_idx ON outbox_jobs (run_at) WHERE relayed_at IS NULL;
 CREATE INDEX outbox_jobs_unfinished_idx ON outbox_jobs (redrive_at) WHERE relayed_at IS NOT NULL AND completed_at IS NULL AND failed_at IS NULL;
 
-DO $$
-DECLARE
-  bound timestamptz := (SELECT legacy_until FROM partitioned_tables WHERE parent = 'outbox_jobs');
-  start timestamptz;
-BEGIN
-  IF EXISTS (SELECT FROM outbox_jobs_legacy) THEN
-    EXECUTE format('ALTER TABLE outbox_jobs ATTACH PARTITION outbox_jobs_legacy FOR VALUES FROM (MINVALUE) TO (%L)', bound);
-    start := bound;
-  ELSE
-    DROP TABLE outbox_jobs_legacy;
-    UPDATE partitioned_tables SET legacy_until = NULL WHERE parent = 'outbox_jobs';
-    start := date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
-  END IF;
-  FOR i IN 0..2 LOOP
-    PERFORM onceline_add_partition('outbox_jobs', start + make_interval(days => i), start + make_interval(days => i + 1));
-  END LOOP;
-END $$;
+SELECT onceline_partition_legacy('outbox_jobs');
 
 -- "A job id already in the outbox is one job", across partitions (each partition's UNIQUE
 -- (job_id) holds only within it): the stored job of this id, if any. Looked for first without a

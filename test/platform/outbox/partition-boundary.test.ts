@@ -1,12 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { OutboxService } from '../../../src/platform/outbox/outbox.service.js';
 import { ProbeJob } from '../../../src/platform/outbox/probe.handler.js';
-import { startTestApp, type TestApp } from '../../support/app.js';
-import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { splitPartitionAt } from '../../support/partitions.js';
 import { waitFor } from '../../support/wait.js';
+import { withTestApp } from '../../support/with-test-app.js';
 
 /**
  * outbox_jobs is partitioned by created_at (migration 0043), so UNIQUE (job_id) holds only within
@@ -14,23 +13,13 @@ import { waitFor } from '../../support/wait.js';
  * Each test puts a partition boundary a moment from now and enqueues the same job id across it.
  */
 describe('outbox: one job per job id across a partition boundary', () => {
-  let db: TestDatabase;
-  let app: TestApp;
-  const enqueue = (jobId: string) => app.app.get(UnitOfWork).run((tx) => app.app.get(OutboxService).enqueue(tx, { job: ProbeJob, data: { label: 'boundary' }, jobId }));
-  const rowsOf = (jobId: string) => db.pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM outbox_jobs WHERE job_id = $1`, [jobId]).then((r) => r.rows.map((row) => row.part));
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    app = await startTestApp({ databaseUrl: db.url, http: false });
-  });
-  afterAll(async () => {
-    await app.close();
-    await db.drop();
-  });
+  const t = withTestApp({ http: false });
+  const enqueue = (jobId: string) => t.app.app.get(UnitOfWork).run((tx) => t.app.app.get(OutboxService).enqueue(tx, { job: ProbeJob, data: { label: 'boundary' }, jobId }));
+  const rowsOf = (jobId: string) => t.db.pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM outbox_jobs WHERE job_id = $1`, [jobId]).then((r) => r.rows.map((row) => row.part));
 
   async function boundaryIn(ms: number) {
     const at = new Date(Date.now() + ms);
-    const parts = await splitPartitionAt(db.pool, at, 'outbox_jobs');
+    const parts = await splitPartitionAt(t.db.pool, at, 'outbox_jobs');
     return { at, ...parts, passed: () => waitFor(() => Date.now(), (now) => now > at.getTime() + 5, { what: 'the boundary to pass' }) };
   }
 
@@ -49,7 +38,7 @@ describe('outbox: one job per job id across a partition boundary', () => {
   ] as const)('racing across the boundary with a twin the test holds uncommitted, which then %s: enqueue says new = %s, one row', async (ending, isNew, side) => {
     const { before, after, passed } = await boundaryIn(1000);
     const jobId = `probe-${randomUUID()}`;
-    const holder = await db.pool.connect();
+    const holder = await t.db.pool.connect();
     try {
       await holder.query('BEGIN');
       // As enqueue does: no stored twin, so the id's lock is taken; then the row, before the boundary.
@@ -57,7 +46,7 @@ describe('outbox: one job per job id across a partition boundary', () => {
       await holder.query(`INSERT INTO outbox_jobs (job_id, queue, name, data) VALUES ($1, 'system', 'probe', '{}')`, [jobId]);
       await passed();
       const racing = enqueue(jobId);
-      await waitFor(() => db.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`), (n) => n === 1, {
+      await waitFor(() => t.db.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`), (n) => n === 1, {
         what: "the enqueue to wait on the job id's lock the test holds",
       });
       await holder.query(ending === 'commits' ? 'COMMIT' : 'ROLLBACK');

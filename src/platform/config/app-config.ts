@@ -191,9 +191,10 @@ export class AppConfig {
 
   /**
    * Retention of outbox_jobs: a day's partition is dropped once it is older than this and none of
-   * its jobs is without an outcome (migration 0043; no rows are deleted).
+   * its jobs is without an outcome (migration 0043; no rows are deleted). Fractional hours are
+   * for compressed soaks, not production.
    */
-  @Transform(toInt) @Min(1) @IsInt()
+  @Transform(toNumber) @Min(0.001) @IsNumber()
   OUTBOX_RETENTION_HOURS = 72;
 
   /**

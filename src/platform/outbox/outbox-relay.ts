@@ -13,8 +13,8 @@ import { Queues, type RelayedJob } from './queues.js';
 const MAINTENANCE_EVERY_MS = 5_000;
 /**
  * Retention: time partitions (carrier_events, outbox_jobs) are made ahead and dropped past
- * retention at most this often: partitions are made periods ahead (a day by default), and a drop
- * waits on nothing but the run.
+ * retention at most this often, or four times a period when that is shorter (a soak's minute):
+ * partitions are made periods ahead, and a drop waits on nothing but the run.
  */
 const PARTITIONS_EVERY_MS = 60_000;
 
@@ -170,7 +170,7 @@ export class OutboxRelay implements BeforeApplicationShutdown {
       } catch (err) {
         this.logger.warn(`relay maintenance failed, will retry: ${(err as Error).message}`);
       }
-      if (Date.now() - this.partitionsAt >= PARTITIONS_EVERY_MS) {
+      if (Date.now() - this.partitionsAt >= Math.min(PARTITIONS_EVERY_MS, this.config.PARTITION_PERIOD_SECONDS * 250)) {
         this.partitionsAt = Date.now();
         await this.partitions.maintain().catch((err: unknown) => this.logger.warn(`partition maintenance failed, will retry: ${(err as Error).message}`));
       }

@@ -1,6 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'nest-commander';
 import { parseMessageRecords } from '../../../carriers/message-records.js';
+import { parseSinceOption, readCarrierLog } from '../../../platform/cli/carrier-log-options.js';
 import { JsonCommand } from '../../../platform/cli/json-command.js';
 import { printResult, requireOption, setFailed, type OutputOptions } from '../../../platform/cli/output.js';
 import { MessagesAudit, type MessageAuditReport } from '../messages-audit.js';
@@ -28,9 +28,7 @@ export class AuditMessagesCommand extends JsonCommand {
 
   @Option({ flags: '--since <time>', description: 'only messages created at or after this ISO 8601 time, on both sides (default: ours created within 5 min of the records)' })
   parseSince(value: string): Date {
-    const since = new Date(value);
-    if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(since.getTime())) throw new Error(`--since must be an ISO 8601 time, got "${value}"`);
-    return since;
+    return parseSinceOption(value);
   }
 
   @Option({ flags: '--account <id>', description: "only this account's messages (default: every account's)" })
@@ -40,9 +38,7 @@ export class AuditMessagesCommand extends JsonCommand {
 
   async run(_: string[], options: AuditOptions): Promise<void> {
     const file = requireOption(options, 'carrierLog');
-    const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
-      throw new Error(`cannot read --carrier-log ${file}: ${err.code ?? err.message}`);
-    });
+    const text = await readCarrierLog(file);
     const { records, invalidLines } = parseMessageRecords(text);
     const report = await this.audit.compare(records, invalidLines, { since: options.since, accountId: options.account });
     printResult(options, report, human(report));

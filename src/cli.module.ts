@@ -22,6 +22,9 @@ import { VerifyModule } from './platform/verify/verify.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { CallsModule } from './modules/calls/calls.module.js';
 import { AuditCallsCommand } from './modules/calls/commands/audit-calls.command.js';
+import { BillingModule } from './modules/billing/billing.module.js';
+import { StatementsExportCommand } from './modules/billing/commands/statements-export.command.js';
+import { AuditMessagesCommand } from './modules/messaging/commands/audit-messages.command.js';
 import { NumbersModule } from './modules/numbers/numbers.module.js';
 import {
   AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RetryReleaseCommand, RunRentalsCommand, SearchNumbersCommand,
@@ -33,9 +36,9 @@ export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CliModule,
-      imports: [ConfigModule.forRoot(config), CarriersModule, RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule, NumbersModule],
+      imports: [ConfigModule.forRoot(config), CarriersModule, RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule, NumbersModule, BillingModule],
       providers: [ProgramName, MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand, ListPlansCommand,
-        AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RetryReleaseCommand, RunRentalsCommand, SearchNumbersCommand],
+        AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RetryReleaseCommand, RunRentalsCommand, SearchNumbersCommand, StatementsExportCommand, AuditMessagesCommand],
     };
   }
 

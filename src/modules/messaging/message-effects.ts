@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { UsageLedger } from '../billing/usage-ledger.js';
+import type { SettledBy } from '../billing/usage-cause.dto.js';
+import { causeSql, segmentRuleSql, type CauseEventColumns } from '../billing/usage-causes.js';
 import type { CteStatement } from '../../platform/database/cte-statement.js';
 import type { Tx } from '../../platform/database/tx.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
@@ -23,15 +25,30 @@ export class MessageEffects {
     private readonly events: CustomerEvents,
   ) {}
 
-  /** The carrier accepted an outbound message: billed per segment, `message.sent`. */
-  async sent(tx: Tx, message: MessageRow): Promise<void> {
-    await this.usage.record(tx, { accountId: message.account_id, kind: 'sms_outbound_segments', resourceId: message.id, quantity: message.segments });
+  /**
+   * The carrier accepted an outbound message: billed per segment, `message.sent`. `settledBy`: its
+   * answer to our send, a lookup, or an answer that came after the lease was taken over (no carrier
+   * event: the cause names the carrier's message id).
+   */
+  async sent(tx: Tx, message: MessageRow, settledBy: SettledBy): Promise<void> {
+    await this.usage.record(tx, {
+      accountId: message.account_id, kind: 'sms_outbound_segments', resourceId: message.id, quantity: message.segments,
+      cause: {
+        resource: { type: 'message', id: message.id }, transition: 'sending → sent', settled_by: settledBy, carrier: message.carrier,
+        carrier_resource_id: message.carrier_message_id, carrier_events: [], price_rule: { unit: 'segment', segments: message.segments, encoding: message.encoding },
+      },
+    });
     await this.announce(tx, message, 'message.sent');
   }
 
-  /** sent, as a fragment of a receipt's statement, for the rows of CTE `settled` (MESSAGE_COLUMNS): billed per segment (its announcement is the statement's). */
+  /**
+   * sent, as a fragment of a receipt's statement, for the rows of CTE `settled` (MESSAGE_COLUMNS,
+   * `settled_by`, and the receipt's event: `cause_event_id`, `cause_carrier_event_id`,
+   * `cause_occurred_at`): billed per segment, the receipt named as the cause (its announcement is the statement's).
+   */
   billOutboundCtes(stmt: CteStatement, settled: string): void {
-    this.usage.recordFromCte(stmt, settled, 'sms_outbound_segments', { accountId: 'account_id', resourceId: 'id', quantity: 'segments' });
+    const event: CauseEventColumns = { id: 'cause_event_id', carrierEventId: 'cause_carrier_event_id', role: 'receipt', occurredAt: 'cause_occurred_at' };
+    this.billCtes(stmt, settled, 'sms_outbound_segments', { transition: `'sending → sent'`, settledBy: 'settled_by', event });
   }
 
   /** A move that bills nothing (the carrier refused it): its customer event. */
@@ -53,9 +70,21 @@ export class MessageEffects {
     this.events.emitFromCte(stmt, typed, types, MESSAGE_VIEW_JSON);
   }
 
-  /** Inbound messages as the statement recorded them (CTE `received`, MESSAGE_COLUMNS): billed per segment. */
+  /**
+   * Inbound messages as the statement recorded them (CTE `received`, MESSAGE_COLUMNS, and the
+   * delivering event: `cause_event_id`, `cause_carrier_event_id`, `cause_occurred_at`): billed per segment.
+   */
   billInboundCtes(stmt: CteStatement, received: string): void {
-    this.usage.recordFromCte(stmt, received, 'sms_inbound_segments', { accountId: 'account_id', resourceId: 'id', quantity: 'segments' });
+    const event: CauseEventColumns = { id: 'cause_event_id', carrierEventId: 'cause_carrier_event_id', role: 'inbound', occurredAt: 'cause_occurred_at' };
+    this.billCtes(stmt, received, 'sms_inbound_segments', { transition: `'→ received'`, event });
+  }
+
+  /** Billed per segment, for the rows of CTE `rows`, with their cause. */
+  private billCtes(stmt: CteStatement, rows: string, kind: 'sms_outbound_segments' | 'sms_inbound_segments', cause: { transition: string; settledBy?: string; event: CauseEventColumns }): void {
+    const causeJson = causeSql(stmt, {
+      resource: { type: 'message', id: 'id' }, ...cause, carrier: 'carrier', carrierResourceId: 'carrier_message_id', rule: segmentRuleSql('segments', 'encoding'),
+    });
+    this.usage.recordFromCte(stmt, rows, kind, { accountId: 'account_id', resourceId: 'id', quantity: 'segments', cause: causeJson });
   }
 
   /**

@@ -13,6 +13,7 @@ import { burstToleranceSql } from './sender-pacing.js';
 import { sendRateSql } from '../numbers/send-rates.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
 import { MessageEffects, type MessageRow } from './message-effects.js';
+import type { SettledBy } from '../billing/usage-cause.dto.js';
 import { OptOutKeywords, optedOutSql } from './opt-out-keywords.js';
 import { MESSAGE_COLUMNS, TERMINAL_STATUSES, toView, UNSENT_STATUSES, WAITING_STATUSES, type MessageStatus, type MessageView } from './message-view.js';
 import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
@@ -63,6 +64,9 @@ export interface Receipt {
   errorDetail?: string;
   /** Our message id, as the carrier echoed our reference: the receipt names the message even before we know the carrier's id. */
   ourMessageId?: string;
+  /** The carrier's id of the event, and when it says it happened: the cause of a charge the receipt settles. */
+  carrierEventId?: string;
+  occurredAt?: string;
 }
 
 export interface Inbound {
@@ -74,6 +78,9 @@ export interface Inbound {
   text: string;
   segments: number;
   encoding: string;
+  /** The carrier's id of the event, and when it says it happened: the cause of the charge. */
+  carrierEventId?: string;
+  occurredAt?: string;
 }
 
 /** The lease `locked` found, and the claim when the UPDATE took it (all NULL when it did not). */
@@ -438,8 +445,9 @@ export class MessageTransitions {
     );
     if (rows.length === 0) return false;
     const { was_unknown: wasUnknown, ...message } = rows[0];
-    await this.recordHistory(tx, lease.id, 'sent', resolution ?? (wasUnknown ? SendResolution.answeredLate : undefined));
-    await this.effects.sent(tx, message);
+    const detail = resolution ?? (wasUnknown ? SendResolution.answeredLate : undefined);
+    await this.recordHistory(tx, lease.id, 'sent', detail);
+    await this.effects.sent(tx, message, (detail as SettledBy | undefined) ?? 'send_answer');
     return true;
   }
 
@@ -577,10 +585,11 @@ export class MessageTransitions {
   applyReceiptCtes(run: EventBatchRun, receipts: Receipt[]): void {
     const { stmt } = run;
     const input = run.input(
-      'carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text, our_message_id text',
+      'carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text, our_message_id text, carrier_event_id text, occurred_at text',
       receipts.map((r) => ({
         carrier: r.carrier, carrier_message_id: r.carrierMessageId, status: r.status, carrier_status: r.carrierStatus,
         error_code: r.errorCode ?? null, error_detail: r.errorDetail ?? null, our_message_id: r.ourMessageId ?? null,
+        carrier_event_id: r.carrierEventId ?? null, occurred_at: r.occurredAt ?? null,
       })),
     );
     // `rcpt_found` locks the messages these receipts name, in id order (two batches that share
@@ -596,7 +605,8 @@ export class MessageTransitions {
               m.status = 'sending' AND m.carrier_message_id IS NULL AS settles, i.carrier_message_id AS rcpt_carrier_id,
               CASE WHEN m.status = 'sending' AND m.carrier_message_id IS NULL THEN coalesce(i.status, 'sent') ELSE i.status END AS rcpt_status,
               CASE WHEN m.outcome_unknown_since IS NOT NULL THEN ${stmt.param(SendResolution.byReceipt, 'text')} ELSE ${stmt.param(RECEIPT_BEFORE_ANSWER, 'text')} END AS settle_detail,
-              i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail
+              i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail,
+              i.carrier_event_id AS rcpt_carrier_event_id, i.occurred_at AS rcpt_occurred_at
          FROM ${input} i JOIN messages m ON m.carrier = i.carrier
               AND (m.id = i.our_message_id
                    OR (m.carrier_message_id = i.carrier_message_id
@@ -627,13 +637,14 @@ export class MessageTransitions {
               outcome_unknown_since = CASE WHEN f.settles THEN NULL ELSE m.outcome_unknown_since END
          FROM rcpt_found f JOIN ${applied} c ON c.consumed_event_id = f.rcpt_event_id
         WHERE m.id = f.found_id AND ${moves('f')}
-       RETURNING ${MESSAGE_COLUMNS}, f.settles AS rcpt_settled, f.settle_detail AS rcpt_settle_detail`,
+       RETURNING ${MESSAGE_COLUMNS}, f.settles AS rcpt_settled, f.settle_detail AS rcpt_settle_detail,
+                 f.rcpt_event_id, f.rcpt_carrier_event_id, f.rcpt_occurred_at`,
     );
     this.receiptSideEffectsCtes(stmt, moved);
   }
 
   /**
-   * What the receipts' moves (CTE `moved`: MESSAGE_COLUMNS, rcpt_settled, rcpt_settle_detail)
+   * What the receipts' moves (CTE `moved`: MESSAGE_COLUMNS, rcpt_settled, rcpt_settle_detail, the receipt's event ids)
    * write beside them. A settled message first as markSent would: billed, `sent` on the history
    * (with how it was settled), `message.sent` showing it sent; then every move to its own status
    * (a settled message that stopped at `sent` has no second one): history and `message.<status>`.
@@ -642,7 +653,8 @@ export class MessageTransitions {
     const settled = stmt.with(
       'rcpt_settled',
       `SELECT id, record_type, direction, "from", "to", text, 'sent'::text AS status, segments, encoding, carrier, carrier_message_id,
-              NULL::text AS error_code, NULL::text AS error_detail, send_at, expected_send_at, created_at, updated_at, account_id, rcpt_settle_detail
+              NULL::text AS error_code, NULL::text AS error_detail, send_at, expected_send_at, created_at, updated_at, account_id, rcpt_settle_detail,
+              rcpt_settle_detail AS settled_by, rcpt_event_id AS cause_event_id, rcpt_carrier_event_id AS cause_carrier_event_id, rcpt_occurred_at AS cause_occurred_at
          FROM ${moved} WHERE rcpt_settled`,
     );
     this.effects.billOutboundCtes(stmt, settled);
@@ -671,8 +683,11 @@ export class MessageTransitions {
   receiveInboundCtes(run: EventBatchRun, owners: OwnersOf, inbound: Inbound[]): void {
     const { stmt } = run;
     const input = run.input(
-      'message_id text, carrier text, carrier_message_id text, from_number text, to_number text, text text, segments int, encoding text',
-      inbound.map((m) => ({ message_id: m.id, carrier: m.carrier, carrier_message_id: m.carrierMessageId, from_number: m.from, to_number: m.to, text: m.text, segments: m.segments, encoding: m.encoding })),
+      'message_id text, carrier text, carrier_message_id text, from_number text, to_number text, text text, segments int, encoding text, carrier_event_id text, occurred_at text',
+      inbound.map((m) => ({
+        message_id: m.id, carrier: m.carrier, carrier_message_id: m.carrierMessageId, from_number: m.from, to_number: m.to, text: m.text, segments: m.segments, encoding: m.encoding,
+        carrier_event_id: m.carrierEventId ?? null, occurred_at: m.occurredAt ?? null,
+      })),
     );
     const owner = owners(input, 'to_number');
     const applied = run.consume({ note: (i) => `CASE WHEN NOT EXISTS (SELECT FROM ${owner} o WHERE o.event_id = ${i}.event_id) THEN 'no account owns ' || ${i}.to_number END` });
@@ -685,7 +700,12 @@ export class MessageTransitions {
        ON CONFLICT (carrier, carrier_message_id) DO NOTHING
        RETURNING ${MESSAGE_COLUMNS}`,
     );
-    this.effects.billInboundCtes(stmt, received);
+    // Each billed with the event that delivered it as its cause.
+    const billed = stmt.with(
+      'msg_received_cause',
+      `SELECT r.*, i.event_id AS cause_event_id, i.carrier_event_id AS cause_carrier_event_id, i.occurred_at AS cause_occurred_at FROM ${received} r JOIN ${input} i ON i.message_id = r.id`,
+    );
+    this.effects.billInboundCtes(stmt, billed);
     stmt.with('msg_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'received' FROM ${received}`);
     // A keyword's consent change is written by this same statement, and announced with the messages.
     const consent = this.keywords.applyCtes(stmt, received);

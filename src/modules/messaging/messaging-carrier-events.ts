@@ -46,6 +46,8 @@ export class MessagingCarrierEvents {
       errorCode: event.errorCode,
       errorDetail: event.errorDetail,
       ourMessageId: event.ourMessageId,
+      carrierEventId: event.carrierEventId,
+      occurredAt: event.occurredAt,
     })));
   }
 
@@ -61,6 +63,8 @@ export class MessagingCarrierEvents {
       to: event.to,
       text: event.text,
       ...countSegments(event.text),
+      carrierEventId: event.carrierEventId,
+      occurredAt: event.occurredAt,
     })));
   }
 }

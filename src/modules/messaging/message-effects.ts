@@ -53,6 +53,20 @@ export class MessageEffects {
     this.events.emitFromCte(stmt, typed, types, MESSAGE_VIEW_JSON);
   }
 
+  /**
+   * announceCtes for the rows of CTE `changed`, with the consent changes the same move made (CTE
+   * `consent`: account_id, type, payload; a carrier's "recipient opted out"), in one emission.
+   */
+  announceWithConsentCtes(stmt: CteStatement, changed: string, type: CustomerEventType, consent: string | undefined): void {
+    if (!consent) return this.announceCtes(stmt, changed, type);
+    const announced = stmt.with(
+      'msg_with_consent',
+      `SELECT account_id, ${stmt.param(type, 'text')} AS type, ${MESSAGE_VIEW_JSON} AS payload FROM ${changed}
+       UNION ALL SELECT account_id, type, payload FROM ${consent}`,
+    );
+    this.events.emitFromCte(stmt, announced, [type, 'message.opted_out'], 'payload');
+  }
+
   /** Inbound messages as the statement recorded them (CTE `received`, MESSAGE_COLUMNS): billed per segment. */
   billInboundCtes(stmt: CteStatement, received: string): void {
     this.usage.recordFromCte(stmt, received, 'sms_inbound_segments', { accountId: 'account_id', resourceId: 'id', quantity: 'segments' });

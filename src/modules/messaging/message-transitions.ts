@@ -5,7 +5,7 @@ import { exec, type Tx } from '../../platform/database/tx.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import type { EventBatchRun } from '../ingest/carrier-event-handlers.js';
 import type { OwnersOf } from '../numbers/phone-numbers.service.js';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import type { CarrierName, FailureReason } from '../../carriers/normalized-event.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { DispatchMessageJob } from './messaging.jobs.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
@@ -621,20 +621,29 @@ export class MessageTransitions {
     });
   }
 
-  /** The carrier refused the send (its 4xx is an answer): failed, not billed, `message.failed`. */
-  async markRejected(tx: Tx, lease: DispatchLease, errorCode: string, errorDetail: string): Promise<boolean> {
+  /**
+   * The carrier refused the send (its 4xx is an answer): failed, not billed, `message.failed`.
+   * Refused because the recipient opted out at the carrier (`reason`): failed as
+   * `recipient_opted_out` (the carrier's code in the detail), and the opt-out recorded (source
+   * `carrier`, `message.opted_out`) by the same statement, so later sends are refused up front.
+   */
+  async markRejected(tx: Tx, lease: DispatchLease, refusal: { errorCode: string; errorDetail: string; reason?: FailureReason }): Promise<boolean> {
+    const optedOut = refusal.reason === 'recipient_opted_out';
+    const [code, detail] = optedOut ? [REFUSED_OPTED_OUT.code, `${refusal.errorCode}: ${refusal.errorDetail}`] : [refusal.errorCode, refusal.errorDetail];
+    const stmt = new CteStatement();
     // sending under this run's token: a message the carrier accepted is never failed by a late
     // send error, nor by a run whose lease was taken over.
-    const { rows } = await exec<MessageRow>(
-      tx,
-      `UPDATE messages SET status = 'failed', error_code = $2, error_detail = $3, claimed_until = NULL, updated_at = now()
-        WHERE id = $1 AND status = 'sending' AND claim_token = $4 RETURNING ${MESSAGE_COLUMNS}`,
-      [lease.id, errorCode, errorDetail, lease.token],
+    const failed = stmt.with(
+      'rejected',
+      `UPDATE messages SET status = 'failed', error_code = ${stmt.param(code, 'text')}, error_detail = ${stmt.param(detail, 'text')}, claimed_until = NULL, updated_at = now()
+        WHERE id = ${stmt.param(lease.id, 'text')} AND status = 'sending' AND claim_token = ${stmt.param(lease.token, 'text')} RETURNING ${MESSAGE_COLUMNS}`,
     );
-    if (rows.length === 0) return false;
-    await this.recordHistory(tx, lease.id, 'failed');
-    await this.effects.announce(tx, rows[0], 'message.failed');
-    return true;
+    stmt.with('msg_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'failed' FROM ${failed}`);
+    const consent = optedOut ? this.keywords.carrierOptOutCtes(stmt, failed) : undefined;
+    this.effects.announceWithConsentCtes(stmt, failed, 'message.failed', consent);
+    const { rows } = await exec<{ failed: boolean; jobs: number }>(tx, stmt.text(`SELECT EXISTS (SELECT FROM ${failed}) AS failed, (${newJobsCount(stmt)})::int AS jobs`), stmt.params);
+    this.outbox.jobsWritten(rows[0].jobs, tx);
+    return rows[0].failed;
   }
 
   /**

@@ -35,21 +35,26 @@ opt_keyword AS (SELECT r.id AS message_id, r.account_id, r."to" AS our_number, r
          FROM msg_received r JOIN accounts a ON a.id = r.account_id
         WHERE upper(btrim(r.text, E' \t\r\n')) = ANY($8::text[]) OR upper(btrim(r.text, E' \t\r\n')) = ANY($9::text[]) OR upper(btrim(r.text, E' \t\r\n')) = ANY($10::text[])
           FOR SHARE OF a),
-opt_changed AS (INSERT INTO message_opt_outs (account_id, our_number, handset, opted_out, changed_by)
-       SELECT DISTINCT ON (account_id, scope_number, handset) account_id, scope_number, handset, keyword = 'opt_out', message_id
+opt_changed AS (INSERT INTO message_opt_outs (account_id, our_number, handset, opted_out, changed_by, source)
+     SELECT account_id, scope_number, handset, opted_out, changed_by, source FROM (SELECT DISTINCT ON (account_id, scope_number, handset) account_id, scope_number, handset, keyword = 'opt_out' AS opted_out, message_id AS changed_by, 'keyword' AS source
          FROM opt_keyword WHERE keyword <> 'help'
-        ORDER BY account_id, scope_number, handset, message_id DESC
-       ON CONFLICT (account_id, handset, our_number) DO UPDATE
-          SET opted_out = EXCLUDED.opted_out, changed_by = EXCLUDED.changed_by, changed_at = clock_timestamp()
-        WHERE message_opt_outs.opted_out <> EXCLUDED.opted_out
-       RETURNING account_id, our_number, handset, opted_out, changed_by, changed_at, (xmax = 0) AS inserted),
+        ORDER BY account_id, scope_number, handset, message_id DESC) r
+     ON CONFLICT (account_id, handset, our_number) DO UPDATE
+        SET opted_out = EXCLUDED.opted_out, changed_by = EXCLUDED.changed_by, source = EXCLUDED.source, changed_at = clock_timestamp()
+      WHERE message_opt_outs.opted_out <> EXCLUDED.opted_out
+     RETURNING account_id, our_number, handset, opted_out, changed_by, source, changed_at, (xmax = 0) AS inserted),
 opt_announced AS (SELECT * FROM opt_changed WHERE opted_out OR NOT inserted),
 opt_seq_bumped AS (UPDATE phone_numbers p SET opt_out_seq = p.opt_out_seq + 1
             FROM (SELECT q.id FROM phone_numbers q WHERE q.id IN (SELECT n.id FROM opt_announced c JOIN phone_numbers n ON n.phone_number = c.our_number AND n.account_id = c.account_id AND n.status IN ('ordering', 'active', 'releasing')
-         UNION ALL
-         SELECT n.id FROM opt_announced c JOIN phone_numbers n ON c.our_number = '*' AND n.account_id = c.account_id AND n.status IN ('ordering', 'active', 'releasing')) AND q.status IN ('ordering', 'active', 'releasing') ORDER BY q.id FOR NO KEY UPDATE) bump
+       UNION ALL
+       SELECT n.id FROM opt_announced c JOIN phone_numbers n ON c.our_number = '*' AND n.account_id = c.account_id AND n.status IN ('ordering', 'active', 'releasing')) AND q.status IN ('ordering', 'active', 'releasing') ORDER BY q.id FOR NO KEY UPDATE) bump
            WHERE p.id = bump.id
           RETURNING p.id),
+opt_events AS (SELECT account_id, CASE WHEN opted_out THEN 'message.opted_out' ELSE 'message.opted_in' END AS type,
+            jsonb_build_object('id', changed_by, 'record_type', 'opt_out', 'handset', handset, 'number', NULLIF(our_number, '*'),
+                               'scope', CASE our_number WHEN '*' THEN 'account' ELSE 'number' END, 'opted_out', opted_out, 'source', source,
+                               'changed_at', to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) AS payload
+       FROM opt_announced),
 opt_reply_queued AS (INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, auto_reply)
        SELECT onceline_id('msg'), k.account_id, 'outbound', k.our_number, k.handset, reply->>'text', 'queued',
               (reply->>'segments')::int, reply->>'encoding', k.carrier, k.keyword
@@ -60,11 +65,6 @@ opt_reply_history AS (INSERT INTO message_status_history (message_id, status) SE
 opt_reply_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT 'dispatch-' || id, 'messaging', 'dispatch-message', jsonb_build_object('messageId', id), now() FROM opt_reply_queued
        ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
-opt_events AS (SELECT account_id, CASE WHEN opted_out THEN 'message.opted_out' ELSE 'message.opted_in' END AS type,
-              jsonb_build_object('id', changed_by, 'record_type', 'opt_out', 'handset', handset, 'number', NULLIF(our_number, '*'),
-                                 'scope', CASE our_number WHEN '*' THEN 'account' ELSE 'number' END, 'opted_out', opted_out,
-                                 'changed_at', to_char(changed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) AS payload
-         FROM opt_announced),
 msg_announced AS (SELECT account_id, 'message.received' AS type, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
   'text', text, 'status', status, 'segments', segments, 'encoding', encoding, 'carrier', carrier,
   'carrier_message_id', carrier_message_id, 'error_code', error_code, 'error_detail', error_detail,

@@ -15,6 +15,12 @@ export type ReceiptStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'faile
 /** Our call statuses as a carrier callback can report them. */
 export type CallProgress = 'initiated' | 'ringing' | 'answered' | 'bridged' | 'ended' | 'unknown';
 
+/**
+ * Why the carrier refused or failed a message, where it matters past the adapter: the recipient
+ * opted out at the carrier (it keeps its own STOP list). Each adapter maps its own codes to it.
+ */
+export type FailureReason = 'recipient_opted_out';
+
 interface EventBase {
   carrier: CarrierName;
   /** The carrier's id for this delivery of the event (the ingest dedupe key). */
@@ -38,6 +44,8 @@ export interface MessageStatusChanged extends EventBase {
   /** The carrier's own word, kept for the record and for `unknown`. */
   carrierStatus: string;
   errorCode?: string;
+  /** The carrier's code in our words, when it is one we act on. */
+  reason?: FailureReason;
   errorDetail?: string;
   /**
    * Our message id, as the carrier echoed the reference we sent with it (Twilio: the StatusCallback
@@ -146,3 +154,9 @@ export const HANDLED_KINDS = [
   'call.transcription',
   'number.order.completed',
 ] as const satisfies readonly Exclude<NormalizedEventKind, 'ignored'>[];
+
+/** `{ reason }` when a carrier's `reasons` table maps its error `code` to one, else nothing (spread into a receipt or a refusal). */
+export function failureReasonOf(reasons: Readonly<Record<string, FailureReason>>, code: string | undefined): { reason?: FailureReason } {
+  const reason = code === undefined ? undefined : reasons[code];
+  return reason ? { reason } : {};
+}

@@ -71,6 +71,20 @@ export class MessageEffects {
   }
 
   /**
+   * announceCtes for the rows of CTE `changed`, with the consent changes the same move made (CTE
+   * `consent`: account_id, type, payload; a carrier's "recipient opted out"), in one emission.
+   */
+  announceWithConsentCtes(stmt: CteStatement, changed: string, type: CustomerEventType, consent: string | undefined): void {
+    if (!consent) return this.announceCtes(stmt, changed, type);
+    const announced = stmt.with(
+      'msg_with_consent',
+      `SELECT account_id, ${stmt.param(type, 'text')} AS type, ${MESSAGE_VIEW_JSON} AS payload FROM ${changed}
+       UNION ALL SELECT account_id, type, payload FROM ${consent}`,
+    );
+    this.events.emitFromCte(stmt, announced, [type, 'message.opted_out'], 'payload');
+  }
+
+  /**
    * Inbound messages as the statement recorded them (CTE `received`, MESSAGE_COLUMNS, and the
    * delivering event: `cause_event_id`, `cause_carrier_event_id`, `cause_occurred_at`): billed per segment.
    */

@@ -5,7 +5,7 @@ import { exec, type Tx } from '../../platform/database/tx.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import type { EventBatchRun } from '../ingest/carrier-event-handlers.js';
 import type { OwnersOf } from '../numbers/phone-numbers.service.js';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import type { CarrierName, FailureReason } from '../../carriers/normalized-event.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { DispatchMessageJob } from './messaging.jobs.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
@@ -37,6 +37,8 @@ export const SendResolution = {
   resent: 'resent_after_nothing_found',
   /** Nothing shown after MAX_RESENDS_AFTER_NOTHING_FOUND resends either: failed. */
   gaveUp: 'nothing_found_after_resends',
+  /** Nothing shown within the window, and the recipient opted out meanwhile: failed instead of sent again. */
+  optedOut: 'opted_out_before_resend',
 } as const;
 /** The columns of a MESSAGE_COLUMNS row, by name (a union of moves reads these from each side). */
 const MOVE_VIEW_COLUMNS = `id, record_type, direction, "from", "to", text, status, segments, encoding, carrier, carrier_message_id, error_code, error_detail,
@@ -47,7 +49,10 @@ const RECEIPT_BEFORE_ANSWER = 'receipt_before_answer';
 export const MAX_RESENDS_AFTER_NOTHING_FOUND = 3;
 
 /** What a resolver's run does when the carrier showed nothing (continueResolving). */
-export type ResolveStep = 'resend' | 'wait' | 'failed' | 'gone';
+export type ResolveStep = 'resend' | 'wait' | 'failed' | 'refused' | 'gone';
+
+/** Why a message was failed instead of taken for sending: its recipient opted out (the dispatch guard's refusal, on every path). */
+const REFUSED_OPTED_OUT = { code: 'recipient_opted_out', detail: 'the recipient replied with an opt-out keyword' } as const;
 
 /** The customer events a receipt's move announces: `message.<the status it moved to>`. */
 const RECEIPT_EVENT_TYPES = ['message.sent', 'message.delivered', 'message.failed'] as const satisfies readonly CustomerEventType[];
@@ -224,20 +229,24 @@ export class MessageTransitions {
     const stmt = new CteStatement();
     const [id, unsent, waiting] = [stmt.param(messageId, 'text'), stmt.param(UNSENT_STATUSES, 'text[]'), stmt.param(WAITING_STATUSES, 'text[]')];
     const rate = sendRateSql('p', stmt.param(rateOverride ?? null, 'numeric'));
-    // `refused`: a message not yet picked up whose recipient has opted out (a keyword reply is
-    // the confirmation, sent whatever the consent). `reclaim`: `sending` under a lease that ended
-    // or was given back (the run holding it died, stalled or failed): taken again, and paced like
-    // any send (a recovery that sends at once would burst: every lease a dead worker held ends
-    // together).
+    // `reclaim`: `sending` under a lease that ended or was given back (the run holding it died,
+    // stalled or failed): taken again, and paced like any send (a recovery that sends at once
+    // would burst: every lease a dead worker held ends together). `refused`: a take that would
+    // put the message on the wire, whose recipient has opted out: one not yet picked up, or a
+    // reclaim whose earlier attempts the carrier did not take (its lease given back, its outcome
+    // not unknown: a retry after a 503, 429 or a connection never made). A reclaim that may have
+    // reached the carrier is taken to be resolved, never sent from here: its resend decides
+    // consent (continueResolving). A keyword reply is the confirmation, sent whatever the consent.
     const reclaim = `(m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now()))`;
+    const sendsAtOnce = `(m.status = ANY(${waiting}) OR (m.status = 'sending' AND m.claimed_until IS NULL AND m.outcome_unknown_since IS NULL))`;
     stmt.with(
       'locked',
       `SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot, p.id AS number_id,
               m.outcome_unknown_since AS was_unknown,
-              p.opt_out_seq AS seen_seq, m.segments AS msg_segments,
+              p.opt_out_seq AS seen_seq, m.segments AS msg_segments, m.from_number AS sender_number, m.account_id AS sender_account,
               make_interval(secs => (m.segments / ${rate})::float8) AS unlocked_spacing, ${burstToleranceSql(rate)} AS unlocked_burst,
-              (m.auto_reply IS NULL AND m.status = ANY(${waiting}) AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')}) AS refused,
-              ${reclaim} AS reclaim
+              (m.auto_reply IS NULL AND ${sendsAtOnce} AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')}) AS refused,
+              ${reclaim} AS reclaim, m.auto_reply IS NOT NULL AS priority
          FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.${HELD}
         WHERE m.id = ${id} AND m.direction = 'outbound' AND m.status = ANY(${unsent}) ${lockMessage}`,
     );
@@ -256,7 +265,8 @@ export class MessageTransitions {
       'num',
       `SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until, p.opt_out_seq AS locked_seq,
               make_interval(secs => (l.msg_segments / ${rate})::float8) AS spacing, ${burstToleranceSql(rate)} AS burst
-         FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE (l.previous = ANY(${waiting}) AND NOT l.refused) OR l.reclaim FOR UPDATE OF p`,
+         FROM phone_numbers p JOIN locked l ON p.id = l.number_id
+        WHERE (l.previous = ANY(${waiting}) OR l.reclaim) AND (NOT l.refused OR l.held_slot IS NOT NULL) FOR UPDATE OF p`,
     );
     // The decision, from the locked row. `within_burst`: the sends claimed so far, spaced at the
     // rate, leave room for one more now. A new slot: after the number's last one, never inside a
@@ -271,7 +281,8 @@ export class MessageTransitions {
     // `may_send`: waiting or a reclaim, due, with room in the burst.
     stmt.with(
       'paced',
-      `SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.within_burst AND (d.previous = ANY(${waiting}) OR d.reclaim)) AS may_send
+      `SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.within_burst AND (d.previous = ANY(${waiting}) OR d.reclaim)) AS may_send,
+              (d.refused AND NOT d.consent_changed AND d.num_id IS NOT NULL AND d.held_slot IS NOT NULL) AS gives_back
          FROM (SELECT l.*, n.num_id, n.sends_paced_until, r.spacing, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
                       coalesce(n.locked_seq <> l.seen_seq, false) AS consent_changed,
                       (coalesce(x.new_slot, l.held_slot) IS NULL OR (coalesce(x.new_slot, l.held_slot) <= c.clk + r.burst AND NOT coalesce(n.send_paused_until > c.clk, false))) AS due
@@ -280,20 +291,24 @@ export class MessageTransitions {
                  CROSS JOIN LATERAL (SELECT coalesce(n.spacing, l.unlocked_spacing) AS spacing, coalesce(n.burst, l.unlocked_burst) AS burst) r
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + r.burst AS within_burst) b
                  CROSS JOIN LATERAL (
-                   SELECT CASE WHEN n.num_id IS NOT NULL AND n.locked_seq = l.seen_seq AND (l.held_slot IS NULL OR l.held_slot < n.send_paused_until OR (l.held_slot <= c.clk + r.burst AND NOT b.within_burst))
-                               THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - r.burst) END AS new_slot
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND NOT l.refused AND n.locked_seq = l.seen_seq
+                                    AND (l.held_slot IS NULL OR l.held_slot < n.send_paused_until OR (l.held_slot <= c.clk + r.burst AND NOT b.within_burst))
+                               THEN greatest(CASE WHEN NOT l.priority THEN n.next_send_at END, n.send_paused_until, c.clk, n.sends_paced_until - r.burst) END AS new_slot
                  ) x) d`,
     );
     // ONE UPDATE of the number's row (locked above): the slot handed out, the send counted.
     stmt.with(
       'num_moved',
-      `UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL THEN pc.new_slot + pc.spacing ELSE p.next_send_at END,
+      `UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL THEN greatest(p.next_send_at, pc.new_slot) + pc.spacing
+                                                      WHEN pc.gives_back AND p.next_send_at > pc.held_slot THEN p.next_send_at - pc.spacing
+                                                      ELSE p.next_send_at END,
               sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, pc.clk) + pc.spacing ELSE p.sends_paced_until END
-         FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send)`,
+         FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send OR pc.gives_back)`,
     );
+    const moved = this.reslotCtes(stmt, waiting);
     const refused = stmt.with(
       'refused',
-      `UPDATE messages m SET status = 'failed', error_code = 'recipient_opted_out', error_detail = 'the recipient replied with an opt-out keyword',
+      `UPDATE messages m SET status = 'failed', error_code = ${stmt.param(REFUSED_OPTED_OUT.code, 'text')}, error_detail = ${stmt.param(REFUSED_OPTED_OUT.detail, 'text')},
               claimed_until = NULL, updated_at = now()
          FROM paced WHERE m.id = paced.locked_id AND paced.refused AND NOT paced.consent_changed
        RETURNING ${MESSAGE_COLUMNS}`,
@@ -314,12 +329,14 @@ export class MessageTransitions {
                  (paced.reclaim AND paced.held_until IS NOT NULL AND paced.was_unknown IS NULL) AS became_unknown`,
     );
     // Its `sending` history in the same statement: the number's row is held only until this
-    // statement's commit, never across another round trip. A lease taken over with its outcome
-    // newly unknown says so on the history.
+    // statement's commit, never across another round trip. One for every take that goes on the
+    // wire (a first take; a retry of a send the carrier did not take: verify's
+    // messaging.no_send_after_opt_out reads them). A lease taken over with its outcome newly
+    // unknown says so on the history (it is resolved, not sent, from here).
     stmt.with(
       'claim_history',
       `INSERT INTO message_status_history (message_id, status, detail)
-       SELECT id, 'sending', NULL FROM claimed WHERE previous = ANY(${waiting})
+       SELECT id, 'sending', NULL FROM claimed WHERE unknown_since IS NULL
        UNION ALL SELECT id, 'sending', ${stmt.param(`${OUTCOME_UNKNOWN}: the run holding the send ended without recording an answer`, 'text')} FROM claimed WHERE became_unknown`,
     );
     // Not now: a new slot still to come, kept on the message (a reclaim stays `sending`, its lease
@@ -330,7 +347,17 @@ export class MessageTransitions {
         WHERE m.id = paced.locked_id AND paced.new_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused
        RETURNING m.id AS slotted_id, m.send_slot AS wake_at`,
     );
-    this.outbox.jobsFromCte(stmt, 'slotted_job', slotted, DispatchMessageJob, {
+    // A job at each slot still to come: the new one; one held, when this run came before it (a
+    // compliance reply moved it later); and those of the messages moved up into slots given back.
+    const waking = stmt.with(
+      'waking',
+      `SELECT slotted_id, wake_at FROM ${slotted}
+       UNION ALL SELECT locked_id, held_slot FROM paced
+        WHERE paced.new_slot IS NULL AND paced.held_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused AND NOT paced.consent_changed
+          AND (paced.previous = ANY(${waiting}) OR paced.reclaim)
+       UNION ALL SELECT pulled_id, pulled_slot FROM ${moved}`,
+    );
+    this.outbox.jobsFromCte(stmt, 'slotted_job', waking, DispatchMessageJob, {
       id: `'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint`,
       data: `jsonb_build_object('messageId', slotted_id)`,
       runAt: 'wake_at',
@@ -343,6 +370,37 @@ export class MessageTransitions {
          FROM (VALUES (1)) AS one (n) LEFT JOIN paced ON true LEFT JOIN claimed ON claimed.id = paced.locked_id`,
     );
     return { sql, params: stmt.params };
+  }
+
+  /**
+   * The other waiting messages of the claimed message's number, moved by the claim statement:
+   * behind a compliance reply given a slot ahead of them (each later by its spacing: their jobs,
+   * now early, leave one at the new slot), and up into the slot of a message a STOP refused
+   * (each earlier by its spacing, with a job at the new slot). After the number's row is locked
+   * (they read `paced`); SKIP LOCKED: a message whose own claim holds its row waits for the
+   * number's row behind this statement, so waiting for it here would deadlock (left as it is,
+   * it goes as its slot and the rate allow). Returns the CTE of those moved up (pulled_id, pulled_slot).
+   */
+  private reslotCtes(stmt: CteStatement, waiting: string): string {
+    const others = (slotFrom: string) =>
+      `SELECT q.id FROM messages q
+        WHERE q.from_number = (SELECT sender_number FROM paced) AND q.account_id = (SELECT sender_account FROM paced)
+          AND q.direction = 'outbound' AND q.id <> (SELECT locked_id FROM paced)
+          AND (q.status = ANY(${waiting}) OR (q.status = 'sending' AND (q.claimed_until IS NULL OR q.claimed_until <= now())))
+          AND ${slotFrom}
+        FOR UPDATE OF q SKIP LOCKED`;
+    stmt.with(
+      'pushed',
+      `UPDATE messages o SET send_slot = o.send_slot + pc.spacing
+         FROM paced pc WHERE pc.priority AND pc.new_slot IS NOT NULL
+          AND o.id IN (${others(`q.auto_reply IS NULL AND q.send_slot >= (SELECT new_slot FROM paced WHERE priority)`)})`,
+    );
+    return stmt.with(
+      'pulled',
+      `UPDATE messages o SET send_slot = o.send_slot - pc.spacing
+         FROM paced pc WHERE pc.gives_back AND o.id IN (${others(`q.send_slot > (SELECT held_slot FROM paced WHERE gives_back)`)})
+       RETURNING o.id AS pulled_id, o.send_slot AS pulled_slot`,
+    );
   }
 
   /**
@@ -483,11 +541,25 @@ export class MessageTransitions {
    *   a fresh lease;
    * - `failed`: as resend, but the message was already sent again MAX_RESENDS_AFTER_NOTHING_FOUND
    *   times with nothing ever shown: failed (`carrier_unavailable`), not billed, `message.failed`;
+   * - `refused`: as resend, but the recipient has opted out since (a keyword reply excepted):
+   *   failed (`recipient_opted_out`, `opted_out_before_resend` on the history), not billed,
+   *   `message.failed`, as the dispatch claim refuses a first send;
    * - `gone`: the message is no longer this run's to decide (a receipt or a late answer settled it).
    * A receipt waiting for the row is applied after this commits: on a resend it still settles the
    * message (by our reference), and the second send's answer is then recorded as nothing new.
+   *
+   * The resend puts the message on the wire, so it decides consent as the claim does: the
+   * message's row, then its number's row are locked first (the claim's order), so the deciding
+   * statement's snapshot is taken after any STOP/START of the number committed (its statement
+   * bumps opt_out_seq on that row), and one committing later waits for this transaction's commit.
    */
   async continueResolving(tx: Tx, lease: DispatchLease, opts: { windowSeconds: number; leaseSeconds: number; lookupFailed: boolean }): Promise<ResolveStep> {
+    await exec(tx, `SELECT FROM messages WHERE id = $1 FOR UPDATE`, [lease.id]);
+    await exec(
+      tx,
+      `SELECT FROM phone_numbers p JOIN messages m ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.${HELD} WHERE m.id = $1 FOR UPDATE OF p`,
+      [lease.id],
+    );
     const stmt = new CteStatement();
     const window = `make_interval(secs => ${stmt.param(opts.windowSeconds, 'float8')})`;
     const check = this.checkInterval(stmt, opts.windowSeconds);
@@ -497,6 +569,7 @@ export class MessageTransitions {
       `SELECT m.id AS found_id, m.outcome_unknown_since AS since,
               CASE WHEN now() < m.outcome_unknown_since + ${window} OR (${stmt.param(opts.lookupFailed, 'boolean')} AND now() < m.outcome_unknown_since + 2 * ${window}) THEN 'wait'
                    WHEN (SELECT count(*) FROM message_status_history h WHERE h.message_id = m.id AND h.detail = ${stmt.param(SendResolution.resent, 'text')}) >= ${stmt.param(MAX_RESENDS_AFTER_NOTHING_FOUND, 'int')} THEN 'failed'
+                   WHEN m.auto_reply IS NULL AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')} THEN 'refused'
                    ELSE 'resend' END AS step
          FROM messages m WHERE m.id = ${stmt.param(lease.id, 'text')} AND m.status = 'sending' AND m.claim_token = ${stmt.param(lease.token, 'text')} AND m.outcome_unknown_since IS NOT NULL
           FOR UPDATE OF m`,
@@ -517,13 +590,21 @@ export class MessageTransitions {
               error_detail = ${stmt.param(`no answer to ${MAX_RESENDS_AFTER_NOTHING_FOUND + 1} sends, and the carrier showed none of them within ${opts.windowSeconds} s`, 'text')}
          FROM rsv_found f WHERE m.id = f.found_id AND f.step = 'failed' RETURNING ${MESSAGE_COLUMNS}`,
     );
+    const refused = stmt.with(
+      'rsv_refused',
+      `UPDATE messages m SET status = 'failed', error_code = ${stmt.param(REFUSED_OPTED_OUT.code, 'text')}, error_detail = ${stmt.param(REFUSED_OPTED_OUT.detail, 'text')},
+              claimed_until = NULL, outcome_unknown_since = NULL, updated_at = now()
+         FROM rsv_found f WHERE m.id = f.found_id AND f.step = 'refused' RETURNING ${MESSAGE_COLUMNS}`,
+    );
     stmt.with(
       'rsv_history',
       `INSERT INTO message_status_history (message_id, status, detail)
        SELECT id, 'sending', ${stmt.param(SendResolution.resent, 'text')} FROM ${resent}
-       UNION ALL SELECT id, 'failed', ${stmt.param(SendResolution.gaveUp, 'text')} FROM ${failed}`,
+       UNION ALL SELECT id, 'failed', ${stmt.param(SendResolution.gaveUp, 'text')} FROM ${failed}
+       UNION ALL SELECT id, 'failed', ${stmt.param(SendResolution.optedOut, 'text')} FROM ${refused}`,
     );
-    this.effects.announceCtes(stmt, failed, 'message.failed');
+    const ended = stmt.with('rsv_ended', `SELECT * FROM ${failed} UNION ALL SELECT * FROM ${refused}`);
+    this.effects.announceCtes(stmt, ended, 'message.failed');
     this.checkJobCte(stmt, waiting, lease);
     const { rows } = await exec<{ step: ResolveStep | null; jobs: number }>(
       tx,
@@ -548,20 +629,29 @@ export class MessageTransitions {
     });
   }
 
-  /** The carrier refused the send (its 4xx is an answer): failed, not billed, `message.failed`. */
-  async markRejected(tx: Tx, lease: DispatchLease, errorCode: string, errorDetail: string): Promise<boolean> {
+  /**
+   * The carrier refused the send (its 4xx is an answer): failed, not billed, `message.failed`.
+   * Refused because the recipient opted out at the carrier (`reason`): failed as
+   * `recipient_opted_out` (the carrier's code in the detail), and the opt-out recorded (source
+   * `carrier`, `message.opted_out`) by the same statement, so later sends are refused up front.
+   */
+  async markRejected(tx: Tx, lease: DispatchLease, refusal: { errorCode: string; errorDetail: string; reason?: FailureReason }): Promise<boolean> {
+    const optedOut = refusal.reason === 'recipient_opted_out';
+    const [code, detail] = optedOut ? [REFUSED_OPTED_OUT.code, `${refusal.errorCode}: ${refusal.errorDetail}`] : [refusal.errorCode, refusal.errorDetail];
+    const stmt = new CteStatement();
     // sending under this run's token: a message the carrier accepted is never failed by a late
     // send error, nor by a run whose lease was taken over.
-    const { rows } = await exec<MessageRow>(
-      tx,
-      `UPDATE messages SET status = 'failed', error_code = $2, error_detail = $3, claimed_until = NULL, updated_at = now()
-        WHERE id = $1 AND status = 'sending' AND claim_token = $4 RETURNING ${MESSAGE_COLUMNS}`,
-      [lease.id, errorCode, errorDetail, lease.token],
+    const failed = stmt.with(
+      'rejected',
+      `UPDATE messages SET status = 'failed', error_code = ${stmt.param(code, 'text')}, error_detail = ${stmt.param(detail, 'text')}, claimed_until = NULL, updated_at = now()
+        WHERE id = ${stmt.param(lease.id, 'text')} AND status = 'sending' AND claim_token = ${stmt.param(lease.token, 'text')} RETURNING ${MESSAGE_COLUMNS}`,
     );
-    if (rows.length === 0) return false;
-    await this.recordHistory(tx, lease.id, 'failed');
-    await this.effects.announce(tx, rows[0], 'message.failed');
-    return true;
+    stmt.with('msg_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'failed' FROM ${failed}`);
+    const consent = optedOut ? this.keywords.carrierOptOutCtes(stmt, failed) : undefined;
+    this.effects.announceWithConsentCtes(stmt, failed, 'message.failed', consent);
+    const { rows } = await exec<{ failed: boolean; jobs: number }>(tx, stmt.text(`SELECT EXISTS (SELECT FROM ${failed}) AS failed, (${newJobsCount(stmt)})::int AS jobs`), stmt.params);
+    this.outbox.jobsWritten(rows[0].jobs, tx);
+    return rows[0].failed;
   }
 
   /**

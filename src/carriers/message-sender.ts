@@ -1,5 +1,5 @@
 import { CARRIER_SEND_TIMEOUT_MS } from '../platform/config/app-config.js';
-import type { CarrierName } from './normalized-event.js';
+import type { CarrierName } from './carrier-name.js';
 
 export interface OutboundMessage {
   /**

@@ -1,13 +1,10 @@
+// The one event type every carrier adapter produces. Carrier vocabulary (Telnyx and Twilio field
+// names and status words, Vonage's) stops at src/carriers/<carrier>/; everything past an adapter speaks this.
+import type { CarrierName } from './carrier-name.js';
 import type { OrderPlacement } from './number-provider.js';
 
-/**
- * The one event type every carrier adapter produces. Carrier vocabulary (Telnyx and Twilio field
- * names and status words, Vonage's) stops at src/carriers/<carrier>/; everything past an adapter speaks this.
- */
-export type CarrierName = 'telnyx' | 'twilio' | 'vonage';
-
-/** Every carrier a number can be on (the numbers API's enum, the database's CHECK constraints). */
-export const CARRIER_NAMES = ['telnyx', 'twilio', 'vonage'] as const satisfies readonly CarrierName[];
+// Every event names its carrier: the name travels with the events (carrier-name.ts owns it).
+export { CARRIER_NAMES, type CarrierName } from './carrier-name.js';
 
 /** Our message statuses as a carrier receipt can report them; `unknown` is stored, never guessed. */
 export type ReceiptStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'failed' | 'unknown';

@@ -1,5 +1,6 @@
 import { CarriersModule } from './carriers/carriers.module.js';
 import { Module, type DynamicModule } from '@nestjs/common';
+import type { CommandRunner } from 'nest-commander';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
 import { CreateAccountCommand, CreateApiKeyCommand, LinkBillingCustomerCommand, RevokeApiKeyCommand } from './modules/accounts/commands/accounts.commands.js';
 import { ProgramName } from './platform/cli/program-name.js';
@@ -30,6 +31,13 @@ import {
   AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RetryReleaseCommand, RunRentalsCommand, SearchNumbersCommand,
 } from './modules/numbers/commands/numbers.commands.js';
 
+/** Every admin command, in the order `onceline --help` lists them. */
+export const CLI_COMMANDS = [
+  MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand,
+  EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand, ListPlansCommand, AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand,
+  RetryReleaseCommand, RunRentalsCommand, SearchNumbersCommand, StatementsExportCommand, AuditMessagesCommand,
+];
+
 /** The admin CLI: thin commands over the same services the API uses. */
 @Module({})
 export class CliModule {
@@ -37,8 +45,7 @@ export class CliModule {
     return {
       module: CliModule,
       imports: [ConfigModule.forRoot(config), CarriersModule, RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule, NumbersModule, BillingModule],
-      providers: [ProgramName, MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand, ListPlansCommand,
-        AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RetryReleaseCommand, RunRentalsCommand, SearchNumbersCommand, StatementsExportCommand, AuditMessagesCommand],
+      providers: [ProgramName, ...CLI_COMMANDS],
     };
   }
 
@@ -49,4 +56,21 @@ export class CliModule {
   static forMigrate(config: AppConfig): DynamicModule {
     return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [ProgramName, MigrateCommand] };
   }
+
+  /**
+   * `--help` (of the CLI or of one command): nothing but the commands' declarations, so help
+   * answers with no configuration, database or Redis. nest-commander builds the help from each
+   * command's decorators (@Command, @Option), read off its class; the instances it is given are
+   * never constructed (no services to inject) and refuse to run.
+   */
+  static forHelp(): DynamicModule {
+    return { module: CliModule, providers: [ProgramName, ...CLI_COMMANDS.map((command) => ({ provide: command, useValue: helpOnly(command) }))] };
+  }
+}
+
+/** An instance of `command` that nest-commander can read the declarations of but that cannot run. */
+function helpOnly(command: (typeof CLI_COMMANDS)[number]): CommandRunner {
+  const instance = Object.create(command.prototype) as CommandRunner;
+  instance.run = () => Promise.reject(new Error('only help was asked for (--help), so no command ran; give --help alone or leave it out'));
+  return instance;
 }

@@ -1,5 +1,6 @@
 import { CARRIER_SEND_TIMEOUT_MS } from '../platform/config/app-config.js';
-import type { CarrierName, FailureReason } from './normalized-event.js';
+import type { CarrierName } from './carrier-name.js';
+import type { FailureReason } from './failure-reason.js';
 
 export interface OutboundMessage {
   /**

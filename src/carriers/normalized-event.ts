@@ -1,13 +1,13 @@
+// The one event type every carrier adapter produces. Carrier vocabulary (Telnyx and Twilio field
+// names and status words, Vonage's) stops at src/carriers/<carrier>/; everything past an adapter speaks this.
+import type { CarrierName } from './carrier-name.js';
+import type { FailureReason } from './failure-reason.js';
 import type { OrderPlacement } from './number-provider.js';
 
-/**
- * The one event type every carrier adapter produces. Carrier vocabulary (Telnyx and Twilio field
- * names and status words, Vonage's) stops at src/carriers/<carrier>/; everything past an adapter speaks this.
- */
-export type CarrierName = 'telnyx' | 'twilio' | 'vonage';
-
-/** Every carrier a number can be on (the numbers API's enum, the database's CHECK constraints). */
-export const CARRIER_NAMES = ['telnyx', 'twilio', 'vonage'] as const satisfies readonly CarrierName[];
+// Every event names its carrier: the name travels with the events (carrier-name.ts owns it), and a
+// receipt its failure reason (failure-reason.ts, which the senders share without importing events).
+export { CARRIER_NAMES, type CarrierName } from './carrier-name.js';
+export type { FailureReason } from './failure-reason.js';
 
 /** Our message statuses as a carrier receipt can report them; `unknown` is stored, never guessed. */
 export type ReceiptStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'failed' | 'unknown';
@@ -15,11 +15,6 @@ export type ReceiptStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'faile
 /** Our call statuses as a carrier callback can report them. */
 export type CallProgress = 'initiated' | 'ringing' | 'answered' | 'bridged' | 'ended' | 'unknown';
 
-/**
- * Why the carrier refused or failed a message, where it matters past the adapter: the recipient
- * opted out at the carrier (it keeps its own STOP list). Each adapter maps its own codes to it.
- */
-export type FailureReason = 'recipient_opted_out';
 
 interface EventBase {
   carrier: CarrierName;
@@ -154,9 +149,3 @@ export const HANDLED_KINDS = [
   'call.transcription',
   'number.order.completed',
 ] as const satisfies readonly Exclude<NormalizedEventKind, 'ignored'>[];
-
-/** `{ reason }` when a carrier's `reasons` table maps its error `code` to one, else nothing (spread into a receipt or a refusal). */
-export function failureReasonOf(reasons: Readonly<Record<string, FailureReason>>, code: string | undefined): { reason?: FailureReason } {
-  const reason = code === undefined ? undefined : reasons[code];
-  return reason ? { reason } : {};
-}

@@ -1,4 +1,4 @@
-import { failureReasonOf, type FailureReason } from '../normalized-event.js';
+import { failureReasonOf, type FailureReason } from '../failure-reason.js';
 
 /**
  * Telnyx's error codes we act on: 40300 "Blocked due to STOP message" (a block rule Telnyx keeps

@@ -1,4 +1,4 @@
-import { failureReasonOf, type FailureReason } from '../normalized-event.js';
+import { failureReasonOf, type FailureReason } from '../failure-reason.js';
 
 /**
  * Twilio's error codes we act on: 21610 "Attempt to send to unsubscribed recipient" (the handset

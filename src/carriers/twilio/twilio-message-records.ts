@@ -1,5 +1,5 @@
-import type { CarrierMessageRecord, RecordStatus } from '../message-records.js';
-import { partsOf, timeOf } from '../message-records.js';
+import type { CarrierMessageRecord, RecordStatus } from '../carrier-message-record.js';
+import { partsOf, timeOf } from '../carrier-message-record.js';
 
 /**
  * Twilio's Message resource as its message list (GET /2010-04-01/Accounts/{sid}/Messages.json,

@@ -1,4 +1,4 @@
-import { failureReasonOf, type FailureReason } from '../normalized-event.js';
+import { failureReasonOf, type FailureReason } from '../failure-reason.js';
 
 /**
  * Vonage Messages' error codes we act on: 1240 "Illegal Number: the user has already sent a STOP

@@ -1,5 +1,5 @@
-import type { CarrierMessageRecord, RecordStatus } from '../message-records.js';
-import { timeOf } from '../message-records.js';
+import type { CarrierMessageRecord, RecordStatus } from '../carrier-message-record.js';
+import { timeOf } from '../carrier-message-record.js';
 
 /**
  * Vonage's Reports API records (GET /v2/reports/records, product MESSAGES or SMS, `records[]`),

@@ -1,7 +1,7 @@
 import { ConflictException, Injectable, Logger, NotFoundException } from '@nestjs/common';
 import { CarrierRefusedError } from '../../carriers/number-provider.js';
 import { NumberProviders } from '../../carriers/number-providers.js';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import type { CarrierName } from '../../carriers/carrier-name.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';

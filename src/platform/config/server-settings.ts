@@ -116,7 +116,8 @@ export class ServerSettings {
    * Redis to any worker; 0 sends every job that way. A place is a small object (and, for a first
    * webhook attempt, its prefetched delivery) held until the run ends; the path through the relay
    * and Redis costs more CPU per job, so a bound that sends jobs there while this process still
-   * keeps up slows everything (docs/benchmarks-method.md, "How many jobs run after commit").
+   * keeps up slows everything (docs/architecture.md, "Jobs after commit, lanes and leases";
+   * the runs behind it are in the git history of docs/benchmarks-method.md).
    */
   @Transform(toInt) @Min(0) @Max(1000) @IsInt()
   WORKER_AFTER_COMMIT_JOBS = 512;

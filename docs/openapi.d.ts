@@ -2423,7 +2423,7 @@ export interface components {
         };
         OptOut: {
             /**
-             * @description The inbound message that carried the keyword: the change is known by it
+             * @description The inbound message that carried the keyword, or (source carrier) the outbound message the carrier refused because the handset opted out with it: the change is known by it
              * @example msg_01jd5x2m3n4p5q6r7s8t9v0w1x
              */
             id: string;
@@ -2449,6 +2449,12 @@ export interface components {
              * @example true
              */
             opted_out: boolean;
+            /**
+             * @description keyword: the handset texted STOP/START to the number; carrier: the carrier refused a send because the handset opted out with the carrier (Twilio 21610, Telnyx 40300, Vonage 1240)
+             * @example keyword
+             * @enum {string}
+             */
+            source: "keyword" | "carrier";
             /**
              * Format: date-time
              * @example 2026-11-03T10:15:00.000Z

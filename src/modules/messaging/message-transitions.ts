@@ -54,6 +54,20 @@ export type ResolveStep = 'resend' | 'wait' | 'failed' | 'refused' | 'gone';
 /** Why a message was failed instead of taken for sending: its recipient opted out (the dispatch guard's refusal, on every path). */
 const REFUSED_OPTED_OUT = { code: 'recipient_opted_out', detail: 'the recipient replied with an opt-out keyword' } as const;
 
+/**
+ * How a message the carrier failed because its recipient opted out at the carrier (FailureReason
+ * `recipient_opted_out`, in a send's answer or a receipt) shows it: `recipient_opted_out`, as the
+ * dispatch guard's refusal does, with the carrier's own code and words in the detail.
+ */
+function carrierOptOutFailure(errorCode: string | undefined, errorDetail: string | undefined): { errorCode: string; errorDetail: string } {
+  return { errorCode: REFUSED_OPTED_OUT.code, errorDetail: [errorCode, errorDetail].filter(Boolean).join(': ') };
+}
+
+/** A receipt's error as the receipt statement's input columns. */
+function toErrorColumns(error: { errorCode?: string; errorDetail?: string }): { error_code: string | null; error_detail: string | null } {
+  return { error_code: error.errorCode ?? null, error_detail: error.errorDetail ?? null };
+}
+
 /** The customer events a receipt's move announces: `message.<the status it moved to>`. */
 const RECEIPT_EVENT_TYPES = ['message.sent', 'message.delivered', 'message.failed'] as const satisfies readonly CustomerEventType[];
 
@@ -67,6 +81,8 @@ export interface Receipt {
   carrierStatus: string;
   errorCode?: string;
   errorDetail?: string;
+  /** The carrier's code in our words (a failed receipt's "recipient opted out" records the opt-out). */
+  reason?: FailureReason;
   /** Our message id, as the carrier echoed our reference: the receipt names the message even before we know the carrier's id. */
   ourMessageId?: string;
   /** The carrier's id of the event, and when it says it happened: the cause of a charge the receipt settles. */
@@ -637,7 +653,7 @@ export class MessageTransitions {
    */
   async markRejected(tx: Tx, lease: DispatchLease, refusal: { errorCode: string; errorDetail: string; reason?: FailureReason }): Promise<boolean> {
     const optedOut = refusal.reason === 'recipient_opted_out';
-    const [code, detail] = optedOut ? [REFUSED_OPTED_OUT.code, `${refusal.errorCode}: ${refusal.errorDetail}`] : [refusal.errorCode, refusal.errorDetail];
+    const { errorCode: code, errorDetail: detail } = optedOut ? carrierOptOutFailure(refusal.errorCode, refusal.errorDetail) : refusal;
     const stmt = new CteStatement();
     // sending under this run's token: a message the carrier accepted is never failed by a late
     // send error, nor by a run whose lease was taken over.
@@ -671,15 +687,21 @@ export class MessageTransitions {
    * (billed, `message.sent`, `sent` on the history with `found_by_receipt`, or
    * `receipt_before_answer` when its outcome was not unknown yet), then to the receipt's final
    * word if it has one (history and event of their own), in this same statement.
+   *
+   * A failed receipt saying the recipient opted out at the carrier (`reason`; Vonage reports it
+   * only so) fails the message as `recipient_opted_out` (as markRejected does) and, when its move
+   * changed the row, records the opt-out in this same statement (source `carrier`, opt_out_seq
+   * bumped, one `message.opted_out` per consent change, announced with the receipts' events).
    */
   applyReceiptCtes(run: EventBatchRun, receipts: Receipt[]): void {
     const { stmt } = run;
+    const optedOut = (r: Receipt) => r.status === 'failed' && r.reason === 'recipient_opted_out';
     const input = run.input(
-      'carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text, our_message_id text, carrier_event_id text, occurred_at text',
+      'carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text, opted_out boolean, our_message_id text, carrier_event_id text, occurred_at text',
       receipts.map((r) => ({
         carrier: r.carrier, carrier_message_id: r.carrierMessageId, status: r.status, carrier_status: r.carrierStatus,
-        error_code: r.errorCode ?? null, error_detail: r.errorDetail ?? null, our_message_id: r.ourMessageId ?? null,
-        carrier_event_id: r.carrierEventId ?? null, occurred_at: r.occurredAt ?? null,
+        ...(optedOut(r) ? toErrorColumns(carrierOptOutFailure(r.errorCode, r.errorDetail)) : toErrorColumns(r)), opted_out: optedOut(r),
+        our_message_id: r.ourMessageId ?? null, carrier_event_id: r.carrierEventId ?? null, occurred_at: r.occurredAt ?? null,
       })),
     );
     // `rcpt_found` locks the messages these receipts name, in id order (two batches that share
@@ -695,7 +717,7 @@ export class MessageTransitions {
               m.status = 'sending' AND m.carrier_message_id IS NULL AS settles, i.carrier_message_id AS rcpt_carrier_id,
               CASE WHEN m.status = 'sending' AND m.carrier_message_id IS NULL THEN coalesce(i.status, 'sent') ELSE i.status END AS rcpt_status,
               CASE WHEN m.outcome_unknown_since IS NOT NULL THEN ${stmt.param(SendResolution.byReceipt, 'text')} ELSE ${stmt.param(RECEIPT_BEFORE_ANSWER, 'text')} END AS settle_detail,
-              i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail,
+              i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail, i.opted_out AS rcpt_opted_out,
               i.carrier_event_id AS rcpt_carrier_event_id, i.occurred_at AS rcpt_occurred_at
          FROM ${input} i JOIN messages m ON m.carrier = i.carrier
               AND (m.id = i.our_message_id
@@ -727,19 +749,24 @@ export class MessageTransitions {
               outcome_unknown_since = CASE WHEN f.settles THEN NULL ELSE m.outcome_unknown_since END
          FROM rcpt_found f JOIN ${applied} c ON c.consumed_event_id = f.rcpt_event_id
         WHERE m.id = f.found_id AND ${moves('f')}
-       RETURNING ${MESSAGE_COLUMNS}, f.settles AS rcpt_settled, f.settle_detail AS rcpt_settle_detail,
+       RETURNING ${MESSAGE_COLUMNS}, f.settles AS rcpt_settled, f.settle_detail AS rcpt_settle_detail, f.rcpt_opted_out,
                  f.rcpt_event_id, f.rcpt_carrier_event_id, f.rcpt_occurred_at`,
     );
-    this.receiptSideEffectsCtes(stmt, moved);
+    // Only a batch with an opted-out receipt writes consent (the usual receipt's statement stays as it was).
+    const consent = receipts.some(optedOut)
+      ? this.keywords.carrierOptOutCtes(stmt, stmt.with('rcpt_opted_out', `SELECT * FROM ${moved} WHERE rcpt_opted_out AND status = 'failed'`))
+      : undefined;
+    this.receiptSideEffectsCtes(stmt, moved, consent);
   }
 
   /**
    * What the receipts' moves (CTE `moved`: MESSAGE_COLUMNS, rcpt_settled, rcpt_settle_detail, the receipt's event ids)
    * write beside them. A settled message first as markSent would: billed, `sent` on the history
    * (with how it was settled), `message.sent` showing it sent; then every move to its own status
-   * (a settled message that stopped at `sent` has no second one): history and `message.<status>`.
+   * (a settled message that stopped at `sent` has no second one): history and `message.<status>`;
+   * announced with the consent changes the moves made (CTE `consent`), in one emission.
    */
-  private receiptSideEffectsCtes(stmt: CteStatement, moved: string): void {
+  private receiptSideEffectsCtes(stmt: CteStatement, moved: string, consent: string | undefined): void {
     const settled = stmt.with(
       'rcpt_settled',
       `SELECT id, record_type, direction, "from", "to", text, 'sent'::text AS status, segments, encoding, carrier, carrier_message_id,
@@ -762,7 +789,7 @@ export class MessageTransitions {
       `SELECT s.*, 'message.sent' AS type FROM (SELECT ${MOVE_VIEW_COLUMNS} FROM ${settled}) s
        UNION ALL SELECT f.*, 'message.' || f.status AS type FROM (SELECT ${MOVE_VIEW_COLUMNS} FROM ${further}) f`,
     );
-    this.effects.announceTypedCtes(stmt, announced, RECEIPT_EVENT_TYPES);
+    this.effects.announceTypedCtes(stmt, announced, RECEIPT_EVENT_TYPES, consent);
   }
 
   /**

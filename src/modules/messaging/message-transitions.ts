@@ -9,7 +9,7 @@ import type { CarrierName, FailureReason } from '../../carriers/normalized-event
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { DispatchMessageJob } from './messaging.jobs.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
-import { burstToleranceSql } from './sender-pacing.js';
+import { burstToleranceSql, countedSendTimeSql } from './sender-pacing.js';
 import { sendRateSql } from '../numbers/send-rates.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
 import { MessageEffects, type MessageRow } from './message-effects.js';
@@ -294,12 +294,16 @@ export class MessageTransitions {
     // message waking at the same moment). `due`: the slot is at most the burst allowance ahead (a
     // slot that close is sent now, never through a relay pass: sending it early stays within the
     // burst bound) and the number is not paused.
+    // `keeps_place`: a due slot that finds no room only because the sends before it were claimed a
+    // little late (its slot is at most one spacing before room opens: the next in line) waits for
+    // that room, at its place: no new place at the end of the queue, which would leave its own
+    // slot empty (a gap in the number's sends) and send it after everything queued since.
     // `may_send`: waiting or a reclaim, due, with room in the burst.
     stmt.with(
       'paced',
       `SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.within_burst AND (d.previous = ANY(${waiting}) OR d.reclaim)) AS may_send,
               (d.refused AND NOT d.consent_changed AND d.num_id IS NOT NULL AND d.held_slot IS NOT NULL) AS gives_back
-         FROM (SELECT l.*, n.num_id, n.sends_paced_until, r.spacing, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
+         FROM (SELECT l.*, n.num_id, n.sends_paced_until, r.spacing, x.new_slot, k.keeps_place, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
                       coalesce(n.locked_seq <> l.seen_seq, false) AS consent_changed,
                       (coalesce(x.new_slot, l.held_slot) IS NULL OR (coalesce(x.new_slot, l.held_slot) <= c.clk + r.burst AND NOT coalesce(n.send_paused_until > c.clk, false))) AS due
                  FROM locked l LEFT JOIN num n ON true
@@ -307,18 +311,24 @@ export class MessageTransitions {
                  CROSS JOIN LATERAL (SELECT coalesce(n.spacing, l.unlocked_spacing) AS spacing, coalesce(n.burst, l.unlocked_burst) AS burst) r
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + r.burst AS within_burst) b
                  CROSS JOIN LATERAL (
+                   SELECT coalesce(NOT b.within_burst AND l.held_slot <= c.clk + r.burst AND l.held_slot >= n.sends_paced_until - r.burst - r.spacing
+                                   AND NOT coalesce(l.held_slot < n.send_paused_until, false), false) AS keeps_place
+                 ) k
+                 CROSS JOIN LATERAL (
                    SELECT CASE WHEN n.num_id IS NOT NULL AND NOT l.refused AND n.locked_seq = l.seen_seq
                                     AND (l.held_slot IS NULL OR l.held_slot < n.send_paused_until OR (l.held_slot <= c.clk + r.burst AND NOT b.within_burst))
-                               THEN greatest(CASE WHEN NOT l.priority THEN n.next_send_at END, n.send_paused_until, c.clk, n.sends_paced_until - r.burst) END AS new_slot
+                               THEN greatest(CASE WHEN NOT l.priority AND NOT k.keeps_place THEN n.next_send_at END, n.send_paused_until, c.clk, n.sends_paced_until - r.burst) END AS new_slot
                  ) x) d`,
     );
-    // ONE UPDATE of the number's row (locked above): the slot handed out, the send counted.
+    // ONE UPDATE of the number's row (locked above): the slot handed out (a place kept takes none),
+    // the send counted: at its slot when it is claimed at most SEND_LATENESS_TOLERANCE_SECONDS after
+    // it (a job's usual delay is no reason to push every later send back), else when it is claimed.
     stmt.with(
       'num_moved',
-      `UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL THEN greatest(p.next_send_at, pc.new_slot) + pc.spacing
+      `UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL AND NOT pc.keeps_place THEN greatest(p.next_send_at, pc.new_slot) + pc.spacing
                                                       WHEN pc.gives_back AND p.next_send_at > pc.held_slot THEN p.next_send_at - pc.spacing
                                                       ELSE p.next_send_at END,
-              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, pc.clk) + pc.spacing ELSE p.sends_paced_until END
+              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, ${countedSendTimeSql('pc.clk', 'pc.slot_at')}) + pc.spacing ELSE p.sends_paced_until END
          FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send OR pc.gives_back)`,
     );
     const moved = this.reslotCtes(stmt, waiting);

@@ -294,10 +294,11 @@ export class MessageTransitions {
     // message waking at the same moment). `due`: the slot is at most the burst allowance ahead (a
     // slot that close is sent now, never through a relay pass: sending it early stays within the
     // burst bound) and the number is not paused.
-    // `keeps_place`: a due slot that finds no room only because the sends before it were claimed a
-    // little late (its slot is at most one spacing before room opens: the next in line) waits for
-    // that room, at its place: no new place at the end of the queue, which would leave its own
-    // slot empty (a gap in the number's sends) and send it after everything queued since.
+    // `keeps_place`: a waiting message's due slot that finds no room only because the sends before
+    // it were claimed a little late (its slot is at most one spacing before room opens: the next in
+    // line) waits for that room, at its place: no new place at the end of the queue, which would
+    // leave its own slot empty (a gap in the number's sends) and send it after everything queued
+    // since. (A reclaim's slot went to its first attempt: a new send takes a new place.)
     // `may_send`: waiting or a reclaim, due, with room in the burst.
     stmt.with(
       'paced',
@@ -311,7 +312,7 @@ export class MessageTransitions {
                  CROSS JOIN LATERAL (SELECT coalesce(n.spacing, l.unlocked_spacing) AS spacing, coalesce(n.burst, l.unlocked_burst) AS burst) r
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + r.burst AS within_burst) b
                  CROSS JOIN LATERAL (
-                   SELECT coalesce(NOT b.within_burst AND l.held_slot <= c.clk + r.burst AND l.held_slot >= n.sends_paced_until - r.burst - r.spacing
+                   SELECT coalesce(l.previous = ANY(${waiting}) AND NOT b.within_burst AND l.held_slot <= c.clk + r.burst AND l.held_slot >= n.sends_paced_until - r.burst - r.spacing
                                    AND NOT coalesce(l.held_slot < n.send_paused_until, false), false) AS keeps_place
                  ) k
                  CROSS JOIN LATERAL (

@@ -21,30 +21,12 @@ import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
 /** Runs of the transactional claim statement before it gives up on a number whose opt-outs keep changing under it (the second never should: see claimForDispatch). */
 const CLAIM_RUNS = 3;
 
-/**
- * The history details of an ambiguous send (message_status_history.detail): how its outcome
- * became unknown, and how that was resolved.
- */
-export const OUTCOME_UNKNOWN = 'outcome_unknown';
-export const SendResolution = {
-  /** A status webhook naming our message (its reference) arrived first. */
-  byReceipt: 'found_by_receipt',
-  /** The carrier's lookup showed it. */
-  byLookup: 'found_by_lookup',
-  /** The carrier's answer to an earlier attempt arrived after all (a run past its lease). */
-  answeredLate: 'answered_late',
-  /** The carrier showed nothing within SEND_OUTCOME_WINDOW_SECONDS: sent once more. */
-  resent: 'resent_after_nothing_found',
-  /** Nothing shown after MAX_RESENDS_AFTER_NOTHING_FOUND resends either: failed. */
-  gaveUp: 'nothing_found_after_resends',
-  /** Nothing shown within the window, and the recipient opted out meanwhile: failed instead of sent again. */
-  optedOut: 'opted_out_before_resend',
-} as const;
+import { OUTCOME_UNKNOWN, RECEIPT_BEFORE_ANSWER, SendResolution } from './message-history-details.js';
+
+export { OUTCOME_UNKNOWN, SendResolution } from './message-history-details.js';
 /** The columns of a MESSAGE_COLUMNS row, by name (a union of moves reads these from each side). */
 const MOVE_VIEW_COLUMNS = `id, record_type, direction, "from", "to", text, status, segments, encoding, carrier, carrier_message_id, error_code, error_detail,
   send_at, expected_send_at, created_at, updated_at, account_id`;
-/** A receipt naming a message still `sending` whose outcome was not (yet) unknown: it outran the carrier's answer. */
-const RECEIPT_BEFORE_ANSWER = 'receipt_before_answer';
 /** How many times a message whose sends the carrier never shows is sent again before it fails. */
 export const MAX_RESENDS_AFTER_NOTHING_FOUND = 3;
 

@@ -1710,7 +1710,7 @@ export interface components {
              * @example telnyx
              * @enum {string}
              */
-            carrier: "telnyx" | "twilio";
+            carrier: "telnyx" | "twilio" | "vonage";
             /**
              * @description The carrier's id of the message, once it accepted it
              * @example null
@@ -1761,7 +1761,7 @@ export interface components {
              */
             at: string;
             /**
-             * @description Only where the status alone does not say it: a send whose outcome was unknown (`outcome_unknown: <why>`, the carrier's answer lost) and how that was resolved (`found_by_receipt`, `found_by_lookup`, `answered_late`, `resent_after_nothing_found`, `nothing_found_after_resends`), or a receipt that outran the carrier's answer (`receipt_before_answer`)
+             * @description Only where the status alone does not say it: a send whose outcome was unknown (`outcome_unknown: <why>`, the carrier's answer lost) and how that was resolved (`found_by_receipt`, `found_by_lookup`, `answered_late`, `resent_after_nothing_found`, `nothing_found_after_resends`, `opted_out_before_resend`: `opted_out_before_resend` when the recipient opted out before the resend), or a receipt that outran the carrier's answer (`receipt_before_answer`)
              * @example found_by_receipt
              */
             detail?: string;
@@ -1802,7 +1802,7 @@ export interface components {
              * @example telnyx
              * @enum {string}
              */
-            carrier: "telnyx" | "twilio";
+            carrier: "telnyx" | "twilio" | "vonage";
             /**
              * @description The carrier's id of the message, once it accepted it
              * @example null
@@ -2423,7 +2423,7 @@ export interface components {
         };
         OptOut: {
             /**
-             * @description The inbound message that carried the keyword: the change is known by it
+             * @description The inbound message that carried the keyword, or (source carrier) the outbound message the carrier refused because the handset opted out with it: the change is known by it
              * @example msg_01jd5x2m3n4p5q6r7s8t9v0w1x
              */
             id: string;
@@ -2449,6 +2449,12 @@ export interface components {
              * @example true
              */
             opted_out: boolean;
+            /**
+             * @description keyword: the handset texted STOP/START to the number; carrier: the carrier refused a send because the handset opted out with the carrier (Twilio 21610, Telnyx 40300, Vonage 1240)
+             * @example keyword
+             * @enum {string}
+             */
+            source: "keyword" | "carrier";
             /**
              * Format: date-time
              * @example 2026-11-03T10:15:00.000Z

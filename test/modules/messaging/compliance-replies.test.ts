@@ -91,6 +91,15 @@ describe('compliance replies ahead of a backlog', () => {
     const times = arrivalsFrom(from).map((s) => s.at.getTime());
     return times.slice(1).map((t, i) => t - times[i]);
   };
+  /** The keyword's reply (`text`) reaches the carrier within two slots of the keyword's statement (`keywordAt`). */
+  const expectReplyWithinTwoSlots = async (handset: string, text: string, keywordAt: number) => {
+    const reply = await waitFor(
+      () => Promise.resolve(pipeline.carrier.handset.find((s) => s.to === handset && s.text === text)),
+      (sms) => sms !== undefined,
+      { what: `the reply to ${handset} at the carrier`, timeoutMs: 30_000 },
+    );
+    expect(reply!.at.getTime() - keywordAt).toBeLessThanOrEqual(2 * SPACING_MS + CLOCK_TOLERANCE_MS);
+  };
   const allSettled = (ids: string[]) =>
     waitFor(() => db.count(`SELECT count(*) FROM messages WHERE id = ANY($1) AND status IN ('sent', 'failed')`, [ids]), (n) => n === ids.length, { what: 'the backlog drained', timeoutMs: 90_000 });
 
@@ -99,13 +108,8 @@ describe('compliance replies ahead of a backlog', () => {
     const posted = await backlog(STOP_NUMBER, handset, '+131255607');
     const { at: stoppedAt, slotsBefore } = await keywordMidBacklog(STOP_NUMBER, handset, 'STOP', 3, posted.map((p) => p.id));
 
-    const reply = await waitFor(
-      () => Promise.resolve(pipeline.carrier.handset.find((s) => s.to === handset && s.text === DEFAULT_KEYWORD_REPLIES.opt_out)),
-      (sms) => sms !== undefined,
-      { what: 'the STOP confirmation at the carrier', timeoutMs: 30_000 },
-    );
     // Within two slots of the STOP (the backlog still had ~25 s to go).
-    expect(reply!.at.getTime() - stoppedAt).toBeLessThanOrEqual(2 * SPACING_MS + CLOCK_TOLERANCE_MS);
+    await expectReplyWithinTwoSlots(handset, DEFAULT_KEYWORD_REPLIES.opt_out, stoppedAt);
     await allSettled(posted.map((p) => p.id));
 
     const rows = new Map(
@@ -137,12 +141,7 @@ describe('compliance replies ahead of a backlog', () => {
     const posted = await backlog(HELP_NUMBER, handset, '+131255608');
     const { at: askedAt, slotsBefore } = await keywordMidBacklog(HELP_NUMBER, handset, 'HELP', 3, posted.map((p) => p.id));
 
-    const reply = await waitFor(
-      () => Promise.resolve(pipeline.carrier.handset.find((s) => s.to === handset && s.text === DEFAULT_KEYWORD_REPLIES.help)),
-      (sms) => sms !== undefined,
-      { what: 'the HELP reply at the carrier', timeoutMs: 30_000 },
-    );
-    expect(reply!.at.getTime() - askedAt).toBeLessThanOrEqual(2 * SPACING_MS + CLOCK_TOLERANCE_MS);
+    await expectReplyWithinTwoSlots(handset, DEFAULT_KEYWORD_REPLIES.help, askedAt);
     await allSettled(posted.map((p) => p.id));
 
     // HELP refuses nothing: every message sent, the handset's too, and the reply took one slot more.

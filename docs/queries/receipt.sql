@@ -1,11 +1,11 @@
 -- A delivery receipt applied to its message (status only forward), history, customer event, in one statement
 -- Written in src/modules/messaging/messaging-carrier-events.ts (applyReceipt); captured by test/docs/queries.test.ts. Regenerate: npm run docs:queries
-WITH evt_input AS (SELECT * FROM json_to_recordset($1::json) AS i(event_id text, job_id text, carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text, our_message_id text, carrier_event_id text, occurred_at text)),
+WITH evt_input AS (SELECT * FROM json_to_recordset($1::json) AS i(event_id text, job_id text, carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text, opted_out boolean, our_message_id text, carrier_event_id text, occurred_at text)),
 rcpt_found AS (SELECT i.event_id AS rcpt_event_id, m.id AS found_id, m.status AS previous, m.direction = 'outbound' AS outbound,
               m.status = 'sending' AND m.carrier_message_id IS NULL AS settles, i.carrier_message_id AS rcpt_carrier_id,
               CASE WHEN m.status = 'sending' AND m.carrier_message_id IS NULL THEN coalesce(i.status, 'sent') ELSE i.status END AS rcpt_status,
               CASE WHEN m.outcome_unknown_since IS NOT NULL THEN $2::text ELSE $3::text END AS settle_detail,
-              i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail,
+              i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail, i.opted_out AS rcpt_opted_out,
               i.carrier_event_id AS rcpt_carrier_event_id, i.occurred_at AS rcpt_occurred_at
          FROM evt_input i JOIN messages m ON m.carrier = i.carrier
               AND (m.id = i.our_message_id
@@ -37,7 +37,7 @@ rcpt_moved AS (UPDATE messages m SET status = f.rcpt_status, error_code = coales
        RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
   segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
   CASE status WHEN 'scheduled' THEN coalesce(send_slot, send_at) WHEN 'queued' THEN coalesce(send_slot, (SELECT greatest(p.next_send_at, p.send_paused_until, now()) FROM phone_numbers p WHERE p.phone_number = from_number AND p.status IN ('ordering', 'active', 'releasing'))) END AS expected_send_at,
-  created_at, updated_at, account_id, f.settles AS rcpt_settled, f.settle_detail AS rcpt_settle_detail,
+  created_at, updated_at, account_id, f.settles AS rcpt_settled, f.settle_detail AS rcpt_settle_detail, f.rcpt_opted_out,
                  f.rcpt_event_id, f.rcpt_carrier_event_id, f.rcpt_occurred_at),
 rcpt_settled AS (SELECT id, record_type, direction, "from", "to", text, 'sent'::text AS status, segments, encoding, carrier, carrier_message_id,
               NULL::text AS error_code, NULL::text AS error_detail, send_at, expected_send_at, created_at, updated_at, account_id, rcpt_settle_detail,

@@ -63,11 +63,14 @@ export class MessageEffects {
 
   /**
    * announceCtes for rows that moved each to a status of its own (a batch of receipts), CTE
-   * `typed` (MESSAGE_COLUMNS and `type`, one of `types`): each announced as its type. Billed
+   * `typed` (MESSAGE_COLUMNS and `type`, one of `types`): each announced as its type, with the
+   * consent changes the same moves made, when they made some (CTE `consent`: account_id, type,
+   * payload; a carrier's "recipient opted out" in a failed receipt), in one emission. Billed
    * nothing here: a receipt bills only the send it settles (billOutboundCtes).
    */
-  announceTypedCtes(stmt: CteStatement, typed: string, types: readonly CustomerEventType[]): void {
-    this.events.emitFromCte(stmt, typed, types, MESSAGE_VIEW_JSON);
+  announceTypedCtes(stmt: CteStatement, typed: string, types: readonly CustomerEventType[], consent?: string): void {
+    if (!consent) return void this.events.emitFromCte(stmt, typed, types, MESSAGE_VIEW_JSON);
+    this.announceWithEventsCtes(stmt, 'msg_typed', `SELECT account_id, type, ${MESSAGE_VIEW_JSON} AS payload FROM ${typed}`, types, consent, ['message.opted_out']);
   }
 
   /**
@@ -76,12 +79,7 @@ export class MessageEffects {
    */
   announceWithConsentCtes(stmt: CteStatement, changed: string, type: CustomerEventType, consent: string | undefined): void {
     if (!consent) return this.announceCtes(stmt, changed, type);
-    const announced = stmt.with(
-      'msg_with_consent',
-      `SELECT account_id, ${stmt.param(type, 'text')} AS type, ${MESSAGE_VIEW_JSON} AS payload FROM ${changed}
-       UNION ALL SELECT account_id, type, payload FROM ${consent}`,
-    );
-    this.events.emitFromCte(stmt, announced, [type, 'message.opted_out'], 'payload');
+    this.announceWithEventsCtes(stmt, 'msg_with_consent', `SELECT account_id, ${stmt.param(type, 'text')} AS type, ${MESSAGE_VIEW_JSON} AS payload FROM ${changed}`, [type], consent, ['message.opted_out']);
   }
 
   /**
@@ -106,11 +104,17 @@ export class MessageEffects {
    * made (CTE `consent`: account_id, type, payload), in the same statement.
    */
   announceInboundCtes(stmt: CteStatement, received: string, consent: string): void {
-    const announced = stmt.with(
-      'msg_announced',
-      `SELECT account_id, 'message.received' AS type, ${MESSAGE_VIEW_JSON} AS payload FROM ${received}
-       UNION ALL SELECT account_id, type, payload FROM ${consent}`,
-    );
-    this.events.emitFromCte(stmt, announced, ['message.received', 'message.opted_out', 'message.opted_in'], 'payload');
+    const moves = `SELECT account_id, 'message.received' AS type, ${MESSAGE_VIEW_JSON} AS payload FROM ${received}`;
+    this.announceWithEventsCtes(stmt, 'msg_announced', moves, ['message.received'], consent, ['message.opted_out', 'message.opted_in']);
+  }
+
+  /**
+   * The customer events of one statement's moves (`moves`: a query of account_id, type, payload;
+   * of `types`) and of the consent changes it made (CTE `consent`, of `consentTypes`), as the one
+   * emission a statement has (CustomerEvents.emitFromCte writes its jobs once), from CTE `name`.
+   */
+  private announceWithEventsCtes(stmt: CteStatement, name: string, moves: string, types: readonly CustomerEventType[], consent: string, consentTypes: readonly CustomerEventType[]): void {
+    const announced = stmt.with(name, `${moves}\n       UNION ALL SELECT account_id, type, payload FROM ${consent}`);
+    this.events.emitFromCte(stmt, announced, [...types, ...consentTypes], 'payload');
   }
 }

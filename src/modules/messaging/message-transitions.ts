@@ -9,7 +9,7 @@ import type { CarrierName, FailureReason } from '../../carriers/normalized-event
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { DispatchMessageJob } from './messaging.jobs.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
-import { burstToleranceSql } from './sender-pacing.js';
+import { burstToleranceSql, countedSendTimeSql } from './sender-pacing.js';
 import { sendRateSql } from '../numbers/send-rates.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
 import { MessageEffects, type MessageRow } from './message-effects.js';
@@ -21,30 +21,12 @@ import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
 /** Runs of the transactional claim statement before it gives up on a number whose opt-outs keep changing under it (the second never should: see claimForDispatch). */
 const CLAIM_RUNS = 3;
 
-/**
- * The history details of an ambiguous send (message_status_history.detail): how its outcome
- * became unknown, and how that was resolved.
- */
-export const OUTCOME_UNKNOWN = 'outcome_unknown';
-export const SendResolution = {
-  /** A status webhook naming our message (its reference) arrived first. */
-  byReceipt: 'found_by_receipt',
-  /** The carrier's lookup showed it. */
-  byLookup: 'found_by_lookup',
-  /** The carrier's answer to an earlier attempt arrived after all (a run past its lease). */
-  answeredLate: 'answered_late',
-  /** The carrier showed nothing within SEND_OUTCOME_WINDOW_SECONDS: sent once more. */
-  resent: 'resent_after_nothing_found',
-  /** Nothing shown after MAX_RESENDS_AFTER_NOTHING_FOUND resends either: failed. */
-  gaveUp: 'nothing_found_after_resends',
-  /** Nothing shown within the window, and the recipient opted out meanwhile: failed instead of sent again. */
-  optedOut: 'opted_out_before_resend',
-} as const;
+import { OUTCOME_UNKNOWN, RECEIPT_BEFORE_ANSWER, SendResolution } from './message-history-details.js';
+
+export { OUTCOME_UNKNOWN, SendResolution } from './message-history-details.js';
 /** The columns of a MESSAGE_COLUMNS row, by name (a union of moves reads these from each side). */
 const MOVE_VIEW_COLUMNS = `id, record_type, direction, "from", "to", text, status, segments, encoding, carrier, carrier_message_id, error_code, error_detail,
   send_at, expected_send_at, created_at, updated_at, account_id`;
-/** A receipt naming a message still `sending` whose outcome was not (yet) unknown: it outran the carrier's answer. */
-const RECEIPT_BEFORE_ANSWER = 'receipt_before_answer';
 /** How many times a message whose sends the carrier never shows is sent again before it fails. */
 export const MAX_RESENDS_AFTER_NOTHING_FOUND = 3;
 
@@ -53,6 +35,20 @@ export type ResolveStep = 'resend' | 'wait' | 'failed' | 'refused' | 'gone';
 
 /** Why a message was failed instead of taken for sending: its recipient opted out (the dispatch guard's refusal, on every path). */
 const REFUSED_OPTED_OUT = { code: 'recipient_opted_out', detail: 'the recipient replied with an opt-out keyword' } as const;
+
+/**
+ * How a message the carrier failed because its recipient opted out at the carrier (FailureReason
+ * `recipient_opted_out`, in a send's answer or a receipt) shows it: `recipient_opted_out`, as the
+ * dispatch guard's refusal does, with the carrier's own code and words in the detail.
+ */
+function carrierOptOutFailure(errorCode: string | undefined, errorDetail: string | undefined): { errorCode: string; errorDetail: string } {
+  return { errorCode: REFUSED_OPTED_OUT.code, errorDetail: [errorCode, errorDetail].filter(Boolean).join(': ') };
+}
+
+/** A receipt's error as the receipt statement's input columns. */
+function toErrorColumns(error: { errorCode?: string; errorDetail?: string }): { error_code: string | null; error_detail: string | null } {
+  return { error_code: error.errorCode ?? null, error_detail: error.errorDetail ?? null };
+}
 
 /** The customer events a receipt's move announces: `message.<the status it moved to>`. */
 const RECEIPT_EVENT_TYPES = ['message.sent', 'message.delivered', 'message.failed'] as const satisfies readonly CustomerEventType[];
@@ -67,6 +63,8 @@ export interface Receipt {
   carrierStatus: string;
   errorCode?: string;
   errorDetail?: string;
+  /** The carrier's code in our words (a failed receipt's "recipient opted out" records the opt-out). */
+  reason?: FailureReason;
   /** Our message id, as the carrier echoed our reference: the receipt names the message even before we know the carrier's id. */
   ourMessageId?: string;
   /** The carrier's id of the event, and when it says it happened: the cause of a charge the receipt settles. */
@@ -278,12 +276,17 @@ export class MessageTransitions {
     // message waking at the same moment). `due`: the slot is at most the burst allowance ahead (a
     // slot that close is sent now, never through a relay pass: sending it early stays within the
     // burst bound) and the number is not paused.
+    // `keeps_place`: a waiting message's due slot that finds no room only because the sends before
+    // it were claimed a little late (its slot is at most one spacing before room opens: the next in
+    // line) waits for that room, at its place: no new place at the end of the queue, which would
+    // leave its own slot empty (a gap in the number's sends) and send it after everything queued
+    // since. (A reclaim's slot went to its first attempt: a new send takes a new place.)
     // `may_send`: waiting or a reclaim, due, with room in the burst.
     stmt.with(
       'paced',
       `SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.within_burst AND (d.previous = ANY(${waiting}) OR d.reclaim)) AS may_send,
               (d.refused AND NOT d.consent_changed AND d.num_id IS NOT NULL AND d.held_slot IS NOT NULL) AS gives_back
-         FROM (SELECT l.*, n.num_id, n.sends_paced_until, r.spacing, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
+         FROM (SELECT l.*, n.num_id, n.sends_paced_until, r.spacing, x.new_slot, k.keeps_place, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
                       coalesce(n.locked_seq <> l.seen_seq, false) AS consent_changed,
                       (coalesce(x.new_slot, l.held_slot) IS NULL OR (coalesce(x.new_slot, l.held_slot) <= c.clk + r.burst AND NOT coalesce(n.send_paused_until > c.clk, false))) AS due
                  FROM locked l LEFT JOIN num n ON true
@@ -291,18 +294,24 @@ export class MessageTransitions {
                  CROSS JOIN LATERAL (SELECT coalesce(n.spacing, l.unlocked_spacing) AS spacing, coalesce(n.burst, l.unlocked_burst) AS burst) r
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + r.burst AS within_burst) b
                  CROSS JOIN LATERAL (
+                   SELECT coalesce(l.previous = ANY(${waiting}) AND NOT b.within_burst AND l.held_slot <= c.clk + r.burst AND l.held_slot >= n.sends_paced_until - r.burst - r.spacing
+                                   AND NOT coalesce(l.held_slot < n.send_paused_until, false), false) AS keeps_place
+                 ) k
+                 CROSS JOIN LATERAL (
                    SELECT CASE WHEN n.num_id IS NOT NULL AND NOT l.refused AND n.locked_seq = l.seen_seq
                                     AND (l.held_slot IS NULL OR l.held_slot < n.send_paused_until OR (l.held_slot <= c.clk + r.burst AND NOT b.within_burst))
-                               THEN greatest(CASE WHEN NOT l.priority THEN n.next_send_at END, n.send_paused_until, c.clk, n.sends_paced_until - r.burst) END AS new_slot
+                               THEN greatest(CASE WHEN NOT l.priority AND NOT k.keeps_place THEN n.next_send_at END, n.send_paused_until, c.clk, n.sends_paced_until - r.burst) END AS new_slot
                  ) x) d`,
     );
-    // ONE UPDATE of the number's row (locked above): the slot handed out, the send counted.
+    // ONE UPDATE of the number's row (locked above): the slot handed out (a place kept takes none),
+    // the send counted: at its slot when it is claimed at most SEND_LATENESS_TOLERANCE_SECONDS after
+    // it (a job's usual delay is no reason to push every later send back), else when it is claimed.
     stmt.with(
       'num_moved',
-      `UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL THEN greatest(p.next_send_at, pc.new_slot) + pc.spacing
+      `UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL AND NOT pc.keeps_place THEN greatest(p.next_send_at, pc.new_slot) + pc.spacing
                                                       WHEN pc.gives_back AND p.next_send_at > pc.held_slot THEN p.next_send_at - pc.spacing
                                                       ELSE p.next_send_at END,
-              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, pc.clk) + pc.spacing ELSE p.sends_paced_until END
+              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, ${countedSendTimeSql('pc.clk', 'pc.slot_at')}) + pc.spacing ELSE p.sends_paced_until END
          FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send OR pc.gives_back)`,
     );
     const moved = this.reslotCtes(stmt, waiting);
@@ -637,7 +646,7 @@ export class MessageTransitions {
    */
   async markRejected(tx: Tx, lease: DispatchLease, refusal: { errorCode: string; errorDetail: string; reason?: FailureReason }): Promise<boolean> {
     const optedOut = refusal.reason === 'recipient_opted_out';
-    const [code, detail] = optedOut ? [REFUSED_OPTED_OUT.code, `${refusal.errorCode}: ${refusal.errorDetail}`] : [refusal.errorCode, refusal.errorDetail];
+    const { errorCode: code, errorDetail: detail } = optedOut ? carrierOptOutFailure(refusal.errorCode, refusal.errorDetail) : refusal;
     const stmt = new CteStatement();
     // sending under this run's token: a message the carrier accepted is never failed by a late
     // send error, nor by a run whose lease was taken over.
@@ -671,15 +680,21 @@ export class MessageTransitions {
    * (billed, `message.sent`, `sent` on the history with `found_by_receipt`, or
    * `receipt_before_answer` when its outcome was not unknown yet), then to the receipt's final
    * word if it has one (history and event of their own), in this same statement.
+   *
+   * A failed receipt saying the recipient opted out at the carrier (`reason`; Vonage reports it
+   * only so) fails the message as `recipient_opted_out` (as markRejected does) and, when its move
+   * changed the row, records the opt-out in this same statement (source `carrier`, opt_out_seq
+   * bumped, one `message.opted_out` per consent change, announced with the receipts' events).
    */
   applyReceiptCtes(run: EventBatchRun, receipts: Receipt[]): void {
     const { stmt } = run;
+    const optedOut = (r: Receipt) => r.status === 'failed' && r.reason === 'recipient_opted_out';
     const input = run.input(
-      'carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text, our_message_id text, carrier_event_id text, occurred_at text',
+      'carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text, opted_out boolean, our_message_id text, carrier_event_id text, occurred_at text',
       receipts.map((r) => ({
         carrier: r.carrier, carrier_message_id: r.carrierMessageId, status: r.status, carrier_status: r.carrierStatus,
-        error_code: r.errorCode ?? null, error_detail: r.errorDetail ?? null, our_message_id: r.ourMessageId ?? null,
-        carrier_event_id: r.carrierEventId ?? null, occurred_at: r.occurredAt ?? null,
+        ...(optedOut(r) ? toErrorColumns(carrierOptOutFailure(r.errorCode, r.errorDetail)) : toErrorColumns(r)), opted_out: optedOut(r),
+        our_message_id: r.ourMessageId ?? null, carrier_event_id: r.carrierEventId ?? null, occurred_at: r.occurredAt ?? null,
       })),
     );
     // `rcpt_found` locks the messages these receipts name, in id order (two batches that share
@@ -695,7 +710,7 @@ export class MessageTransitions {
               m.status = 'sending' AND m.carrier_message_id IS NULL AS settles, i.carrier_message_id AS rcpt_carrier_id,
               CASE WHEN m.status = 'sending' AND m.carrier_message_id IS NULL THEN coalesce(i.status, 'sent') ELSE i.status END AS rcpt_status,
               CASE WHEN m.outcome_unknown_since IS NOT NULL THEN ${stmt.param(SendResolution.byReceipt, 'text')} ELSE ${stmt.param(RECEIPT_BEFORE_ANSWER, 'text')} END AS settle_detail,
-              i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail,
+              i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail, i.opted_out AS rcpt_opted_out,
               i.carrier_event_id AS rcpt_carrier_event_id, i.occurred_at AS rcpt_occurred_at
          FROM ${input} i JOIN messages m ON m.carrier = i.carrier
               AND (m.id = i.our_message_id
@@ -727,19 +742,24 @@ export class MessageTransitions {
               outcome_unknown_since = CASE WHEN f.settles THEN NULL ELSE m.outcome_unknown_since END
          FROM rcpt_found f JOIN ${applied} c ON c.consumed_event_id = f.rcpt_event_id
         WHERE m.id = f.found_id AND ${moves('f')}
-       RETURNING ${MESSAGE_COLUMNS}, f.settles AS rcpt_settled, f.settle_detail AS rcpt_settle_detail,
+       RETURNING ${MESSAGE_COLUMNS}, f.settles AS rcpt_settled, f.settle_detail AS rcpt_settle_detail, f.rcpt_opted_out,
                  f.rcpt_event_id, f.rcpt_carrier_event_id, f.rcpt_occurred_at`,
     );
-    this.receiptSideEffectsCtes(stmt, moved);
+    // Only a batch with an opted-out receipt writes consent (the usual receipt's statement stays as it was).
+    const consent = receipts.some(optedOut)
+      ? this.keywords.carrierOptOutCtes(stmt, stmt.with('rcpt_opted_out', `SELECT * FROM ${moved} WHERE rcpt_opted_out AND status = 'failed'`))
+      : undefined;
+    this.receiptSideEffectsCtes(stmt, moved, consent);
   }
 
   /**
    * What the receipts' moves (CTE `moved`: MESSAGE_COLUMNS, rcpt_settled, rcpt_settle_detail, the receipt's event ids)
    * write beside them. A settled message first as markSent would: billed, `sent` on the history
    * (with how it was settled), `message.sent` showing it sent; then every move to its own status
-   * (a settled message that stopped at `sent` has no second one): history and `message.<status>`.
+   * (a settled message that stopped at `sent` has no second one): history and `message.<status>`;
+   * announced with the consent changes the moves made (CTE `consent`), in one emission.
    */
-  private receiptSideEffectsCtes(stmt: CteStatement, moved: string): void {
+  private receiptSideEffectsCtes(stmt: CteStatement, moved: string, consent: string | undefined): void {
     const settled = stmt.with(
       'rcpt_settled',
       `SELECT id, record_type, direction, "from", "to", text, 'sent'::text AS status, segments, encoding, carrier, carrier_message_id,
@@ -762,7 +782,7 @@ export class MessageTransitions {
       `SELECT s.*, 'message.sent' AS type FROM (SELECT ${MOVE_VIEW_COLUMNS} FROM ${settled}) s
        UNION ALL SELECT f.*, 'message.' || f.status AS type FROM (SELECT ${MOVE_VIEW_COLUMNS} FROM ${further}) f`,
     );
-    this.effects.announceTypedCtes(stmt, announced, RECEIPT_EVENT_TYPES);
+    this.effects.announceTypedCtes(stmt, announced, RECEIPT_EVENT_TYPES, consent);
   }
 
   /**

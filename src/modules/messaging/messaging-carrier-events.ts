@@ -45,6 +45,7 @@ export class MessagingCarrierEvents {
       carrierStatus: event.carrierStatus,
       errorCode: event.errorCode,
       errorDetail: event.errorDetail,
+      reason: event.reason,
       ourMessageId: event.ourMessageId,
       carrierEventId: event.carrierEventId,
       occurredAt: event.occurredAt,

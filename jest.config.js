@@ -1,4 +1,4 @@
-// ESM + swc set-up that works with NestJS 12 (see docs/benchmarks-method.md and the README).
+// ESM + swc set-up that works with NestJS 12 (see docs/testing.md).
 // Two tiers: `unit` (specs beside the code, src/**/__tests__/*.spec.ts: pure functions, no
 // PostgreSQL, Redis or build) and `integration` (test/**, mirroring src/: the real services and
 // the built program). `npm test` runs both; `npm run test:unit` only the first.
@@ -20,7 +20,7 @@ export default {
   // Four files at once on this 2-core machine: files wait (retry schedules, leases, ring timeouts)
   // as much as they compute, and two workers left a third of the cores idle. `node
   // bench/suite-cpu.mjs -- npm test -- --maxWorkers=N`: 2 workers ~157 s (206 core-s busy, 107
-  // idle), 3 124-128 s (41 idle), 4 112-113 s (18 idle); docs/benchmarks.md, *Tenth pass*.
+  // idle), 3 124-128 s (41 idle), 4 112-113 s (18 idle); the tenth pass in the git history of docs/benchmarks.md.
   maxWorkers: 4,
   testSequencer: '<rootDir>/test/support/sequencer.mjs',
   projects: [

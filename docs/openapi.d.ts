@@ -185,8 +185,51 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The usage ledger, newest first */
+        /**
+         * The usage ledger, newest first
+         * @description include=causes adds each row's cause (as GET /v2/usage/records/{id} shows it).
+         */
         get: operations["UsageController_records"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/usage/records/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One usage row and what caused it
+         * @description The resource billed, the carrier events whose guarded transition wrote the row (ours and the carrier's ids), the transition, the price rule, and the bundles it drew down.
+         */
+        get: operations["UsageController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/statements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The monthly statement: every charge of a calendar month with its cause
+         * @description Usage rows created in the month (UTC), oldest first, each with its cause and the balance of the bundle it drew; totals equal GET /v2/usage for the same [from, to), read in the same snapshot.
+         */
+        get: operations["StatementsController_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1276,6 +1319,141 @@ export interface components {
         UsageSummaryResponse: {
             data: components["schemas"]["UsageSummary"];
         };
+        /** @description What was billed */
+        UsageCauseResource: {
+            /**
+             * @example message
+             * @enum {string}
+             */
+            type: "message" | "call" | "number" | "unknown";
+            /**
+             * @description Our id of the message, call or number
+             * @example msg_01jd5x2m3n4p5q6r7s8t9v0w1x
+             */
+            id: string;
+        };
+        /** @description A carrier event whose guarded transition wrote the usage row: ours (cev_) and the carrier's id of it */
+        UsageCauseCarrierEvent: {
+            /**
+             * @description Our id of the stored carrier event
+             * @example cev_01jd5x2m3n4p5q6r7s8t9v0w1x
+             */
+            id: string;
+            /**
+             * @description The carrier's id of the event (Telnyx data.id, Twilio's idempotency token)
+             * @example 4ee8c3a6-4995-4309-a3c6-38e3db9ea4be
+             */
+            carrier_event_id: string;
+            /**
+             * @description What the event was to the transition
+             * @example hangup
+             * @enum {string}
+             */
+            role: "receipt" | "inbound" | "hangup";
+            /**
+             * Format: date-time
+             * @description When the carrier says it happened (its envelope's occurred_at)
+             * @example 2026-11-03T10:15:00.000Z
+             */
+            occurred_at: string | null;
+        };
+        /** @description How the quantity was counted and priced; the fields beyond unit, unit_price_micros and quantity depend on the unit */
+        UsagePriceRule: {
+            /**
+             * @example segment
+             * @enum {string}
+             */
+            unit: "segment" | "minute" | "number_month";
+            /**
+             * @description Micro-units of currency per unit
+             * @example 4000
+             */
+            unit_price_micros: number;
+            /** @example 2 */
+            quantity: number;
+            /**
+             * @description segment: the parts the text was sent or received in
+             * @example 2
+             */
+            segments?: number;
+            /**
+             * @description segment: the encoding that decided the part size (160/153 GSM-7, 70/67 UCS-2)
+             * @enum {string|null}
+             */
+            encoding?: "GSM-7" | "UCS-2" | null;
+            /**
+             * Format: date-time
+             * @description minute: the answer, from the carrier event's occurred_at
+             */
+            answered_at?: string | null;
+            /**
+             * Format: date-time
+             * @description minute: the hangup, from the carrier event's occurred_at
+             */
+            ended_at?: string | null;
+            /** @example 125 */
+            duration_seconds?: number | null;
+            /**
+             * @description minute: the seconds from answered_at to ended_at, or the duration the carrier reported with its final status
+             * @enum {string|null}
+             */
+            duration_source?: "answered_at_to_ended_at" | "carrier_reported" | null;
+            /**
+             * @description minute and number_month: the counting rule
+             * @example ceil(duration_seconds / 60), at least 1
+             */
+            counted?: string;
+            /**
+             * @description number_month: the calendar month (UTC) billed
+             * @example 2026-11
+             */
+            month?: string;
+        };
+        /** @description Units of this usage row a prepaid bundle covered */
+        UsageDrawDown: {
+            /**
+             * @description The entitlement (bundle) the units came from
+             * @example ent_01jd5x2m3n4p5q6r7s8t9v0w1x
+             */
+            entitlement_id: string;
+            /**
+             * @example sms_segments
+             * @enum {string}
+             */
+            entitlement_type: "sms_segments" | "call_minutes";
+            /** @example 2 */
+            quantity: number;
+        };
+        UsageCause: {
+            resource: components["schemas"]["UsageCauseResource"];
+            /**
+             * @description The guarded transition that made the usage billable
+             * @example sending → sent
+             */
+            transition: string | null;
+            /**
+             * @description Outbound SMS: what settled the send (its answer, a lookup, a late answer, a receipt)
+             * @enum {string|null}
+             */
+            settled_by: "send_answer" | "found_by_lookup" | "answered_late" | "found_by_receipt" | "receipt_before_answer" | null;
+            /** @example telnyx */
+            carrier: string | null;
+            /**
+             * @description The carrier's id of the message or call
+             * @example 40385f64-5717-4562-b3fc-2c963f66afa6
+             */
+            carrier_resource_id: string | null;
+            /** @description Empty for a send answer, a lookup, a rental, and legacy rows */
+            carrier_events: components["schemas"]["UsageCauseCarrierEvent"][];
+            price_rule: components["schemas"]["UsagePriceRule"];
+            /** @description The bundles this row drew down, computed from the grants and the ledger as /v2/balances is */
+            draw_downs: components["schemas"]["UsageDrawDown"][];
+            /**
+             * @description Recorded before causes were kept: derived from the resource, carrier events unknown
+             * @example false
+             */
+            legacy: boolean;
+        };
         UsageRecord: {
             /** @example use_01jd5x2m3n4p5q6r7s8t9v0w1x */
             id: string;
@@ -1313,11 +1491,171 @@ export interface components {
              * @example 2026-11-03T10:15:00.000Z
              */
             created_at: string;
+            /** @description With include=causes: what caused the charge */
+            cause?: components["schemas"]["UsageCause"];
         };
         UsageRecordList: {
             /** @description Newest first */
             data: components["schemas"]["UsageRecord"][];
             meta: components["schemas"]["ListMeta"];
+        };
+        UsageRecordWithCause: {
+            /** @example use_01jd5x2m3n4p5q6r7s8t9v0w1x */
+            id: string;
+            /** @enum {string} */
+            record_type: "usage_record";
+            /**
+             * @example sms_outbound_segments
+             * @enum {string}
+             */
+            kind: "sms_outbound_segments" | "sms_inbound_segments" | "call_minutes" | "number_months";
+            /**
+             * @description The message or call billed; for number_months `<number id>:<YYYY-MM>`
+             * @example msg_01jd5x2m3n4p5q6r7s8t9v0w1x
+             */
+            resource_id: string;
+            /**
+             * @description Segments, minutes or number-months
+             * @example 2
+             */
+            quantity: number;
+            /**
+             * @description Micro-units of currency
+             * @example 4000
+             */
+            unit_price_micros: number;
+            /**
+             * @description quantity × unit_price_micros
+             * @example 8000
+             */
+            amount_micros: number;
+            /** @example USD */
+            currency: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-03T10:15:00.000Z
+             */
+            created_at: string;
+            /** @description What caused the charge */
+            cause?: components["schemas"]["UsageCause"];
+        };
+        UsageRecordWithCauseResponse: {
+            data: components["schemas"]["UsageRecordWithCause"];
+        };
+        StatementBalance: {
+            /**
+             * @example sms_segments
+             * @enum {string}
+             */
+            entitlement_type: "sms_segments" | "call_minutes";
+            /**
+             * @description Units of this type granted by then
+             * @example 1000
+             */
+            granted: number;
+            /**
+             * @description Units used from the first grant of this type up to and including this line
+             * @example 42
+             */
+            used: number;
+            /**
+             * @description granted - used, at least 0
+             * @example 958
+             */
+            remaining: number;
+            /**
+             * @description used - granted, at least 0 (a later grant covers it, as /v2/balances counts)
+             * @example 0
+             */
+            overage: number;
+        };
+        StatementLine: {
+            /** @example use_01jd5x2m3n4p5q6r7s8t9v0w1x */
+            id: string;
+            /** @enum {string} */
+            record_type: "usage_record";
+            /**
+             * @example sms_outbound_segments
+             * @enum {string}
+             */
+            kind: "sms_outbound_segments" | "sms_inbound_segments" | "call_minutes" | "number_months";
+            /**
+             * @description The message or call billed; for number_months `<number id>:<YYYY-MM>`
+             * @example msg_01jd5x2m3n4p5q6r7s8t9v0w1x
+             */
+            resource_id: string;
+            /**
+             * @description Segments, minutes or number-months
+             * @example 2
+             */
+            quantity: number;
+            /**
+             * @description Micro-units of currency
+             * @example 4000
+             */
+            unit_price_micros: number;
+            /**
+             * @description quantity × unit_price_micros
+             * @example 8000
+             */
+            amount_micros: number;
+            /** @example USD */
+            currency: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-03T10:15:00.000Z
+             */
+            created_at: string;
+            /** @description With include=causes: what caused the charge */
+            cause?: components["schemas"]["UsageCause"];
+            /** @description The balance of the bundle type this row draws down, right after it; null when no bundle of its type had been granted */
+            balance_after: components["schemas"]["StatementBalance"] | null;
+        };
+        StatementGrant: {
+            /** @example ent_01jd5x2m3n4p5q6r7s8t9v0w1x */
+            entitlement_id: string;
+            /**
+             * @example sms_segments
+             * @enum {string}
+             */
+            entitlement_type: "sms_segments" | "call_minutes";
+            /** @example 1000 */
+            quantity: number;
+            /** @example in_1QxV4mN2bY7cD8eF */
+            invoice_id: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-01T00:00:03.000Z
+             */
+            granted_at: string;
+        };
+        Statement: {
+            /** @enum {string} */
+            record_type: "statement";
+            /** @example 2026-11 */
+            period: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-01T00:00:00.000Z
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description Exclusive
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            to: string;
+            /** @example USD */
+            currency: string;
+            /** @description GET /v2/usage?from=…&to=… for the period: the lines sum to it */
+            totals: components["schemas"]["UsageSummary"];
+            /** @description Oldest first */
+            lines: components["schemas"]["StatementLine"][];
+            /** @description Bundles granted in the period, oldest first */
+            grants: components["schemas"]["StatementGrant"][];
+        };
+        StatementResponse: {
+            data: components["schemas"]["Statement"];
         };
         SendMessageDto: {
             /**
@@ -1372,7 +1710,7 @@ export interface components {
              * @example telnyx
              * @enum {string}
              */
-            carrier: "telnyx" | "twilio";
+            carrier: "telnyx" | "twilio" | "vonage";
             /**
              * @description The carrier's id of the message, once it accepted it
              * @example null
@@ -1423,7 +1761,7 @@ export interface components {
              */
             at: string;
             /**
-             * @description Only where the status alone does not say it: a send whose outcome was unknown (`outcome_unknown: <why>`, the carrier's answer lost) and how that was resolved (`found_by_receipt`, `found_by_lookup`, `answered_late`, `resent_after_nothing_found`, `nothing_found_after_resends`), or a receipt that outran the carrier's answer (`receipt_before_answer`)
+             * @description Only where the status alone does not say it: a send whose outcome was unknown (`outcome_unknown: <why>`, the carrier's answer lost) and how that was resolved (`found_by_receipt`, `found_by_lookup`, `answered_late`, `resent_after_nothing_found`, `nothing_found_after_resends`, `opted_out_before_resend`: `opted_out_before_resend` when the recipient opted out before the resend), or a receipt that outran the carrier's answer (`receipt_before_answer`)
              * @example found_by_receipt
              */
             detail?: string;
@@ -1464,7 +1802,7 @@ export interface components {
              * @example telnyx
              * @enum {string}
              */
-            carrier: "telnyx" | "twilio";
+            carrier: "telnyx" | "twilio" | "vonage";
             /**
              * @description The carrier's id of the message, once it accepted it
              * @example null
@@ -2085,7 +2423,7 @@ export interface components {
         };
         OptOut: {
             /**
-             * @description The inbound message that carried the keyword: the change is known by it
+             * @description The inbound message that carried the keyword, or (source carrier) the outbound message the carrier refused because the handset opted out with it: the change is known by it
              * @example msg_01jd5x2m3n4p5q6r7s8t9v0w1x
              */
             id: string;
@@ -2111,6 +2449,12 @@ export interface components {
              * @example true
              */
             opted_out: boolean;
+            /**
+             * @description keyword: the handset texted STOP/START to the number; carrier: the carrier refused a send because the handset opted out with the carrier (Twilio 21610, Telnyx 40300, Vonage 1240)
+             * @example keyword
+             * @enum {string}
+             */
+            source: "keyword" | "carrier";
             /**
              * Format: date-time
              * @example 2026-11-03T10:15:00.000Z
@@ -3250,6 +3594,7 @@ export interface operations {
                 "page[size]"?: number;
                 /** @description meta.next_cursor of the previous page */
                 "page[after]"?: string;
+                include?: "causes";
             };
             header?: never;
             path?: never;
@@ -3264,6 +3609,130 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UsageRecordList"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation failed: each errors[] entry names the body field (source.pointer) or query parameter (source.parameter) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    UsageController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageRecordWithCauseResponse"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such resource in your account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Over the API key's requests per minute; retry after Retry-After */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Temporarily unavailable (database); retry after Retry-After */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    StatementsController_get: {
+        parameters: {
+            query: {
+                period: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StatementResponse"];
                 };
             };
             /** @description Missing, unknown or revoked API key */

@@ -34,10 +34,14 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       report(explainDatabaseError(err, loaded, config));
       code = 1;
     };
+    // Help needs no configuration and connects to nothing: it answers on a machine with no database yet.
+    const help = asksForHelp(argv);
     try {
       try {
-        loaded = withDotEnv(env);
-        config = loadConfig(loaded.env);
+        if (!help) {
+          loaded = withDotEnv(env);
+          config = loadConfig(loaded.env);
+        }
       } catch (err) {
         if (err instanceof ConfigError) {
           fail(err);
@@ -47,7 +51,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       }
       // Loaded once the configuration is known good: a bad setting is reported without booting Nest.
       const { CliModule, CommandFactory, CommandRunnerService } = await loadCliModules();
-      const root = argv[0] === 'migrate' ? CliModule.forMigrate(config) : CliModule.forRoot(config);
+      const root = !config ? CliModule.forHelp() : argv[0] === 'migrate' ? CliModule.forMigrate(config) : CliModule.forRoot(config);
       // commander's own exits (help, version) are not failures; every other one is reported.
       const exit = (err: Error): never => {
         const c = (err as { code?: string }).code ?? '';
@@ -56,7 +60,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       };
       const app = await CommandFactory.createWithoutRunning(root, {
         // Boot chatter stays out of the admin's way unless debugging was asked for.
-        logger: new PinoNestLogger(createPino(['debug', 'trace'].includes(config.LOG_LEVEL) ? config.LOG_LEVEL : 'warn')),
+        logger: new PinoNestLogger(createPino(config && ['debug', 'trace'].includes(config.LOG_LEVEL) ? config.LOG_LEVEL : 'warn')),
         cliName: 'onceline',
         // A database that does not answer at boot is reported like any failure, not by Nest's own exit.
         abortOnError: false,
@@ -87,6 +91,17 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     }
     return code !== 0 ? code : (streams.exitCode ?? 0);
   });
+}
+
+/**
+ * Whether `argv` asks only for help: `--help` or `-h` (before a `--`, after which words are a
+ * command's own), `help [command]` (commander's help command), or no command at all (commander
+ * answers with the list of commands).
+ */
+export function asksForHelp(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  const words = end === -1 ? argv : argv.slice(0, end);
+  return words.length === 0 || words[0] === 'help' || words.some((word) => word === '--help' || word === '-h');
 }
 
 /**

@@ -1,5 +1,6 @@
 import { CarriersModule } from './carriers/carriers.module.js';
 import { Module, type DynamicModule } from '@nestjs/common';
+import type { CommandRunner } from 'nest-commander';
 import { AccountsModule } from './modules/accounts/accounts.module.js';
 import { CreateAccountCommand, CreateApiKeyCommand, LinkBillingCustomerCommand, RevokeApiKeyCommand } from './modules/accounts/commands/accounts.commands.js';
 import { ProgramName } from './platform/cli/program-name.js';
@@ -24,10 +25,20 @@ import { VerifyModule } from './platform/verify/verify.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { CallsModule } from './modules/calls/calls.module.js';
 import { AuditCallsCommand } from './modules/calls/commands/audit-calls.command.js';
+import { BillingModule } from './modules/billing/billing.module.js';
+import { StatementsExportCommand } from './modules/billing/commands/statements-export.command.js';
+import { AuditMessagesCommand } from './modules/messaging/commands/audit-messages.command.js';
 import { NumbersModule } from './modules/numbers/numbers.module.js';
 import {
   AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RetryReleaseCommand, RunRentalsCommand, SearchNumbersCommand,
 } from './modules/numbers/commands/numbers.commands.js';
+
+/** Every admin command, in the order `onceline --help` lists them. */
+export const CLI_COMMANDS = [
+  MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, RetentionStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand,
+  EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand, ListPlansCommand, AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand,
+  RetryReleaseCommand, RunRentalsCommand, SearchNumbersCommand, StatementsExportCommand, AuditMessagesCommand,
+];
 
 /** The admin CLI: thin commands over the same services the API uses. */
 @Module({})
@@ -35,9 +46,8 @@ export class CliModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: CliModule,
-      imports: [ConfigModule.forRoot(config), CarriersModule, RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, RetentionModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule, NumbersModule],
-      providers: [ProgramName, MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, RetentionStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand, EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand, ListPlansCommand,
-        AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand, RetryReleaseCommand, RunRentalsCommand, SearchNumbersCommand],
+      imports: [ConfigModule.forRoot(config), CarriersModule, RedisModule, MetricsModule, DatabaseModule, VerifyModule, OutboxModule, RetentionModule, AccountsModule, IngestModule, WebhooksModule, MessagingModule, CallsModule, EntitlementsModule, NumbersModule, BillingModule],
+      providers: [ProgramName, ...CLI_COMMANDS],
     };
   }
 
@@ -48,4 +58,21 @@ export class CliModule {
   static forMigrate(config: AppConfig): DynamicModule {
     return { module: CliModule, imports: [ConfigModule.forRoot(config)], providers: [ProgramName, MigrateCommand] };
   }
+
+  /**
+   * `--help` (of the CLI or of one command): nothing but the commands' declarations, so help
+   * answers with no configuration, database or Redis. nest-commander builds the help from each
+   * command's decorators (@Command, @Option), read off its class; the instances it is given are
+   * never constructed (no services to inject) and refuse to run.
+   */
+  static forHelp(): DynamicModule {
+    return { module: CliModule, providers: [ProgramName, ...CLI_COMMANDS.map((command) => ({ provide: command, useValue: helpOnly(command) }))] };
+  }
+}
+
+/** An instance of `command` that nest-commander can read the declarations of but that cannot run. */
+function helpOnly(command: (typeof CLI_COMMANDS)[number]): CommandRunner {
+  const instance = Object.create(command.prototype) as CommandRunner;
+  instance.run = () => Promise.reject(new Error('only help was asked for (--help), so no command ran; give --help alone or leave it out'));
+  return instance;
 }

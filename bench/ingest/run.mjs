@@ -134,7 +134,7 @@ async function measure(pool, port, db, api, beside) {
   const rps = result.latencies.length / elapsed;
   const report = {
     machine: machine(),
-    // The app's defaults unless overridden in the environment (see README, Configuration).
+    // The app's defaults unless overridden in the environment (see docs/operations.md, Configuration).
     settings: Object.fromEntries(['INGEST_BATCH_MAX', 'INGEST_BATCH_CONCURRENCY', 'INGEST_VERIFY_THREADS'].map((k) => [k, process.env[k] ?? 'default'])),
     load: `${CONNECTIONS} keep-alive connections, closed loop, raw sockets (bench/raw-http-load.mjs), ${SECONDS} s`,
     beside: beside ? `bench/e2e.mjs --rate ${BESIDE_RATE} --timed-only running through the ingest loop and pgbench, same PostgreSQL cluster` : 'nothing',

@@ -2,19 +2,21 @@
 -- Written in src/modules/messaging/message-transitions.ts; captured by test/docs/queries.test.ts. Regenerate: npm run docs:queries
 WITH locked AS (SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot, p.id AS number_id,
               m.outcome_unknown_since AS was_unknown,
-              p.opt_out_seq AS seen_seq, m.segments AS msg_segments,
+              p.opt_out_seq AS seen_seq, m.segments AS msg_segments, m.from_number AS sender_number, m.account_id AS sender_account,
               make_interval(secs => (m.segments / coalesce(p.send_rate_per_second, $4::numeric, CASE p.carrier WHEN 'telnyx' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 20 ELSE 1 END WHEN 'twilio' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END WHEN 'vonage' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END ELSE 1 END)::numeric)::float8) AS unlocked_spacing, make_interval(secs => greatest(0, 0.5 - 1.0 / coalesce(p.send_rate_per_second, $4::numeric, CASE p.carrier WHEN 'telnyx' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 20 ELSE 1 END WHEN 'twilio' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END WHEN 'vonage' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END ELSE 1 END)::numeric)::float8) AS unlocked_burst,
-              (m.auto_reply IS NULL AND m.status = ANY($3::text[]) AND EXISTS (SELECT FROM message_opt_outs o JOIN accounts oa ON oa.id = o.account_id
+              (m.auto_reply IS NULL AND (m.status = ANY($3::text[]) OR (m.status = 'sending' AND m.claimed_until IS NULL AND m.outcome_unknown_since IS NULL)) AND EXISTS (SELECT FROM message_opt_outs o JOIN accounts oa ON oa.id = o.account_id
                    WHERE o.account_id = m.account_id AND o.handset = m.to_number AND o.opted_out
                      AND o.our_number = CASE oa.opt_out_scope WHEN 'account' THEN '*' ELSE m.from_number END)) AS refused,
-              (m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now())) AS reclaim
+              (m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now())) AS reclaim, m.auto_reply IS NOT NULL AS priority
          FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.status IN ('ordering', 'active', 'releasing')
         WHERE m.id = $1::text AND m.direction = 'outbound' AND m.status = ANY($2::text[]) FOR UPDATE OF m SKIP LOCKED),
 num AS (SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until, p.opt_out_seq AS locked_seq,
               make_interval(secs => (l.msg_segments / coalesce(p.send_rate_per_second, $4::numeric, CASE p.carrier WHEN 'telnyx' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 20 ELSE 1 END WHEN 'twilio' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END WHEN 'vonage' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END ELSE 1 END)::numeric)::float8) AS spacing, make_interval(secs => greatest(0, 0.5 - 1.0 / coalesce(p.send_rate_per_second, $4::numeric, CASE p.carrier WHEN 'telnyx' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 20 ELSE 1 END WHEN 'twilio' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END WHEN 'vonage' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END ELSE 1 END)::numeric)::float8) AS burst
-         FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE (l.previous = ANY($3::text[]) AND NOT l.refused) OR l.reclaim FOR UPDATE OF p),
-paced AS (SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.within_burst AND (d.previous = ANY($3::text[]) OR d.reclaim)) AS may_send
-         FROM (SELECT l.*, n.num_id, n.sends_paced_until, r.spacing, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
+         FROM phone_numbers p JOIN locked l ON p.id = l.number_id
+        WHERE (l.previous = ANY($3::text[]) OR l.reclaim) AND (NOT l.refused OR l.held_slot IS NOT NULL) FOR UPDATE OF p),
+paced AS (SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.within_burst AND (d.previous = ANY($3::text[]) OR d.reclaim)) AS may_send,
+              (d.refused AND NOT d.consent_changed AND d.num_id IS NOT NULL AND d.held_slot IS NOT NULL) AS gives_back
+         FROM (SELECT l.*, n.num_id, n.sends_paced_until, r.spacing, x.new_slot, k.keeps_place, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
                       coalesce(n.locked_seq <> l.seen_seq, false) AS consent_changed,
                       (coalesce(x.new_slot, l.held_slot) IS NULL OR (coalesce(x.new_slot, l.held_slot) <= c.clk + r.burst AND NOT coalesce(n.send_paused_until > c.clk, false))) AS due
                  FROM locked l LEFT JOIN num n ON true
@@ -22,29 +24,52 @@ paced AS (SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.w
                  CROSS JOIN LATERAL (SELECT coalesce(n.spacing, l.unlocked_spacing) AS spacing, coalesce(n.burst, l.unlocked_burst) AS burst) r
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + r.burst AS within_burst) b
                  CROSS JOIN LATERAL (
-                   SELECT CASE WHEN n.num_id IS NOT NULL AND n.locked_seq = l.seen_seq AND (l.held_slot IS NULL OR l.held_slot < n.send_paused_until OR (l.held_slot <= c.clk + r.burst AND NOT b.within_burst))
-                               THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - r.burst) END AS new_slot
+                   SELECT coalesce(l.previous = ANY($3::text[]) AND NOT b.within_burst AND l.held_slot <= c.clk + r.burst AND l.held_slot >= n.sends_paced_until - r.burst - r.spacing
+                                   AND NOT coalesce(l.held_slot < n.send_paused_until, false), false) AS keeps_place
+                 ) k
+                 CROSS JOIN LATERAL (
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND NOT l.refused AND n.locked_seq = l.seen_seq
+                                    AND (l.held_slot IS NULL OR l.held_slot < n.send_paused_until OR (l.held_slot <= c.clk + r.burst AND NOT b.within_burst))
+                               THEN greatest(CASE WHEN NOT l.priority AND NOT k.keeps_place THEN n.next_send_at END, n.send_paused_until, c.clk, n.sends_paced_until - r.burst) END AS new_slot
                  ) x) d),
-num_moved AS (UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL THEN pc.new_slot + pc.spacing ELSE p.next_send_at END,
-              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, pc.clk) + pc.spacing ELSE p.sends_paced_until END
-         FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send)),
-refused AS (UPDATE messages m SET status = 'failed', error_code = 'recipient_opted_out', error_detail = 'the recipient replied with an opt-out keyword',
+num_moved AS (UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL AND NOT pc.keeps_place THEN greatest(p.next_send_at, pc.new_slot) + pc.spacing
+                                                      WHEN pc.gives_back AND p.next_send_at > pc.held_slot THEN p.next_send_at - pc.spacing
+                                                      ELSE p.next_send_at END,
+              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, least(pc.clk, greatest(pc.slot_at, pc.clk - make_interval(secs => 0.05)))) + pc.spacing ELSE p.sends_paced_until END
+         FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send OR pc.gives_back)),
+pushed AS (UPDATE messages o SET send_slot = o.send_slot + pc.spacing
+         FROM paced pc WHERE pc.priority AND pc.new_slot IS NOT NULL
+          AND o.id IN (SELECT q.id FROM messages q
+        WHERE q.from_number = (SELECT sender_number FROM paced) AND q.account_id = (SELECT sender_account FROM paced)
+          AND q.direction = 'outbound' AND q.id <> (SELECT locked_id FROM paced)
+          AND (q.status = ANY($3::text[]) OR (q.status = 'sending' AND (q.claimed_until IS NULL OR q.claimed_until <= now())))
+          AND q.auto_reply IS NULL AND q.send_slot >= (SELECT new_slot FROM paced WHERE priority)
+        FOR UPDATE OF q SKIP LOCKED)),
+pulled AS (UPDATE messages o SET send_slot = o.send_slot - pc.spacing
+         FROM paced pc WHERE pc.gives_back AND o.id IN (SELECT q.id FROM messages q
+        WHERE q.from_number = (SELECT sender_number FROM paced) AND q.account_id = (SELECT sender_account FROM paced)
+          AND q.direction = 'outbound' AND q.id <> (SELECT locked_id FROM paced)
+          AND (q.status = ANY($3::text[]) OR (q.status = 'sending' AND (q.claimed_until IS NULL OR q.claimed_until <= now())))
+          AND q.send_slot > (SELECT held_slot FROM paced WHERE gives_back)
+        FOR UPDATE OF q SKIP LOCKED)
+       RETURNING o.id AS pulled_id, o.send_slot AS pulled_slot),
+refused AS (UPDATE messages m SET status = 'failed', error_code = $5::text, error_detail = $6::text,
               claimed_until = NULL, updated_at = now()
          FROM paced WHERE m.id = paced.locked_id AND paced.refused AND NOT paced.consent_changed
        RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
   segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
   CASE status WHEN 'scheduled' THEN coalesce(send_slot, send_at) WHEN 'queued' THEN coalesce(send_slot, (SELECT greatest(p.next_send_at, p.send_paused_until, now()) FROM phone_numbers p WHERE p.phone_number = from_number AND p.status IN ('ordering', 'active', 'releasing'))) END AS expected_send_at,
   created_at, updated_at, account_id),
-msg_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, $5::text FROM refused),
+msg_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, $7::text FROM refused),
 evt_emitted AS (INSERT INTO outbound_events (id, account_id, type, event_version, payload)
-       SELECT onceline_id('evt'), account_id, $6::text, $7::int, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
+       SELECT onceline_id('evt'), account_id, $8::text, $9::int, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
   'text', text, 'status', status, 'segments', segments, 'encoding', encoding, 'carrier', carrier,
   'carrier_message_id', carrier_message_id, 'error_code', error_code, 'error_detail', error_detail,
   'send_at', to_char(send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'expected_send_at', to_char(expected_send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'updated_at', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) FROM refused
        RETURNING id, account_id, type, payload, created_at),
 dlv_endpoints AS (SELECT w.id AS endpoint_id, w.enabled, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, e.id AS event_id, e.account_id
          FROM evt_emitted e JOIN webhook_endpoints w ON w.account_id = e.account_id
-        WHERE w.deleted_at IS NULL AND (w.event_types IS NULL OR $8::text = ANY (w.event_types))
+        WHERE w.deleted_at IS NULL AND (w.event_types IS NULL OR $10::text = ANY (w.event_types))
         ORDER BY w.id FOR SHARE OF w),
 dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, account_id, status, parked_at, next_attempt_at)
        SELECT onceline_id('dlv'), event_id, endpoint_id, account_id,
@@ -57,23 +82,27 @@ dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, accou
 dlv_first_attempts AS (SELECT id, 1 AS round, 1 AS attempt FROM dlv_created WHERE status = 'pending'),
 dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt), now() FROM dlv_first_attempts
-       ON CONFLICT DO NOTHING RETURNING job_id, name),
-claimed AS (UPDATE messages m SET status = 'sending', claim_token = $9::text, claimed_until = now() + make_interval(secs => $10::int),
+       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
+claimed AS (UPDATE messages m SET status = 'sending', claim_token = $11::text, claimed_until = now() + make_interval(secs => $12::int),
               outcome_unknown_since = CASE WHEN paced.reclaim AND paced.held_until IS NOT NULL THEN coalesce(m.outcome_unknown_since, now()) ELSE m.outcome_unknown_since END,
               send_slot = coalesce(paced.slot_at, m.send_slot), updated_at = CASE WHEN paced.previous = ANY($3::text[]) THEN now() ELSE m.updated_at END
          FROM paced WHERE m.id = paced.locked_id AND paced.may_send
        RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, m.outcome_unknown_since AS unknown_since, paced.previous,
                  (paced.reclaim AND paced.held_until IS NOT NULL AND paced.was_unknown IS NULL) AS became_unknown),
 claim_history AS (INSERT INTO message_status_history (message_id, status, detail)
-       SELECT id, 'sending', NULL FROM claimed WHERE previous = ANY($3::text[])
-       UNION ALL SELECT id, 'sending', $11::text FROM claimed WHERE became_unknown),
+       SELECT id, 'sending', NULL FROM claimed WHERE unknown_since IS NULL
+       UNION ALL SELECT id, 'sending', $13::text FROM claimed WHERE became_unknown),
 slotted AS (UPDATE messages m SET send_slot = paced.new_slot FROM paced
         WHERE m.id = paced.locked_id AND paced.new_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused
        RETURNING m.id AS slotted_id, m.send_slot AS wake_at),
+waking AS (SELECT slotted_id, wake_at FROM slotted
+       UNION ALL SELECT locked_id, held_slot FROM paced
+        WHERE paced.new_slot IS NULL AND paced.held_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused AND NOT paced.consent_changed
+          AND (paced.previous = ANY($3::text[]) OR paced.reclaim)
+       UNION ALL SELECT pulled_id, pulled_slot FROM pulled),
 slotted_job AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       SELECT 'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint, 'messaging', 'dispatch-message', jsonb_build_object('messageId', slotted_id), wake_at FROM slotted
-        WHERE outbox_job_twin('dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint) IS NULL
-       ON CONFLICT DO NOTHING RETURNING job_id, name)
+       SELECT 'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint, 'messaging', 'dispatch-message', jsonb_build_object('messageId', slotted_id), wake_at FROM waking
+       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name)
 SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at, paced.consent_changed,
               EXISTS (SELECT FROM messages WHERE id = $1::text AND direction = 'outbound' AND status = ANY($2::text[])) AS present,
               ((SELECT count(*) FROM dlv_jobs) + (SELECT count(*) FROM slotted_job))::int AS jobs, claimed.*

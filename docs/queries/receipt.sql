@@ -1,11 +1,12 @@
 -- A delivery receipt applied to its message (status only forward), history, customer event, in one statement
 -- Written in src/modules/messaging/messaging-carrier-events.ts (applyReceipt); captured by test/docs/queries.test.ts. Regenerate: npm run docs:queries
-WITH evt_input AS (SELECT * FROM json_to_recordset($1::json) AS i(event_id text, job_id text, carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text, our_message_id text)),
+WITH evt_input AS (SELECT * FROM json_to_recordset($1::json) AS i(event_id text, job_id text, carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text, opted_out boolean, our_message_id text, carrier_event_id text, occurred_at text)),
 rcpt_found AS (SELECT i.event_id AS rcpt_event_id, m.id AS found_id, m.status AS previous, m.direction = 'outbound' AS outbound,
               m.status = 'sending' AND m.carrier_message_id IS NULL AS settles, i.carrier_message_id AS rcpt_carrier_id,
               CASE WHEN m.status = 'sending' AND m.carrier_message_id IS NULL THEN coalesce(i.status, 'sent') ELSE i.status END AS rcpt_status,
               CASE WHEN m.outcome_unknown_since IS NOT NULL THEN $2::text ELSE $3::text END AS settle_detail,
-              i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail
+              i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail, i.opted_out AS rcpt_opted_out,
+              i.carrier_event_id AS rcpt_carrier_event_id, i.occurred_at AS rcpt_occurred_at
          FROM evt_input i JOIN messages m ON m.carrier = i.carrier
               AND (m.id = i.our_message_id
                    OR (m.carrier_message_id = i.carrier_message_id
@@ -20,11 +21,11 @@ job_locked AS (SELECT id FROM outbox_jobs WHERE job_id = ANY (ARRAY(SELECT job_i
 job_claimed AS (UPDATE outbox_jobs SET completed_at = now(), attempts = attempts + 1, relayed_at = coalesce(relayed_at, now())
            WHERE id IN (SELECT id FROM job_locked) AND completed_at IS NULL AND failed_at IS NULL
            RETURNING job_id),
-cev_consumed AS (UPDATE carrier_events c SET processed_at = now(), error = NULL, note = CASE WHEN NOT EXISTS (SELECT FROM rcpt_found f WHERE f.rcpt_event_id = i.event_id AND f.outbound AND f.rcpt_status IS NOT NULL AND f.previous <> ALL($9::text[]) AND f.previous <> f.rcpt_status)
+cev_consumed AS (UPDATE carrier_events c SET processed_at = now(), error = NULL, note = CASE WHEN NOT EXISTS (SELECT FROM rcpt_found f WHERE f.rcpt_event_id = i.event_id AND f.outbound AND f.rcpt_status IS NOT NULL AND f.previous <> ALL($8::text[]) AND f.previous <> f.rcpt_status)
               THEN CASE WHEN i.status IS NULL THEN 'carrier status ' || i.carrier_status || ' changes nothing'
                         ELSE 'duplicate or superseded receipt (' || i.carrier_status || ')' END END, attempts = c.attempts + 1, unhandled_since = NULL
              FROM evt_input i JOIN job_claimed j ON j.job_id = i.job_id
-            WHERE c.id = ANY ($8::text[]) AND c.created_at BETWEEN (SELECT min(onceline_id_window_start(x)) FROM unnest($8::text[]) AS x) AND (SELECT max(onceline_id_window_end(x)) FROM unnest($8::text[]) AS x) AND c.id = i.event_id AND c.processed_at IS NULL
+            WHERE c.id = ANY ($9::text[]) AND c.id = i.event_id AND c.processed_at IS NULL
            RETURNING c.id AS consumed_event_id),
 rcpt_moved AS (UPDATE messages m SET status = f.rcpt_status, error_code = coalesce(f.rcpt_error_code, m.error_code),
               error_detail = coalesce(f.rcpt_error_detail, m.error_detail), updated_at = now(),
@@ -36,12 +37,19 @@ rcpt_moved AS (UPDATE messages m SET status = f.rcpt_status, error_code = coales
        RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
   segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
   CASE status WHEN 'scheduled' THEN coalesce(send_slot, send_at) WHEN 'queued' THEN coalesce(send_slot, (SELECT greatest(p.next_send_at, p.send_paused_until, now()) FROM phone_numbers p WHERE p.phone_number = from_number AND p.status IN ('ordering', 'active', 'releasing'))) END AS expected_send_at,
-  created_at, updated_at, account_id, f.settles AS rcpt_settled, f.settle_detail AS rcpt_settle_detail),
+  created_at, updated_at, account_id, f.settles AS rcpt_settled, f.settle_detail AS rcpt_settle_detail, f.rcpt_opted_out,
+                 f.rcpt_event_id, f.rcpt_carrier_event_id, f.rcpt_occurred_at),
 rcpt_settled AS (SELECT id, record_type, direction, "from", "to", text, 'sent'::text AS status, segments, encoding, carrier, carrier_message_id,
-              NULL::text AS error_code, NULL::text AS error_detail, send_at, expected_send_at, created_at, updated_at, account_id, rcpt_settle_detail
+              NULL::text AS error_code, NULL::text AS error_detail, send_at, expected_send_at, created_at, updated_at, account_id, rcpt_settle_detail,
+              rcpt_settle_detail AS settled_by, rcpt_event_id AS cause_event_id, rcpt_carrier_event_id AS cause_carrier_event_id, rcpt_occurred_at AS cause_occurred_at
          FROM rcpt_moved WHERE rcpt_settled),
-use_recorded AS (INSERT INTO usage_records (id, account_id, kind, resource_id, quantity, unit_price_micros, amount_micros)
-       SELECT onceline_id('use'), account_id, $12::text, id, segments, $11::bigint, segments::bigint * $11::bigint
+use_recorded AS (INSERT INTO usage_records (id, account_id, kind, resource_id, quantity, unit_price_micros, amount_micros, cause)
+       SELECT onceline_id('use'), account_id, $14::text, id, segments, $13::bigint, segments::bigint * $13::bigint, jsonb_set(jsonb_build_object('resource', jsonb_build_object('type', $12::text, 'id', id),
+    'transition', 'sending → sent', 'settled_by', settled_by, 'carrier', carrier,
+    'carrier_resource_id', carrier_message_id, 'carrier_events', CASE WHEN cause_event_id IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(jsonb_build_object('id', cause_event_id, 'carrier_event_id', cause_carrier_event_id, 'role', $11::text, 'occurred_at', cause_occurred_at)) END, 'price_rule', jsonb_build_object('unit', 'segment', 'segments', segments, 'encoding', encoding)), '{price_rule}', (jsonb_build_object('resource', jsonb_build_object('type', $12::text, 'id', id),
+    'transition', 'sending → sent', 'settled_by', settled_by, 'carrier', carrier,
+    'carrier_resource_id', carrier_message_id, 'carrier_events', CASE WHEN cause_event_id IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(jsonb_build_object('id', cause_event_id, 'carrier_event_id', cause_carrier_event_id, 'role', $11::text, 'occurred_at', cause_occurred_at)) END, 'price_rule', jsonb_build_object('unit', 'segment', 'segments', segments, 'encoding', encoding)) -> 'price_rule') || jsonb_build_object('unit_price_micros', $13::bigint, 'quantity', segments::bigint))
+                   || jsonb_build_object('legacy', false)
          FROM rcpt_settled
        ON CONFLICT (kind, resource_id) DO NOTHING RETURNING id),
 msg_history AS (INSERT INTO message_status_history (message_id, status, detail)
@@ -53,7 +61,7 @@ msg_moves AS (SELECT s.*, 'message.sent' AS type FROM (SELECT id, record_type, d
        UNION ALL SELECT f.*, 'message.' || f.status AS type FROM (SELECT id, record_type, direction, "from", "to", text, status, segments, encoding, carrier, carrier_message_id, error_code, error_detail,
   send_at, expected_send_at, created_at, updated_at, account_id FROM rcpt_moved WHERE NOT (rcpt_settled AND status = 'sent')) f),
 evt_emitted AS (INSERT INTO outbound_events (id, account_id, type, event_version, payload)
-       SELECT onceline_id('evt'), account_id, type::text, $13::int, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
+       SELECT onceline_id('evt'), account_id, type::text, $15::int, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
   'text', text, 'status', status, 'segments', segments, 'encoding', encoding, 'carrier', carrier,
   'carrier_message_id', carrier_message_id, 'error_code', error_code, 'error_detail', error_detail,
   'send_at', to_char(send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'expected_send_at', to_char(expected_send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'updated_at', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) FROM msg_moves
@@ -72,8 +80,8 @@ dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, accou
        RETURNING id, status, round, attempt_count, round_first_attempt, endpoint_id, event_id),
 dlv_first_attempts AS (SELECT id, 1 AS round, 1 AS attempt FROM dlv_created WHERE status = 'pending'),
 dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt), now() + make_interval(secs => $14::int) FROM dlv_first_attempts
-       ON CONFLICT DO NOTHING RETURNING job_id, name),
+       SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt), now() + make_interval(secs => $16::int) FROM dlv_first_attempts
+       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
 dlv_prefetched AS MATERIALIZED (SELECT 'dlv-' || id || '-' || round || '-' || attempt AS job_id, prefetched FROM (
              SELECT f.id, f.round, f.attempt,
                     jsonb_build_object('id', d.id, 'status', d.status, 'round', d.round, 'attempt_count', d.attempt_count,

@@ -1,7 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { allFiles, cyclesOf, readImports, type ImportEdge } from './import-graph.js';
 
 /**
  * The folder tree is the architecture, and this spec keeps it honest by reading every import:
@@ -11,8 +13,9 @@ import { fileURLToPath } from 'node:url';
  *   modules/    features (accounts, numbers, ingest, messaging, billing, webhooks, ...)
  *   sandbox/    a stand-in carrier for development: knows what a carrier would, nothing more
  *   *.ts        composition roots (main, cli, app.module, cli.module, create-app)
- * Dependencies point down (modules → carriers → platform → telephony), never back, and the
- * folders of one layer form no cycle.
+ * Dependencies point down (modules → carriers → platform → telephony), never back, the
+ * folders of one layer form no cycle, and no file imports itself back through others (a circle
+ * of files, `import type` included: see import-graph.ts).
  */
 const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -38,14 +41,6 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** Every .ts file under `dir`, specs beside the code (__tests__) included. */
-function allFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? allFiles(path) : path.endsWith('.ts') ? [path] : [];
-  });
-}
-
 /** Source text without its comments (a comment may mention what the code may not name). */
 function codeOf(path: string): string {
   return readFileSync(path, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
@@ -67,15 +62,7 @@ function unitOf(file: string): string {
   return parts[0];
 }
 
-const imports: { from: string; to: string }[] = [];
-for (const path of allFiles(SRC)) {
-  const from = relative(SRC, path);
-  const text = readFileSync(path, 'utf8');
-  for (const match of text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)) {
-    const to = relative(SRC, resolve(dirname(path), match[1])).replace(/\.js$/, '.ts');
-    imports.push({ from, to });
-  }
-}
+const imports: ImportEdge[] = readImports(SRC);
 
 /** Imports of product code (the specs beside it are held to the layers only by the platform rule below). */
 const productImports = imports.filter(({ from }) => !from.includes('__tests__/'));
@@ -138,25 +125,41 @@ describe('the folder tree is the architecture', () => {
   });
 
   it('has no cycle between folders', () => {
-    const edges = new Map<string, Set<string>>();
-    for (const { from, to } of productImports) {
-      const [a, b] = [unitOf(from), unitOf(to)];
-      if (a !== b) edges.set(a, (edges.get(a) ?? new Set()).add(b));
+    const edges = productImports.map(({ from, to }) => ({ from: unitOf(from), to: unitOf(to) })).filter(({ from, to }) => from !== to);
+    expect(cyclesOf(edges).map((cycle) => cycle.join(' → '))).toEqual([]);
+  });
+
+  it('has no circle between files: each is shown as the files it runs through', () => {
+    expect(cyclesOf(productImports).map((cycle) => cycle.join(' → '))).toEqual([]);
+  });
+
+  it('finds a circle planted in a small tree, type-only and re-export edges included, and names its files', () => {
+    const root = mkdtempSync(join(tmpdir(), 'onceline-circle-'));
+    try {
+      const plant = (file: string, text: string) => {
+        mkdirSync(dirname(join(root, file)), { recursive: true });
+        writeFileSync(join(root, file), text);
+      };
+      plant('a.ts', "import { b } from './b.js';\nexport const a = b;\n");
+      plant('b.ts', "import type { C } from './deep/c.js';\nexport const b: C = 1;\n");
+      plant('deep/c.ts', "export { a } from '../a.js';\nexport type C = number;\n");
+      plant('leaf.ts', "import { a } from './a.js';\nexport const leaf = a;\n");
+      plant('self.ts', "export const self = () => import('./self.js');\n");
+      plant('two/x.ts', "import './y.js';\n");
+      plant('two/y.ts', "import { x } from './x.js';\n");
+      expect(cyclesOf(readImports(root))).toEqual([
+        ['a.ts', 'b.ts', 'deep/c.ts', 'a.ts'],
+        ['self.ts', 'self.ts'],
+        ['two/x.ts', 'two/y.ts', 'two/x.ts'],
+      ]);
+      // The same tree with the circles cut: nothing reported.
+      plant('deep/c.ts', 'export type C = number;\n');
+      plant('self.ts', 'export const self = 1;\n');
+      plant('two/y.ts', 'export const y = 1;\n');
+      expect(cyclesOf(readImports(root))).toEqual([]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
     }
-    const cycles: string[] = [];
-    const state = new Map<string, 'open' | 'done'>();
-    const visit = (node: string, path: string[]) => {
-      if (state.get(node) === 'done') return;
-      if (state.get(node) === 'open') {
-        cycles.push([...path.slice(path.indexOf(node)), node].join(' → '));
-        return;
-      }
-      state.set(node, 'open');
-      for (const next of edges.get(node) ?? []) visit(next, [...path, node]);
-      state.set(node, 'done');
-    };
-    for (const node of edges.keys()) visit(node, []);
-    expect(cycles).toEqual([]);
   });
 
   describe('platform names no feature', () => {

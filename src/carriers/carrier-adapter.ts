@@ -1,5 +1,6 @@
 import { isLoopbackAddress } from '../platform/net/loopback.js';
-import type { CarrierName, NormalizedEvent } from './normalized-event.js';
+import type { CarrierName } from './carrier-name.js';
+import type { NormalizedEvent } from './normalized-event.js';
 
 /** One carrier webhook as it reached us, before anything trusts it. */
 export interface InboundWebhook {

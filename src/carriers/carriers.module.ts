@@ -1,5 +1,5 @@
 import { Module, type Provider, type Type } from '@nestjs/common';
-import type { CarrierName } from './normalized-event.js';
+import type { CarrierName } from './carrier-name.js';
 import type { MessageSender } from './message-sender.js';
 import { MessageSenders } from './message-senders.js';
 import type { NumberProvider } from './number-provider.js';

@@ -1,5 +1,6 @@
 import { CARRIER_SEND_TIMEOUT_MS } from '../platform/config/app-config.js';
-import type { CarrierName } from './normalized-event.js';
+import type { CarrierName } from './carrier-name.js';
+import type { FailureReason } from './failure-reason.js';
 
 export interface OutboundMessage {
   /**
@@ -17,7 +18,7 @@ export interface OutboundMessage {
 /** The carrier's answer to a send. A refusal (carrier 4xx) is an answer, not something to retry. */
 export type SendResult =
   | { outcome: 'accepted'; carrierMessageId: string }
-  | { outcome: 'rejected'; errorCode: string; errorDetail: string };
+  | { outcome: 'rejected'; errorCode: string; errorDetail: string; reason?: FailureReason };
 
 /**
  * The carrier did not take the request, as it documents (408, 429, 503) or as the transport

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { CarrierName } from './normalized-event.js';
+import type { CarrierName } from './carrier-name.js';
 import type { MessageSender } from './message-sender.js';
 
 /** The sender for a number's carrier (made by CarriersModule from its list of carriers). */

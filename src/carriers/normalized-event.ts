@@ -1,19 +1,20 @@
+// The one event type every carrier adapter produces. Carrier vocabulary (Telnyx and Twilio field
+// names and status words, Vonage's) stops at src/carriers/<carrier>/; everything past an adapter speaks this.
+import type { CarrierName } from './carrier-name.js';
+import type { FailureReason } from './failure-reason.js';
 import type { OrderPlacement } from './number-provider.js';
 
-/**
- * The one event type every carrier adapter produces. Carrier vocabulary (Telnyx and Twilio field
- * names and status words, Vonage's) stops at src/carriers/<carrier>/; everything past an adapter speaks this.
- */
-export type CarrierName = 'telnyx' | 'twilio' | 'vonage';
-
-/** Every carrier a number can be on (the numbers API's enum, the database's CHECK constraints). */
-export const CARRIER_NAMES = ['telnyx', 'twilio', 'vonage'] as const satisfies readonly CarrierName[];
+// Every event names its carrier: the name travels with the events (carrier-name.ts owns it), and a
+// receipt its failure reason (failure-reason.ts, which the senders share without importing events).
+export { CARRIER_NAMES, type CarrierName } from './carrier-name.js';
+export type { FailureReason } from './failure-reason.js';
 
 /** Our message statuses as a carrier receipt can report them; `unknown` is stored, never guessed. */
 export type ReceiptStatus = 'queued' | 'sending' | 'sent' | 'delivered' | 'failed' | 'unknown';
 
 /** Our call statuses as a carrier callback can report them. */
 export type CallProgress = 'initiated' | 'ringing' | 'answered' | 'bridged' | 'ended' | 'unknown';
+
 
 interface EventBase {
   carrier: CarrierName;
@@ -38,6 +39,8 @@ export interface MessageStatusChanged extends EventBase {
   /** The carrier's own word, kept for the record and for `unknown`. */
   carrierStatus: string;
   errorCode?: string;
+  /** The carrier's code in our words, when it is one we act on. */
+  reason?: FailureReason;
   errorDetail?: string;
   /**
    * Our message id, as the carrier echoed the reference we sent with it (Twilio: the StatusCallback

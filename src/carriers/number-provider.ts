@@ -1,5 +1,5 @@
 import { CarrierUnavailableError, isRetryableStatus } from './message-sender.js';
-import type { CarrierName } from './normalized-event.js';
+import type { CarrierName } from './carrier-name.js';
 
 export type NumberFeature = 'sms' | 'voice';
 export const NUMBER_FEATURES = ['sms', 'voice'] as const satisfies readonly NumberFeature[];

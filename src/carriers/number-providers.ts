@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { CarrierName } from './normalized-event.js';
+import type { CarrierName } from './carrier-name.js';
 import type { NumberProvider } from './number-provider.js';
 
 /** The numbers API of each carrier (made by CarriersModule from its list of carriers). */

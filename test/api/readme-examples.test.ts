@@ -6,19 +6,22 @@ import { NpmStart } from '../support/npm-start.js';
 import { freePort } from '../support/ports.js';
 import { ROOT } from '../support/run-node.js';
 
-/** The shell blocks of README's "API by example", read from README itself, in order. */
-function readmeExamples(readme: string): string[] {
-  const start = readme.indexOf('<!-- readme-examples:start -->');
-  const end = readme.indexOf('<!-- readme-examples:end -->');
-  if (start < 0 || end < start) throw new Error('README has no readme-examples section');
-  return [...readme.slice(start, end).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
+/** Where the copy-paste API examples live (README links to it). */
+const EXAMPLES_PAGE = 'docs/api-by-example.md';
+
+/** The shell blocks of the examples page, read from the page itself, in order. */
+function readmeExamples(page: string): string[] {
+  const start = page.indexOf('<!-- readme-examples:start -->');
+  const end = page.indexOf('<!-- readme-examples:end -->');
+  if (start < 0 || end < start) throw new Error(`${EXAMPLES_PAGE} has no readme-examples section`);
+  return [...page.slice(start, end).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
 }
 
 /**
- * Every example of README runs as written (a user copying it into a shell in the repository)
+ * Every example of docs/api-by-example.md runs as written (a user copying it into a shell in the repository)
  * against `npm start`, on a database of its own; only the ports are this test's.
  */
-describe('README: API by example', () => {
+describe('docs/api-by-example.md: API by example', () => {
   let app: NpmStart;
   beforeAll(async () => {
     app = await NpmStart.start();
@@ -29,7 +32,8 @@ describe('README: API by example', () => {
   });
 
   it('every block runs, in order, with exit 0: a delivered SMS, a verified webhook, a rung-through call, a granted bundle', async () => {
-    const blocks = readmeExamples(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+    const blocks = readmeExamples(readFileSync(join(ROOT, EXAMPLES_PAGE), 'utf8'));
+    expect(blocks.length).toBeGreaterThanOrEqual(8); // account, numbers, receiver, SMS, voice, billing, events, operations
     const script = blocks.join('\n');
     // every customer route has its example
     for (const route of ['/v2/account', '/v2/api_keys', '/v2/phone_numbers', '/v2/messages', '/v2/webhook_endpoints', '/v2/events', '/v2/calls', '/v2/usage', '/v2/entitlements', '/v2/balances', '/webhooks/billing/stripe']) {
@@ -58,7 +62,7 @@ describe('README: API by example', () => {
         resolve({ code, output });
       });
     });
-    if (run.code !== 0) throw new Error(`README examples exited ${run.code}:\n${run.output.slice(-4000)}`);
+    if (run.code !== 0) throw new Error(`${EXAMPLES_PAGE} examples exited ${run.code}:\n${run.output.slice(-4000)}`);
     expect(run.output).toContain('"status":"delivered"');
     expect(run.output).toMatch(/verified message\.delivered evt_/);
     expect(run.output).toMatch(/"direction":"inbound"[^}]*"status":"completed"/);

@@ -227,8 +227,11 @@ describe('Telnyx adapter normalization', () => {
     expect(await normalize(telnyxFixture('message.sent.json'))).toMatchObject({ kind: 'message.status', carrierMessageId: 'ac012cbf-2d9e-4c0e-a9fb-8f9e7b8c4a11', status: 'sent', carrierStatus: 'sent' });
     expect(await normalize(telnyxFixture('message.finalized.delivered.json'))).toMatchObject({ kind: 'message.status', status: 'delivered' });
     expect(await normalize(telnyxFixture('message.finalized.failed.json'))).toMatchObject({
-      kind: 'message.status', status: 'failed', carrierStatus: 'delivery_failed', errorCode: '40300', errorDetail: 'The destination handset is not reachable.',
+      kind: 'message.status', status: 'failed', carrierStatus: 'delivery_failed', errorCode: '40008', errorDetail: 'The recipient carrier did not accept the message.',
     });
+    expect(await normalize(telnyxFixture('message.finalized.failed.json'))).not.toHaveProperty('reason');
+    // 40300 "Blocked due to STOP message" (https://developers.telnyx.com/api/errors/40300): the handset opted out at Telnyx
+    expect(await normalize(telnyxFixture('message.finalized.opted-out.json'))).toMatchObject({ kind: 'message.status', status: 'failed', errorCode: '40300', reason: 'recipient_opted_out' });
   });
 
   it.each([
@@ -314,6 +317,11 @@ describe('Twilio adapter normalization', () => {
     expect(accepted.signatureNonce).toBe(getExpectedTwilioSignature(AUTH_TOKEN, `${BASE}/webhooks/twilio/messaging`, undelivered));
     const replayed = await accept('messaging', undelivered, 'tok-2');
     expect([replayed.event.carrierEventId, replayed.signatureNonce]).toEqual([accepted.event.carrierEventId, accepted.signatureNonce]);
+  });
+
+  it('a failed status callback with ErrorCode 21610 (unsubscribed recipient) says the recipient opted out; another code does not', async () => {
+    expect((await accept('messaging', { MessageSid: 'SM2', MessageStatus: 'failed', ErrorCode: '21610' })).event).toMatchObject({ status: 'failed', errorCode: '21610', reason: 'recipient_opted_out' });
+    expect((await accept('messaging', parseForm(carrierFixture('twilio/status-undelivered.form')))).event).not.toHaveProperty('reason');
   });
 
   it.each([

@@ -166,7 +166,7 @@ describe('the sandbox as a child process (node dist/main.js sandbox), a local re
       expect(copies).toHaveLength(3);
       expect(new Set(copies.map((d) => d.id)).size).toBe(2);
     }
-    expect(byStatus('delivery_failed')[0].payload.errors[0].code).toBe('40300');
+    expect(byStatus('delivery_failed')[0].payload.errors[0].code).toBe('40008');
     const attempts = telnyxFor(id).map((r) => JSON.parse(r.body).meta.attempt).sort();
     expect(attempts).toEqual([1, 1, 1, 1, 1, 1, 2, 2, 2]);
     expect((await sandbox.stats()).webhooks).toMatchObject({ events: 3, deliveries: 9, duplicates: 6, resigned: 3, contradictions: 1 });

@@ -77,9 +77,14 @@ export function telnyxFixture(name: string, options: TelnyxEventOptions = {}): s
   return JSON.stringify(body);
 }
 
-/** An outbound message receipt for `carrierMessageId` with Telnyx status word `status`. */
-export function telnyxReceipt(carrierMessageId: string, status: string, options: TelnyxEventOptions = {}): string {
-  const body = JSON.parse(telnyxFixture(status === 'delivery_failed' ? 'message.finalized.failed.json' : 'message.finalized.delivered.json', options));
+/**
+ * An outbound message receipt for `carrierMessageId` with Telnyx status word `status`; a
+ * `delivery_failed` one fails as undeliverable (40008), or with 40300 ("Blocked due to STOP
+ * message": the handset texted STOP to Telnyx) when `optedOut`.
+ */
+export function telnyxReceipt(carrierMessageId: string, status: string, options: TelnyxEventOptions & { optedOut?: boolean } = {}): string {
+  const failed = options.optedOut ? 'message.finalized.opted-out.json' : 'message.finalized.failed.json';
+  const body = JSON.parse(telnyxFixture(status === 'delivery_failed' ? failed : 'message.finalized.delivered.json', options));
   body.data.id = options.id ?? randomUUID();
   body.data.payload.id = carrierMessageId;
   body.data.payload.to[0].status = status;

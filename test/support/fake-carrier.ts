@@ -37,6 +37,9 @@ type CarrierName = 'telnyx' | 'twilio' | 'vonage';
  */
 export type LostAnswer = 'reset' | '504' | 'slow';
 
+/** What a status webhook the test has the fake carrier send reports (sendReceipt). */
+export type ReceiptOutcome = 'delivered' | 'opted_out';
+
 /** One SMS the fake carrier took and put on the handset. */
 export interface HandsetSms {
   carrier: CarrierName;
@@ -126,9 +129,14 @@ export class FakeCarrier extends LocalCarrierServer {
     return this.requests.filter((r) => r.method === 'GET');
   }
 
-  /** Posts the status webhook (Telnyx `delivered`, Twilio `delivered`, Vonage `delivered`) of every SMS of `messageId` on the handset; their HTTP statuses. */
-  async sendReceipt(messageId: string): Promise<number[]> {
-    return Promise.all(this.handsetFor(messageId).map((sms) => this.postReceipt(sms)));
+  /**
+   * Posts the status webhook of every SMS of `messageId` on the handset; their HTTP statuses.
+   * `delivered` (Telnyx, Twilio and Vonage `delivered`), or `opted_out`: failed because the
+   * handset texted STOP to the carrier, as each documents it (Telnyx message.finalized
+   * delivery_failed with 40300, Twilio `failed` with ErrorCode 21610, Vonage `rejected` with 1240).
+   */
+  async sendReceipt(messageId: string, outcome: ReceiptOutcome = 'delivered'): Promise<number[]> {
+    return Promise.all(this.handsetFor(messageId).map((sms) => this.postReceipt(sms, outcome)));
   }
 
   async start(): Promise<this> {
@@ -184,24 +192,32 @@ export class FakeCarrier extends LocalCarrierServer {
     return sms;
   }
 
-  private async postReceipt(sms: HandsetSms): Promise<number> {
+  private async postReceipt(sms: HandsetSms, outcome: ReceiptOutcome = 'delivered'): Promise<number> {
     const target = this.receiptTarget;
     if (!target) throw new Error('FakeCarrier.receiptsTo was not called');
+    const optedOut = outcome === 'opted_out';
     if (sms.carrier === 'telnyx') {
-      const receipt = JSON.parse(telnyxReceipt(sms.carrierId, 'delivered'));
+      const receipt = JSON.parse(telnyxReceipt(sms.carrierId, optedOut ? 'delivery_failed' : 'delivered', { optedOut }));
       receipt.data.payload.webhook_url = sms.callbackUrl;
       const body = JSON.stringify(receipt);
       return (await fetch(atApp(target, sms.callbackUrl ?? '/webhooks/telnyx'), { method: 'POST', headers: target.telnyx.headers(body), body })).status;
     }
     if (sms.carrier === 'twilio') {
       const url = sms.callbackUrl!;
-      const fields = { MessageSid: sms.carrierId, SmsSid: sms.carrierId, MessageStatus: 'delivered', SmsStatus: 'delivered', AccountSid: DEV_TWILIO_ACCOUNT_SID, From: sms.from, To: sms.to, ApiVersion: '2010-04-01' };
+      const status = optedOut ? 'failed' : 'delivered';
+      // https://www.twilio.com/docs/api/errors/21610: "Attempt to send to unsubscribed recipient"
+      const fields = {
+        MessageSid: sms.carrierId, SmsSid: sms.carrierId, MessageStatus: status, SmsStatus: status, AccountSid: DEV_TWILIO_ACCOUNT_SID, From: sms.from, To: sms.to, ApiVersion: '2010-04-01',
+        ...(optedOut && { ErrorCode: '21610' }),
+      };
       // Signed over the URL we were given (PUBLIC_BASE_URL's), posted where the test's app listens.
       return (await fetch(atApp(target, url), { method: 'POST', headers: twilioHeaders(DEV_TWILIO_AUTH_TOKEN, url, fields, randomUUID()), body: formBody(fields) })).status;
     }
     const body = JSON.stringify({
-      message_uuid: sms.carrierId, to: sms.to.replace(/^\+/, ''), from: sms.from.replace(/^\+/, ''), timestamp: new Date().toISOString(), status: 'delivered',
+      message_uuid: sms.carrierId, to: sms.to.replace(/^\+/, ''), from: sms.from.replace(/^\+/, ''), timestamp: new Date().toISOString(), status: optedOut ? 'rejected' : 'delivered',
       usage: { currency: 'EUR', price: '0.0333' }, client_ref: sms.ourMessageId, channel: 'sms', sms: { count_total: '1' },
+      // The Messages API's 1240 (vonage-messages-v1.json; Vonage's "Messaging Opted-out Numbers" guide)
+      ...(optedOut && { error: { type: 'https://developer.vonage.com/api-errors/messages#1240', title: 1240, detail: 'Illegal Number - the user has already sent a STOP opt-out message', instance: randomUUID() } }),
     });
     return (await fetch(`${target.appUrl}/webhooks/vonage/messages`, { method: 'POST', headers: vonageHeaders(await vonageToken(DEV_VONAGE_SIGNATURE_SECRET, body)), body })).status;
   }

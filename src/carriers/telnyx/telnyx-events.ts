@@ -1,3 +1,4 @@
+import { telnyxFailureReason } from './telnyx-failure-reasons.js';
 import type { CallEndReason, CallEvent, CallProgress, NormalizedEvent, ReceiptStatus } from '../normalized-event.js';
 import { decodeClientState } from './telnyx-client-state.js';
 import { messageIdFromUrl } from '../message-sender.js';
@@ -88,7 +89,7 @@ export function normalizeTelnyx(envelope: TelnyxEnvelope): NormalizedEvent {
         status: MESSAGE_STATUS[carrierStatus] ?? 'unknown',
         carrierStatus,
         ...ourReference(p),
-        ...(error && { errorCode: optionalText(error, 'code'), errorDetail: optionalText(error, 'detail') ?? optionalText(error, 'title') }),
+        ...(error && { errorCode: optionalText(error, 'code'), errorDetail: optionalText(error, 'detail') ?? optionalText(error, 'title'), ...telnyxFailureReason(optionalText(error, 'code')) }),
       };
     }
   }

@@ -1,3 +1,4 @@
+import { telnyxFailureReason } from './telnyx-failure-reasons.js';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import {
@@ -41,11 +42,8 @@ export class TelnyxMessageSender implements MessageSender {
     const problem = sendAnswerProblem('Telnyx', response);
     if (problem) throw problem;
     const [first] = (body.errors as { code?: string; title?: string; detail?: string }[] | undefined) ?? [];
-    return {
-      outcome: 'rejected',
-      errorCode: String(first?.code ?? `http_${response.status}`),
-      errorDetail: first?.detail ?? first?.title ?? `Telnyx answered ${response.status}`,
-    };
+    const errorCode = String(first?.code ?? `http_${response.status}`);
+    return { outcome: 'rejected', errorCode, errorDetail: first?.detail ?? first?.title ?? `Telnyx answered ${response.status}`, ...telnyxFailureReason(errorCode) };
   }
 
   /**

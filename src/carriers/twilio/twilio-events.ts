@@ -1,3 +1,4 @@
+import { twilioFailureReason } from './twilio-failure-reasons.js';
 import type { CallEndReason, CallEvent, CallProgress, NormalizedEvent, ReceiptStatus } from '../normalized-event.js';
 import { MalformedWebhook } from '../carrier-adapter.js';
 import { bounded, BOUNDS, instantOf } from '../shape.js';
@@ -117,7 +118,7 @@ export function normalizeTwilio(callback: TwilioCallback, carrierEventId: string
       status: MESSAGE_STATUS[status] ?? 'unknown',
       carrierStatus: status,
       ...(ourMessageId && { ourMessageId }),
-      ...(errorCode && { errorCode, errorDetail: field(fields, 'ErrorMessage') }),
+      ...(errorCode && { errorCode, errorDetail: field(fields, 'ErrorMessage'), ...twilioFailureReason(errorCode) }),
     };
   }
   const call = CALL_STATUS[status] ?? { kind: 'call.status' as const, progress: 'unknown' as const };

@@ -1,3 +1,4 @@
+import { twilioFailureReason } from './twilio-failure-reasons.js';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import {
@@ -43,11 +44,8 @@ export class TwilioMessageSender implements MessageSender {
     }
     const problem = sendAnswerProblem('Twilio', response);
     if (problem) throw problem;
-    return {
-      outcome: 'rejected',
-      errorCode: String(body.code ?? `http_${response.status}`),
-      errorDetail: String(body.message ?? `Twilio answered ${response.status}`),
-    };
+    const errorCode = String(body.code ?? `http_${response.status}`);
+    return { outcome: 'rejected', errorCode, errorDetail: String(body.message ?? `Twilio answered ${response.status}`), ...twilioFailureReason(errorCode) };
   }
 
   /**

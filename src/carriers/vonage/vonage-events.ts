@@ -1,3 +1,4 @@
+import { vonageFailureReason } from './vonage-failure-reasons.js';
 import { MalformedWebhook } from '../carrier-adapter.js';
 import type { NormalizedEvent, ReceiptStatus } from '../normalized-event.js';
 import { address, BOUNDS, id, instant, isObject, optionalText, storableBody, word, type Json } from '../shape.js';
@@ -64,5 +65,5 @@ export function normalizeVonage({ messageUuid, status, body }: VonageCallback): 
 function readError(error: unknown): { errorCode?: string; errorDetail?: string } {
   if (!isObject(error)) return {};
   const code = typeof error.title === 'number' || typeof error.title === 'string' ? String(error.title) : optionalText(error, 'type');
-  return code === undefined ? {} : { errorCode: code, errorDetail: optionalText(error, 'detail') };
+  return code === undefined ? {} : { errorCode: code, errorDetail: optionalText(error, 'detail'), ...vonageFailureReason(code) };
 }

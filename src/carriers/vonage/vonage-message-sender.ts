@@ -1,3 +1,4 @@
+import { vonageFailureReason } from './vonage-failure-reasons.js';
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import {
@@ -48,11 +49,8 @@ export class VonageMessageSender implements MessageSender {
     const problem = sendAnswerProblem('Vonage', response);
     if (problem) throw problem;
     const type = typeof body.type === 'string' ? body.type : '';
-    return {
-      outcome: 'rejected',
-      errorCode: ERROR_CODE.exec(type)?.[1] ?? `http_${response.status}`,
-      errorDetail: String(body.detail ?? body.title ?? `Vonage answered ${response.status}`),
-    };
+    const errorCode = ERROR_CODE.exec(type)?.[1] ?? `http_${response.status}`;
+    return { outcome: 'rejected', errorCode, errorDetail: String(body.detail ?? body.title ?? `Vonage answered ${response.status}`), ...vonageFailureReason(errorCode) };
   }
 
   /**

@@ -3,7 +3,11 @@ import { AccountsModule } from '../accounts/accounts.module.js';
 import { BillableResources, BillingInvariants } from './billing-invariants.js';
 import { UsageController } from './usage.controller.js';
 import { UsageLedger } from './usage-ledger.js';
+import { PrepaidBundles } from './prepaid-bundles.js';
+import { UsageRecords } from './usage-records.js';
+import { Statements } from './statements.js';
+import { StatementsController } from './statements.controller.js';
 
 /** The usage ledger and its read API; other modules record usage through UsageLedger only. */
-@Module({ imports: [AccountsModule], controllers: [UsageController], providers: [UsageLedger, BillableResources, BillingInvariants], exports: [UsageLedger, BillableResources] })
+@Module({ imports: [AccountsModule], controllers: [UsageController, StatementsController], providers: [UsageLedger, UsageRecords, Statements, PrepaidBundles, BillableResources, BillingInvariants], exports: [UsageLedger, BillableResources, PrepaidBundles, Statements] })
 export class BillingModule {}

@@ -1,4 +1,5 @@
-import { ApiProperty, ApiSchema } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
+import { UsageCause } from './usage-cause.dto.js';
 
 export const USAGE_KINDS = ['sms_outbound_segments', 'sms_inbound_segments', 'call_minutes', 'number_months'] as const;
 export type UsageKind = (typeof USAGE_KINDS)[number];
@@ -15,6 +16,13 @@ export class UsageRecordView {
   @ApiProperty({ type: 'integer', example: 8000, description: 'quantity × unit_price_micros' }) amount_micros!: number;
   @ApiProperty({ example: 'USD' }) currency!: string;
   @ApiProperty({ format: 'date-time', example: '2026-11-03T10:15:00.000Z' }) created_at!: string;
+  @ApiPropertyOptional({ type: () => UsageCause, description: 'With include=causes: what caused the charge' }) cause?: UsageCause;
+}
+
+/** One ledger row with what caused it (GET /v2/usage/records/{id}). */
+@ApiSchema({ name: 'UsageRecordWithCause' })
+export class UsageRecordWithCauseView extends UsageRecordView {
+  @ApiProperty({ type: () => UsageCause, description: 'What caused the charge' }) declare cause: UsageCause;
 }
 
 /** Totals of the ledger over a period. */

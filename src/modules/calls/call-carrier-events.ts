@@ -4,7 +4,7 @@ import type { Tx } from '../../platform/database/tx.js';
 import { HandlesCarrierEvent, NotHandledYetError, RetryLaterError, type CarrierEventContext } from '../ingest/carrier-event-handlers.js';
 import { PhoneNumbers } from '../numbers/phone-numbers.service.js';
 import { CallControlCommands } from './call-control-commands.js';
-import { CallFlow, type FlowOutcome } from './call-flow.js';
+import { CallFlow, hangupOf, type FlowOutcome } from './call-flow.js';
 import { CallTimeline } from './call-timeline.js';
 import { CallTransitions, type LockedCall } from './call-transitions.js';
 import type { CallRow, LegRow } from './call-view.js';
@@ -137,7 +137,7 @@ export class CallCarrierEvents {
   private async hangupOnCall(found: LockedCall, event: CallEvent, tx: Tx, context: CarrierEventContext): Promise<string | void> {
     const { call } = found;
     if (!found.leg) {
-      const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, 'caller');
+      const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, 'caller', { hangup: hangupOf(event, context) });
       return this.record(found, event, context, ended ? 'applied' : 'duplicate');
     }
     const control = await this.transitions.claimLockedLegControl(tx, found.leg, event.carrierCallId);
@@ -146,7 +146,7 @@ export class CallCarrierEvents {
     const legEnded = await this.transitions.endLeg(tx, leg.id, event.occurredAt, event.hangupCause ?? 'unspecified');
     if (call.answered_leg === leg.id || !call.ring_plan) {
       // The answered leg, or the only leg of a call we placed: its end is the call's end.
-      const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, leg);
+      const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, leg, { hangup: hangupOf(event, context) });
       return this.record(found, event, context, ended ? 'applied' : 'duplicate');
     }
     if (!legEnded) return this.record(found, event, context, 'duplicate');

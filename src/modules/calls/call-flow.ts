@@ -17,6 +17,22 @@ export const FLOW_OUTCOMES = ['applied', 'duplicate', 'superseded', 'ignored', '
 export type FlowOutcome = (typeof FLOW_OUTCOMES)[number];
 
 type KnownLeg = LegRow & { control_id: string };
+
+/**
+ * How a call ends (endCall): the duration the carrier reported with its final status, a dial it
+ * refused, and the hangup event that ended it (our stored event's id and the carrier's: the cause
+ * of the call's charge).
+ */
+export interface EndOptions {
+  reportedSeconds?: number;
+  failed?: boolean;
+  hangup?: { id: string; carrierEventId: string };
+}
+
+/** The hangup a carrier event is, as endCall names it: `context` carries our stored event's id, `event` the carrier's. */
+export function hangupOf(event: { carrierEventId: string }, context: { carrierEventId: string }): EndOptions['hangup'] {
+  return { id: context.carrierEventId, carrierEventId: event.carrierEventId };
+}
 /** The customer event that announces each way a call can end. */
 const END_EVENTS = { completed: 'call.completed', missed: 'call.missed', failed: 'call.failed' } as const satisfies Record<string, CustomerEventType>;
 const known = (leg: LegRow): leg is KnownLeg => leg.control_id !== null;
@@ -103,12 +119,10 @@ export class CallFlow {
    * so every answered call gets one `call.answered` before its `call.completed`.
    * `failed`: a call our side placed that the carrier refused to dial ends failed.
    */
-  async endCall(tx: Tx, call: CallRow, at: string, cause: string | undefined, endedBy: 'caller' | LegRow, options: { reportedSeconds?: number; failed?: boolean } = {}): Promise<boolean> {
+  async endCall(tx: Tx, call: CallRow, at: string, cause: string | undefined, endedBy: 'caller' | LegRow, options: EndOptions = {}): Promise<boolean> {
     const ended = await this.transitions.end(tx, call.id, at, cause, options);
     if (!ended) return false;
-    if (ended.billable_minutes && ended.billable_minutes > 0) {
-      await this.usage.record(tx, { accountId: ended.account_id, kind: 'call_minutes', resourceId: ended.id, quantity: ended.billable_minutes });
-    }
+    if (ended.billable_minutes && ended.billable_minutes > 0) await this.bill(tx, call, ended, options);
     if (ended.status === 'completed' && !call.bridged_at) await this.announce(tx, ended, 'call.answered');
     await this.announce(tx, ended, END_EVENTS[ended.status as keyof typeof END_EVENTS]);
     const legsUp = await this.transitions.closeLegsOfEndedCall(tx, call.id, at);
@@ -124,6 +138,22 @@ export class CallFlow {
       });
     }
     return true;
+  }
+
+  /** The minutes of a call the hangup guard just ended, with the hangup that won as their cause. */
+  private async bill(tx: Tx, call: CallRow, ended: CallRow, { reportedSeconds, hangup }: EndOptions): Promise<void> {
+    const iso = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString());
+    await this.usage.record(tx, {
+      accountId: ended.account_id, kind: 'call_minutes', resourceId: ended.id, quantity: ended.billable_minutes!,
+      cause: {
+        resource: { type: 'call', id: ended.id }, transition: `${call.status} → ${ended.status}`, settled_by: null, carrier: ended.carrier, carrier_resource_id: ended.carrier_call_id,
+        carrier_events: hangup ? [{ id: hangup.id, carrier_event_id: hangup.carrierEventId, role: 'hangup', occurred_at: iso(ended.ended_at) }] : [],
+        price_rule: {
+          unit: 'minute', answered_at: iso(ended.answered_at), ended_at: iso(ended.ended_at), duration_seconds: ended.duration_seconds,
+          duration_source: reportedSeconds === undefined ? 'answered_at_to_ended_at' : 'carrier_reported', counted: 'ceil(duration_seconds / 60), at least 1',
+        },
+      },
+    });
   }
 
   /**

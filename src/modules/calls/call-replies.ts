@@ -4,7 +4,7 @@ import type { CallEvent, CallRecordingSaved, NormalizedEvent } from '../../carri
 import type { Tx } from '../../platform/database/tx.js';
 import type { CarrierEventContext } from '../ingest/carrier-event-handlers.js';
 import type { RingDecision } from '../sequential-ring/ring-plan.js';
-import { CallFlow, type FlowOutcome } from './call-flow.js';
+import { CallFlow, hangupOf, type FlowOutcome } from './call-flow.js';
 import { CallTimeline } from './call-timeline.js';
 import { CallTransitions } from './call-transitions.js';
 import { IncomingCalls } from './incoming-calls.js';
@@ -109,7 +109,7 @@ export class CallReplies {
     if (event.callerLeft) {
       // The caller hung up while this target rang: the plan must not move on (no phantom dial,
       // no voicemail answering a call that is over); the call ends missed, once.
-      const ended = await this.flow.endCall(tx, call, event.occurredAt, 'caller_left', 'caller');
+      const ended = await this.flow.endCall(tx, call, event.occurredAt, 'caller_left', 'caller', { hangup: hangupOf(event, context) });
       const note = 'the caller had left while this target rang: the plan stops here';
       this.record(call, leg, event, context, ended ? 'applied' : 'superseded', note);
       return { reply: HANGUP, note };
@@ -156,7 +156,7 @@ export class CallReplies {
       this.record(call, undefined, event, context, 'ignored', note);
       return { reply: NOTHING, note };
     }
-    const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, 'caller', { reportedSeconds: event.durationSeconds });
+    const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, 'caller', { reportedSeconds: event.durationSeconds, hangup: hangupOf(event, context) });
     this.record(call, undefined, event, context, ended ? 'applied' : 'duplicate');
     return { reply: NOTHING, note: ended ? undefined : 'the call had ended already' };
   }

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { IdPrefix, newId } from '../../platform/ids.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import type { CarrierName } from '../../carriers/carrier-name.js';
 import type { RingPlanState } from '../sequential-ring/ring-plan.js';
 import { CALL_COLUMNS, LEG_COLUMNS, type CallDirection, type CallRow, type CallStatus, type LegRow } from './call-view.js';
 

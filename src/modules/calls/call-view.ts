@@ -1,5 +1,5 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import type { CarrierName } from '../../carriers/carrier-name.js';
 import { RingSettingsView } from '../sequential-ring/voice-settings.view.js';
 import type { RingPlanState } from '../sequential-ring/ring-plan.js';
 

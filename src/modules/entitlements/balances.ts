@@ -1,7 +1,8 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { UsageLedger } from '../billing/usage-ledger.js';
+import { PrepaidBundles } from '../billing/prepaid-bundles.js';
 import { DRAWN_DOWN_BY, ENTITLEMENT_TYPES, type EntitlementType } from './entitlement-types.js';
 import { queryRows } from '../../platform/database/tx.js';
 
@@ -26,11 +27,20 @@ export class BalanceListResponse {
  * grant or usage row cannot drift it. Usage from the first grant of a type on draws that type down.
  */
 @Injectable()
-export class Balances {
+export class Balances implements OnModuleInit {
   constructor(
     private readonly dataSource: DataSource,
     private readonly usage: UsageLedger,
+    private readonly bundles: PrepaidBundles,
   ) {}
+
+  /** Billing shows which bundle each usage row drew (a charge's cause, a statement) by this same rule, from these grants. */
+  onModuleInit(): void {
+    this.bundles.register({
+      grantsSql: `SELECT id AS entitlement_id, account_id, type AS entitlement_type, quantity, invoice_id, created_at AS granted_at FROM entitlements`,
+      drawnBy: DRAWN_DOWN_BY,
+    });
+  }
 
   async forAccount(accountId: string): Promise<BalanceView[]> {
     const grants: { type: EntitlementType; granted: string; since: Date }[] = await queryRows(this.dataSource.manager,

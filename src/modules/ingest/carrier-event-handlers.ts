@@ -16,6 +16,12 @@ export type EventOfKind<K extends HandledKind> = NormalizedEvent extends infer E
   ? E extends { kind: infer Kinds } ? (K extends Kinds ? E & { kind: K } : never) : never
   : never;
 
+/** A carrier event as stored: its row id and normalized form (what a run reads, and a batch carries). */
+export interface StoredCarrierEvent {
+  id: string;
+  normalized: NormalizedEvent;
+}
+
 export interface CarrierEventContext {
   carrierEventId: string;
   /** 1 on the first run; retries and replays count up. */

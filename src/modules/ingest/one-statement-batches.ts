@@ -8,10 +8,9 @@ import { WebhookDeliveryAttemptJob } from '../webhooks/webhooks.jobs.js';
 import type { RunOutcome } from '../../platform/outbox/job-handler.js';
 import { claimLockedJobsSql, lockJobsSql } from '../../platform/outbox/job-sql.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import type { BatchHandling } from './carrier-event-handlers.js';
+import type { BatchHandling, StoredCarrierEvent } from './carrier-event-handlers.js';
 import { isTransient } from './carrier-event-processor.js';
 import { buildBatchStatement } from './one-statement-build.js';
-import type { StoredCarrierEvent } from './one-statement-runs.js';
 import { afterCommitJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
 import { createdAtOfIds } from '../../platform/retention/id-partition-key.js';
 

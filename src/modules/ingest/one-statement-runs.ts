@@ -3,7 +3,7 @@ import { Statements } from '../../platform/database/statements.js';
 import type { RunOutcome } from '../../platform/outbox/job-handler.js';
 import { pendingJobSql } from '../../platform/outbox/job-sql.js';
 import type { IgnoredEvent, NormalizedEvent } from '../../carriers/normalized-event.js';
-import { CarrierEventHandlers, ignoredNote, type BatchHandling } from './carrier-event-handlers.js';
+import { CarrierEventHandlers, ignoredNote, type BatchHandling, type StoredCarrierEvent } from './carrier-event-handlers.js';
 import { OneStatementBatches } from './one-statement-batches.js';
 import { createdAtOfId } from '../../platform/retention/id-partition-key.js';
 
@@ -18,12 +18,6 @@ const IGNORING: BatchHandling = {
     run.consume({ note: (row) => `${row}.ignored_note` });
   },
 };
-
-/** A carrier event as stored: its row id and normalized form. */
-export interface StoredCarrierEvent {
-  id: string;
-  normalized: NormalizedEvent;
-}
 
 /**
  * The process-carrier-event job in one statement, for an event whose handler is a batch one

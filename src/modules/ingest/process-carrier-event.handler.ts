@@ -4,7 +4,8 @@ import type { PayloadOf } from '../../platform/outbox/job-definition.js';
 import { ProcessCarrierEventJob } from './ingest.jobs.js';
 import { HandlesJob, type JobContext, type JobHandler, type RunOutcome } from '../../platform/outbox/job-handler.js';
 import { CarrierEventProcessor, type CallLock } from './carrier-event-processor.js';
-import { OneStatementRuns, type StoredCarrierEvent } from './one-statement-runs.js';
+import type { StoredCarrierEvent } from './carrier-event-handlers.js';
+import { OneStatementRuns } from './one-statement-runs.js';
 
 /** Worker side of ingest: the event's processing commits with the job's completion. */
 @Injectable()

@@ -136,7 +136,7 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
       }
       if (err instanceof CarrierUnavailableError && attempt >= DispatchMessageJob.attempts) {
         this.logger.warn(`giving up on ${message.id} after ${attempt} attempts: ${err.message}`);
-        await this.uow.run((tx) => this.transitions.markRejected(tx, message, 'carrier_unavailable', err.message));
+        await this.uow.run((tx) => this.transitions.markRejected(tx, message, { errorCode: 'carrier_unavailable', errorDetail: err.message }));
         return;
       }
       throw err;
@@ -144,7 +144,7 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
     const recorded = await this.uow.run((tx) =>
       result.outcome === 'accepted'
         ? this.transitions.markSent(tx, message, result.carrierMessageId)
-        : this.transitions.markRejected(tx, message, result.errorCode, result.errorDetail),
+        : this.transitions.markRejected(tx, message, result),
     );
     if (!recorded) this.logger.warn(`carrier answer for ${message.id} not recorded: the message moved on or another run took its lease`);
   }

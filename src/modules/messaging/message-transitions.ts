@@ -5,14 +5,15 @@ import { exec, type Tx } from '../../platform/database/tx.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import type { EventBatchRun } from '../ingest/carrier-event-handlers.js';
 import type { OwnersOf } from '../numbers/phone-numbers.service.js';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import type { CarrierName, FailureReason } from '../../carriers/normalized-event.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { DispatchMessageJob } from './messaging.jobs.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
-import { burstToleranceSql } from './sender-pacing.js';
+import { burstToleranceSql, countedSendTimeSql } from './sender-pacing.js';
 import { sendRateSql } from '../numbers/send-rates.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
 import { MessageEffects, type MessageRow } from './message-effects.js';
+import type { SettledBy } from '../billing/usage-cause.dto.js';
 import { OptOutKeywords, optedOutSql } from './opt-out-keywords.js';
 import { MESSAGE_COLUMNS, TERMINAL_STATUSES, toView, UNSENT_STATUSES, WAITING_STATUSES, type MessageStatus, type MessageView } from './message-view.js';
 import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
@@ -20,33 +21,34 @@ import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
 /** Runs of the transactional claim statement before it gives up on a number whose opt-outs keep changing under it (the second never should: see claimForDispatch). */
 const CLAIM_RUNS = 3;
 
-/**
- * The history details of an ambiguous send (message_status_history.detail): how its outcome
- * became unknown, and how that was resolved.
- */
-export const OUTCOME_UNKNOWN = 'outcome_unknown';
-export const SendResolution = {
-  /** A status webhook naming our message (its reference) arrived first. */
-  byReceipt: 'found_by_receipt',
-  /** The carrier's lookup showed it. */
-  byLookup: 'found_by_lookup',
-  /** The carrier's answer to an earlier attempt arrived after all (a run past its lease). */
-  answeredLate: 'answered_late',
-  /** The carrier showed nothing within SEND_OUTCOME_WINDOW_SECONDS: sent once more. */
-  resent: 'resent_after_nothing_found',
-  /** Nothing shown after MAX_RESENDS_AFTER_NOTHING_FOUND resends either: failed. */
-  gaveUp: 'nothing_found_after_resends',
-} as const;
+import { OUTCOME_UNKNOWN, RECEIPT_BEFORE_ANSWER, SendResolution } from './message-history-details.js';
+
+export { OUTCOME_UNKNOWN, SendResolution } from './message-history-details.js';
 /** The columns of a MESSAGE_COLUMNS row, by name (a union of moves reads these from each side). */
 const MOVE_VIEW_COLUMNS = `id, record_type, direction, "from", "to", text, status, segments, encoding, carrier, carrier_message_id, error_code, error_detail,
   send_at, expected_send_at, created_at, updated_at, account_id`;
-/** A receipt naming a message still `sending` whose outcome was not (yet) unknown: it outran the carrier's answer. */
-const RECEIPT_BEFORE_ANSWER = 'receipt_before_answer';
 /** How many times a message whose sends the carrier never shows is sent again before it fails. */
 export const MAX_RESENDS_AFTER_NOTHING_FOUND = 3;
 
 /** What a resolver's run does when the carrier showed nothing (continueResolving). */
-export type ResolveStep = 'resend' | 'wait' | 'failed' | 'gone';
+export type ResolveStep = 'resend' | 'wait' | 'failed' | 'refused' | 'gone';
+
+/** Why a message was failed instead of taken for sending: its recipient opted out (the dispatch guard's refusal, on every path). */
+const REFUSED_OPTED_OUT = { code: 'recipient_opted_out', detail: 'the recipient replied with an opt-out keyword' } as const;
+
+/**
+ * How a message the carrier failed because its recipient opted out at the carrier (FailureReason
+ * `recipient_opted_out`, in a send's answer or a receipt) shows it: `recipient_opted_out`, as the
+ * dispatch guard's refusal does, with the carrier's own code and words in the detail.
+ */
+function carrierOptOutFailure(errorCode: string | undefined, errorDetail: string | undefined): { errorCode: string; errorDetail: string } {
+  return { errorCode: REFUSED_OPTED_OUT.code, errorDetail: [errorCode, errorDetail].filter(Boolean).join(': ') };
+}
+
+/** A receipt's error as the receipt statement's input columns. */
+function toErrorColumns(error: { errorCode?: string; errorDetail?: string }): { error_code: string | null; error_detail: string | null } {
+  return { error_code: error.errorCode ?? null, error_detail: error.errorDetail ?? null };
+}
 
 /** The customer events a receipt's move announces: `message.<the status it moved to>`. */
 const RECEIPT_EVENT_TYPES = ['message.sent', 'message.delivered', 'message.failed'] as const satisfies readonly CustomerEventType[];
@@ -61,8 +63,13 @@ export interface Receipt {
   carrierStatus: string;
   errorCode?: string;
   errorDetail?: string;
+  /** The carrier's code in our words (a failed receipt's "recipient opted out" records the opt-out). */
+  reason?: FailureReason;
   /** Our message id, as the carrier echoed our reference: the receipt names the message even before we know the carrier's id. */
   ourMessageId?: string;
+  /** The carrier's id of the event, and when it says it happened: the cause of a charge the receipt settles. */
+  carrierEventId?: string;
+  occurredAt?: string;
 }
 
 export interface Inbound {
@@ -74,6 +81,9 @@ export interface Inbound {
   text: string;
   segments: number;
   encoding: string;
+  /** The carrier's id of the event, and when it says it happened: the cause of the charge. */
+  carrierEventId?: string;
+  occurredAt?: string;
 }
 
 /** The lease `locked` found, and the claim when the UPDATE took it (all NULL when it did not). */
@@ -217,20 +227,24 @@ export class MessageTransitions {
     const stmt = new CteStatement();
     const [id, unsent, waiting] = [stmt.param(messageId, 'text'), stmt.param(UNSENT_STATUSES, 'text[]'), stmt.param(WAITING_STATUSES, 'text[]')];
     const rate = sendRateSql('p', stmt.param(rateOverride ?? null, 'numeric'));
-    // `refused`: a message not yet picked up whose recipient has opted out (a keyword reply is
-    // the confirmation, sent whatever the consent). `reclaim`: `sending` under a lease that ended
-    // or was given back (the run holding it died, stalled or failed): taken again, and paced like
-    // any send (a recovery that sends at once would burst: every lease a dead worker held ends
-    // together).
+    // `reclaim`: `sending` under a lease that ended or was given back (the run holding it died,
+    // stalled or failed): taken again, and paced like any send (a recovery that sends at once
+    // would burst: every lease a dead worker held ends together). `refused`: a take that would
+    // put the message on the wire, whose recipient has opted out: one not yet picked up, or a
+    // reclaim whose earlier attempts the carrier did not take (its lease given back, its outcome
+    // not unknown: a retry after a 503, 429 or a connection never made). A reclaim that may have
+    // reached the carrier is taken to be resolved, never sent from here: its resend decides
+    // consent (continueResolving). A keyword reply is the confirmation, sent whatever the consent.
     const reclaim = `(m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now()))`;
+    const sendsAtOnce = `(m.status = ANY(${waiting}) OR (m.status = 'sending' AND m.claimed_until IS NULL AND m.outcome_unknown_since IS NULL))`;
     stmt.with(
       'locked',
       `SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot, p.id AS number_id,
               m.outcome_unknown_since AS was_unknown,
-              p.opt_out_seq AS seen_seq, m.segments AS msg_segments,
+              p.opt_out_seq AS seen_seq, m.segments AS msg_segments, m.from_number AS sender_number, m.account_id AS sender_account,
               make_interval(secs => (m.segments / ${rate})::float8) AS unlocked_spacing, ${burstToleranceSql(rate)} AS unlocked_burst,
-              (m.auto_reply IS NULL AND m.status = ANY(${waiting}) AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')}) AS refused,
-              ${reclaim} AS reclaim
+              (m.auto_reply IS NULL AND ${sendsAtOnce} AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')}) AS refused,
+              ${reclaim} AS reclaim, m.auto_reply IS NOT NULL AS priority
          FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.${HELD}
         WHERE m.id = ${id} AND m.direction = 'outbound' AND m.status = ANY(${unsent}) ${lockMessage}`,
     );
@@ -249,7 +263,8 @@ export class MessageTransitions {
       'num',
       `SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until, p.opt_out_seq AS locked_seq,
               make_interval(secs => (l.msg_segments / ${rate})::float8) AS spacing, ${burstToleranceSql(rate)} AS burst
-         FROM phone_numbers p JOIN locked l ON p.id = l.number_id WHERE (l.previous = ANY(${waiting}) AND NOT l.refused) OR l.reclaim FOR UPDATE OF p`,
+         FROM phone_numbers p JOIN locked l ON p.id = l.number_id
+        WHERE (l.previous = ANY(${waiting}) OR l.reclaim) AND (NOT l.refused OR l.held_slot IS NOT NULL) FOR UPDATE OF p`,
     );
     // The decision, from the locked row. `within_burst`: the sends claimed so far, spaced at the
     // rate, leave room for one more now. A new slot: after the number's last one, never inside a
@@ -261,11 +276,17 @@ export class MessageTransitions {
     // message waking at the same moment). `due`: the slot is at most the burst allowance ahead (a
     // slot that close is sent now, never through a relay pass: sending it early stays within the
     // burst bound) and the number is not paused.
+    // `keeps_place`: a waiting message's due slot that finds no room only because the sends before
+    // it were claimed a little late (its slot is at most one spacing before room opens: the next in
+    // line) waits for that room, at its place: no new place at the end of the queue, which would
+    // leave its own slot empty (a gap in the number's sends) and send it after everything queued
+    // since. (A reclaim's slot went to its first attempt: a new send takes a new place.)
     // `may_send`: waiting or a reclaim, due, with room in the burst.
     stmt.with(
       'paced',
-      `SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.within_burst AND (d.previous = ANY(${waiting}) OR d.reclaim)) AS may_send
-         FROM (SELECT l.*, n.num_id, n.sends_paced_until, r.spacing, x.new_slot, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
+      `SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.within_burst AND (d.previous = ANY(${waiting}) OR d.reclaim)) AS may_send,
+              (d.refused AND NOT d.consent_changed AND d.num_id IS NOT NULL AND d.held_slot IS NOT NULL) AS gives_back
+         FROM (SELECT l.*, n.num_id, n.sends_paced_until, r.spacing, x.new_slot, k.keeps_place, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
                       coalesce(n.locked_seq <> l.seen_seq, false) AS consent_changed,
                       (coalesce(x.new_slot, l.held_slot) IS NULL OR (coalesce(x.new_slot, l.held_slot) <= c.clk + r.burst AND NOT coalesce(n.send_paused_until > c.clk, false))) AS due
                  FROM locked l LEFT JOIN num n ON true
@@ -273,20 +294,30 @@ export class MessageTransitions {
                  CROSS JOIN LATERAL (SELECT coalesce(n.spacing, l.unlocked_spacing) AS spacing, coalesce(n.burst, l.unlocked_burst) AS burst) r
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + r.burst AS within_burst) b
                  CROSS JOIN LATERAL (
-                   SELECT CASE WHEN n.num_id IS NOT NULL AND n.locked_seq = l.seen_seq AND (l.held_slot IS NULL OR l.held_slot < n.send_paused_until OR (l.held_slot <= c.clk + r.burst AND NOT b.within_burst))
-                               THEN greatest(n.next_send_at, n.send_paused_until, c.clk, n.sends_paced_until - r.burst) END AS new_slot
+                   SELECT coalesce(l.previous = ANY(${waiting}) AND NOT b.within_burst AND l.held_slot <= c.clk + r.burst AND l.held_slot >= n.sends_paced_until - r.burst - r.spacing
+                                   AND NOT coalesce(l.held_slot < n.send_paused_until, false), false) AS keeps_place
+                 ) k
+                 CROSS JOIN LATERAL (
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND NOT l.refused AND n.locked_seq = l.seen_seq
+                                    AND (l.held_slot IS NULL OR l.held_slot < n.send_paused_until OR (l.held_slot <= c.clk + r.burst AND NOT b.within_burst))
+                               THEN greatest(CASE WHEN NOT l.priority AND NOT k.keeps_place THEN n.next_send_at END, n.send_paused_until, c.clk, n.sends_paced_until - r.burst) END AS new_slot
                  ) x) d`,
     );
-    // ONE UPDATE of the number's row (locked above): the slot handed out, the send counted.
+    // ONE UPDATE of the number's row (locked above): the slot handed out (a place kept takes none),
+    // the send counted: at its slot when it is claimed at most SEND_LATENESS_TOLERANCE_SECONDS after
+    // it (a job's usual delay is no reason to push every later send back), else when it is claimed.
     stmt.with(
       'num_moved',
-      `UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL THEN pc.new_slot + pc.spacing ELSE p.next_send_at END,
-              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, pc.clk) + pc.spacing ELSE p.sends_paced_until END
-         FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send)`,
+      `UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL AND NOT pc.keeps_place THEN greatest(p.next_send_at, pc.new_slot) + pc.spacing
+                                                      WHEN pc.gives_back AND p.next_send_at > pc.held_slot THEN p.next_send_at - pc.spacing
+                                                      ELSE p.next_send_at END,
+              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, ${countedSendTimeSql('pc.clk', 'pc.slot_at')}) + pc.spacing ELSE p.sends_paced_until END
+         FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send OR pc.gives_back)`,
     );
+    const moved = this.reslotCtes(stmt, waiting);
     const refused = stmt.with(
       'refused',
-      `UPDATE messages m SET status = 'failed', error_code = 'recipient_opted_out', error_detail = 'the recipient replied with an opt-out keyword',
+      `UPDATE messages m SET status = 'failed', error_code = ${stmt.param(REFUSED_OPTED_OUT.code, 'text')}, error_detail = ${stmt.param(REFUSED_OPTED_OUT.detail, 'text')},
               claimed_until = NULL, updated_at = now()
          FROM paced WHERE m.id = paced.locked_id AND paced.refused AND NOT paced.consent_changed
        RETURNING ${MESSAGE_COLUMNS}`,
@@ -307,12 +338,14 @@ export class MessageTransitions {
                  (paced.reclaim AND paced.held_until IS NOT NULL AND paced.was_unknown IS NULL) AS became_unknown`,
     );
     // Its `sending` history in the same statement: the number's row is held only until this
-    // statement's commit, never across another round trip. A lease taken over with its outcome
-    // newly unknown says so on the history.
+    // statement's commit, never across another round trip. One for every take that goes on the
+    // wire (a first take; a retry of a send the carrier did not take: verify's
+    // messaging.no_send_after_opt_out reads them). A lease taken over with its outcome newly
+    // unknown says so on the history (it is resolved, not sent, from here).
     stmt.with(
       'claim_history',
       `INSERT INTO message_status_history (message_id, status, detail)
-       SELECT id, 'sending', NULL FROM claimed WHERE previous = ANY(${waiting})
+       SELECT id, 'sending', NULL FROM claimed WHERE unknown_since IS NULL
        UNION ALL SELECT id, 'sending', ${stmt.param(`${OUTCOME_UNKNOWN}: the run holding the send ended without recording an answer`, 'text')} FROM claimed WHERE became_unknown`,
     );
     // Not now: a new slot still to come, kept on the message (a reclaim stays `sending`, its lease
@@ -323,7 +356,17 @@ export class MessageTransitions {
         WHERE m.id = paced.locked_id AND paced.new_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused
        RETURNING m.id AS slotted_id, m.send_slot AS wake_at`,
     );
-    this.outbox.jobsFromCte(stmt, 'slotted_job', slotted, DispatchMessageJob, {
+    // A job at each slot still to come: the new one; one held, when this run came before it (a
+    // compliance reply moved it later); and those of the messages moved up into slots given back.
+    const waking = stmt.with(
+      'waking',
+      `SELECT slotted_id, wake_at FROM ${slotted}
+       UNION ALL SELECT locked_id, held_slot FROM paced
+        WHERE paced.new_slot IS NULL AND paced.held_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused AND NOT paced.consent_changed
+          AND (paced.previous = ANY(${waiting}) OR paced.reclaim)
+       UNION ALL SELECT pulled_id, pulled_slot FROM ${moved}`,
+    );
+    this.outbox.jobsFromCte(stmt, 'slotted_job', waking, DispatchMessageJob, {
       id: `'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint`,
       data: `jsonb_build_object('messageId', slotted_id)`,
       runAt: 'wake_at',
@@ -336,6 +379,37 @@ export class MessageTransitions {
          FROM (VALUES (1)) AS one (n) LEFT JOIN paced ON true LEFT JOIN claimed ON claimed.id = paced.locked_id`,
     );
     return { sql, params: stmt.params };
+  }
+
+  /**
+   * The other waiting messages of the claimed message's number, moved by the claim statement:
+   * behind a compliance reply given a slot ahead of them (each later by its spacing: their jobs,
+   * now early, leave one at the new slot), and up into the slot of a message a STOP refused
+   * (each earlier by its spacing, with a job at the new slot). After the number's row is locked
+   * (they read `paced`); SKIP LOCKED: a message whose own claim holds its row waits for the
+   * number's row behind this statement, so waiting for it here would deadlock (left as it is,
+   * it goes as its slot and the rate allow). Returns the CTE of those moved up (pulled_id, pulled_slot).
+   */
+  private reslotCtes(stmt: CteStatement, waiting: string): string {
+    const others = (slotFrom: string) =>
+      `SELECT q.id FROM messages q
+        WHERE q.from_number = (SELECT sender_number FROM paced) AND q.account_id = (SELECT sender_account FROM paced)
+          AND q.direction = 'outbound' AND q.id <> (SELECT locked_id FROM paced)
+          AND (q.status = ANY(${waiting}) OR (q.status = 'sending' AND (q.claimed_until IS NULL OR q.claimed_until <= now())))
+          AND ${slotFrom}
+        FOR UPDATE OF q SKIP LOCKED`;
+    stmt.with(
+      'pushed',
+      `UPDATE messages o SET send_slot = o.send_slot + pc.spacing
+         FROM paced pc WHERE pc.priority AND pc.new_slot IS NOT NULL
+          AND o.id IN (${others(`q.auto_reply IS NULL AND q.send_slot >= (SELECT new_slot FROM paced WHERE priority)`)})`,
+    );
+    return stmt.with(
+      'pulled',
+      `UPDATE messages o SET send_slot = o.send_slot - pc.spacing
+         FROM paced pc WHERE pc.gives_back AND o.id IN (${others(`q.send_slot > (SELECT held_slot FROM paced WHERE gives_back)`)})
+       RETURNING o.id AS pulled_id, o.send_slot AS pulled_slot`,
+    );
   }
 
   /**
@@ -438,8 +512,9 @@ export class MessageTransitions {
     );
     if (rows.length === 0) return false;
     const { was_unknown: wasUnknown, ...message } = rows[0];
-    await this.recordHistory(tx, lease.id, 'sent', resolution ?? (wasUnknown ? SendResolution.answeredLate : undefined));
-    await this.effects.sent(tx, message);
+    const detail = resolution ?? (wasUnknown ? SendResolution.answeredLate : undefined);
+    await this.recordHistory(tx, lease.id, 'sent', detail);
+    await this.effects.sent(tx, message, (detail as SettledBy | undefined) ?? 'send_answer');
     return true;
   }
 
@@ -475,11 +550,25 @@ export class MessageTransitions {
    *   a fresh lease;
    * - `failed`: as resend, but the message was already sent again MAX_RESENDS_AFTER_NOTHING_FOUND
    *   times with nothing ever shown: failed (`carrier_unavailable`), not billed, `message.failed`;
+   * - `refused`: as resend, but the recipient has opted out since (a keyword reply excepted):
+   *   failed (`recipient_opted_out`, `opted_out_before_resend` on the history), not billed,
+   *   `message.failed`, as the dispatch claim refuses a first send;
    * - `gone`: the message is no longer this run's to decide (a receipt or a late answer settled it).
    * A receipt waiting for the row is applied after this commits: on a resend it still settles the
    * message (by our reference), and the second send's answer is then recorded as nothing new.
+   *
+   * The resend puts the message on the wire, so it decides consent as the claim does: the
+   * message's row, then its number's row are locked first (the claim's order), so the deciding
+   * statement's snapshot is taken after any STOP/START of the number committed (its statement
+   * bumps opt_out_seq on that row), and one committing later waits for this transaction's commit.
    */
   async continueResolving(tx: Tx, lease: DispatchLease, opts: { windowSeconds: number; leaseSeconds: number; lookupFailed: boolean }): Promise<ResolveStep> {
+    await exec(tx, `SELECT FROM messages WHERE id = $1 FOR UPDATE`, [lease.id]);
+    await exec(
+      tx,
+      `SELECT FROM phone_numbers p JOIN messages m ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.${HELD} WHERE m.id = $1 FOR UPDATE OF p`,
+      [lease.id],
+    );
     const stmt = new CteStatement();
     const window = `make_interval(secs => ${stmt.param(opts.windowSeconds, 'float8')})`;
     const check = this.checkInterval(stmt, opts.windowSeconds);
@@ -489,6 +578,7 @@ export class MessageTransitions {
       `SELECT m.id AS found_id, m.outcome_unknown_since AS since,
               CASE WHEN now() < m.outcome_unknown_since + ${window} OR (${stmt.param(opts.lookupFailed, 'boolean')} AND now() < m.outcome_unknown_since + 2 * ${window}) THEN 'wait'
                    WHEN (SELECT count(*) FROM message_status_history h WHERE h.message_id = m.id AND h.detail = ${stmt.param(SendResolution.resent, 'text')}) >= ${stmt.param(MAX_RESENDS_AFTER_NOTHING_FOUND, 'int')} THEN 'failed'
+                   WHEN m.auto_reply IS NULL AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')} THEN 'refused'
                    ELSE 'resend' END AS step
          FROM messages m WHERE m.id = ${stmt.param(lease.id, 'text')} AND m.status = 'sending' AND m.claim_token = ${stmt.param(lease.token, 'text')} AND m.outcome_unknown_since IS NOT NULL
           FOR UPDATE OF m`,
@@ -509,13 +599,21 @@ export class MessageTransitions {
               error_detail = ${stmt.param(`no answer to ${MAX_RESENDS_AFTER_NOTHING_FOUND + 1} sends, and the carrier showed none of them within ${opts.windowSeconds} s`, 'text')}
          FROM rsv_found f WHERE m.id = f.found_id AND f.step = 'failed' RETURNING ${MESSAGE_COLUMNS}`,
     );
+    const refused = stmt.with(
+      'rsv_refused',
+      `UPDATE messages m SET status = 'failed', error_code = ${stmt.param(REFUSED_OPTED_OUT.code, 'text')}, error_detail = ${stmt.param(REFUSED_OPTED_OUT.detail, 'text')},
+              claimed_until = NULL, outcome_unknown_since = NULL, updated_at = now()
+         FROM rsv_found f WHERE m.id = f.found_id AND f.step = 'refused' RETURNING ${MESSAGE_COLUMNS}`,
+    );
     stmt.with(
       'rsv_history',
       `INSERT INTO message_status_history (message_id, status, detail)
        SELECT id, 'sending', ${stmt.param(SendResolution.resent, 'text')} FROM ${resent}
-       UNION ALL SELECT id, 'failed', ${stmt.param(SendResolution.gaveUp, 'text')} FROM ${failed}`,
+       UNION ALL SELECT id, 'failed', ${stmt.param(SendResolution.gaveUp, 'text')} FROM ${failed}
+       UNION ALL SELECT id, 'failed', ${stmt.param(SendResolution.optedOut, 'text')} FROM ${refused}`,
     );
-    this.effects.announceCtes(stmt, failed, 'message.failed');
+    const ended = stmt.with('rsv_ended', `SELECT * FROM ${failed} UNION ALL SELECT * FROM ${refused}`);
+    this.effects.announceCtes(stmt, ended, 'message.failed');
     this.checkJobCte(stmt, waiting, lease);
     const { rows } = await exec<{ step: ResolveStep | null; jobs: number }>(
       tx,
@@ -540,20 +638,29 @@ export class MessageTransitions {
     });
   }
 
-  /** The carrier refused the send (its 4xx is an answer): failed, not billed, `message.failed`. */
-  async markRejected(tx: Tx, lease: DispatchLease, errorCode: string, errorDetail: string): Promise<boolean> {
+  /**
+   * The carrier refused the send (its 4xx is an answer): failed, not billed, `message.failed`.
+   * Refused because the recipient opted out at the carrier (`reason`): failed as
+   * `recipient_opted_out` (the carrier's code in the detail), and the opt-out recorded (source
+   * `carrier`, `message.opted_out`) by the same statement, so later sends are refused up front.
+   */
+  async markRejected(tx: Tx, lease: DispatchLease, refusal: { errorCode: string; errorDetail: string; reason?: FailureReason }): Promise<boolean> {
+    const optedOut = refusal.reason === 'recipient_opted_out';
+    const { errorCode: code, errorDetail: detail } = optedOut ? carrierOptOutFailure(refusal.errorCode, refusal.errorDetail) : refusal;
+    const stmt = new CteStatement();
     // sending under this run's token: a message the carrier accepted is never failed by a late
     // send error, nor by a run whose lease was taken over.
-    const { rows } = await exec<MessageRow>(
-      tx,
-      `UPDATE messages SET status = 'failed', error_code = $2, error_detail = $3, claimed_until = NULL, updated_at = now()
-        WHERE id = $1 AND status = 'sending' AND claim_token = $4 RETURNING ${MESSAGE_COLUMNS}`,
-      [lease.id, errorCode, errorDetail, lease.token],
+    const failed = stmt.with(
+      'rejected',
+      `UPDATE messages SET status = 'failed', error_code = ${stmt.param(code, 'text')}, error_detail = ${stmt.param(detail, 'text')}, claimed_until = NULL, updated_at = now()
+        WHERE id = ${stmt.param(lease.id, 'text')} AND status = 'sending' AND claim_token = ${stmt.param(lease.token, 'text')} RETURNING ${MESSAGE_COLUMNS}`,
     );
-    if (rows.length === 0) return false;
-    await this.recordHistory(tx, lease.id, 'failed');
-    await this.effects.announce(tx, rows[0], 'message.failed');
-    return true;
+    stmt.with('msg_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'failed' FROM ${failed}`);
+    const consent = optedOut ? this.keywords.carrierOptOutCtes(stmt, failed) : undefined;
+    this.effects.announceWithConsentCtes(stmt, failed, 'message.failed', consent);
+    const { rows } = await exec<{ failed: boolean; jobs: number }>(tx, stmt.text(`SELECT EXISTS (SELECT FROM ${failed}) AS failed, (${newJobsCount(stmt)})::int AS jobs`), stmt.params);
+    this.outbox.jobsWritten(rows[0].jobs, tx);
+    return rows[0].failed;
   }
 
   /**
@@ -573,14 +680,21 @@ export class MessageTransitions {
    * (billed, `message.sent`, `sent` on the history with `found_by_receipt`, or
    * `receipt_before_answer` when its outcome was not unknown yet), then to the receipt's final
    * word if it has one (history and event of their own), in this same statement.
+   *
+   * A failed receipt saying the recipient opted out at the carrier (`reason`; Vonage reports it
+   * only so) fails the message as `recipient_opted_out` (as markRejected does) and, when its move
+   * changed the row, records the opt-out in this same statement (source `carrier`, opt_out_seq
+   * bumped, one `message.opted_out` per consent change, announced with the receipts' events).
    */
   applyReceiptCtes(run: EventBatchRun, receipts: Receipt[]): void {
     const { stmt } = run;
+    const optedOut = (r: Receipt) => r.status === 'failed' && r.reason === 'recipient_opted_out';
     const input = run.input(
-      'carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text, our_message_id text',
+      'carrier text, carrier_message_id text, status text, carrier_status text, error_code text, error_detail text, opted_out boolean, our_message_id text, carrier_event_id text, occurred_at text',
       receipts.map((r) => ({
         carrier: r.carrier, carrier_message_id: r.carrierMessageId, status: r.status, carrier_status: r.carrierStatus,
-        error_code: r.errorCode ?? null, error_detail: r.errorDetail ?? null, our_message_id: r.ourMessageId ?? null,
+        ...(optedOut(r) ? toErrorColumns(carrierOptOutFailure(r.errorCode, r.errorDetail)) : toErrorColumns(r)), opted_out: optedOut(r),
+        our_message_id: r.ourMessageId ?? null, carrier_event_id: r.carrierEventId ?? null, occurred_at: r.occurredAt ?? null,
       })),
     );
     // `rcpt_found` locks the messages these receipts name, in id order (two batches that share
@@ -596,7 +710,8 @@ export class MessageTransitions {
               m.status = 'sending' AND m.carrier_message_id IS NULL AS settles, i.carrier_message_id AS rcpt_carrier_id,
               CASE WHEN m.status = 'sending' AND m.carrier_message_id IS NULL THEN coalesce(i.status, 'sent') ELSE i.status END AS rcpt_status,
               CASE WHEN m.outcome_unknown_since IS NOT NULL THEN ${stmt.param(SendResolution.byReceipt, 'text')} ELSE ${stmt.param(RECEIPT_BEFORE_ANSWER, 'text')} END AS settle_detail,
-              i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail
+              i.error_code AS rcpt_error_code, i.error_detail AS rcpt_error_detail, i.opted_out AS rcpt_opted_out,
+              i.carrier_event_id AS rcpt_carrier_event_id, i.occurred_at AS rcpt_occurred_at
          FROM ${input} i JOIN messages m ON m.carrier = i.carrier
               AND (m.id = i.our_message_id
                    OR (m.carrier_message_id = i.carrier_message_id
@@ -627,22 +742,29 @@ export class MessageTransitions {
               outcome_unknown_since = CASE WHEN f.settles THEN NULL ELSE m.outcome_unknown_since END
          FROM rcpt_found f JOIN ${applied} c ON c.consumed_event_id = f.rcpt_event_id
         WHERE m.id = f.found_id AND ${moves('f')}
-       RETURNING ${MESSAGE_COLUMNS}, f.settles AS rcpt_settled, f.settle_detail AS rcpt_settle_detail`,
+       RETURNING ${MESSAGE_COLUMNS}, f.settles AS rcpt_settled, f.settle_detail AS rcpt_settle_detail, f.rcpt_opted_out,
+                 f.rcpt_event_id, f.rcpt_carrier_event_id, f.rcpt_occurred_at`,
     );
-    this.receiptSideEffectsCtes(stmt, moved);
+    // Only a batch with an opted-out receipt writes consent (the usual receipt's statement stays as it was).
+    const consent = receipts.some(optedOut)
+      ? this.keywords.carrierOptOutCtes(stmt, stmt.with('rcpt_opted_out', `SELECT * FROM ${moved} WHERE rcpt_opted_out AND status = 'failed'`))
+      : undefined;
+    this.receiptSideEffectsCtes(stmt, moved, consent);
   }
 
   /**
-   * What the receipts' moves (CTE `moved`: MESSAGE_COLUMNS, rcpt_settled, rcpt_settle_detail)
+   * What the receipts' moves (CTE `moved`: MESSAGE_COLUMNS, rcpt_settled, rcpt_settle_detail, the receipt's event ids)
    * write beside them. A settled message first as markSent would: billed, `sent` on the history
    * (with how it was settled), `message.sent` showing it sent; then every move to its own status
-   * (a settled message that stopped at `sent` has no second one): history and `message.<status>`.
+   * (a settled message that stopped at `sent` has no second one): history and `message.<status>`;
+   * announced with the consent changes the moves made (CTE `consent`), in one emission.
    */
-  private receiptSideEffectsCtes(stmt: CteStatement, moved: string): void {
+  private receiptSideEffectsCtes(stmt: CteStatement, moved: string, consent: string | undefined): void {
     const settled = stmt.with(
       'rcpt_settled',
       `SELECT id, record_type, direction, "from", "to", text, 'sent'::text AS status, segments, encoding, carrier, carrier_message_id,
-              NULL::text AS error_code, NULL::text AS error_detail, send_at, expected_send_at, created_at, updated_at, account_id, rcpt_settle_detail
+              NULL::text AS error_code, NULL::text AS error_detail, send_at, expected_send_at, created_at, updated_at, account_id, rcpt_settle_detail,
+              rcpt_settle_detail AS settled_by, rcpt_event_id AS cause_event_id, rcpt_carrier_event_id AS cause_carrier_event_id, rcpt_occurred_at AS cause_occurred_at
          FROM ${moved} WHERE rcpt_settled`,
     );
     this.effects.billOutboundCtes(stmt, settled);
@@ -660,7 +782,7 @@ export class MessageTransitions {
       `SELECT s.*, 'message.sent' AS type FROM (SELECT ${MOVE_VIEW_COLUMNS} FROM ${settled}) s
        UNION ALL SELECT f.*, 'message.' || f.status AS type FROM (SELECT ${MOVE_VIEW_COLUMNS} FROM ${further}) f`,
     );
-    this.effects.announceTypedCtes(stmt, announced, RECEIPT_EVENT_TYPES);
+    this.effects.announceTypedCtes(stmt, announced, RECEIPT_EVENT_TYPES, consent);
   }
 
   /**
@@ -671,8 +793,11 @@ export class MessageTransitions {
   receiveInboundCtes(run: EventBatchRun, owners: OwnersOf, inbound: Inbound[]): void {
     const { stmt } = run;
     const input = run.input(
-      'message_id text, carrier text, carrier_message_id text, from_number text, to_number text, text text, segments int, encoding text',
-      inbound.map((m) => ({ message_id: m.id, carrier: m.carrier, carrier_message_id: m.carrierMessageId, from_number: m.from, to_number: m.to, text: m.text, segments: m.segments, encoding: m.encoding })),
+      'message_id text, carrier text, carrier_message_id text, from_number text, to_number text, text text, segments int, encoding text, carrier_event_id text, occurred_at text',
+      inbound.map((m) => ({
+        message_id: m.id, carrier: m.carrier, carrier_message_id: m.carrierMessageId, from_number: m.from, to_number: m.to, text: m.text, segments: m.segments, encoding: m.encoding,
+        carrier_event_id: m.carrierEventId ?? null, occurred_at: m.occurredAt ?? null,
+      })),
     );
     const owner = owners(input, 'to_number');
     const applied = run.consume({ note: (i) => `CASE WHEN NOT EXISTS (SELECT FROM ${owner} o WHERE o.event_id = ${i}.event_id) THEN 'no account owns ' || ${i}.to_number END` });
@@ -685,7 +810,12 @@ export class MessageTransitions {
        ON CONFLICT (carrier, carrier_message_id) DO NOTHING
        RETURNING ${MESSAGE_COLUMNS}`,
     );
-    this.effects.billInboundCtes(stmt, received);
+    // Each billed with the event that delivered it as its cause.
+    const billed = stmt.with(
+      'msg_received_cause',
+      `SELECT r.*, i.event_id AS cause_event_id, i.carrier_event_id AS cause_carrier_event_id, i.occurred_at AS cause_occurred_at FROM ${received} r JOIN ${input} i ON i.message_id = r.id`,
+    );
+    this.effects.billInboundCtes(stmt, billed);
     stmt.with('msg_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'received' FROM ${received}`);
     // A keyword's consent change is written by this same statement, and announced with the messages.
     const consent = this.keywords.applyCtes(stmt, received);

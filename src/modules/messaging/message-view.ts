@@ -1,14 +1,14 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import { CARRIER_NAMES, type CarrierName } from '../../carriers/normalized-event.js';
 import type { Encoding } from '../../telephony/segments.js';
 import { isoTimestampSql } from '../../platform/database/cte-statement.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
+import { RECEIPT_BEFORE_ANSWER, SendResolution } from './message-history-details.js';
 
 export const MESSAGE_STATUSES = ['queued', 'scheduled', 'sending', 'sent', 'delivered', 'failed', 'received', 'cancelled'] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
 const ENCODINGS = ['GSM-7', 'UCS-2'] as const satisfies readonly Encoding[];
-const CARRIERS = ['telnyx', 'twilio'] as const satisfies readonly CarrierName[];
 const at = (example: string) => ({ format: 'date-time', example });
 
 /** A message as the REST API and customer events show it. */
@@ -24,7 +24,7 @@ export class MessageView {
   status!: MessageStatus;
   @ApiProperty({ type: 'integer', minimum: 1, example: 1, description: 'GSM-7: 160 for one, 153 per part; UCS-2: 70 / 67 (UTF-16 code units)' }) segments!: number;
   @ApiProperty({ enum: ENCODINGS, example: 'GSM-7' }) encoding!: Encoding;
-  @ApiProperty({ enum: CARRIERS, example: 'telnyx' }) carrier!: CarrierName;
+  @ApiProperty({ enum: CARRIER_NAMES, example: 'telnyx' }) carrier!: CarrierName;
   @ApiProperty({ type: 'string', nullable: true, example: null, description: "The carrier's id of the message, once it accepted it" }) carrier_message_id!: string | null;
   @ApiProperty({ type: 'string', nullable: true, example: null, description: 'Why the message failed' }) error_code!: string | null;
   @ApiProperty({ type: 'string', nullable: true, example: null }) error_detail!: string | null;
@@ -50,7 +50,9 @@ export class StatusChange {
     required: false,
     example: 'found_by_receipt',
     description:
-      "Only where the status alone does not say it: a send whose outcome was unknown (`outcome_unknown: <why>`, the carrier's answer lost) and how that was resolved (`found_by_receipt`, `found_by_lookup`, `answered_late`, `resent_after_nothing_found`, `nothing_found_after_resends`), or a receipt that outran the carrier's answer (`receipt_before_answer`)",
+      "Only where the status alone does not say it: a send whose outcome was unknown (`outcome_unknown: <why>`, the carrier's answer lost) and how that was resolved " +
+      `(${Object.values(SendResolution).map((d) => `\`${d}\``).join(', ')}: \`${SendResolution.optedOut}\` when the recipient opted out before the resend), ` +
+      `or a receipt that outran the carrier's answer (\`${RECEIPT_BEFORE_ANSWER}\`)`,
   })
   detail?: string;
 }

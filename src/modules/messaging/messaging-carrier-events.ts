@@ -45,7 +45,10 @@ export class MessagingCarrierEvents {
       carrierStatus: event.carrierStatus,
       errorCode: event.errorCode,
       errorDetail: event.errorDetail,
+      reason: event.reason,
       ourMessageId: event.ourMessageId,
+      carrierEventId: event.carrierEventId,
+      occurredAt: event.occurredAt,
     })));
   }
 
@@ -61,6 +64,8 @@ export class MessagingCarrierEvents {
       to: event.to,
       text: event.text,
       ...countSegments(event.text),
+      carrierEventId: event.carrierEventId,
+      occurredAt: event.occurredAt,
     })));
   }
 }

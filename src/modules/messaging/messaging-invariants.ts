@@ -7,6 +7,7 @@ import { UNFINISHED_JOBS_AUDIT_VIEW } from '../../platform/outbox/outbox-invaria
 import { Invariants, violations, type Snapshot } from '../../platform/verify/invariants.js';
 import { TERMINAL_STATUSES, UNSENT_STATUSES, type MessageStatus } from './message-view.js';
 import { DispatchMessageJob } from './messaging.jobs.js';
+import { SendResolution } from './message-transitions.js';
 
 /** Transitions a customer is told about, each as `message.<status>`. */
 const ANNOUNCED_STATUSES: MessageStatus[] = ['sent', 'delivered', 'failed', 'received', 'cancelled'];
@@ -88,16 +89,18 @@ export class MessagingInvariants implements OnModuleInit {
       (snapshot, limit) =>
         violations(
           snapshot,
-          // Taken for sending: its `sending` history row, written by the dispatch claim, whose
-          // guard refuses an opted-out recipient; the opt-out counted is the one of the account's scope.
-          // Rows with a detail are an earlier send's outcome being resolved, not a new take.
+          // Taken for sending: a `sending` history row for each attempt put on the wire, written by
+          // the statement whose guard refuses an opted-out recipient: the dispatch claim (a first
+          // take, a retry of a send the carrier did not take: no detail) and the resend after an
+          // ambiguous send (`resent_after_nothing_found`). The opt-out counted is the one of the
+          // account's scope. Other details are an earlier send's outcome being resolved, not a new take.
           `SELECT DISTINCT m.id FROM messages m
              JOIN accounts a ON a.id = m.account_id
              JOIN message_opt_outs o ON o.account_id = m.account_id AND o.handset = m.to_number AND o.opted_out
                   AND o.our_number = CASE a.opt_out_scope WHEN 'account' THEN '*' ELSE m.from_number END
-             JOIN message_status_history h ON h.message_id = m.id AND h.status = 'sending' AND h.detail IS NULL AND h.at > o.changed_at
+             JOIN message_status_history h ON h.message_id = m.id AND h.status = 'sending' AND (h.detail IS NULL OR h.detail = $1) AND h.at > o.changed_at
             WHERE m.direction = 'outbound' AND m.auto_reply IS NULL`,
-          [],
+          [SendResolution.resent],
           limit,
         ),
     );

@@ -11,6 +11,7 @@ import { DispatchMessageHandler } from './dispatch-message.handler.js';
 import { MessageEffects } from './message-effects.js';
 import { MessageTransitions } from './message-transitions.js';
 import { MessagingCarrierEvents } from './messaging-carrier-events.js';
+import { MessagesAudit } from './messages-audit.js';
 import { MessagingInvariants } from './messaging-invariants.js';
 import { MessagesController } from './messages.controller.js';
 import { MessagesQuery } from './messages.query.js';
@@ -27,7 +28,7 @@ import './messaging.events.js';
 @Module({
   imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, WebhooksModule],
   controllers: [MessagesController, MessagingSettingsController],
-  providers: [MessagesService, MessagesQuery, MessageTransitions, MessageEffects, MessagingCarrierEvents, declareJobs(DispatchMessageJob), DispatchMessageHandler, MessagingInvariants, OptOutKeywords, MessagingSettings],
-  exports: [MessageTransitions],
+  providers: [MessagesService, MessagesQuery, MessageTransitions, MessageEffects, MessagingCarrierEvents, declareJobs(DispatchMessageJob), DispatchMessageHandler, MessagingInvariants, OptOutKeywords, MessagingSettings, MessagesAudit],
+  exports: [MessageTransitions, MessagesAudit],
 })
 export class MessagingModule {}

@@ -88,43 +88,36 @@ export class OptOutKeywords {
         WHERE ${word} = ANY(${out}) OR ${word} = ANY(${into}) OR ${word} = ANY(${help})
           FOR SHARE OF a`,
     );
-    // The guard: a row changes only when the consent does (opted_out differs), so a second STOP,
-    // from the carrier or the handset, changes and announces nothing; a concurrent twin waits on
-    // the row and then finds it already changed. Within one batch the newest keyword counts.
-    const changed = stmt.with(
-      'opt_changed',
-      `INSERT INTO message_opt_outs (account_id, our_number, handset, opted_out, changed_by)
-       SELECT DISTINCT ON (account_id, scope_number, handset) account_id, scope_number, handset, keyword = 'opt_out', message_id
+    // Within one batch the newest keyword counts.
+    const { announced, events } = consentChangeCtes(
+      stmt,
+      'opt',
+      `SELECT DISTINCT ON (account_id, scope_number, handset) account_id, scope_number, handset, keyword = 'opt_out' AS opted_out, message_id AS changed_by, 'keyword' AS source
          FROM ${keywords} WHERE keyword <> 'help'
-        ORDER BY account_id, scope_number, handset, message_id DESC
-       ON CONFLICT (account_id, handset, our_number) DO UPDATE
-          SET opted_out = EXCLUDED.opted_out, changed_by = EXCLUDED.changed_by, changed_at = clock_timestamp()
-        WHERE message_opt_outs.opted_out <> EXCLUDED.opted_out
-       RETURNING account_id, our_number, handset, opted_out, changed_by, changed_at, (xmax = 0) AS inserted`,
-    );
-    // A START from a handset that never opted out is no change worth announcing or answering.
-    const announced = stmt.with('opt_announced', `SELECT * FROM ${changed} WHERE opted_out OR NOT inserted`);
-    // Each consent that changed bumps opt_out_seq of the numbers it concerns (the number the
-    // handset texted; every number of the account for an account-wide row), in this statement: a
-    // dispatch claim that waited for one of those rows while this committed sees the bump and
-    // runs again with a snapshot that sees the change (the guard rule; MessageTransitions.claimStatement).
-    stmt.with(
-      'opt_seq_bumped',
-      optOutSeqBumpSql(
-        `SELECT n.id FROM ${announced} c JOIN phone_numbers n ON n.phone_number = c.our_number AND n.account_id = c.account_id AND n.${HELD}
-         UNION ALL
-         SELECT n.id FROM ${announced} c JOIN phone_numbers n ON c.our_number = '*' AND n.account_id = c.account_id AND n.${HELD}`,
-      ),
+        ORDER BY account_id, scope_number, handset, message_id DESC`,
     );
     this.queueReplies(stmt, keywords, announced);
-    return stmt.with(
-      'opt_events',
-      `SELECT account_id, CASE WHEN opted_out THEN 'message.opted_out' ELSE 'message.opted_in' END AS type,
-              jsonb_build_object('id', changed_by, 'record_type', 'opt_out', 'handset', handset, 'number', NULLIF(our_number, '*'),
-                                 'scope', CASE our_number WHEN '*' THEN 'account' ELSE 'number' END, 'opted_out', opted_out,
-                                 'changed_at', ${isoTimestampSql('changed_at')}) AS payload
-         FROM ${announced}`,
-    );
+    return events;
+  }
+
+  /**
+   * The carrier refused or failed outbound messages because their recipient opted out at the
+   * carrier (FailureReason `recipient_opted_out`), as fragments of the statement that failed
+   * them (CTE `failed`: MESSAGE_COLUMNS): each recorded as an opt-out (source `carrier`) under
+   * the account's scope, as a STOP would be, so later sends are refused before anything is
+   * sent; a START from the handset clears it. Returns the CTE of the message.opted_out events.
+   */
+  carrierOptOutCtes(stmt: CteStatement, failed: string): string {
+    return consentChangeCtes(
+      stmt,
+      'carrier_opt',
+      // FOR SHARE OF a: the scope as locked, as for a keyword (applyCtes).
+      `SELECT DISTINCT ON (account_id, scope_number, handset) * FROM (
+         SELECT f.account_id, CASE a.opt_out_scope WHEN 'account' THEN '*' ELSE f."from" END AS scope_number,
+                f."to" AS handset, true AS opted_out, f.id AS changed_by, 'carrier' AS source
+           FROM ${failed} f JOIN accounts a ON a.id = f.account_id FOR SHARE OF a) c
+        ORDER BY account_id, scope_number, handset, changed_by DESC`,
+    ).events;
   }
 
   /** The reply to each HELP, and to each STOP/START that changed the consent: queued with its dispatch job. */
@@ -142,4 +135,47 @@ export class OptOutKeywords {
     stmt.with('opt_reply_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'queued' FROM ${queued}`);
     this.outbox.jobsFromCte(stmt, 'opt_reply_jobs', queued, DispatchMessageJob, { id: `'dispatch-' || id`, data: `jsonb_build_object('messageId', id)` });
   }
+}
+
+/**
+ * A consent change, written by the statement that learnt it: `rows` (account_id, scope_number,
+ * handset, opted_out, changed_by, source; one per consent row) upserted into message_opt_outs,
+ * the opt_out_seq of the numbers it concerns bumped, and its events. CTE names start with `prefix`.
+ */
+function consentChangeCtes(stmt: CteStatement, prefix: string, rows: string): { announced: string; events: string } {
+  // The guard: a row changes only when the consent does (opted_out differs), so a second STOP,
+  // from the carrier or the handset, changes and announces nothing; a concurrent twin waits on
+  // the row and then finds it already changed.
+  const changed = stmt.with(
+    `${prefix}_changed`,
+    `INSERT INTO message_opt_outs (account_id, our_number, handset, opted_out, changed_by, source)
+     SELECT account_id, scope_number, handset, opted_out, changed_by, source FROM (${rows}) r
+     ON CONFLICT (account_id, handset, our_number) DO UPDATE
+        SET opted_out = EXCLUDED.opted_out, changed_by = EXCLUDED.changed_by, source = EXCLUDED.source, changed_at = clock_timestamp()
+      WHERE message_opt_outs.opted_out <> EXCLUDED.opted_out
+     RETURNING account_id, our_number, handset, opted_out, changed_by, source, changed_at, (xmax = 0) AS inserted`,
+  );
+  // A START from a handset that never opted out is no change worth announcing or answering.
+  const announced = stmt.with(`${prefix}_announced`, `SELECT * FROM ${changed} WHERE opted_out OR NOT inserted`);
+  // Each consent that changed bumps opt_out_seq of the numbers it concerns (the number the
+  // handset texted; every number of the account for an account-wide row), in this statement: a
+  // dispatch claim that waited for one of those rows while this committed sees the bump and
+  // runs again with a snapshot that sees the change (the guard rule; MessageTransitions.claimStatement).
+  stmt.with(
+    `${prefix}_seq_bumped`,
+    optOutSeqBumpSql(
+      `SELECT n.id FROM ${announced} c JOIN phone_numbers n ON n.phone_number = c.our_number AND n.account_id = c.account_id AND n.${HELD}
+       UNION ALL
+       SELECT n.id FROM ${announced} c JOIN phone_numbers n ON c.our_number = '*' AND n.account_id = c.account_id AND n.${HELD}`,
+    ),
+  );
+  const events = stmt.with(
+    `${prefix}_events`,
+    `SELECT account_id, CASE WHEN opted_out THEN 'message.opted_out' ELSE 'message.opted_in' END AS type,
+            jsonb_build_object('id', changed_by, 'record_type', 'opt_out', 'handset', handset, 'number', NULLIF(our_number, '*'),
+                               'scope', CASE our_number WHEN '*' THEN 'account' ELSE 'number' END, 'opted_out', opted_out, 'source', source,
+                               'changed_at', ${isoTimestampSql('changed_at')}) AS payload
+       FROM ${announced}`,
+  );
+  return { announced, events };
 }

@@ -11,3 +11,19 @@ export const SEND_BURST_SECONDS = 0.5;
 export function burstToleranceSql(rate: string): string {
   return `make_interval(secs => greatest(0, ${SEND_BURST_SECONDS} - 1.0 / ${rate})::float8)`;
 }
+
+/**
+ * How late after its slot a send may be claimed and still be counted as sent at its slot. A slot's
+ * job reaches a worker some milliseconds after the slot (the relay hands it over once due, then
+ * Redis, then the worker): counted at the claim's own time instead, every such delay would push
+ * the number's next send back by as much, and a next send whose job happened to be quicker would
+ * find no room and lose its place. Counting it at most this much earlier than the claim keeps
+ * sends `segments / rate` apart less this at worst, and never more of them in any window than the
+ * rate (with the burst) allows.
+ */
+export const SEND_LATENESS_TOLERANCE_SECONDS = 0.05;
+
+/** SQL timestamptz: when a send claimed at `clock` for slot `slot` counts as sent (see SEND_LATENESS_TOLERANCE_SECONDS). */
+export function countedSendTimeSql(clock: string, slot: string): string {
+  return `least(${clock}, greatest(${slot}, ${clock} - make_interval(secs => ${SEND_LATENESS_TOLERANCE_SECONDS})))`;
+}

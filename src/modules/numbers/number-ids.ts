@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { NumberProviders } from '../../carriers/number-providers.js';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import type { CarrierName } from '../../carriers/carrier-name.js';
 import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { PayloadOf } from '../../platform/outbox/job-definition.js';

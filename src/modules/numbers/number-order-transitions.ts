@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { OrderedNumber } from '../../carriers/number-provider.js';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import type { CarrierName } from '../../carriers/carrier-name.js';
 import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import { PollNumberOrderJob, StoreNumberIdsJob } from './numbers.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';

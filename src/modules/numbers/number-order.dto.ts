@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsOptional, Matches } from 'class-validator';
 import { NUMBER_FEATURES, type NumberFeature } from '../../carriers/number-provider.js';
-import { CARRIER_NAMES, type CarrierName } from '../../carriers/normalized-event.js';
+import { CARRIER_NAMES, type CarrierName } from '../../carriers/carrier-name.js';
 import { E164_MESSAGE, E164_PATTERN } from '../../telephony/e164.js';
 import { NUMBER_STATUSES, type NumberStatus } from './phone-number.dto.js';
 

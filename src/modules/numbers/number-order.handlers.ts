@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { CarrierUnavailableError } from '../../carriers/message-sender.js';
 import { NumberProviders } from '../../carriers/number-providers.js';
 import type { OrderPlacement } from '../../carriers/number-provider.js';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import type { CarrierName } from '../../carriers/carrier-name.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { queryRows } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';

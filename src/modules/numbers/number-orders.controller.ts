@@ -2,7 +2,7 @@ import { Body, Controller, Get, Headers, Param, Post, Query, Res } from '@nestjs
 import { ApiQuery } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { NUMBER_FEATURES } from '../../carriers/number-provider.js';
-import { CARRIER_NAMES } from '../../carriers/normalized-event.js';
+import { CARRIER_NAMES } from '../../carriers/carrier-name.js';
 import { AccountId } from '../accounts/api-key.guard.js';
 import { CustomerApi } from '../accounts/customer-api.js';
 import { ApiOperationDoc, ApiPageQuery, DataOf, ListOf } from '../../platform/http/api-docs.js';

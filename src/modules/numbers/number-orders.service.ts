@@ -7,7 +7,7 @@ import type { PageRequest } from '../../platform/http/pagination.js';
 import { fingerprint, IdempotencyKeys, type StoredResponse } from '../../platform/idempotency/idempotency-keys.js';
 import { PlaceNumberOrderJob } from './numbers.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import type { CarrierName } from '../../carriers/carrier-name.js';
 import { readOrderView } from './number-order-view.js';
 import type { NumberOrderView } from './number-order.dto.js';
 import { HELD } from './phone-numbers.service.js';

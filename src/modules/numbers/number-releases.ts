@@ -1,13 +1,14 @@
 import { ConflictException, Injectable, Logger, NotFoundException } from '@nestjs/common';
 import { CarrierRefusedError } from '../../carriers/number-provider.js';
 import { NumberProviders } from '../../carriers/number-providers.js';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import type { CarrierName } from '../../carriers/carrier-name.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { PayloadOf } from '../../platform/outbox/job-definition.js';
 import { ReleaseNumberJob } from './numbers.jobs.js';
 import { storeCarrierNumberId } from './number-ids.js';
+import { claimRelease, recordFailedAttempt, recordReleased, RELEASE_LEASE_SECONDS, type ReleaseClaim } from './number-release-leases.js';
 import { HandlesJob, PermanentJobError, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
@@ -50,7 +51,9 @@ export class NumberReleases {
 
   /**
    * Operator: runs a releasing number's release again now (its failure's cause fixed). The
-   * number with its failed attempts so far; undefined when it is not releasing.
+   * number with its failed attempts so far; undefined when it is not releasing. Its job claims the
+   * number like any release run: while another run holds it (the job's own retry, say), it calls
+   * nothing and runs again at that lease's end.
    */
   async retry(numberId: string): Promise<FailingRelease | undefined> {
     return this.uow.run(async (tx) => {
@@ -85,6 +88,12 @@ export interface FailingRelease {
  * and its error are recorded (release_attempts, release_error; verify's numbers.release_failing),
  * and the job retries with backoff; a refusal is final until the operator runs
  * `numbers:release-retry`.
+ *
+ * One run at a time calls the carrier for a number: a run first claims it under a lease
+ * (claimRelease, RELEASE_LEASE_SECONDS) and records its outcome under that claim's token only.
+ * The job's own retry and the operator's retry job may both be due; the one that finds the other's
+ * lease live calls nothing and is due again at the lease's end (one outbox row per lease), so a
+ * holder that died is followed up even if its own job is spent.
  */
 @Injectable()
 @HandlesJob(ReleaseNumberJob)
@@ -101,29 +110,25 @@ export class ReleaseNumberHandler implements JobHandler<typeof ReleaseNumberJob>
   ) {}
 
   async handle({ numberId }: PayloadOf<typeof ReleaseNumberJob>, { attempt }: JobContext): Promise<void> {
-    const number = await this.uow.run((tx) => this.waitingRelease(tx, numberId));
-    if (!number) return;
+    const claim = await this.uow.run((tx) => this.claim(tx, numberId));
+    if (!claim) return;
     try {
-      await this.releaseAtCarrier(numberId, number);
+      await this.releaseAtCarrier(claim);
     } catch (err) {
       const message = (err as Error).message;
-      await this.uow.run((tx) =>
-        // Only a number still releasing: a twin run that released it keeps it released, error-free.
-        exec(tx, `UPDATE phone_numbers SET release_attempts = release_attempts + 1, release_error = left($2, 1000) WHERE id = $1 AND status = 'releasing'`, [numberId, message]),
-      );
-      this.logger.warn(`release of ${number.phone_number} (${numberId}) at ${number.carrier} failed (attempt ${attempt}); it stays releasing: ${message}`);
+      const recorded = await this.uow.run((tx) => recordFailedAttempt(tx, claim, message));
+      if (!recorded) {
+        this.logger.warn(`release of ${claim.phone_number} (${numberId}) at ${claim.carrier} failed (${message}), not recorded: another run holds it now, or it was released`);
+        return;
+      }
+      this.logger.warn(`release of ${claim.phone_number} (${numberId}) at ${claim.carrier} failed (attempt ${attempt}); it stays releasing: ${message}`);
       if (err instanceof CarrierRefusedError) throw new PermanentJobError(message);
       throw err;
     }
     await this.uow.run(async (tx) => {
-      // Only a releasing number: a twin run that released it too emits nothing.
-      const { rows } = await exec<{ account_id: string }>(
-        tx,
-        `UPDATE phone_numbers SET status = 'released', released_at = now(), release_error = NULL WHERE id = $1 AND status = 'releasing' RETURNING account_id`,
-        [numberId],
-      );
-      if (rows.length === 0) return;
-      await this.events.emit(tx, rows[0].account_id, 'number.released', await this.numbers.viewIn(tx, numberId));
+      const accountId = await recordReleased(tx, claim);
+      if (accountId === undefined) return this.logger.warn(`release of ${numberId} confirmed by ${claim.carrier}, recorded by the run that took over its lease`);
+      await this.events.emit(tx, accountId, 'number.released', await this.numbers.viewIn(tx, numberId));
     });
   }
 
@@ -131,43 +136,36 @@ export class ReleaseNumberHandler implements JobHandler<typeof ReleaseNumberJob>
     this.logger.error(`number ${numberId} stays releasing: its release failed for good (${error}); numbers:release-retry ${numberId} once the cause is fixed`);
   }
 
-  private async releaseAtCarrier(numberId: string, number: ReleasingNumber): Promise<void> {
+  private async releaseAtCarrier(number: ReleaseClaim): Promise<void> {
     const provider = this.providers.for(number.carrier);
     let carrierNumberId = number.carrier_number_id;
     if (!carrierNumberId) {
       const held = await provider.findHeld(number.phone_number);
       if (!held?.carrierNumberId) throw new NumberNotFoundAtCarrier(`${number.carrier} shows no number ${number.phone_number} in our account: not released there`);
       carrierNumberId = held.carrierNumberId;
-      await this.uow.run((tx) => storeCarrierNumberId(tx, numberId, held.carrierNumberId!, held.country));
+      await this.uow.run((tx) => storeCarrierNumberId(tx, number.id, held.carrierNumberId!, held.country));
     }
     await provider.release({ phoneNumber: number.phone_number, carrierNumberId, country: number.country ?? undefined });
   }
 
   /**
-   * The number if it is releasing and free of calls; with a call in progress, a check again later
-   * (no new call can start: a releasing number does not route).
+   * The claim, or undefined when this run must not call the carrier. A number another run holds
+   * gets a run at that lease's end (one per lease, however many twins find it); one with a call in
+   * progress, a check again later. Either is written with the claim statement's transaction.
    */
-  private async waitingRelease(tx: Tx, numberId: string): Promise<ReleasingNumber | undefined> {
-    const [number] = await queryRows(
-      tx,
-      // The calls table is read, never written, here: is a call on this number still going?
-      `SELECT p.phone_number, p.carrier, p.carrier_number_id, p.country,
-              EXISTS (SELECT FROM calls c WHERE c.account_id = p.account_id AND (c.to_number = p.phone_number OR c.from_number = p.phone_number)
-                                            AND c.status IN ('ringing', 'in_progress')) AS busy
-         FROM phone_numbers p WHERE p.id = $1 AND p.status = 'releasing'`,
-      [numberId],
-    );
-    if (!number) return undefined;
-    if (!number.busy) return number as ReleasingNumber;
-    const at = new Date(Date.now() + this.config.NUMBER_RELEASE_RECHECK_SECONDS * 1000);
-    await this.outbox.enqueue(tx, { job: ReleaseNumberJob, data: { numberId }, jobId: `release-${numberId}-${at.getTime()}`, runAt: at });
+  private async claim(tx: Tx, numberId: string): Promise<ReleaseClaim | undefined> {
+    const outcome = await claimRelease(tx, numberId, RELEASE_LEASE_SECONDS);
+    if (outcome.kind === 'claimed') return outcome.claim;
+    if (outcome.kind === 'leased') {
+      // run_at is the lease's end by the database clock, which the relay waits on too, so that run
+      // finds it ended; 1 ms later, as the lease end read here is cut to milliseconds (the run must
+      // not find it live: its follow-up would be this job id again, and written once only).
+      const at = new Date(outcome.until.getTime() + 1);
+      await this.outbox.enqueue(tx, { job: ReleaseNumberJob, data: { numberId }, jobId: `release-${numberId}-lease-${outcome.holder}`, runAt: at });
+    } else if (outcome.kind === 'busy') {
+      const at = new Date(Date.now() + this.config.NUMBER_RELEASE_RECHECK_SECONDS * 1000);
+      await this.outbox.enqueue(tx, { job: ReleaseNumberJob, data: { numberId }, jobId: `release-${numberId}-${at.getTime()}`, runAt: at });
+    }
     return undefined;
   }
-}
-
-interface ReleasingNumber {
-  phone_number: string;
-  carrier: CarrierName;
-  carrier_number_id: string | null;
-  country: string | null;
 }

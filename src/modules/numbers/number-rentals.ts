@@ -4,8 +4,13 @@ import { exec } from '../../platform/database/tx.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { BillableResources } from '../billing/billing-invariants.js';
 import { UsageLedger } from '../billing/usage-ledger.js';
+import { causeSql } from '../billing/usage-causes.js';
+import { monthBounds } from '../billing/periods.js';
 
-export const PERIOD_PATTERN = /^(\d{4})-(0[1-9]|1[0-2])$/;
+/** How a rental is counted, as its cause says. */
+const RENTAL_RULE = 'one per number per calendar month (UTC) it was held in, not prorated';
+
+export { PERIOD_PATTERN } from '../billing/periods.js';
 
 export interface RentalRun {
   period: string;
@@ -39,20 +44,25 @@ export class NumberRentals implements OnModuleInit {
   }
 
   async run(period: string): Promise<RentalRun> {
-    const match = PERIOD_PATTERN.exec(period);
-    if (!match) throw new Error('--period must be a calendar month YYYY-MM');
-    const start = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, 1));
+    const bounds = monthBounds(period);
+    if (!bounds) throw new Error('--period must be a calendar month YYYY-MM');
+    const { from: start, to: end } = bounds;
     if (start.getTime() > Date.now()) throw new Error(`--period ${period} has not started yet`);
-    const end = new Date(Date.UTC(Number(match[1]), Number(match[2]), 1));
     const stmt = new CteStatement();
     // Held at some time in [start, end): active before the month ended, not released before it began.
     stmt.with(
       'rented',
-      `SELECT account_id, id || ':' || ${stmt.param(period, 'text')} AS resource_id, 1 AS quantity FROM phone_numbers
+      `SELECT account_id, id AS number_id, id || ':' || ${stmt.param(period, 'text')} AS resource_id, 1 AS quantity FROM phone_numbers
         WHERE activated_at < ${stmt.param(end, 'timestamptz')} AND (released_at IS NULL OR released_at >= ${stmt.param(start, 'timestamptz')})
           AND status IN ('active', 'releasing', 'released')`,
     );
-    const recorded = this.ledger.recordFromCte(stmt, 'rented', 'number_months', { accountId: 'account_id', resourceId: 'resource_id', quantity: 'quantity' });
+    // The cause: the number, the month, and the rule (no carrier event: the run of this period bills it).
+    const cause = causeSql(stmt, {
+      resource: { type: 'number', id: 'number_id' },
+      transition: `'rental'`,
+      rule: `jsonb_build_object('unit', 'number_month', 'month', ${stmt.param(period, 'text')}, 'counted', ${stmt.param(RENTAL_RULE, 'text')})`,
+    });
+    const recorded = this.ledger.recordFromCte(stmt, 'rented', 'number_months', { accountId: 'account_id', resourceId: 'resource_id', quantity: 'quantity', cause });
     const { rows } = await this.uow.run((tx) => exec<{ numbers: string; billed: string }>(tx, stmt.text(`SELECT (SELECT count(*) FROM rented) AS numbers, (SELECT count(*) FROM ${recorded}) AS billed`), stmt.params));
     return { period, numbers: Number(rows[0].numbers), billed: Number(rows[0].billed) };
   }

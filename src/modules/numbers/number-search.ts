@@ -2,7 +2,7 @@ import { Injectable, ServiceUnavailableException } from '@nestjs/common';
 import { CarrierUnavailableError } from '../../carriers/message-sender.js';
 import { CarrierRefusedError, NUMBER_FEATURES, type NumberFeature, type NumberSearch } from '../../carriers/number-provider.js';
 import { NumberProviders } from '../../carriers/number-providers.js';
-import { CARRIER_NAMES, type CarrierName } from '../../carriers/normalized-event.js';
+import { CARRIER_NAMES, type CarrierName } from '../../carriers/carrier-name.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { invalidParameter } from '../../platform/http/query-params.js';
 import { CURRENCY } from '../billing/usage-ledger.js';

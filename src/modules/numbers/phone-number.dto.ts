@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsNumber, IsObject, Max, Min, ValidateIf, ValidateNested } from 'class-validator';
 import { MAX_SEND_RATE, MIN_SEND_RATE } from './send-rates.js';
-import { CARRIER_NAMES, type CarrierName } from '../../carriers/normalized-event.js';
+import { CARRIER_NAMES, type CarrierName } from '../../carriers/carrier-name.js';
 import { VoiceSettingsDto } from '../sequential-ring/voice-settings.dto.js';
 import { VoiceSettingsView } from '../sequential-ring/voice-settings.view.js';
 

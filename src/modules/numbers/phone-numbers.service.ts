@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { newId, IdPrefix } from '../../platform/ids.js';
 import { exec, queryRows, type Tx } from '../../platform/database/tx.js';
 import type { PageRequest } from '../../platform/http/pagination.js';
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import type { CarrierName } from '../../carriers/carrier-name.js';
 import type { VoiceSettings } from '../sequential-ring/ring-plan.js';
 import type { PhoneNumberView } from './phone-number.dto.js';
 import { isoTimestampSql, type CteStatement } from '../../platform/database/cte-statement.js';

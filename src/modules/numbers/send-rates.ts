@@ -1,4 +1,4 @@
-import type { CarrierName } from '../../carriers/normalized-event.js';
+import type { CarrierName } from '../../carriers/carrier-name.js';
 
 // A number's sending rate (its messaging settings); messaging paces its sends by it (sender-pacing.ts there).
 

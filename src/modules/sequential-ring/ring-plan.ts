@@ -64,8 +64,9 @@ export function startPlan(settings: VoiceSettings): RingDecision {
  * undefined when it is not that leg's turn (a late or repeated hangup of an earlier leg, or the
  * plan already ran its fallback). Pure: the caller writes `plan` by compare-and-set.
  *
- * Seed 001's retry table: SIP 408/503/504 dials the same target once more; a target that declined
- * is never dialed again; anything else moves on; past the last target comes the fallback.
+ * The retry rule: a target that did not answer for a reason worth one more try (SIP 408, 503 or
+ * 504) is dialed once more; a target that declined is never dialed again; any other end moves on
+ * to the next target; past the last target comes the fallback.
  */
 export function afterLegEnded(plan: RingPlanState, leg: Omit<OurLegState, 'callId'>, end: LegEnd): RingDecision | undefined {
   const ringing = plan.phase === 'targets' || plan.phase === 'forward';

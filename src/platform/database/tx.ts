@@ -21,7 +21,7 @@ type PgClient = { query(config: { name: string; text: string; values: unknown[] 
  * Runs one statement and returns its rows and its affected count (TypeORM's structured result),
  * as a named prepared statement on the runner's connection where the data source prepares them
  * (statements.ts: parsed and planned once per connection, not on every run; PostgreSQL's CPU per
- * call event fell by a third, docs/benchmarks.md).
+ * call event fell by a third, the git history of docs/benchmarks.md).
  */
 export async function exec<T = Record<string, unknown>>(
   manager: EntityManager,

@@ -4,7 +4,7 @@ import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './pagination.js';
 import { MAX_BODY_BYTES } from './validation.js';
 
 /**
- * How a route is documented (README, "How to document a route"): the OpenAPI description is
+ * How a route is documented (docs/api-description.md, "How to document a route"): the OpenAPI description is
  * generated from these decorators and the schema classes beside the DTOs, never kept by hand.
  *
  *   @ApiOperationDoc({ summary: 'Send a message', status: 202, body: SendMessageDto, ok: DataOf(MessageView), errors: [409] })

@@ -1,5 +1,6 @@
 import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import pg from 'pg';
+import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import { exec } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -51,6 +52,7 @@ export class OutboxRelay implements BeforeApplicationShutdown {
     private readonly metrics: OutboxMetrics,
     private readonly housekeeping: Housekeeping,
     private readonly partitions: PartitionMaintenance,
+    private readonly dataSource: DataSource,
   ) {}
 
   async start(): Promise<void> {
@@ -129,6 +131,22 @@ export class OutboxRelay implements BeforeApplicationShutdown {
     });
   }
 
+  /**
+   * How long the loop sleeps: until the next job falls due (by the database clock), at most
+   * OUTBOX_POLL_MS. A job written to run at a given time (a message's send slot, a retry's
+   * backoff) is handed over when it falls due, not up to a poll later: a number's paced sends
+   * otherwise went out late by a random part of the poll (docs/benchmarks-method.md, pacing).
+   */
+  async untilNextDue(): Promise<number> {
+    // outbox_jobs_unrelayed_idx (run_at) WHERE relayed_at IS NULL: the first future row.
+    const { rows } = await exec<{ ms: number | null }>(
+      this.dataSource.manager,
+      `SELECT extract(epoch FROM min(run_at) - clock_timestamp())::float8 * 1000 AS ms FROM outbox_jobs WHERE relayed_at IS NULL AND run_at > now()`,
+    );
+    const ms = rows[0]?.ms ?? Infinity;
+    return Math.max(0, Math.min(this.config.OUTBOX_POLL_MS, Math.ceil(ms)));
+  }
+
   private async run(): Promise<void> {
     let failures = 0;
     while (this.running) {
@@ -137,7 +155,7 @@ export class OutboxRelay implements BeforeApplicationShutdown {
         const relayed = await this.relayBatch();
         failures = 0;
         if (relayed >= this.config.OUTBOX_BATCH_SIZE) continue;
-        await this.sleep(this.config.OUTBOX_POLL_MS);
+        await this.sleep(await this.untilNextDue());
       } catch (err) {
         failures++;
         if (failures === 1 || failures % 20 === 0) {

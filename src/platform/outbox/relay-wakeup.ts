@@ -7,7 +7,7 @@ export const OUTBOX_CHANNEL = 'onceline_outbox';
  * Wakes the relays after a commit that enqueued jobs. The NOTIFY is sent after the producer's
  * commit, in its own statement, and coalesced to at most one in flight per process: PostgreSQL
  * serializes the commits of notifying transactions, which inside every producer transaction cut
- * the ingest SQL from 2,692 to 1,173 transactions/s at 32 clients (pgbench, docs/benchmarks-method.md).
+ * the ingest SQL from 2,692 to 1,173 transactions/s at 32 clients (pgbench; the run is in the git history of docs/benchmarks-method.md).
  * A lost hint only costs one relay poll (OUTBOX_POLL_MS).
  */
 @Injectable()

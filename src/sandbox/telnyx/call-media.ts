@@ -1,13 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import type { CallLeg } from './call-leg.js';
 import { callRecordingSaved, callTranscription } from './telnyx-call-events.js';
-import type { TelnyxCallControl } from './telnyx-call-control.js';
 
 /** A `call.transcription` fragment every this many ms of call time while the call lasts. */
 export const FRAGMENT_EVERY_MS = 300;
 /** Recordings remembered for GET /sandbox/recordings (oldest forgotten first). */
 const MAX_RECORDINGS = 100_000;
 export const DEFAULT_TRANSCRIPT = ['Hello, thanks for calling.', 'Sure, I can help you with that.', 'Talk to you soon, goodbye.'];
+
+/** What media needs of the call control that owns it: call time, a leg's events, the other legs. */
+export interface MediaCalls {
+  /** Runs `fn` after `callMs` of call time unless the leg has ended by then. */
+  schedule(leg: CallLeg, callMs: number, fn: () => void): void;
+  /** Sends one of the leg's events. */
+  emit(leg: CallLeg, eventType: string, payload: Record<string, unknown>): void;
+  find(callControlId: string): CallLeg | undefined;
+}
 
 /**
  * What record_start and transcription_start do to a leg: a recording saved (`call.recording.saved`)
@@ -18,7 +26,7 @@ export class CallMedia {
   /** Saved recordings: id → length in ms (what GET /sandbox/recordings serves). */
   private readonly recordings = new Map<string, number>();
 
-  constructor(private readonly control: TelnyxCallControl) {}
+  constructor(private readonly control: MediaCalls) {}
 
   /** `maxLengthMs` (call time) > 0 stops the recording by itself, as Telnyx's max_length does. */
   startRecording(leg: CallLeg, channels: 'single' | 'dual', maxLengthMs: number, urlBase: string): void {

@@ -1,8 +1,8 @@
 import { BehaviourError } from './call-behaviour.js';
-import { CALL_ACTIONS } from './telnyx-call-actions.js';
+import { CALL_ACTIONS } from './call-action-names.js';
 
-/** The commands whose answers can be lost: a dial and every action on a leg (read when called: the modules import each other). */
-const losableCommands = (): string[] => ['dial', ...CALL_ACTIONS];
+/** The commands whose answers can be lost: a dial and every action on a leg. */
+const LOSABLE_COMMANDS: readonly string[] = ['dial', ...CALL_ACTIONS];
 const MAX_TIMES = 100_000;
 
 /** How the next `times` answers to a command are lost: the connection closed unanswered (status null), or a 5xx. */
@@ -22,7 +22,7 @@ export function parseLostAnswers(value: unknown): Map<string, LostAnswer | null>
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new BehaviourError(`${where} must be an object: {"dial":1,"bridge":{"times":1,"status":504}}`);
   const parsed = new Map<string, LostAnswer | null>();
   for (const [command, spec] of Object.entries(value)) {
-    if (!losableCommands().includes(command)) throw new BehaviourError(`${where}.${command}: not a command (known: ${losableCommands().join(', ')})`);
+    if (!LOSABLE_COMMANDS.includes(command)) throw new BehaviourError(`${where}.${command}: not a command (known: ${LOSABLE_COMMANDS.join(', ')})`);
     parsed.set(command, spec === null ? null : lostAnswer(spec, `${where}.${command}`));
   }
   return parsed;

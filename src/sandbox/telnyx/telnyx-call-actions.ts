@@ -1,14 +1,9 @@
 import { bump } from '../sandbox-stats.js';
+import type { CallAction } from './call-action-names.js';
 import { isAlive, isAnswered, type CallLeg } from './call-leg.js';
 import { ourHangup } from './call-hangups.js';
 import { callHasEnded, type CommandAnswer, type CommandResult, type TelnyxCallControl } from './telnyx-call-control.js';
 import { telnyxErrors } from './telnyx-sandbox.js';
-
-/** The Call Control commands the sandbox carries out (POST /v2/calls/{id}/actions/{action}). */
-export const CALL_ACTIONS = ['answer', 'bridge', 'hangup', 'record_start', 'transcription_start'] as const;
-export type CallAction = (typeof CALL_ACTIONS)[number];
-
-export const isCallAction = (name: string): name is CallAction => (CALL_ACTIONS as readonly string[]).includes(name);
 
 interface ActionCall {
   control: TelnyxCallControl;

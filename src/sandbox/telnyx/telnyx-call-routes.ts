@@ -4,7 +4,8 @@ import { bump } from '../sandbox-stats.js';
 import type { SandboxContext, SandboxRequest } from '../sandbox-context.js';
 import { decodeSegment, header, parseJsonObject, sendJson } from '../sandbox-http.js';
 import { callResource } from './call-leg.js';
-import { isCallAction, runCallAction } from './telnyx-call-actions.js';
+import { isCallAction } from './call-action-names.js';
+import { runCallAction } from './telnyx-call-actions.js';
 import type { CommandAnswer, CommandResult, DialRequest } from './telnyx-call-control.js';
 import { telnyxErrors } from './telnyx-sandbox.js';
 

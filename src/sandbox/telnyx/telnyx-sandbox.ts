@@ -94,7 +94,8 @@ export function telnyxOutboundSeries(message: SandboxMessage, url: string, priva
     steps.push(telnyxWebhook('message.finalized', url, CONTRADICTION_AFTER_MS, privateKey, outboundPayload(message, 'delivery_failed', {
       completed_at: now(),
       webhook_url: url,
-      errors: [{ code: '40300', title: 'Destination number unreachable', detail: 'The destination handset is not reachable.', source: { pointer: '/to/0/phone_number' } }],
+      // 40008 "Undeliverable" (Telnyx's general delivery failure; 40300 is its STOP block, an opt-out)
+      errors: [{ code: '40008', title: 'Undeliverable', detail: 'The recipient carrier did not accept the message.', source: { pointer: '/to/0/phone_number' } }],
     }), true));
   }
   return steps;

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { CarrierEventProcessor } from '../../../src/modules/ingest/carrier-event-processor.js';
 import { ProcessCarrierEventHandler } from '../../../src/modules/ingest/process-carrier-event.handler.js';
-import type { StoredCarrierEvent } from '../../../src/modules/ingest/one-statement-runs.js';
+import type { StoredCarrierEvent } from '../../../src/modules/ingest/carrier-event-handlers.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { ProcessCarrierEventJob } from '../../../src/modules/ingest/ingest.jobs.js';
 import { JobRunner } from '../../../src/platform/outbox/job-runner.js';

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import type { StoredCarrierEvent } from '../../../src/modules/ingest/one-statement-runs.js';
+import type { StoredCarrierEvent } from '../../../src/modules/ingest/carrier-event-handlers.js';
 import { ProcessCarrierEventHandler } from '../../../src/modules/ingest/process-carrier-event.handler.js';
 import { ProcessCarrierEventJob } from '../../../src/modules/ingest/ingest.jobs.js';
 import { JobRunner } from '../../../src/platform/outbox/job-runner.js';

@@ -90,7 +90,7 @@ describe('messages through the whole pipeline: signed carrier webhooks in, custo
     for (let i = 0; i < 3; i++) expect(await deliverTelnyx(telnyxReceipt(carrierId, 'delivery_failed'))).toBe(200);
     await waitFor(() => db.count(`SELECT count(*) FROM carrier_events WHERE processed_at IS NULL AND error IS NULL`), (c) => c === 0, { what: 'all failure markers processed' });
     const final = await customer.get(`/v2/messages/${id}`);
-    expect(final.body.data).toMatchObject({ status: 'failed', error_code: '40300' });
+    expect(final.body.data).toMatchObject({ status: 'failed', error_code: '40008' });
     expect(await events('message.failed', id)).toBe(1);
   });
 

@@ -61,9 +61,11 @@ describe('messages on a Vonage number', () => {
 
   it('rejected: failed with Vonage\'s code, one message.failed', async () => {
     const { id, carrierId } = await pipeline.sendAndWaitSent(OUR_VONAGE_NUMBER, HANDSET, 'will be rejected');
-    for (let i = 0; i < 2; i++) expect(await deliver(receipt(carrierId, 'rejected'))).toBe(200);
+    // 1250 Unroutable (the fixture's 1240 is an opt-out: carrier-opt-outs.test.ts)
+    const unroutable = { error: { type: 'https://developer.vonage.com/api-errors/messages#1250', title: 1250, detail: 'Unroutable', instance: 'bf0ca0bf927b3b52e3cb03217e1a1ddf' } };
+    for (let i = 0; i < 2; i++) expect(await deliver(receipt(carrierId, 'rejected', unroutable))).toBe(200);
     await settled();
-    expect((await message(id)).body.data).toMatchObject({ status: 'failed', error_code: '1240' });
+    expect((await message(id)).body.data).toMatchObject({ status: 'failed', error_code: '1250' });
     expect(await pipeline.events('message.failed', id)).toBe(1);
   });
 

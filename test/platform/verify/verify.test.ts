@@ -21,6 +21,8 @@ import { runCliHere } from '../../support/run-cli.js';
 const SLOW = 180_000;
 const OUR_NUMBER = '+17735550002'; // the `to` of the Telnyx inbound fixture
 const INVARIANTS = [
+  'billing.statement_sums_to_ledger',
+  'billing.usage_has_cause',
   'billing.usage_has_resource',
   'calls.answered_announced_once',
   'calls.answered_event_only_if_answered',
@@ -69,6 +71,15 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
   /** Rows of the real flow the plants below break and restore. */
   const flow = { accountId: '', outbound: '', inbound: '', endpoint: '', delivery: '', call: '' };
   const sql = (text: string, params: unknown[] = []) => db.pool.query(text, params);
+  /** Plants usage rows (`values`: VALUES rows of id, account, kind, resource, quantity, unit price, amount) as a ledger from before causes: legacy, naming the resource only. */
+  const plantUsage = (values: string, params: unknown[]) =>
+    sql(
+      `INSERT INTO usage_records (id, account_id, kind, resource_id, quantity, unit_price_micros, amount_micros, cause)
+       SELECT v.*, jsonb_build_object('resource', jsonb_build_object('type', 'unknown', 'id', v.resource_id), 'carrier_events', '[]'::jsonb, 'legacy', true,
+                                      'price_rule', jsonb_build_object('quantity', v.quantity, 'unit_price_micros', v.unit_price_micros))
+         FROM (VALUES ${values}) v (id, account_id, kind, resource_id, quantity, unit_price_micros, amount_micros)`,
+      params,
+    );
   const verify = (...args: string[]) => runCliHere(['verify', ...args], { DATABASE_URL: db.url, REDIS_URL: TEST_REDIS_URL });
 
   /**
@@ -92,7 +103,7 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
       await body();
     } finally {
       const u = rows[0];
-      await sql(`INSERT INTO usage_records VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [u.id, u.account_id, u.kind, u.resource_id, u.quantity, u.unit_price_micros, u.amount_micros, u.created_at]);
+      await sql(`INSERT INTO usage_records VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [u.id, u.account_id, u.kind, u.resource_id, u.quantity, u.unit_price_micros, u.amount_micros, u.created_at, u.cause]);
     }
   }
 
@@ -223,7 +234,7 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
        VALUES ('msg_planted_rejected', $1, 'outbound', $2, '+13125550009', 'x', 'failed', 1, 'GSM-7', 'telnyx', '40300')`,
       [flow.accountId, OUR_NUMBER],
     );
-    await sql(`INSERT INTO usage_records VALUES ('use_planted_rejected', $1, 'sms_outbound_segments', 'msg_planted_rejected', 1, 4000, 4000)`, [flow.accountId]);
+    await plantUsage(`('use_planted_rejected', $1, 'sms_outbound_segments', 'msg_planted_rejected', 1, 4000, 4000)`, [flow.accountId]);
     try {
       await withoutUsage(flow.outbound, () => expectOnlyBroken('messaging.outbound_billed_once', 2, [flow.outbound, 'msg_planted_rejected'].sort()));
     } finally {
@@ -317,9 +328,8 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
   }, SLOW);
 
   it('billing.usage_has_resource: usage rows billing nothing that exists; --limit caps the examples, not the count', async () => {
-    await sql(
-      `INSERT INTO usage_records VALUES
-         ('use_planted_1', $1, 'sms_outbound_segments', 'msg_never_existed', 1, 4000, 4000),
+    await plantUsage(
+      `('use_planted_1', $1, 'sms_outbound_segments', 'msg_never_existed', 1, 4000, 4000),
          ('use_planted_2', $1, 'sms_inbound_segments', $2, 1, 4000, 4000),
          ('use_planted_3', $1, 'call_minutes', 'call_not_yet', 2, 7000, 14000)`,
       [flow.accountId, flow.outbound], // an outbound message's id billed as inbound: no inbound message has it
@@ -328,6 +338,20 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
       await expectOnlyBroken('billing.usage_has_resource', 3, ['use_planted_1', 'use_planted_2'], { limit: 2 });
     } finally {
       await sql(`DELETE FROM usage_records WHERE id LIKE 'use_planted_%'`);
+    }
+  }, SLOW);
+
+  it('billing.usage_has_cause: a call billed without the hangup that ended it, an inbound SMS without its delivery; a legacy row needs only its resource', async () => {
+    const causeOf = async (resourceId: string) => (await sql(`SELECT id, cause FROM usage_records WHERE resource_id = $1`, [resourceId])).rows[0] as { id: string; cause: object };
+    const [call, inbound] = [await causeOf(flow.call), await causeOf(flow.inbound)];
+    await sql(`UPDATE usage_records SET cause = jsonb_set(cause, '{carrier_events}', '[]') WHERE id = ANY($1)`, [[call.id, inbound.id]]);
+    try {
+      await expectOnlyBroken('billing.usage_has_cause', 2, [call.id, inbound.id].sort());
+      // marked legacy (recorded before causes were kept): the events are not known, and not asked for
+      await sql(`UPDATE usage_records SET cause = jsonb_set(cause, '{legacy}', 'true') WHERE id = ANY($1)`, [[call.id, inbound.id]]);
+      expect((await checker.app.get(VerifyService).run({ limit: 5 })).ok).toBe(true);
+    } finally {
+      for (const row of [call, inbound]) await sql(`UPDATE usage_records SET cause = $2 WHERE id = $1`, [row.id, row.cause]);
     }
   }, SLOW);
 
@@ -443,14 +467,14 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
     it('/metrics: onceline_invariants_broken per invariant, from a pass at most once a minute (a second scrape reads the first pass)', async () => {
       const scrape = () => fetch(`${app.url}/metrics`).then((r) => r.text());
       const gauge = (text: string, name: string) => Number(text.match(new RegExp(`^onceline_invariants_broken\\{invariant="${name.replace('.', '\\.')}"\\} (\\d+)$`, 'm'))?.[1]);
-      await sql(`INSERT INTO usage_records VALUES ('use_planted_m1', $1, 'call_minutes', 'call_not_yet_1', 1, 7000, 7000)`, [flow.accountId]);
+      await plantUsage(`('use_planted_m1', $1, 'call_minutes', 'call_not_yet_1', 1, 7000, 7000)`, [flow.accountId]);
       try {
         const first = await scrape();
         expect(gauge(first, 'billing.usage_has_resource')).toBe(1);
         for (const name of INVARIANTS.filter((n) => n !== 'billing.usage_has_resource')) expect(gauge(first, name)).toBe(0);
         expect(first).toMatch(/^onceline_invariants_checked_timestamp_seconds \d+(\.\d+)?$/m);
 
-        await sql(`INSERT INTO usage_records VALUES ('use_planted_m2', $1, 'call_minutes', 'call_not_yet_2', 1, 7000, 7000)`, [flow.accountId]);
+        await plantUsage(`('use_planted_m2', $1, 'call_minutes', 'call_not_yet_2', 1, 7000, 7000)`, [flow.accountId]);
         const second = await scrape();
         expect(gauge(second, 'billing.usage_has_resource')).toBe(1);
       } finally {

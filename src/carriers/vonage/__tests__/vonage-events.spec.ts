@@ -37,7 +37,10 @@ describe('Vonage Messages callbacks, normalized', () => {
 
   it('reads the error code (title) and detail of a failed status', () => {
     const error = { type: 'https://developer.vonage.com/api-errors/messages#1240', title: 1240, detail: 'Illegal Number' };
-    expect(normalize(status('rejected', { error }))).toMatchObject({ status: 'failed', errorCode: '1240', errorDetail: 'Illegal Number' });
+    // 1240: the handset sent a STOP (Vonage reports it only in the status webhook): the recipient opted out
+    expect(normalize(status('rejected', { error }))).toMatchObject({ status: 'failed', errorCode: '1240', errorDetail: 'Illegal Number', reason: 'recipient_opted_out' });
+    const unroutable = { type: 'https://developer.vonage.com/api-errors/messages#1250', title: 1250, detail: 'Unroutable' };
+    expect(normalize(status('rejected', { error: unroutable }))).not.toHaveProperty('reason');
     expect(normalize(status('delivered'))).not.toHaveProperty('errorCode');
   });
 

@@ -1,5 +1,5 @@
-import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'nest-commander';
+import { parseSinceOption, readCarrierLog } from '../../../platform/cli/carrier-log-options.js';
 import { JsonCommand } from '../../../platform/cli/json-command.js';
 import { printResult, requireOption, setFailed, type OutputOptions } from '../../../platform/cli/output.js';
 import { CallsAudit, parseCarrierLog, type CallAuditReport } from '../calls-audit.js';
@@ -26,9 +26,7 @@ export class AuditCallsCommand extends JsonCommand {
 
   @Option({ flags: '--since <time>', description: 'only the calls that ended at or after this ISO 8601 time, on both sides (default: our calls ended within 5 min of the log)' })
   parseSince(value: string): Date {
-    const since = new Date(value);
-    if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(since.getTime())) throw new Error(`--since must be an ISO 8601 time, got "${value}"`);
-    return since;
+    return parseSinceOption(value);
   }
 
   @Option({ flags: '--account <id>', description: "only this account's calls (default: every account's)" })
@@ -38,9 +36,7 @@ export class AuditCallsCommand extends JsonCommand {
 
   async run(_: string[], options: AuditOptions): Promise<void> {
     const file = requireOption(options, 'carrierLog');
-    const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
-      throw new Error(`cannot read --carrier-log ${file}: ${err.code ?? err.message}`);
-    });
+    const text = await readCarrierLog(file);
     const { entries, invalidLines } = parseCarrierLog(text);
     const report = await this.audit.compare(entries, invalidLines, { since: options.since, accountId: options.account });
     printResult(options, report, human(report));

@@ -97,7 +97,7 @@ export class ReplayCarrierEventsCommand extends JsonCommand {
     const human = results.length === 0
       ? 'nothing to replay'
       : results.map((r) => `${r.id}  ${r.outcome}${r.error ? `: ${r.error}` : ''}`).join('\n');
-    // The shape README documents, like every other single-document command: no `data` wrapper.
+    // The shape docs/operations.md documents, like every other single-document command: no `data` wrapper.
     printResult(options, { replayed: results.length, outcomes: counts, results }, human);
   }
 }

@@ -1,7 +1,7 @@
 import { Command, Option } from 'nest-commander';
 import { JsonCommand } from '../../../platform/cli/json-command.js';
 import { printResult, requireOption, type OutputOptions } from '../../../platform/cli/output.js';
-import { CARRIER_NAMES, type CarrierName } from '../../../carriers/normalized-event.js';
+import { CARRIER_NAMES, type CarrierName } from '../../../carriers/carrier-name.js';
 import { E164_MESSAGE, E164_PATTERN } from '../../../telephony/e164.js';
 import { PhoneNumbers } from '../phone-numbers.service.js';
 import { NumberProviders } from '../../../carriers/number-providers.js';

@@ -21,11 +21,11 @@ job_locked AS (SELECT id FROM outbox_jobs WHERE job_id = ANY (ARRAY(SELECT job_i
 job_claimed AS (UPDATE outbox_jobs SET completed_at = now(), attempts = attempts + 1, relayed_at = coalesce(relayed_at, now())
            WHERE id IN (SELECT id FROM job_locked) AND completed_at IS NULL AND failed_at IS NULL
            RETURNING job_id),
-cev_consumed AS (UPDATE carrier_events c SET processed_at = now(), error = NULL, note = CASE WHEN NOT EXISTS (SELECT FROM rcpt_found f WHERE f.rcpt_event_id = i.event_id AND f.outbound AND f.rcpt_status IS NOT NULL AND f.previous <> ALL($8::text[]) AND f.previous <> f.rcpt_status)
+cev_consumed AS (UPDATE carrier_events c SET processed_at = now(), error = NULL, note = CASE WHEN NOT EXISTS (SELECT FROM rcpt_found f WHERE f.rcpt_event_id = i.event_id AND f.outbound AND f.rcpt_status IS NOT NULL AND f.previous <> ALL($9::text[]) AND f.previous <> f.rcpt_status)
               THEN CASE WHEN i.status IS NULL THEN 'carrier status ' || i.carrier_status || ' changes nothing'
                         ELSE 'duplicate or superseded receipt (' || i.carrier_status || ')' END END, attempts = c.attempts + 1, unhandled_since = NULL
              FROM evt_input i JOIN job_claimed j ON j.job_id = i.job_id
-            WHERE c.id = ANY ($9::text[]) AND c.id = i.event_id AND c.processed_at IS NULL
+            WHERE c.id = ANY ($8::text[]) AND c.created_at BETWEEN (SELECT min(onceline_id_window_start(x)) FROM unnest($8::text[]) AS x) AND (SELECT max(onceline_id_window_end(x)) FROM unnest($8::text[]) AS x) AND c.id = i.event_id AND c.processed_at IS NULL
            RETURNING c.id AS consumed_event_id),
 rcpt_moved AS (UPDATE messages m SET status = f.rcpt_status, error_code = coalesce(f.rcpt_error_code, m.error_code),
               error_detail = coalesce(f.rcpt_error_detail, m.error_detail), updated_at = now(),
@@ -81,7 +81,7 @@ dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, accou
 dlv_first_attempts AS (SELECT id, 1 AS round, 1 AS attempt FROM dlv_created WHERE status = 'pending'),
 dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt), now() + make_interval(secs => $16::int) FROM dlv_first_attempts
-       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
+       ON CONFLICT DO NOTHING RETURNING job_id, name),
 dlv_prefetched AS MATERIALIZED (SELECT 'dlv-' || id || '-' || round || '-' || attempt AS job_id, prefetched FROM (
              SELECT f.id, f.round, f.attempt,
                     jsonb_build_object('id', d.id, 'status', d.status, 'round', d.round, 'attempt_count', d.attempt_count,

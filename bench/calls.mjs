@@ -187,14 +187,18 @@ let countsAfterCalls = {};
  * app + PostgreSQL CPU seconds per SMS delivered, from the same /proc readings as the calls'.
  */
 async function measureSmsCost() {
+  // The system's idle CPU (timers, the relay's polls) for 2 s first: what a phase costs when it does nothing.
+  const idleFrom = await cpuSnapshot();
+  await sleep(2000);
   const before = await cpuSnapshot();
+  const idlePerSecond = (before.app - idleFrom.app + before.postgres - idleFrom.postgres) / 2;
   const t = performance.now();
   await smsCostLoad.offer(base, smsCostRun, SMS_COST_RATE, SMS_COST / SMS_COST_RATE);
   await smsCostLoad.drain(smsCostRun, 120_000);
   // The last deliveries' completions are written after the endpoint heard them: let them land.
   await sleep(500);
   const after = await cpuSnapshot();
-  return { app: after.app - before.app, postgres: after.postgres - before.postgres, seconds: (performance.now() - t) / 1000 };
+  return { app: after.app - before.app, postgres: after.postgres - before.postgres, seconds: (performance.now() - t) / 1000, idlePerSecond };
 }
 /**
  * CPU seconds used so far by the app, by this database's PostgreSQL backends (a backend started
@@ -398,6 +402,10 @@ try {
       const perSms = smsCostRun.received > 0 ? ((smsCost.app + smsCost.postgres) * 1000) / smsCostRun.received : NaN;
       console.log(`| inbound SMS end to end in the same run (${smsCostRun.received} of ${smsCostRun.offered} delivered to the customer endpoint, ${SMS_COST_RATE}/s, after the rounds): CPU app / PostgreSQL: seconds; ms per SMS | ${fmt(smsCost.app, 2)} / ${fmt(smsCost.postgres, 2)} s; ${fmt((smsCost.app * 1000) / smsCostRun.received, 2)} / ${fmt((smsCost.postgres * 1000) / smsCostRun.received, 2)} ms |`);
       console.log(`| CPU (app + PostgreSQL) per call event / per inbound SMS, and their ratio (goal ≤ 1.0) | ${fmt(perCallEvent, 2)} ms / ${fmt(perSms, 2)} ms = ${fmt(perCallEvent / perSms, 2)} |`);
+      // Net of the idle CPU over each phase's length: the work itself.
+      const netCallEvent = ((used('app') + used('postgres') - smsCost.idlePerSecond * elapsed) * 1000) / eventsInRounds;
+      const netSms = ((smsCost.app + smsCost.postgres - smsCost.idlePerSecond * smsCost.seconds) * 1000) / smsCostRun.received;
+      console.log(`| … net of the idle system's CPU (${fmt(smsCost.idlePerSecond * 1000, 0)} ms a second over each phase: ${fmt(elapsed)} s, ${fmt(smsCost.seconds)} s) | ${fmt(netCallEvent, 2)} ms / ${fmt(netSms, 2)} ms = ${fmt(netCallEvent / netSms, 2)} |`);
     }
   }
   if (wrongDials > 0 || completed < CALLS * ROUNDS) process.exitCode = 1;

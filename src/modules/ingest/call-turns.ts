@@ -3,10 +3,10 @@
  * transaction advisory lock on the session, since the call row may not exist before its first
  * event. Every run of a call's event holds it while it decides: a job's run in a transaction
  * (CarrierEventProcessor.lockCallSql) and a statement deciding call events in sets
- * (EventBatchRun.takeCallTurns).
+ * (EventBatchRun.takeCallTurns). `wait: false`: the turn only if it is free now (true), else false.
  */
-export function callTurnLockSql(session: string): string {
-  return `pg_advisory_xact_lock(hashtextextended('call-session:' || ${session}, 0))`;
+export function callTurnLockSql(session: string, { wait = true } = {}): string {
+  return `${wait ? 'pg_advisory_xact_lock' : 'pg_try_advisory_xact_lock'}(hashtextextended('call-session:' || ${session}, 0))`;
 }
 
 /**

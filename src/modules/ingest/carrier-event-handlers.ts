@@ -98,10 +98,11 @@ export interface EventBatchRun {
   /**
    * For call events decided in sets (DecidesCarrierEventsInSets): takes the turn of each call the
    * input names (`sessionColumn`: its call session id), the lock every run of a call's event
-   * holds while it decides, once per call, in one order, before any row is read. Returns the CTE
-   * of `event_id` and `received_at` (when ingest stored it) of the input rows whose turn the
+   * holds while it decides, once per call, before any row is read, and only where it is free now
+   * (the statement never waits on one call with others' turns held). Returns the CTE of
+   * `event_id` and `received_at` (when ingest stored it) of the input rows whose turn the
    * statement holds and that no earlier untried event of their call precedes (that one's run
-   * handles them in order). Rows read after it under a row lock are as the call's last turn left
+   * handles them in order); the others are for the transaction path. Rows read after it under a row lock are as the call's last turn left
    * them. Call it after `input`, before the CTEs that read it.
    */
   takeCallTurns(sessionColumn: string): string;

@@ -47,18 +47,21 @@ export function buildBatchStatement(
     },
     takeCallTurns: (sessionColumn) => {
       if (!input) throw new Error('a batch handler adds its input before it takes its calls\' turns');
-      // Every distinct session's lock, in one order (two statements never wait on each other's),
-      // all taken before any row is read: the InitPlan below runs first.
+      // Each distinct session's turn, only if it is free now: the statement never waits for one
+      // call's turn while it holds other calls' (their events would wait behind it); a call whose
+      // turn is taken (a run of its own in a transaction) leaves its event to the transaction path,
+      // which waits for it. All taken before any row is read: the InitPlan below runs first.
       const locks = stmt.with(
         'evt_turn_locks',
-        `SELECT s.session, ${callTurnLockSql('s.session')}::text AS locked
+        `SELECT s.session, ${callTurnLockSql('s.session', { wait: false })} AS taken
            FROM (SELECT DISTINCT i.${sessionColumn} AS session FROM ${input} i WHERE i.${sessionColumn} IS NOT NULL ORDER BY 1) s`,
         { materialized: true },
       );
       return stmt.with(
         'evt_turns',
         `SELECT i.event_id, e.created_at AS received_at FROM ${input} i JOIN carrier_events e ON e.id = i.event_id
-          WHERE (SELECT count(*) FROM ${locks}) >= 0 AND i.${sessionColumn} IS NOT NULL
+          WHERE (SELECT count(*) FROM ${locks}) >= 0
+            AND EXISTS (SELECT FROM ${locks} t WHERE t.session = i.${sessionColumn} AND t.taken)
             AND NOT EXISTS (SELECT FROM carrier_events p WHERE ${untriedEarlierEventSql('p', `i.${sessionColumn}`, 'e.created_at', 'e.id')})`,
         { materialized: true },
       );

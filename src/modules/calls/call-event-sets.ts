@@ -96,10 +96,11 @@ export class CallEventSets {
 
   /** The events' rows, their calls' turns, and the calls and legs where `decides` holds, locked (CallTransitions.lockedLegsCte). */
   private lockedLegs(run: EventBatchRun, events: CallEvent[], decides: string): string {
+    const legs = events.map((event) => (ourTelnyxLeg(event) ? event.ourLeg : undefined));
     const input = run.input(
       'kind text, carrier text, call_session_id text, control_id text, call_id text, target_index int, attempt int, occurred_at timestamptz',
-      events.map((event) => {
-        const leg = ourTelnyxLeg(event) ? event.ourLeg : undefined;
+      events.map((event, k) => {
+        const leg = legs[k];
         return {
           kind: event.kind, carrier: event.carrier, call_session_id: leg ? event.callSessionId : null, control_id: event.carrierCallId,
           call_id: leg?.callId ?? null, target_index: leg?.target ?? null, attempt: leg?.attempt ?? null, occurred_at: event.occurredAt,
@@ -107,7 +108,8 @@ export class CallEventSets {
       }),
     );
     const turns = run.takeCallTurns('call_session_id');
-    return this.transitions.lockedLegsCte(run.stmt, 'call_legs_decided', input, turns, decides);
+    const callIds = legs.flatMap((leg) => (leg ? [leg.callId] : []));
+    return this.transitions.lockedLegsCte(run.stmt, 'call_legs_decided', input, turns, decides, callIds);
   }
 }
 

@@ -112,15 +112,17 @@ export class CallTransitions {
    * waited to lock and evaluates the WHERE again on it, so the decision is the one the guards
    * see. A call whose session is not the event's is not this event's (CallCarrierEvents.locate).
    * One row per event decided: event_id, call_id, leg_id, control_id, kind, occurred_at, received_at.
+   * `callIds`: the calls the input names.
    */
-  lockedLegsCte(stmt: CteStatement, name: string, input: string, turns: string, decides: string): string {
+  lockedLegsCte(stmt: CteStatement, name: string, input: string, turns: string, decides: string, callIds: string[]): string {
+    // c.id = ANY: the calls by their key, whatever the planner makes of the recordset.
     return stmt.with(
       name,
       `SELECT i.event_id, c.id AS call_id, l.id AS leg_id, i.control_id, i.kind, i.occurred_at, t.received_at
          FROM ${input} i JOIN ${turns} t ON t.event_id = i.event_id
          JOIN calls c ON c.id = i.call_id AND c.carrier = i.carrier AND c.carrier_call_id = i.call_session_id
          JOIN call_legs l ON l.call_id = c.id AND l.target_index = i.target_index AND l.attempt = i.attempt
-        WHERE ${decides}
+        WHERE c.id = ANY (${stmt.param(callIds, 'text[]')}) AND ${decides}
           FOR UPDATE OF c FOR NO KEY UPDATE OF l`,
       { materialized: true },
     );

@@ -59,8 +59,10 @@ export function buildBatchStatement(
       );
       return stmt.with(
         'evt_turns',
+        // e.id = ANY: the events by their key, whatever the planner makes of the recordset (a
+        // prepared statement's generic plan would otherwise scan carrier_events).
         `SELECT i.event_id, e.created_at AS received_at FROM ${input} i JOIN carrier_events e ON e.id = i.event_id
-          WHERE (SELECT count(*) FROM ${locks}) >= 0
+          WHERE e.id = ANY (${stmt.param(ids.map((k) => k.eventId), 'text[]')}) AND (SELECT count(*) FROM ${locks}) >= 0
             AND EXISTS (SELECT FROM ${locks} t WHERE t.session = i.${sessionColumn} AND t.taken)
             AND NOT EXISTS (SELECT FROM carrier_events p WHERE ${untriedEarlierEventSql('p', `i.${sessionColumn}`, 'e.created_at', 'e.id')})`,
         { materialized: true },

@@ -26,7 +26,7 @@
 // commands it had decided and not sent or not heard back on) resumes once its leases run out:
 // for each hand-off, bridge and first dial the kill cut across, kill → the command at the carrier;
 // every call must still complete, dialed and bridged once. Not with --count-statements.
-// Usage: npm run bench:calls [-- --calls 200 --ring-ms 50 --warmup 20 --rounds 1 --sms-burst 2000 --count-statements --sigkill-after-ms 1000]
+// Usage: npm run bench:calls [-- --calls 200 --ring-ms 50 --warmup 20 --rounds 1 --sms-burst 2000 --count-statements --sigkill-after-ms 1000 --sms-cost 1000 --sms-cost-rate 200]
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';

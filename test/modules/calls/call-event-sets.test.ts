@@ -3,6 +3,7 @@ import { CallFlow } from '../../../src/modules/calls/call-flow.js';
 import { CallTransitions } from '../../../src/modules/calls/call-transitions.js';
 import { CarrierEventProcessor } from '../../../src/modules/ingest/carrier-event-processor.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
+import { captured } from '../../support/captured-statements.js';
 import { pausePoint } from '../../support/pause.js';
 import { VoicePipeline, type TestCall } from '../../support/voice-pipeline.js';
 import { waitFor } from '../../support/wait.js';
@@ -122,8 +123,14 @@ describe('call events decided in sets, interleaved', () => {
     await voice.legEvent(call, first, 'call.hangup', noAnswer);
     await voice.legEvent(call, second, 'call.answered');
     await voice.callUntil(callId, (c) => c.status === 'in_progress', 'the call in progress');
-    await voice.legEvent(call, second, 'call.answered');
-    await voice.settled();
+    // The repeat alone in flight: its processing is one set statement, never its transaction's
+    // reads (the event's and the call's locks).
+    const { texts } = await captured(async () => {
+      await voice.legEvent(call, second, 'call.answered');
+      await voice.settled();
+    });
+    expect(texts.filter((text) => text.startsWith('WITH evt_input'))).toHaveLength(1);
+    expect(texts.filter((text) => text.startsWith('SELECT e.normalized') || text.includes('FOR UPDATE OF c FOR NO KEY UPDATE OF l') && !text.startsWith('WITH evt_input'))).toEqual([]);
     expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.hangup:applied', 'call.hangup:duplicate', 'call.answered:applied', 'call.answered:duplicate']);
     // Each repeat's event keeps the note the transaction would have given it.
     expect(await voice.db.count(`SELECT count(*) FROM carrier_events WHERE normalized->>'callSessionId' = $1 AND note = 'duplicate'`, [call.session])).toBe(2);

@@ -7,7 +7,7 @@ import type { EventBatchRun } from '../ingest/carrier-event-handlers.js';
 import type { OwnersOf } from '../numbers/phone-numbers.service.js';
 import type { CarrierName, FailureReason } from '../../carriers/normalized-event.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { DispatchMessageJob } from './messaging.jobs.js';
+import { DispatchMessageJob, DispatchReplyJob } from './messaging.jobs.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
 import { burstToleranceSql, countedSendTimeSql } from './sender-pacing.js';
 import { sendRateSql } from '../numbers/send-rates.js';
@@ -283,13 +283,15 @@ export class MessageTransitions {
     // line) waits for that room, at its place: no new place at the end of the queue, which would
     // leave its own slot empty (a gap in the number's sends) and send it after everything queued
     // since. (A reclaim's slot went to its first attempt: a new send takes a new place.)
-    // `yields`: a waiting message whose due slot finds room, while the message just ahead of it in
-    // the number's queue (a compliance reply, or one queued before it: a smaller id) still waits
-    // with a slot within one spacing before its own (or half a spacing after): that one was moved
-    // onto this slot (a reply took the room before it, and it waited at its place) and goes first;
-    // this one waits one spacing at its place (no new place at the end of the queue). So a reply
-    // moves nobody: the backlog behind it steps back one spacing each as it falls due, in order.
-    // (Read from the statement's snapshot: it orders sends, the rate bound is the locked row's.)
+    // `yields`: a waiting message whose slot is due while the message just ahead of it in the
+    // number's queue (a compliance reply, or one queued before it: a smaller id) still waits with a
+    // slot within one spacing before its own (or half a spacing after): that one was moved onto
+    // this slot (a reply took the room before it, and it waited at its place) and goes first; this
+    // one waits at its place (no new place at the end of the queue): one spacing when the number
+    // has room now, else until the room (the one ahead, seen waiting by this statement's snapshot,
+    // may have taken it while this statement waited for the number's row: no slot is lost). So a
+    // reply moves nobody: the backlog behind it steps back one spacing each as it falls due, in
+    // order. (Read from the snapshot: it orders sends; the rate bound is the locked row's.)
     // `may_send`: waiting or a reclaim, due, with room in the burst, not yielding.
     stmt.with(
       'paced',
@@ -317,7 +319,8 @@ export class MessageTransitions {
                  ) k
                  CROSS JOIN LATERAL (
                    SELECT CASE WHEN n.num_id IS NOT NULL AND NOT l.refused AND n.locked_seq = l.seen_seq AND y.yields
-                               THEN greatest(l.held_slot, c.clk, n.sends_paced_until - r.burst) + r.spacing
+                               THEN CASE WHEN b.within_burst THEN greatest(l.held_slot + r.spacing, c.clk + r.spacing / 2)
+                                         ELSE greatest(n.send_paused_until, n.sends_paced_until - r.burst) END
                                WHEN n.num_id IS NOT NULL AND NOT l.refused AND n.locked_seq = l.seen_seq
                                     AND (l.held_slot IS NULL OR l.held_slot < n.send_paused_until OR (l.held_slot <= c.clk + r.burst AND NOT b.within_burst))
                                THEN greatest(CASE WHEN NOT l.priority AND NOT k.keeps_place THEN n.next_send_at END, n.send_paused_until, c.clk, n.sends_paced_until - r.burst) END AS new_slot
@@ -381,17 +384,20 @@ export class MessageTransitions {
     // slot moved later since its job was written); and that of the one message moved up (successorCtes).
     const waking = stmt.with(
       'waking',
-      `SELECT slotted_id, wake_at FROM ${slotted}
-       UNION ALL SELECT locked_id, held_slot FROM paced
+      `SELECT slotted_id, wake_at, (SELECT priority FROM paced) AS reply FROM ${slotted}
+       UNION ALL SELECT locked_id, held_slot, priority FROM paced
         WHERE paced.new_slot IS NULL AND paced.held_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused AND NOT paced.consent_changed
           AND (paced.previous = ANY(${waiting}) OR paced.reclaim)
-       UNION ALL SELECT pulled_id, pulled_slot FROM ${moved}`,
+       UNION ALL SELECT pulled_id, pulled_slot, pulled_reply FROM ${moved}`,
     );
-    this.outbox.jobsFromCte(stmt, 'slotted_job', waking, DispatchMessageJob, {
-      id: `'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint`,
-      data: `jsonb_build_object('messageId', slotted_id)`,
-      runAt: 'wake_at',
-    });
+    // A compliance reply's in the replies' own queue (DispatchReplyJob), any other message's in `messaging`.
+    for (const [cte, job, reply] of [['slotted_job', DispatchMessageJob, false], ['slotted_reply_job', DispatchReplyJob, true]] as const) {
+      this.outbox.jobsFromCte(stmt, cte, `${waking} WHERE reply = ${reply}`, job, {
+        id: `'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint`,
+        data: `jsonb_build_object('messageId', slotted_id)`,
+        runAt: 'wake_at',
+      });
+    }
     // One row whatever happened: `present` tells a message row skipped (locked elsewhere) from one that is gone or past sending.
     const sql = stmt.text(
       `SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at, paced.consent_changed,
@@ -415,7 +421,7 @@ export class MessageTransitions {
    *   holds its row) whose slot lies more than half a spacing after the time the rate gives the
    *   number's next send (`sends_paced_until` as this statement leaves it, never inside a pause)
    *   moves up to that time: the gap a refused (or cancelled) message left is closed.
-   * After the number's row is locked (they read `paced`). Returns the CTE of the moved one (pulled_id, pulled_slot).
+   * After the number's row is locked (they read `paced`). Returns the CTE of the moved one (pulled_id, pulled_slot, pulled_reply).
    */
   private successorCtes(stmt: CteStatement): string {
     const sameNumber = `q.from_number = (SELECT sender_number FROM paced) AND q.account_id = (SELECT sender_account FROM paced)
@@ -441,7 +447,7 @@ export class MessageTransitions {
       'pulled',
       `UPDATE messages o SET send_slot = s.target
          FROM (SELECT * FROM freed_next UNION ALL SELECT * FROM sent_next) s WHERE o.id = s.succ_id AND s.target < o.send_slot
-       RETURNING o.id AS pulled_id, o.send_slot AS pulled_slot`,
+       RETURNING o.id AS pulled_id, o.send_slot AS pulled_slot, o.auto_reply IS NOT NULL AS pulled_reply`,
     );
   }
 

@@ -63,7 +63,7 @@ opt_reply_queued AS (INSERT INTO messages (id, account_id, direction, from_numbe
        RETURNING id),
 opt_reply_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, 'queued' FROM opt_reply_queued),
 opt_reply_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       SELECT 'dispatch-' || id, 'messaging', 'dispatch-message', jsonb_build_object('messageId', id), now() FROM opt_reply_queued
+       SELECT 'dispatch-' || id, 'messaging-replies', 'dispatch-reply', jsonb_build_object('messageId', id), now() FROM opt_reply_queued
        ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
 msg_announced AS (SELECT account_id, 'message.received' AS type, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
   'text', text, 'status', status, 'segments', segments, 'encoding', encoding, 'carrier', carrier,

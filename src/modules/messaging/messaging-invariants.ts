@@ -6,7 +6,10 @@ import { CUSTOMER_EVENTS_AUDIT_VIEW } from '../webhooks/webhooks-invariants.js';
 import { UNFINISHED_JOBS_AUDIT_VIEW } from '../../platform/outbox/outbox-invariants.js';
 import { Invariants, violations, type Snapshot } from '../../platform/verify/invariants.js';
 import { TERMINAL_STATUSES, UNSENT_STATUSES, type MessageStatus } from './message-view.js';
-import { DISPATCH_JOB_NAMES } from './messaging.jobs.js';
+import { DispatchMessageJob, DispatchReplyJob } from './messaging.jobs.js';
+
+/** The dispatch jobs (a compliance reply's has a queue of its own): a waiting message waits for one of these. */
+const DISPATCH_JOB_NAMES = [DispatchMessageJob.name, DispatchReplyJob.name];
 import { SendResolution } from './message-transitions.js';
 
 /** Transitions a customer is told about, each as `message.<status>`. */

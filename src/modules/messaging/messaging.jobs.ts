@@ -14,6 +14,3 @@ export const DispatchMessageJob = defineJob<{ messageId: string }>({ name: 'disp
  * confirmation at once.
  */
 export const DispatchReplyJob = defineJob<{ messageId: string }>({ name: 'dispatch-reply', queue: 'messaging-replies', lane: 'realtime', urgency: 'soon', mode: 'external', attempts: 8, backoffMs: 1000 });
-
-/** The dispatch jobs (one kind per queue): a message waits for one of these. */
-export const DISPATCH_JOB_NAMES = [DispatchMessageJob.name, DispatchReplyJob.name];

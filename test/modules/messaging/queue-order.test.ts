@@ -3,6 +3,7 @@ import { DispatchMessageHandler } from '../../../src/modules/messaging/dispatch-
 import { SEND_LATENESS_TOLERANCE_SECONDS } from '../../../src/modules/messaging/sender-pacing.js';
 import type { TestDatabase } from '../../support/database.js';
 import { MessagingPipeline } from '../../support/messaging-pipeline.js';
+import { dispatchQueuedBehindNumberRow } from '../../support/number-row-race.js';
 import { waitFor } from '../../support/wait.js';
 
 const YIELD_NUMBER = '+17735550611';
@@ -26,11 +27,7 @@ describe("a number's queue order", () => {
   beforeAll(async () => {
     pipeline = await MessagingPipeline.start({ [YIELD_NUMBER]: 'telnyx', [STALE_NUMBER]: 'telnyx' });
     db = pipeline.db;
-    const { body } = await pipeline.customer.get('/v2/phone_numbers');
-    for (const n of body.data) {
-      const res = await pipeline.customer.request('PATCH', `/v2/phone_numbers/${n.id}`, { messaging: { send_rate_per_second: RATE } });
-      expect(res.status).toBe(200);
-    }
+    await pipeline.paceEveryNumberAt(RATE);
   });
   afterAll(() => pipeline.stop());
 
@@ -84,27 +81,9 @@ describe("a number's queue order", () => {
 
   it('a claim that waited for the number\'s row behind the send of the one ahead (its snapshot still shows that one waiting) yields to the room that send leaves, not a spacing past it', async () => {
     const { ahead, behind } = await plantTwo(STALE_NUMBER);
-    const lockWaiters = (n: number) =>
-      waitFor(
-        () => db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`),
-        (c) => c >= n,
-        { what: `${n} claims waiting for the number's row` },
-      );
     // The test holds the number's row; the claim of the one ahead waits for it first, then the
     // claim behind (its statement's snapshot taken before the one ahead is claimed).
-    const holder = await db.pool.connect();
-    try {
-      await holder.query('BEGIN');
-      await holder.query(`SELECT FROM phone_numbers WHERE phone_number = $1 FOR UPDATE`, [STALE_NUMBER]);
-      const first = dispatch(ahead);
-      await lockWaiters(1);
-      const second = dispatch(behind);
-      await lockWaiters(2);
-      await holder.query('COMMIT');
-      await Promise.all([first, second]);
-    } finally {
-      holder.release();
-    }
+    await dispatchQueuedBehindNumberRow(db, STALE_NUMBER, [() => dispatch(ahead), () => dispatch(behind)]);
 
     expect((await row(ahead)).status).toBe('sent');
     // Behind waits for the room the send ahead left (sends_paced_until at 1/s, no burst), not a slot later.

@@ -39,6 +39,15 @@ export class MessagingPipeline {
     return new MessagingPipeline(db, app, carrier, telnyx, customer);
   }
 
+  /** Every number of the account paced at `rate` messages a second (PATCH, as a customer would). */
+  async paceEveryNumberAt(rate: number): Promise<void> {
+    const { body } = await this.customer.get('/v2/phone_numbers');
+    for (const n of body.data) {
+      const res = await this.customer.request('PATCH', `/v2/phone_numbers/${n.id}`, { messaging: { send_rate_per_second: rate } });
+      if (res.status !== 200) throw new Error(`PATCH send_rate_per_second of ${n.phone_number}: ${res.status}`);
+    }
+  }
+
   /** A signed Telnyx webhook delivered to the app; its HTTP status. */
   async deliverTelnyx(body: string): Promise<number> {
     const res = await fetch(`${this.app.url}/webhooks/telnyx`, { method: 'POST', headers: this.telnyx.headers(body), body });

@@ -4,7 +4,7 @@ import { MessageSenders } from '../../carriers/message-senders.js';
 import { AppConfig } from '../../platform/config/app-config.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { PayloadOf } from '../../platform/outbox/job-definition.js';
-import { DispatchMessageJob } from './messaging.jobs.js';
+import { DispatchMessageJob, DispatchReplyJob } from './messaging.jobs.js';
 import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { MessageTransitions, SendResolution, type DispatchClaim } from './message-transitions.js';
@@ -147,5 +147,16 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
         : this.transitions.markRejected(tx, message, result),
     );
     if (!recorded) this.logger.warn(`carrier answer for ${message.id} not recorded: the message moved on or another run took its lease`);
+  }
+}
+
+/** A compliance reply's dispatch (DispatchReplyJob, its own queue): the same run as any message's. */
+@Injectable()
+@HandlesJob(DispatchReplyJob)
+export class DispatchReplyHandler implements JobHandler<typeof DispatchReplyJob> {
+  constructor(private readonly dispatch: DispatchMessageHandler) {}
+
+  handle(payload: PayloadOf<typeof DispatchReplyJob>, context: JobContext): Promise<void> {
+    return this.dispatch.handle(payload, context);
   }
 }

@@ -7,7 +7,7 @@ import type { EventBatchRun } from '../ingest/carrier-event-handlers.js';
 import type { OwnersOf } from '../numbers/phone-numbers.service.js';
 import type { CarrierName, FailureReason } from '../../carriers/normalized-event.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { DispatchMessageJob } from './messaging.jobs.js';
+import { DispatchMessageJob, DispatchReplyJob } from './messaging.jobs.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
 import { burstToleranceSql, countedSendTimeSql } from './sender-pacing.js';
 import { sendRateSql } from '../numbers/send-rates.js';
@@ -24,6 +24,8 @@ const CLAIM_RUNS = 3;
 import { OUTCOME_UNKNOWN, RECEIPT_BEFORE_ANSWER, SendResolution } from './message-history-details.js';
 
 export { OUTCOME_UNKNOWN, SendResolution } from './message-history-details.js';
+/** WAITING_STATUSES as SQL literals (fixed words): a partial index's predicate then matches them in any plan. */
+const WAITING_SQL = WAITING_STATUSES.map((status) => `'${status}'`).join(', ');
 /** The columns of a MESSAGE_COLUMNS row, by name (a union of moves reads these from each side). */
 const MOVE_VIEW_COLUMNS = `id, record_type, direction, "from", "to", text, status, segments, encoding, carrier, carrier_message_id, error_code, error_detail,
   send_at, expected_send_at, created_at, updated_at, account_id`;
@@ -281,40 +283,62 @@ export class MessageTransitions {
     // line) waits for that room, at its place: no new place at the end of the queue, which would
     // leave its own slot empty (a gap in the number's sends) and send it after everything queued
     // since. (A reclaim's slot went to its first attempt: a new send takes a new place.)
-    // `may_send`: waiting or a reclaim, due, with room in the burst.
+    // `yields`: a waiting message whose slot is due while the message just ahead of it in the
+    // number's queue (a compliance reply, or one queued before it: a smaller id) still waits with a
+    // slot within one spacing before its own (or half a spacing after): that one was moved onto
+    // this slot (a reply took the room before it, and it waited at its place) and goes first; this
+    // one waits at its place (no new place at the end of the queue): one spacing when the number
+    // has room now, else until the room (the one ahead, seen waiting by this statement's snapshot,
+    // may have taken it while this statement waited for the number's row: no slot is lost). So a
+    // reply moves nobody: the backlog behind it steps back one spacing each as it falls due, in
+    // order. (Read from the snapshot: it orders sends; the rate bound is the locked row's.)
+    // `may_send`: waiting or a reclaim, due, with room in the burst, not yielding.
     stmt.with(
       'paced',
-      `SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.within_burst AND (d.previous = ANY(${waiting}) OR d.reclaim)) AS may_send,
+      `SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.within_burst AND NOT d.yields AND (d.previous = ANY(${waiting}) OR d.reclaim)) AS may_send,
               (d.refused AND NOT d.consent_changed AND d.num_id IS NOT NULL AND d.held_slot IS NOT NULL) AS gives_back
-         FROM (SELECT l.*, n.num_id, n.sends_paced_until, r.spacing, x.new_slot, k.keeps_place, c.clk, b.within_burst, coalesce(x.new_slot, l.held_slot) AS slot_at,
-                      coalesce(n.locked_seq <> l.seen_seq, false) AS consent_changed,
+         FROM (SELECT l.*, n.num_id, n.sends_paced_until, n.send_paused_until AS paused_until, r.spacing, r.burst, x.new_slot, k.keeps_place, y.yields, c.clk, b.within_burst,
+                      coalesce(x.new_slot, l.held_slot) AS slot_at, coalesce(n.locked_seq <> l.seen_seq, false) AS consent_changed,
                       (coalesce(x.new_slot, l.held_slot) IS NULL OR (coalesce(x.new_slot, l.held_slot) <= c.clk + r.burst AND NOT coalesce(n.send_paused_until > c.clk, false))) AS due
                  FROM locked l LEFT JOIN num n ON true
                  CROSS JOIN LATERAL (SELECT clock_timestamp() AS clk) c
                  CROSS JOIN LATERAL (SELECT coalesce(n.spacing, l.unlocked_spacing) AS spacing, coalesce(n.burst, l.unlocked_burst) AS burst) r
                  CROSS JOIN LATERAL (SELECT n.num_id IS NULL OR greatest(n.sends_paced_until, c.clk) <= c.clk + r.burst AS within_burst) b
                  CROSS JOIN LATERAL (
-                   SELECT coalesce(l.previous = ANY(${waiting}) AND NOT b.within_burst AND l.held_slot <= c.clk + r.burst AND l.held_slot >= n.sends_paced_until - r.burst - r.spacing
+                   SELECT coalesce(l.previous = ANY(${waiting}) AND NOT l.priority AND n.num_id IS NOT NULL AND l.held_slot <= c.clk + r.burst
+                                   AND NOT coalesce(n.send_paused_until > c.clk, false)
+                                   AND EXISTS (SELECT FROM messages q
+                                                WHERE q.from_number = l.sender_number AND q.account_id = l.sender_account AND q.direction = 'outbound'
+                                                  AND q.status IN (${WAITING_SQL}) AND q.id <> l.locked_id
+                                                  AND q.send_slot > l.held_slot - r.spacing AND q.send_slot < l.held_slot + r.spacing / 2
+                                                  AND (q.auto_reply IS NOT NULL OR q.id COLLATE "C" < l.locked_id COLLATE "C")), false) AS yields
+                 ) y
+                 CROSS JOIN LATERAL (
+                   SELECT coalesce(l.previous = ANY(${waiting}) AND NOT b.within_burst AND l.held_slot <= c.clk + r.burst AND l.held_slot >= n.sends_paced_until - r.burst - 1.5 * r.spacing
                                    AND NOT coalesce(l.held_slot < n.send_paused_until, false), false) AS keeps_place
                  ) k
                  CROSS JOIN LATERAL (
-                   SELECT CASE WHEN n.num_id IS NOT NULL AND NOT l.refused AND n.locked_seq = l.seen_seq
+                   SELECT CASE WHEN n.num_id IS NOT NULL AND NOT l.refused AND n.locked_seq = l.seen_seq AND y.yields
+                               THEN CASE WHEN b.within_burst THEN greatest(l.held_slot + r.spacing, c.clk + r.spacing / 2)
+                                         ELSE greatest(n.send_paused_until, n.sends_paced_until - r.burst) END
+                               WHEN n.num_id IS NOT NULL AND NOT l.refused AND n.locked_seq = l.seen_seq
                                     AND (l.held_slot IS NULL OR l.held_slot < n.send_paused_until OR (l.held_slot <= c.clk + r.burst AND NOT b.within_burst))
                                THEN greatest(CASE WHEN NOT l.priority AND NOT k.keeps_place THEN n.next_send_at END, n.send_paused_until, c.clk, n.sends_paced_until - r.burst) END AS new_slot
                  ) x) d`,
     );
-    // ONE UPDATE of the number's row (locked above): the slot handed out (a place kept takes none),
+    // ONE UPDATE of the number's row (locked above): the slot handed out (a place kept, or a yield, takes none),
     // the send counted: at its slot when it is claimed at most SEND_LATENESS_TOLERANCE_SECONDS after
     // it (a job's usual delay is no reason to push every later send back), else when it is claimed.
     stmt.with(
       'num_moved',
-      `UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL AND NOT pc.keeps_place THEN greatest(p.next_send_at, pc.new_slot) + pc.spacing
+      `UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL AND NOT pc.keeps_place AND NOT pc.yields THEN greatest(p.next_send_at, pc.new_slot) + pc.spacing
                                                       WHEN pc.gives_back AND p.next_send_at > pc.held_slot THEN p.next_send_at - pc.spacing
                                                       ELSE p.next_send_at END,
               sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, ${countedSendTimeSql('pc.clk', 'pc.slot_at')}) + pc.spacing ELSE p.sends_paced_until END
-         FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send OR pc.gives_back)`,
+         FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send OR pc.gives_back)
+       RETURNING p.sends_paced_until AS paced_until_after`,
     );
-    const moved = this.reslotCtes(stmt, waiting);
+    const moved = this.successorCtes(stmt);
     const refused = stmt.with(
       'refused',
       `UPDATE messages m SET status = 'failed', error_code = ${stmt.param(REFUSED_OPTED_OUT.code, 'text')}, error_detail = ${stmt.param(REFUSED_OPTED_OUT.detail, 'text')},
@@ -356,21 +380,24 @@ export class MessageTransitions {
         WHERE m.id = paced.locked_id AND paced.new_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused
        RETURNING m.id AS slotted_id, m.send_slot AS wake_at`,
     );
-    // A job at each slot still to come: the new one; one held, when this run came before it (a
-    // compliance reply moved it later); and those of the messages moved up into slots given back.
+    // A job at each slot still to come: the new one; one held, when this run came before it (its
+    // slot moved later since its job was written); and that of the one message moved up (successorCtes).
     const waking = stmt.with(
       'waking',
-      `SELECT slotted_id, wake_at FROM ${slotted}
-       UNION ALL SELECT locked_id, held_slot FROM paced
+      `SELECT slotted_id, wake_at, (SELECT priority FROM paced) AS reply FROM ${slotted}
+       UNION ALL SELECT locked_id, held_slot, priority FROM paced
         WHERE paced.new_slot IS NULL AND paced.held_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused AND NOT paced.consent_changed
           AND (paced.previous = ANY(${waiting}) OR paced.reclaim)
-       UNION ALL SELECT pulled_id, pulled_slot FROM ${moved}`,
+       UNION ALL SELECT pulled_id, pulled_slot, pulled_reply FROM ${moved}`,
     );
-    this.outbox.jobsFromCte(stmt, 'slotted_job', waking, DispatchMessageJob, {
-      id: `'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint`,
-      data: `jsonb_build_object('messageId', slotted_id)`,
-      runAt: 'wake_at',
-    });
+    // A compliance reply's in the replies' own queue (DispatchReplyJob), any other message's in `messaging`.
+    for (const [cte, job, reply] of [['slotted_job', DispatchMessageJob, false], ['slotted_reply_job', DispatchReplyJob, true]] as const) {
+      this.outbox.jobsFromCte(stmt, cte, `${waking} WHERE reply = ${reply}`, job, {
+        id: `'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint`,
+        data: `jsonb_build_object('messageId', slotted_id)`,
+        runAt: 'wake_at',
+      });
+    }
     // One row whatever happened: `present` tells a message row skipped (locked elsewhere) from one that is gone or past sending.
     const sql = stmt.text(
       `SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at, paced.consent_changed,
@@ -382,33 +409,45 @@ export class MessageTransitions {
   }
 
   /**
-   * The other waiting messages of the claimed message's number, moved by the claim statement:
-   * behind a compliance reply given a slot ahead of them (each later by its spacing: their jobs,
-   * now early, leave one at the new slot), and up into the slot of a message a STOP refused
-   * (each earlier by its spacing, with a job at the new slot). After the number's row is locked
-   * (they read `paced`); SKIP LOCKED: a message whose own claim holds its row waits for the
-   * number's row behind this statement, so waiting for it here would deadlock (left as it is,
-   * it goes as its slot and the rate allow). Returns the CTE of those moved up (pulled_id, pulled_slot).
+   * The one waiting message of the number that follows the decided one in its queue (by slot,
+   * then id), moved up when the decision left room before it, by the claim statement. Never more
+   * than that one row (and its one job), whatever the backlog: the message moved up moves the next
+   * one up in turn when it is claimed, so a gap closes one send at a time.
+   * - A message a STOP refused gives its slot back: the next waiting message after it (SKIP
+   *   LOCKED: one whose own claim holds its row waits for the number's row behind this statement;
+   *   it keeps its slot, and the next one moves instead) moves up by the refused one's spacing, or
+   *   into the refused slot when the number has room there.
+   * - A send claimed: the next waiting message (first in the queue, left alone when its own claim
+   *   holds its row) whose slot lies more than half a spacing after the time the rate gives the
+   *   number's next send (`sends_paced_until` as this statement leaves it, never inside a pause)
+   *   moves up to that time: the gap a refused (or cancelled) message left is closed.
+   * After the number's row is locked (they read `paced`). Returns the CTE of the moved one (pulled_id, pulled_slot, pulled_reply).
    */
-  private reslotCtes(stmt: CteStatement, waiting: string): string {
-    const others = (slotFrom: string) =>
-      `SELECT q.id FROM messages q
-        WHERE q.from_number = (SELECT sender_number FROM paced) AND q.account_id = (SELECT sender_account FROM paced)
-          AND q.direction = 'outbound' AND q.id <> (SELECT locked_id FROM paced)
-          AND (q.status = ANY(${waiting}) OR (q.status = 'sending' AND (q.claimed_until IS NULL OR q.claimed_until <= now())))
-          AND ${slotFrom}
-        FOR UPDATE OF q SKIP LOCKED`;
+  private successorCtes(stmt: CteStatement): string {
+    const sameNumber = `q.from_number = (SELECT sender_number FROM paced) AND q.account_id = (SELECT sender_account FROM paced)
+          AND q.direction = 'outbound' AND q.status IN (${WAITING_SQL}) AND q.id <> (SELECT locked_id FROM paced)`;
     stmt.with(
-      'pushed',
-      `UPDATE messages o SET send_slot = o.send_slot + pc.spacing
-         FROM paced pc WHERE pc.priority AND pc.new_slot IS NOT NULL
-          AND o.id IN (${others(`q.auto_reply IS NULL AND q.send_slot >= (SELECT new_slot FROM paced WHERE priority)`)})`,
+      'freed_next',
+      `SELECT q.id AS succ_id, least(q.send_slot - pc.spacing, greatest(pc.held_slot, pc.clk, pc.sends_paced_until - pc.burst, pc.paused_until)) AS target
+         FROM messages q, paced pc
+        WHERE q.id = (SELECT q.id FROM messages q WHERE ${sameNumber} AND (SELECT gives_back FROM paced) AND q.send_slot > (SELECT held_slot FROM paced)
+                        ORDER BY q.send_slot, q.id LIMIT 1 FOR UPDATE OF q SKIP LOCKED)`,
+    );
+    // The room the claim leaves: the number's sends spaced at the rate end there.
+    stmt.with(
+      'sent_next',
+      `SELECT q.id AS succ_id, greatest(nm.paced_until_after, pc.paused_until) AS target
+         FROM messages q, paced pc, num_moved nm
+        WHERE q.id = (SELECT q.id FROM messages q WHERE ${sameNumber} AND (SELECT may_send FROM paced) AND q.send_slot >= (SELECT slot_at FROM paced)
+                        ORDER BY q.send_slot, q.id LIMIT 1)
+          AND q.status IN (${WAITING_SQL}) AND q.send_slot > greatest(nm.paced_until_after, pc.paused_until) + pc.spacing / 2
+        FOR UPDATE OF q SKIP LOCKED`,
     );
     return stmt.with(
       'pulled',
-      `UPDATE messages o SET send_slot = o.send_slot - pc.spacing
-         FROM paced pc WHERE pc.gives_back AND o.id IN (${others(`q.send_slot > (SELECT held_slot FROM paced WHERE gives_back)`)})
-       RETURNING o.id AS pulled_id, o.send_slot AS pulled_slot`,
+      `UPDATE messages o SET send_slot = s.target
+         FROM (SELECT * FROM freed_next UNION ALL SELECT * FROM sent_next) s WHERE o.id = s.succ_id AND s.target < o.send_slot
+       RETURNING o.id AS pulled_id, o.send_slot AS pulled_slot, o.auto_reply IS NOT NULL AS pulled_reply`,
     );
   }
 

@@ -6,7 +6,10 @@ import { CUSTOMER_EVENTS_AUDIT_VIEW } from '../webhooks/webhooks-invariants.js';
 import { UNFINISHED_JOBS_AUDIT_VIEW } from '../../platform/outbox/outbox-invariants.js';
 import { Invariants, violations, type Snapshot } from '../../platform/verify/invariants.js';
 import { TERMINAL_STATUSES, UNSENT_STATUSES, type MessageStatus } from './message-view.js';
-import { DispatchMessageJob } from './messaging.jobs.js';
+import { DispatchMessageJob, DispatchReplyJob } from './messaging.jobs.js';
+
+/** The dispatch jobs (a compliance reply's has a queue of its own): a waiting message waits for one of these. */
+const DISPATCH_JOB_NAMES = [DispatchMessageJob.name, DispatchReplyJob.name];
 import { SendResolution } from './message-transitions.js';
 
 /** Transitions a customer is told about, each as `message.<status>`. */
@@ -114,8 +117,8 @@ export class MessagingInvariants implements OnModuleInit {
           // accept, a slot, a 429's pause, a lease's end); a run that holds it holds its own job.
           `SELECT m.id FROM messages m
             WHERE m.direction = 'outbound' AND m.status = ANY($1::text[])
-              AND NOT EXISTS (SELECT 1 FROM (${UNFINISHED_JOBS_AUDIT_VIEW}) j WHERE j.name = $2 AND j.data->>'messageId' = m.id)`,
-          [UNSENT_STATUSES, DispatchMessageJob.name],
+              AND NOT EXISTS (SELECT 1 FROM (${UNFINISHED_JOBS_AUDIT_VIEW}) j WHERE j.name = ANY($2::text[]) AND j.data->>'messageId' = m.id)`,
+          [UNSENT_STATUSES, DISPATCH_JOB_NAMES],
           limit,
         ),
     );

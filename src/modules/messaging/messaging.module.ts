@@ -7,7 +7,7 @@ import { IngestModule } from '../ingest/ingest.module.js';
 import { NumbersModule } from '../numbers/numbers.module.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
-import { DispatchMessageHandler } from './dispatch-message.handler.js';
+import { DispatchMessageHandler, DispatchReplyHandler } from './dispatch-message.handler.js';
 import { MessageEffects } from './message-effects.js';
 import { MessageTransitions } from './message-transitions.js';
 import { MessagingCarrierEvents } from './messaging-carrier-events.js';
@@ -20,7 +20,7 @@ import { OptOutKeywords } from './opt-out-keywords.js';
 import { MessagingSettings } from './messaging-settings.js';
 import { MessagingSettingsController } from './messaging-settings.controller.js';
 import { declareJobs } from '../../platform/outbox/job-definition.js';
-import { DispatchMessageJob } from './messaging.jobs.js';
+import { DispatchMessageJob, DispatchReplyJob } from './messaging.jobs.js';
 // The customer event types this module emits (webhooks delivers them, knowing none by name).
 import './messaging.events.js';
 
@@ -28,7 +28,7 @@ import './messaging.events.js';
 @Module({
   imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, WebhooksModule],
   controllers: [MessagesController, MessagingSettingsController],
-  providers: [MessagesService, MessagesQuery, MessageTransitions, MessageEffects, MessagingCarrierEvents, declareJobs(DispatchMessageJob), DispatchMessageHandler, MessagingInvariants, OptOutKeywords, MessagingSettings, MessagesAudit],
+  providers: [MessagesService, MessagesQuery, MessageTransitions, MessageEffects, MessagingCarrierEvents, declareJobs(DispatchMessageJob, DispatchReplyJob), DispatchMessageHandler, DispatchReplyHandler, MessagingInvariants, OptOutKeywords, MessagingSettings, MessagesAudit],
   exports: [MessageTransitions, MessagesAudit],
 })
 export class MessagingModule {}

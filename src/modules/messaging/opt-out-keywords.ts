@@ -1,7 +1,7 @@
 import { Injectable, UnprocessableEntityException } from '@nestjs/common';
 import { IdPrefix } from '../../platform/ids.js';
 import type { CteStatement } from '../../platform/database/cte-statement.js';
-import { DispatchMessageJob } from './messaging.jobs.js';
+import { DispatchReplyJob } from './messaging.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { countSegments } from '../../telephony/segments.js';
 import { isoTimestampSql } from '../../platform/database/cte-statement.js';
@@ -120,7 +120,7 @@ export class OptOutKeywords {
     ).events;
   }
 
-  /** The reply to each HELP, and to each STOP/START that changed the consent: queued with its dispatch job. */
+  /** The reply to each HELP, and to each STOP/START that changed the consent: queued with its dispatch job (in the replies' own queue: DispatchReplyJob). */
   private queueReplies(stmt: CteStatement, keywords: string, announced: string): void {
     const defaults = stmt.param(JSON.stringify(Object.fromEntries(Object.entries(DEFAULT_KEYWORD_REPLIES).map(([k, text]) => [k, keywordReply(text)]))), 'jsonb');
     const queued = stmt.with(
@@ -133,7 +133,7 @@ export class OptOutKeywords {
        RETURNING id`,
     );
     stmt.with('opt_reply_history', `INSERT INTO message_status_history (message_id, status) SELECT id, 'queued' FROM ${queued}`);
-    this.outbox.jobsFromCte(stmt, 'opt_reply_jobs', queued, DispatchMessageJob, { id: `'dispatch-' || id`, data: `jsonb_build_object('messageId', id)` });
+    this.outbox.jobsFromCte(stmt, 'opt_reply_jobs', queued, DispatchReplyJob, { id: `'dispatch-' || id`, data: `jsonb_build_object('messageId', id)` });
   }
 }
 

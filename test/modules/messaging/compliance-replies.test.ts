@@ -6,6 +6,7 @@ import { telnyxInboundSms } from '../../support/carrier-signing.js';
 import type { TestDatabase } from '../../support/database.js';
 import type { HandsetSms } from '../../support/fake-carrier.js';
 import { MessagingPipeline } from '../../support/messaging-pipeline.js';
+import { dispatchQueuedBehindNumberRow } from '../../support/number-row-race.js';
 import { waitFor } from '../../support/wait.js';
 
 const STOP_NUMBER = '+17735550601';
@@ -42,11 +43,7 @@ describe('compliance replies ahead of a backlog', () => {
   beforeAll(async () => {
     pipeline = await MessagingPipeline.start({ [STOP_NUMBER]: 'telnyx', [HELP_NUMBER]: 'telnyx', [RACE_NUMBER]: 'telnyx' });
     db = pipeline.db;
-    const { body } = await pipeline.customer.get('/v2/phone_numbers');
-    for (const n of body.data) {
-      const res = await pipeline.customer.request('PATCH', `/v2/phone_numbers/${n.id}`, { messaging: { send_rate_per_second: RATE } });
-      expect(res.status).toBe(200);
-    }
+    await pipeline.paceEveryNumberAt(RATE);
   });
   afterAll(() => pipeline.stop());
 
@@ -177,26 +174,8 @@ describe('compliance replies ahead of a backlog', () => {
     // The refused message's run waits for the number's row (the test holds it), then the competing
     // claim, which holds its own message's row while it waits behind it: the refusal's statement
     // gets the number's row first and moves the waiting messages up around the one locked.
-    const dispatch = (id: string) => pipeline.app.app.get(DispatchMessageHandler).handle({ messageId: id }, { jobId: 'manual', attempt: 1 });
-    const lockWaiters = (n: number) =>
-      waitFor(
-        () => db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')`),
-        (c) => c >= n,
-        { what: `${n} claims waiting for the number's row` },
-      );
-    const holder = await db.pool.connect();
-    try {
-      await holder.query('BEGIN');
-      await holder.query(`SELECT FROM phone_numbers WHERE phone_number = $1 FOR UPDATE`, [RACE_NUMBER]);
-      const refusing = dispatch(refused);
-      await lockWaiters(1);
-      const competing = dispatch(inFlight);
-      await lockWaiters(2);
-      await holder.query('COMMIT');
-      await Promise.all([refusing, competing]);
-    } finally {
-      holder.release();
-    }
+    const dispatch = (id: string) => () => pipeline.app.app.get(DispatchMessageHandler).handle({ messageId: id }, { jobId: 'manual', attempt: 1 });
+    await dispatchQueuedBehindNumberRow(db, RACE_NUMBER, [dispatch(refused), dispatch(inFlight)]);
 
     const row = async (id: string) => (await db.pool.query(`SELECT status, error_code, send_slot FROM messages WHERE id = $1`, [id])).rows[0];
     expect(await row(refused)).toMatchObject({ status: 'failed', error_code: 'recipient_opted_out' });

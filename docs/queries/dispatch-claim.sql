@@ -94,7 +94,7 @@ dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, accou
 dlv_first_attempts AS (SELECT id, 1 AS round, 1 AS attempt FROM dlv_created WHERE status = 'pending'),
 dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt), now() FROM dlv_first_attempts
-       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
+       ON CONFLICT DO NOTHING RETURNING job_id, name),
 claimed AS (UPDATE messages m SET status = 'sending', claim_token = $11::text, claimed_until = now() + make_interval(secs => $12::int),
               outcome_unknown_since = CASE WHEN paced.reclaim AND paced.held_until IS NOT NULL THEN coalesce(m.outcome_unknown_since, now()) ELSE m.outcome_unknown_since END,
               send_slot = coalesce(paced.slot_at, m.send_slot), updated_at = CASE WHEN paced.previous = ANY($3::text[]) THEN now() ELSE m.updated_at END
@@ -112,12 +112,16 @@ waking AS (SELECT slotted_id, wake_at, (SELECT priority FROM paced) AS reply FRO
         WHERE paced.new_slot IS NULL AND paced.held_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused AND NOT paced.consent_changed
           AND (paced.previous = ANY($3::text[]) OR paced.reclaim)
        UNION ALL SELECT pulled_id, pulled_slot, pulled_reply FROM pulled),
+slotted_job_rows AS (SELECT slotted_id, wake_at FROM waking WHERE reply = false),
 slotted_job AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       SELECT 'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint, 'messaging', 'dispatch-message', jsonb_build_object('messageId', slotted_id), wake_at FROM waking WHERE reply = false
-       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
+       SELECT 'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint, 'messaging', 'dispatch-message', jsonb_build_object('messageId', slotted_id), wake_at FROM slotted_job_rows
+        WHERE outbox_job_twin('dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint) IS NULL
+       ON CONFLICT DO NOTHING RETURNING job_id, name),
+slotted_reply_job_rows AS (SELECT slotted_id, wake_at FROM waking WHERE reply = true),
 slotted_reply_job AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       SELECT 'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint, 'messaging-replies', 'dispatch-reply', jsonb_build_object('messageId', slotted_id), wake_at FROM waking WHERE reply = true
-       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name)
+       SELECT 'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint, 'messaging-replies', 'dispatch-reply', jsonb_build_object('messageId', slotted_id), wake_at FROM slotted_reply_job_rows
+        WHERE outbox_job_twin('dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint) IS NULL
+       ON CONFLICT DO NOTHING RETURNING job_id, name)
 SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at, paced.consent_changed,
               EXISTS (SELECT FROM messages WHERE id = $1::text AND direction = 'outbound' AND status = ANY($2::text[])) AS present,
               ((SELECT count(*) FROM dlv_jobs) + (SELECT count(*) FROM slotted_job) + (SELECT count(*) FROM slotted_reply_job))::int AS jobs, claimed.*

@@ -8,7 +8,7 @@ job_claimed AS (UPDATE outbox_jobs SET completed_at = now(), attempts = attempts
            RETURNING job_id),
 cev_consumed AS (UPDATE carrier_events c SET processed_at = now(), error = NULL, note = CASE WHEN NOT EXISTS (SELECT FROM msg_owner o WHERE o.event_id = i.event_id) THEN 'no account owns ' || i.to_number END, attempts = c.attempts + 1, unhandled_since = NULL
              FROM evt_input i JOIN job_claimed j ON j.job_id = i.job_id
-            WHERE c.id = ANY ($3::text[]) AND c.id = i.event_id AND c.processed_at IS NULL
+            WHERE c.id = ANY ($3::text[]) AND c.created_at BETWEEN (SELECT min(onceline_id_window_start(x)) FROM unnest($3::text[]) AS x) AND (SELECT max(onceline_id_window_end(x)) FROM unnest($3::text[]) AS x) AND c.id = i.event_id AND c.processed_at IS NULL
            RETURNING c.id AS consumed_event_id),
 msg_received AS (INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, carrier_message_id)
        SELECT i.message_id, o.account_id, 'inbound', i.from_number, i.to_number, i.text, 'received', i.segments, i.encoding, i.carrier, i.carrier_message_id
@@ -64,7 +64,8 @@ opt_reply_queued AS (INSERT INTO messages (id, account_id, direction, from_numbe
 opt_reply_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, 'queued' FROM opt_reply_queued),
 opt_reply_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT 'dispatch-' || id, 'messaging-replies', 'dispatch-reply', jsonb_build_object('messageId', id), now() FROM opt_reply_queued
-       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
+        WHERE outbox_job_twin('dispatch-' || id) IS NULL
+       ON CONFLICT DO NOTHING RETURNING job_id, name),
 msg_announced AS (SELECT account_id, 'message.received' AS type, jsonb_build_object('id', id, 'record_type', record_type, 'direction', direction, 'from', "from", 'to', "to",
   'text', text, 'status', status, 'segments', segments, 'encoding', encoding, 'carrier', carrier,
   'carrier_message_id', carrier_message_id, 'error_code', error_code, 'error_detail', error_detail,
@@ -88,7 +89,7 @@ dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, accou
 dlv_first_attempts AS (SELECT id, 1 AS round, 1 AS attempt FROM dlv_created WHERE status = 'pending'),
 dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt), now() + make_interval(secs => $13::int) FROM dlv_first_attempts
-       ON CONFLICT (job_id) DO NOTHING RETURNING job_id, name),
+       ON CONFLICT DO NOTHING RETURNING job_id, name),
 dlv_prefetched AS MATERIALIZED (SELECT 'dlv-' || id || '-' || round || '-' || attempt AS job_id, prefetched FROM (
              SELECT f.id, f.round, f.attempt,
                     jsonb_build_object('id', d.id, 'status', d.status, 'round', d.round, 'attempt_count', d.attempt_count,

@@ -391,8 +391,10 @@ export class MessageTransitions {
        UNION ALL SELECT pulled_id, pulled_slot, pulled_reply FROM ${moved}`,
     );
     // A compliance reply's in the replies' own queue (DispatchReplyJob), any other message's in `messaging`.
+    // jobsFromCte takes a CTE of the rows to write jobs for (it adds its own WHERE): one per queue.
     for (const [cte, job, reply] of [['slotted_job', DispatchMessageJob, false], ['slotted_reply_job', DispatchReplyJob, true]] as const) {
-      this.outbox.jobsFromCte(stmt, cte, `${waking} WHERE reply = ${reply}`, job, {
+      const rows = stmt.with(`${cte}_rows`, `SELECT slotted_id, wake_at FROM ${waking} WHERE reply = ${reply}`);
+      this.outbox.jobsFromCte(stmt, cte, rows, job, {
         id: `'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint`,
         data: `jsonb_build_object('messageId', slotted_id)`,
         runAt: 'wake_at',

@@ -1,5 +1,5 @@
 -- The dispatch claims a queued message and its send slot on its number (pacing), or fails it when the handset opted out since
--- Written in src/modules/messaging/message-transitions.ts; captured by test/docs/queries.test.ts. Regenerate: npm run docs:queries
+-- Written in src/modules/messaging/dispatch-claims.ts (claimStatement); captured by test/docs/queries.test.ts. Regenerate: npm run docs:queries
 WITH locked AS (SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS holder, m.claimed_until AS held_until, m.send_slot AS held_slot, p.id AS number_id,
               m.outcome_unknown_since AS was_unknown,
               p.opt_out_seq AS seen_seq, m.segments AS msg_segments, m.from_number AS sender_number, m.account_id AS sender_account,

@@ -1,5 +1,5 @@
 -- POST /v2/messages: the message accepted unless the handset opted out
--- Written in src/modules/messaging/message-transitions.ts; captured by test/docs/queries.test.ts. Regenerate: npm run docs:queries
+-- Written in src/modules/messaging/messages.service.ts (insertOutbound); captured by test/docs/queries.test.ts. Regenerate: npm run docs:queries
 INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, send_at)
        SELECT $1, $2, 'outbound', $3, $4, $5, $6, $7, $8, $9, $10 WHERE NOT EXISTS (SELECT FROM message_opt_outs o JOIN accounts oa ON oa.id = o.account_id
                    WHERE o.account_id = $2::text AND o.handset = $4::text AND o.opted_out

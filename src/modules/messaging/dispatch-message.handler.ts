@@ -7,7 +7,9 @@ import type { PayloadOf } from '../../platform/outbox/job-definition.js';
 import { DispatchMessageJob, DispatchReplyJob } from './messaging.jobs.js';
 import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { MessageTransitions, SendResolution, type DispatchClaim } from './message-transitions.js';
+import { DispatchClaims, type DispatchClaim } from './dispatch-claims.js';
+import { SendResolution } from './message-history-details.js';
+import { SendOutcomes } from './send-outcomes.js';
 
 /** A lookup starts this much before the lease that may have sent (the carrier's clock and ours differ). */
 const LOOKUP_CLOCK_MARGIN_MS = 60_000;
@@ -23,7 +25,7 @@ const LOOKUP_CLOCK_MARGIN_MS = 60_000;
  * got no answer that decides (SendOutcomeUnknownError), and when a run takes over a lease that
  * ended without being given back (its holder died between the carrier's accept and its answer).
  * A run holding such a message resolves it: a receipt naming our message settles it on its own
- * (MessageTransitions.applyReceiptCtes); the run asks the carrier's lookup, and when it shows
+ * (ReceiptsAndInbound.applyReceiptCtes); the run asks the carrier's lookup, and when it shows
  * nothing, waits (its lease and a job run to the next check) until SEND_OUTCOME_WINDOW_SECONDS
  * have passed with nothing shown, and only then sends again. docs/exactly-once.md gives the
  * window left per carrier.
@@ -35,7 +37,8 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
 
   constructor(
     private readonly uow: UnitOfWork,
-    private readonly transitions: MessageTransitions,
+    private readonly claims: DispatchClaims,
+    private readonly outcomes: SendOutcomes,
     private readonly senders: MessageSenders,
     private readonly outbox: OutboxService,
     private readonly config: AppConfig,
@@ -52,7 +55,7 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
       // once, as "not sent"). Any other failure (recording an answer, a lookup's statement) leaves
       // the lease to run out: the run that takes it over then counts the send's outcome unknown.
       if (err instanceof CarrierUnavailableError) {
-        await this.uow.run((tx) => this.transitions.releaseClaim(tx, claim)).catch((releaseErr: Error) => this.logger.warn(`lease on ${messageId} not given back: ${releaseErr.message}`));
+        await this.uow.run((tx) => this.outcomes.releaseClaim(tx, claim)).catch((releaseErr: Error) => this.logger.warn(`lease on ${messageId} not given back: ${releaseErr.message}`));
       }
       throw err;
     }
@@ -68,7 +71,7 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
   private async claim(messageId: string): Promise<DispatchClaim | undefined> {
     const [lease, rate] = [this.config.DISPATCH_LEASE_SECONDS, this.config.MESSAGE_SEND_RATE_DEFAULT];
     const outcome =
-      (await this.transitions.claimNow(messageId, lease, rate)) ?? (await this.uow.run((tx) => this.transitions.claimForDispatch(tx, messageId, lease, rate)));
+      (await this.claims.claimNow(messageId, lease, rate)) ?? (await this.uow.run((tx) => this.claims.claimForDispatch(tx, messageId, lease, rate)));
     if (outcome.kind === 'claimed') return outcome.claim;
     if (outcome.kind === 'leased') {
       // run_at is the lease's end by the database clock, which is also what the relay waits on,
@@ -99,12 +102,12 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
       this.logger.warn(`lookup of ${message.id} at ${message.carrier} failed: ${err.message}`);
     }
     if (found) {
-      const recorded = await this.uow.run((tx) => this.transitions.markSent(tx, message, found.carrierMessageIds, SendResolution.byLookup));
+      const recorded = await this.uow.run((tx) => this.outcomes.markSent(tx, message, found.carrierMessageIds, SendResolution.byLookup));
       if (!recorded) this.logger.warn(`${message.carrier} shows ${message.id}, but it was settled meanwhile or every id it lists is another message's`);
       if (recorded) return;
     }
     const step = await this.uow.run((tx) =>
-      this.transitions.continueResolving(tx, message, { windowSeconds: this.config.SEND_OUTCOME_WINDOW_SECONDS, leaseSeconds: this.config.DISPATCH_LEASE_SECONDS, lookupFailed }),
+      this.outcomes.continueResolving(tx, message, { windowSeconds: this.config.SEND_OUTCOME_WINDOW_SECONDS, leaseSeconds: this.config.DISPATCH_LEASE_SECONDS, lookupFailed }),
     );
     if (step === 'resend') {
       this.logger.warn(`${message.carrier} showed nothing of ${message.id} within ${this.config.SEND_OUTCOME_WINDOW_SECONDS} s: sending it again`);
@@ -123,28 +126,28 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
     } catch (err) {
       if (err instanceof SendOutcomeUnknownError) {
         // It may be at the carrier: never a failure, never "not sent". Resolved by a later run.
-        const marked = await this.uow.run((tx) => this.transitions.markOutcomeUnknown(tx, message, err.message, this.config.SEND_OUTCOME_WINDOW_SECONDS));
+        const marked = await this.uow.run((tx) => this.outcomes.markOutcomeUnknown(tx, message, err.message, this.config.SEND_OUTCOME_WINDOW_SECONDS));
         this.logger.warn(`send of ${message.id} to ${message.carrier}: ${err.message}; ${marked ? 'resolving before any resend' : 'another run holds it now'}`);
         return;
       }
       if (err instanceof CarrierThrottledError) {
         // Too fast for the carrier: back in the queue behind its Retry-After, under this run's
         // lease (so never sent twice), and this job is done (its follow-up is written with it).
-        const resumeAt = await this.uow.run((tx) => this.transitions.requeueThrottled(tx, message, err.retryAfterSeconds));
+        const resumeAt = await this.uow.run((tx) => this.outcomes.requeueThrottled(tx, message, err.retryAfterSeconds));
         this.logger.warn(`carrier throttled ${message.from_number} sending ${message.id}: ${resumeAt ? `tried again from ${resumeAt.toISOString()}` : 'another run holds it now'}`);
         return;
       }
       if (err instanceof CarrierUnavailableError && attempt >= DispatchMessageJob.attempts) {
         this.logger.warn(`giving up on ${message.id} after ${attempt} attempts: ${err.message}`);
-        await this.uow.run((tx) => this.transitions.markRejected(tx, message, { errorCode: 'carrier_unavailable', errorDetail: err.message }));
+        await this.uow.run((tx) => this.outcomes.markRejected(tx, message, { errorCode: 'carrier_unavailable', errorDetail: err.message }));
         return;
       }
       throw err;
     }
     const recorded = await this.uow.run((tx) =>
       result.outcome === 'accepted'
-        ? this.transitions.markSent(tx, message, result.carrierMessageId)
-        : this.transitions.markRejected(tx, message, result),
+        ? this.outcomes.markSent(tx, message, result.carrierMessageId)
+        : this.outcomes.markRejected(tx, message, result),
     );
     if (!recorded) this.logger.warn(`carrier answer for ${message.id} not recorded: the message moved on or another run took its lease`);
   }

@@ -14,7 +14,7 @@ export type MessageRow = MessageView & { account_id: string };
 /**
  * What a message's move bills and announces: its usage row and its customer event. Each is
  * written by the move's own statement or transaction, for the rows that move changed, never on
- * its own. MessageTransitions writes messaging's rows (the message, its history, its number's
+ * its own. The moves (DispatchClaims, SendOutcomes, ReceiptsAndInbound, MessageCancel) write messaging's rows (the message, its history, its number's
  * slots, its next dispatch job) and hands the changed rows here, so "where is an SMS billed, and
  * what does its customer hear" is this file.
  */

@@ -7,7 +7,8 @@ import { fingerprint, IdempotencyKeys, type StoredResponse } from '../../platfor
 import { PhoneNumbers } from '../numbers/phone-numbers.service.js';
 import { DispatchMessageJob } from './messaging.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { MessageTransitions } from './message-transitions.js';
+import { MessageCancel } from './message-cancel.js';
+import { recordHistory } from './message-moves.js';
 import { optedOutSql, recipientOptedOut } from './opt-out-keywords.js';
 import { MESSAGE_COLUMNS, toView, type MessageView } from './message-view.js';
 import { countSegments } from '../../telephony/segments.js';
@@ -33,7 +34,7 @@ export class MessagesService {
     private readonly numbers: PhoneNumbers,
     private readonly outbox: OutboxService,
     private readonly keys: IdempotencyKeys,
-    private readonly transitions: MessageTransitions,
+    private readonly cancels: MessageCancel,
   ) {}
 
   async send(accountId: string, request: SendMessageRequest, idempotencyKey?: string): Promise<StoredResponse & { replayed: boolean }> {
@@ -66,14 +67,14 @@ export class MessagesService {
     );
     if (rows.length === 0) throw recipientOptedOut(request.to);
     const message = toView(rows[0]);
-    await this.transitions.recordHistory(tx, message.id, status);
+    await recordHistory(tx, message.id, status);
     await this.outbox.enqueue(tx, { job: DispatchMessageJob, data: { messageId: message.id }, jobId: `dispatch-${message.id}`, runAt: sendAt });
     return message;
   }
 
   /** POST /v2/messages/:id/cancel: the message cancelled, or why not (404, 409). */
   async cancel(accountId: string, messageId: string): Promise<MessageView> {
-    const outcome = await this.uow.run((tx) => this.transitions.cancel(tx, accountId, messageId));
+    const outcome = await this.uow.run((tx) => this.cancels.cancel(tx, accountId, messageId));
     if (!outcome) throw new NotFoundException({ code: 'not_found', title: 'Resource not found', detail: `no outbound message ${messageId}` });
     if (!outcome.cancelled) {
       throw new ConflictException({ code: 'message_not_cancellable', title: 'Message not cancellable', detail: `message ${messageId} is ${outcome.previous}: only a queued or scheduled message can be cancelled` });

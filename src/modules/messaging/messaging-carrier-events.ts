@@ -3,7 +3,7 @@ import { newId, IdPrefix } from '../../platform/ids.js';
 import { HandlesCarrierEventsInOneStatement, type EventBatchRun } from '../ingest/carrier-event-handlers.js';
 import type { MessageReceived, MessageStatusChanged } from '../../carriers/normalized-event.js';
 import { PhoneNumbers, type OwnersOf } from '../numbers/phone-numbers.service.js';
-import { MessageTransitions, type Receipt } from './message-transitions.js';
+import { ReceiptsAndInbound, type Receipt } from './receipts-and-inbound.js';
 import { countSegments } from '../../telephony/segments.js';
 
 /** A receipt's word the message can move to (any other changes nothing). */
@@ -23,7 +23,7 @@ function receiptKey(event: MessageStatusChanged): string | undefined {
 @Injectable()
 export class MessagingCarrierEvents {
   constructor(
-    private readonly transitions: MessageTransitions,
+    private readonly statements: ReceiptsAndInbound,
     private readonly numbers: PhoneNumbers,
   ) {}
 
@@ -34,11 +34,11 @@ export class MessagingCarrierEvents {
    * dispatcher's commit: retry, never buffer. `key`: two receipts of one message never share a
    * statement (one UPDATE would apply only one of them); the later goes into the next. A receipt
    * naming our message by its reference is keyed by it, whatever its word: any word settles a
-   * message still `sending` (MessageTransitions.applyReceiptCtes).
+   * message still `sending` (ReceiptsAndInbound.applyReceiptCtes).
    */
   @HandlesCarrierEventsInOneStatement('message.status', { key: receiptKey })
   applyReceipt(events: MessageStatusChanged[], run: EventBatchRun): void {
-    this.transitions.applyReceiptCtes(run, events.map((event) => ({
+    this.statements.applyReceiptCtes(run, events.map((event) => ({
       carrier: event.carrier,
       carrierMessageId: event.carrierMessageId,
       status: isFinal(event) ? event.status : null,
@@ -56,7 +56,7 @@ export class MessagingCarrierEvents {
   @HandlesCarrierEventsInOneStatement('message.received')
   receive(events: MessageReceived[], run: EventBatchRun): void {
     const owners: OwnersOf = (rows, numberColumn) => this.numbers.ownersCte(run.stmt, 'msg_owner', rows, numberColumn);
-    this.transitions.receiveInboundCtes(run, owners, events.map((event) => ({
+    this.statements.receiveInboundCtes(run, owners, events.map((event) => ({
       id: newId(IdPrefix.Message),
       carrier: event.carrier,
       carrierMessageId: event.carrierMessageId,

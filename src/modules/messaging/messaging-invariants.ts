@@ -10,7 +10,7 @@ import { DispatchMessageJob, DispatchReplyJob } from './messaging.jobs.js';
 
 /** The dispatch jobs (a compliance reply's has a queue of its own): a waiting message waits for one of these. */
 const DISPATCH_JOB_NAMES = [DispatchMessageJob.name, DispatchReplyJob.name];
-import { SendResolution } from './message-transitions.js';
+import { SendResolution } from './message-history-details.js';
 
 /** Transitions a customer is told about, each as `message.<status>`. */
 const ANNOUNCED_STATUSES: MessageStatus[] = ['sent', 'delivered', 'failed', 'received', 'cancelled'];

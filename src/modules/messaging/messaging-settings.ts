@@ -99,7 +99,7 @@ const UPDATE_SQL = `WITH before AS (SELECT id, opt_out_scope AS previous FROM ac
          RETURNING 1
        ),
        -- a new scope changes which opt-out counts for every number of the account: a dispatch
-       -- claim waiting for one of their rows meanwhile runs again (MessageTransitions.claimStatement)
+       -- claim waiting for one of their rows meanwhile runs again (DispatchClaims.claimStatement)
        scope_seq_bumped AS (${optOutSeqBumpSql(`SELECT n.id FROM changed c JOIN phone_numbers n ON n.account_id = c.id AND n.${HELD} WHERE c.previous <> c.opt_out_scope`)})
        SELECT (SELECT changed FROM consent) AS consent_changed, c.opt_out_scope, c.keyword_replies FROM (VALUES (1)) AS one (n) LEFT JOIN changed c ON true`;
 

@@ -8,8 +8,9 @@ import { NumbersModule } from '../numbers/numbers.module.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { DispatchMessageHandler, DispatchReplyHandler } from './dispatch-message.handler.js';
+import { DispatchClaims } from './dispatch-claims.js';
+import { MessageCancel } from './message-cancel.js';
 import { MessageEffects } from './message-effects.js';
-import { MessageTransitions } from './message-transitions.js';
 import { MessagingCarrierEvents } from './messaging-carrier-events.js';
 import { MessagesAudit } from './messages-audit.js';
 import { MessagingInvariants } from './messaging-invariants.js';
@@ -17,6 +18,8 @@ import { MessagesController } from './messages.controller.js';
 import { MessagesQuery } from './messages.query.js';
 import { MessagesService } from './messages.service.js';
 import { OptOutKeywords } from './opt-out-keywords.js';
+import { ReceiptsAndInbound } from './receipts-and-inbound.js';
+import { SendOutcomes } from './send-outcomes.js';
 import { MessagingSettings } from './messaging-settings.js';
 import { MessagingSettingsController } from './messaging-settings.controller.js';
 import { declareJobs } from '../../platform/outbox/job-definition.js';
@@ -28,7 +31,7 @@ import './messaging.events.js';
 @Module({
   imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, WebhooksModule],
   controllers: [MessagesController, MessagingSettingsController],
-  providers: [MessagesService, MessagesQuery, MessageTransitions, MessageEffects, MessagingCarrierEvents, declareJobs(DispatchMessageJob, DispatchReplyJob), DispatchMessageHandler, DispatchReplyHandler, MessagingInvariants, OptOutKeywords, MessagingSettings, MessagesAudit],
-  exports: [MessageTransitions, MessagesAudit],
+  providers: [MessagesService, MessagesQuery, DispatchClaims, SendOutcomes, ReceiptsAndInbound, MessageCancel, MessageEffects, MessagingCarrierEvents, declareJobs(DispatchMessageJob, DispatchReplyJob), DispatchMessageHandler, DispatchReplyHandler, MessagingInvariants, OptOutKeywords, MessagingSettings, MessagesAudit],
+  exports: [MessagesAudit],
 })
 export class MessagingModule {}

@@ -37,7 +37,7 @@ export function optedOutSql(account: string, fromNumber: string, toNumber: strin
 /**
  * The body of a data-modifying CTE that bumps `phone_numbers.opt_out_seq` of the numbers we hold
  * whose ids the query `ids` returns, written by the statement that changed their consent (see
- * migration 0021 and MessageTransitions.claimStatement). The rows are locked in id order first
+ * migration 0021 and DispatchClaims.claimStatement). The rows are locked in id order first
  * (FOR NO KEY UPDATE, the lock the UPDATE takes), so two statements bumping the same numbers take
  * their locks in one order (no deadlock). `ids` starts from the change (usually no row), so no
  * statement scans the numbers it does not concern.
@@ -160,7 +160,7 @@ function consentChangeCtes(stmt: CteStatement, prefix: string, rows: string): { 
   // Each consent that changed bumps opt_out_seq of the numbers it concerns (the number the
   // handset texted; every number of the account for an account-wide row), in this statement: a
   // dispatch claim that waited for one of those rows while this committed sees the bump and
-  // runs again with a snapshot that sees the change (the guard rule; MessageTransitions.claimStatement).
+  // runs again with a snapshot that sees the change (the guard rule; DispatchClaims.claimStatement).
   stmt.with(
     `${prefix}_seq_bumped`,
     optOutSeqBumpSql(

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { DispatchMessageHandler } from '../../../src/modules/messaging/dispatch-message.handler.js';
-import { MessageTransitions } from '../../../src/modules/messaging/message-transitions.js';
+import { SendOutcomes } from '../../../src/modules/messaging/send-outcomes.js';
 import type { ApiClient } from '../../support/api-client.js';
 import type { TestApp } from '../../support/app.js';
 import { carrierFixture, formBody, parseForm, telnyxEvent, telnyxFixture, telnyxReceipt, twilioHeaders } from '../../support/carrier-signing.js';
@@ -109,12 +109,12 @@ describe('messages through the whole pipeline: signed carrier webhooks in, custo
 
   it('the dispatch job run again after a crash that followed the carrier\'s answer: resolved by the lookup, never sent again; one sent transition, one usage row', async () => {
     const dispatcher = app.app.get(DispatchMessageHandler);
-    const transitions = app.app.get(MessageTransitions);
+    const outcomes = app.app.get(SendOutcomes);
     // Created straight in the database with no job, so only this test runs its dispatch.
     const { MessagesService } = await import('../../../src/modules/messaging/messages.service.js');
     const sent = await app.app.get(MessagesService).send(customer.accountId, { from: OUR_NUMBER, to: '+13125550011', text: 'crash', send_at: new Date(Date.now() + 86400_000).toISOString() });
     const id = (sent.body as { data: { id: string } }).data.id;
-    const crash = jest.spyOn(transitions, 'markSent').mockImplementationOnce(async () => {
+    const crash = jest.spyOn(outcomes, 'markSent').mockImplementationOnce(async () => {
       throw new Error('worker killed after the carrier answered');
     });
     await expect(dispatcher.handle({ messageId: id }, { jobId: 'manual', attempt: 1 })).rejects.toThrow('worker killed');

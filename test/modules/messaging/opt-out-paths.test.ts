@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DispatchMessageHandler } from '../../../src/modules/messaging/dispatch-message.handler.js';
 import { MessagesService } from '../../../src/modules/messaging/messages.service.js';
-import { MessageTransitions, SendResolution } from '../../../src/modules/messaging/message-transitions.js';
+import { DispatchClaims } from '../../../src/modules/messaging/dispatch-claims.js';
+import { SendResolution } from '../../../src/modules/messaging/message-history-details.js';
+import { SendOutcomes } from '../../../src/modules/messaging/send-outcomes.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { VerifyService } from '../../../src/platform/verify/verify.service.js';
 import { telnyxInboundSms } from '../../support/carrier-signing.js';
@@ -35,7 +37,8 @@ describe('STOP against every send path', () => {
   });
   afterAll(() => pipeline.stop());
 
-  const transitions = () => pipeline.app.app.get(MessageTransitions);
+  const claims = () => pipeline.app.app.get(DispatchClaims);
+  const outcomes = () => pipeline.app.app.get(SendOutcomes);
   const uow = () => pipeline.app.app.get(UnitOfWork);
   const dispatch = (id: string) => pipeline.app.app.get(DispatchMessageHandler).handle({ messageId: id }, { jobId: 'manual', attempt: 1 });
   /** A message from OUR_NUMBER to `handset` whose own job waits a day, so only the test's runs dispatch it. */
@@ -113,7 +116,7 @@ describe('STOP against every send path', () => {
   it('a lease held by a worker that died: its takeover resolves the earlier attempt, finds nothing within the window, and refuses the resend', async () => {
     const handset = newHandset();
     const id = await accepted(handset, 'holder died');
-    const died = await uow().run((tx) => transitions().claimForDispatch(tx, id, 60, UNPACED));
+    const died = await uow().run((tx) => claims().claimForDispatch(tx, id, 60, UNPACED));
     expect(died.kind).toBe('claimed');
     pipeline.carrier.lookupsShow = false;
     try {
@@ -142,7 +145,7 @@ describe('STOP against every send path', () => {
     // The window has passed with nothing shown (moved forward): continueResolving, the statement that would send again, decides.
     await planted(`UPDATE messages SET outcome_unknown_since = now() - interval '1 minute' WHERE id = $1`, id);
     const step = await stopDuring(handset, () =>
-      uow().run((tx) => transitions().continueResolving(tx, { id, token: held.token }, { windowSeconds: WINDOW_SECONDS, leaseSeconds: 60, lookupFailed: false })),
+      uow().run((tx) => outcomes().continueResolving(tx, { id, token: held.token }, { windowSeconds: WINDOW_SECONDS, leaseSeconds: 60, lookupFailed: false })),
     );
     expect(step).toBe('refused');
     await expectRefused(id, 1);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { DispatchMessageHandler } from '../../../src/modules/messaging/dispatch-message.handler.js';
 import { MessagesService } from '../../../src/modules/messaging/messages.service.js';
-import { MessageTransitions } from '../../../src/modules/messaging/message-transitions.js';
+import { DispatchClaims } from '../../../src/modules/messaging/dispatch-claims.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { VerifyService } from '../../../src/platform/verify/verify.service.js';
 import { HELP_KEYWORDS, OPT_IN_KEYWORDS, OPT_OUT_KEYWORDS } from '../../../src/modules/messaging/opt-out-keywords.js';
@@ -227,7 +227,7 @@ describe('opt-out keywords', () => {
     const id = await accepted(handset, 'accepted before STOP, transactional claim waiting for the number');
     const outcomes: unknown[] = [];
     const claimInTransaction = async (messageId: string) =>
-      outcomes.push(await pipeline.app.app.get(UnitOfWork).run((tx) => pipeline.app.app.get(MessageTransitions).claimForDispatch(tx, messageId, 60)));
+      outcomes.push(await pipeline.app.app.get(UnitOfWork).run((tx) => pipeline.app.app.get(DispatchClaims).claimForDispatch(tx, messageId, 60)));
     await stopWhileDispatchWaits(handset, id, `${NUMBER_ROW} FOR KEY SHARE`, [OUR_NUMBER], () => lockWaits(CLAIM, "the transactional claim to wait for the number's row"), claimInTransaction);
     expect(outcomes).toEqual([{ kind: 'done' }]);
   });

@@ -3,7 +3,8 @@ import { DataSource } from 'typeorm';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { AppConfig } from '../../../src/platform/config/app-config.js';
 import { PhoneNumbers } from '../../../src/modules/numbers/phone-numbers.service.js';
-import { MessageTransitions } from '../../../src/modules/messaging/message-transitions.js';
+import { DispatchClaims } from '../../../src/modules/messaging/dispatch-claims.js';
+import { SendOutcomes } from '../../../src/modules/messaging/send-outcomes.js';
 import { SEND_LATENESS_TOLERANCE_SECONDS } from '../../../src/modules/messaging/sender-pacing.js';
 import type { ApiClient } from '../../support/api-client.js';
 import type { TestApp } from '../../support/app.js';
@@ -148,11 +149,10 @@ describe('sender pacing', () => {
     const sendAt = new Date(Date.now() + 86_400_000).toISOString();
     const id = (await customer.post('/v2/messages', { from: PAUSED, to: HANDSET, text: 'throttled', send_at: sendAt })).body.data.id as string;
     const uow = app.app.get(UnitOfWork);
-    const transitions = app.app.get(MessageTransitions);
-    const outcome = await uow.run((tx) => transitions.claimForDispatch(tx, id, 60));
+    const outcome = await uow.run((tx) => app.app.get(DispatchClaims).claimForDispatch(tx, id, 60));
     if (outcome.kind !== 'claimed') throw new Error(`expected a claim, got ${outcome.kind}`);
     // The carrier answered 429 with Retry-After 30.
-    const resumeAt = await uow.run((tx) => transitions.requeueThrottled(tx, outcome.claim, 30));
+    const resumeAt = await uow.run((tx) => app.app.get(SendOutcomes).requeueThrottled(tx, outcome.claim, 30));
     expect(resumeAt).toBeInstanceOf(Date);
 
     const number = await customer.get(`/v2/phone_numbers/${numberIds[PAUSED]}`);
@@ -204,7 +204,7 @@ describe('sender pacing', () => {
     for (const text of ['a', 'b']) ids.push((await customer.post('/v2/messages', { from: LATE, to: HANDSET, text, send_at: sendAt })).body.data.id);
     // Planted: both were given slots long ago, and their jobs only run now.
     await db.pool.query(`UPDATE messages SET send_slot = now() - interval '1 minute' WHERE id = ANY($1)`, [ids]);
-    const claim = (id: string) => app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, 60));
+    const claim = (id: string) => app.app.get(UnitOfWork).run((tx) => app.app.get(DispatchClaims).claimForDispatch(tx, id, 60));
     expect((await claim(ids[0])).kind).toBe('claimed');
     expect((await claim(ids[1])).kind).toBe('paced');
 
@@ -228,7 +228,7 @@ describe('sender pacing', () => {
         // Planted in the claim's own transaction (so the machine's speed does not move it): the
         // number's next free slot is `aheadMs` from now, as if earlier messages took the ones before.
         await tx.query(`UPDATE phone_numbers SET next_send_at = clock_timestamp() + make_interval(secs => $2 / 1000.0), sends_paced_until = NULL WHERE phone_number = $1`, [CLOSE, aheadMs]);
-        return app.app.get(MessageTransitions).claimForDispatch(tx, id, 60);
+        return app.app.get(DispatchClaims).claimForDispatch(tx, id, 60);
       });
     expect((await claimBehind(ids[0], 200)).kind).toBe('claimed');
     expect((await claimBehind(ids[1], 600)).kind).toBe('paced');
@@ -251,7 +251,7 @@ describe('sender pacing', () => {
     const sendAt = new Date(Date.now() + 86_400_000).toISOString();
     const id = (await customer.post('/v2/messages', { from: RECOVERED, to: HANDSET, text: 'recovered', send_at: sendAt })).body.data.id as string;
     const uow = app.app.get(UnitOfWork);
-    const claim = () => uow.run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, 60));
+    const claim = () => uow.run((tx) => app.app.get(DispatchClaims).claimForDispatch(tx, id, 60));
     const first = await claim();
     if (first.kind !== 'claimed') throw new Error(`expected a claim, got ${first.kind}`);
     // While its lease lasts, another run leaves it alone.
@@ -282,9 +282,9 @@ describe('sender pacing', () => {
 
   const claimThrough = {
     // what dispatch runs: one autocommit statement
-    'one autocommit statement (claimNow)': async (id: string) => (await app.app.get(MessageTransitions).claimNow(id, 60))!,
+    'one autocommit statement (claimNow)': async (id: string) => (await app.app.get(DispatchClaims).claimNow(id, 60))!,
     // its fallback when another transaction holds the message's row
-    'the transaction (claimForDispatch)': (id: string) => app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, 60)),
+    'the transaction (claimForDispatch)': (id: string) => app.app.get(UnitOfWork).run((tx) => app.app.get(DispatchClaims).claimForDispatch(tx, id, 60)),
   };
 
   it.each(Object.keys(claimThrough) as (keyof typeof claimThrough)[])('two dispatches claiming slots of one number at once through %s get distinct slots one rate apart (the number row is the guard)', async (path) => {
@@ -390,15 +390,15 @@ describe('sender pacing', () => {
     try {
       await holder.query('BEGIN');
       await holder.query(`SELECT FROM messages WHERE id = $1 FOR UPDATE`, [id]);
-      expect(await app.app.get(MessageTransitions).claimNow(id, 60)).toBeUndefined();
+      expect(await app.app.get(DispatchClaims).claimNow(id, 60)).toBeUndefined();
     } finally {
       await holder.query('ROLLBACK');
       holder.release();
     }
     expect((await db.pool.query(`SELECT status FROM messages WHERE id = $1`, [id])).rows[0].status).toBe('scheduled');
     // free, it is claimed by the statement alone; a message gone or past sending is done
-    expect((await app.app.get(MessageTransitions).claimNow(id, 60))?.kind).toBe('claimed');
-    expect((await app.app.get(MessageTransitions).claimNow('msg_none', 60))?.kind).toBe('done');
+    expect((await app.app.get(DispatchClaims).claimNow(id, 60))?.kind).toBe('claimed');
+    expect((await app.app.get(DispatchClaims).claimNow('msg_none', 60))?.kind).toBe('done');
   });
 
   it('a burst of 20 at 2/s arrives at the carrier within 5 % of the rate (19 gaps of 0.5 s), never faster: no gap below 0.5 s less a clock tolerance', async () => {

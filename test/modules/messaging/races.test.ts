@@ -3,7 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../../../src/platform/config/app-config.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { DispatchMessageHandler } from '../../../src/modules/messaging/dispatch-message.handler.js';
-import { MessageTransitions, SendResolution, type DispatchLease } from '../../../src/modules/messaging/message-transitions.js';
+import { DispatchClaims, type DispatchLease } from '../../../src/modules/messaging/dispatch-claims.js';
+import { SendResolution } from '../../../src/modules/messaging/message-history-details.js';
+import { SendOutcomes } from '../../../src/modules/messaging/send-outcomes.js';
 import { referencedUrl } from '../../../src/carriers/message-sender.js';
 import { MessagesService } from '../../../src/modules/messaging/messages.service.js';
 import type { ApiClient } from '../../support/api-client.js';
@@ -203,7 +205,7 @@ describe('message transitions raced against each other', () => {
 
     it('a run that died holding the lease (before its send left): its twin leaves a run for the lease\'s end, which finds nothing at the carrier within the window and then sends it, once', async () => {
       const id = await scheduledMessage('holder died');
-      const died = await app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, app.config.DISPATCH_LEASE_SECONDS));
+      const died = await app.app.get(UnitOfWork).run((tx) => app.app.get(DispatchClaims).claimForDispatch(tx, id, app.config.DISPATCH_LEASE_SECONDS));
       if (died.kind !== 'claimed') throw new Error(`expected a claim, got ${died.kind}`);
 
       await dispatch(id);
@@ -222,13 +224,14 @@ describe('message transitions raced against each other', () => {
     });
 
     describe('a receipt naming the message (our reference) against the run that holds its lease', () => {
-      const transitions = () => app.app.get(MessageTransitions);
+      const claims = () => app.app.get(DispatchClaims);
+      const outcomes = () => app.app.get(SendOutcomes);
       const uow = () => app.app.get(UnitOfWork);
       const WINDOW_SECONDS = 4;
       /** A message the test holds the lease of (the run that sent it), its own job a day away. */
       async function claimedByTest(text: string): Promise<DispatchLease> {
         const id = await scheduledMessage(text);
-        const outcome = await uow().run((tx) => transitions().claimForDispatch(tx, id, app.config.DISPATCH_LEASE_SECONDS, UNPACED));
+        const outcome = await uow().run((tx) => claims().claimForDispatch(tx, id, app.config.DISPATCH_LEASE_SECONDS, UNPACED));
         if (outcome.kind !== 'claimed') throw new Error(`expected a claim, got ${outcome.kind}`);
         return outcome.claim;
       }
@@ -243,8 +246,8 @@ describe('message transitions raced against each other', () => {
         return lease;
       }
       const resolving = (lease: DispatchLease) =>
-        uow().run((tx) => transitions().continueResolving(tx, lease, { windowSeconds: WINDOW_SECONDS, leaseSeconds: app.config.DISPATCH_LEASE_SECONDS, lookupFailed: false }));
-      const markUnknown = (lease: DispatchLease) => uow().run((tx) => transitions().markOutcomeUnknown(tx, lease, 'no answer (test)', WINDOW_SECONDS));
+        uow().run((tx) => outcomes().continueResolving(tx, lease, { windowSeconds: WINDOW_SECONDS, leaseSeconds: app.config.DISPATCH_LEASE_SECONDS, lookupFailed: false }));
+      const markUnknown = (lease: DispatchLease) => uow().run((tx) => outcomes().markOutcomeUnknown(tx, lease, 'no answer (test)', WINDOW_SECONDS));
       const on = (id: string, when: string) => ({ table: 'messages', on: 'UPDATE' as const, when: `NEW.id = '${id}' AND ${when}` });
       /** The receipt's move: the message leaves `sending`. */
       const receiptMoves = (id: string) => on(id, "OLD.status = 'sending' AND NEW.status <> 'sending'");
@@ -281,7 +284,7 @@ describe('message transitions raced against each other', () => {
         expect(step).toBe('resend');
         await expectSettledOnce(lease.id, carrierId, receiptId);
         // the resend the decision let go out: its answer (a second carrier id) is not the message's
-        expect(await uow().run((tx) => transitions().markSent(tx, lease, telnyxIdNamed('of-the-resend')))).toBe(false);
+        expect(await uow().run((tx) => outcomes().markSent(tx, lease, telnyxIdNamed('of-the-resend')))).toBe(false);
         expect(await statusDetails(lease.id)).toEqual([
           { status: 'scheduled', detail: null }, { status: 'sending', detail: null }, { status: 'sending', detail: 'resent_after_nothing_found' },
           { status: 'sent', detail: 'receipt_before_answer' }, { status: 'delivered', detail: null },
@@ -320,12 +323,12 @@ describe('message transitions raced against each other', () => {
 
     describe('a late answer against the run that took the lease over', () => {
       const takeOver = async (id: string): Promise<DispatchLease> => {
-        const outcome = await app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).claimForDispatch(tx, id, app.config.DISPATCH_LEASE_SECONDS, UNPACED));
+        const outcome = await app.app.get(UnitOfWork).run((tx) => app.app.get(DispatchClaims).claimForDispatch(tx, id, app.config.DISPATCH_LEASE_SECONDS, UNPACED));
         if (outcome.kind !== 'claimed') throw new Error(`expected the lease taken over, got ${outcome.kind}`);
         return outcome.claim;
       };
       const markSentByLookup = (lease: DispatchLease, carrierId: string) =>
-        app.app.get(UnitOfWork).run((tx) => app.app.get(MessageTransitions).markSent(tx, lease, [carrierId], SendResolution.byLookup));
+        app.app.get(UnitOfWork).run((tx) => app.app.get(SendOutcomes).markSent(tx, lease, [carrierId], SendResolution.byLookup));
       const sentBy = (id: string, when = "NEW.status = 'sent'") => ({ table: 'messages', on: 'UPDATE' as const, when: `NEW.id = '${id}' AND ${when}` });
 
       it('the late answer commits while the lookup\'s markSent waits for the row: answered_late, the lookup records nothing', async () => {
@@ -357,7 +360,7 @@ describe('message transitions raced against each other', () => {
         expect(message).toEqual({ status: 'sent', carrier_message_id: telnyxIdNamed('claim-first'), outcome_unknown_since: null });
         expect(await details(id)).toEqual([null, null, expect.stringMatching(/^outcome_unknown: /), 'answered_late']);
         const step = await app.app.get(UnitOfWork).run((tx) =>
-          app.app.get(MessageTransitions).continueResolving(tx, takeover, { windowSeconds: 0, leaseSeconds: 60, lookupFailed: false }),
+          app.app.get(SendOutcomes).continueResolving(tx, takeover, { windowSeconds: 0, leaseSeconds: 60, lookupFailed: false }),
         );
         expect(step).toBe('gone');
         expect(await usageRows(id)).toBe(1);

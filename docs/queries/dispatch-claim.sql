@@ -47,7 +47,7 @@ paced AS (SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.w
 num_moved AS (UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL AND NOT pc.keeps_place AND NOT pc.yields THEN greatest(p.next_send_at, pc.new_slot) + pc.spacing
                                                       WHEN pc.gives_back AND p.next_send_at > pc.held_slot THEN p.next_send_at - pc.spacing
                                                       ELSE p.next_send_at END,
-              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, least(pc.clk, greatest(pc.slot_at, pc.clk - make_interval(secs => 0.05)))) + pc.spacing ELSE p.sends_paced_until END
+              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, least(pc.clk, greatest(pc.slot_at, pc.clk - least(make_interval(secs => 0.05), pc.spacing / 4)))) + pc.spacing ELSE p.sends_paced_until END
          FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send OR pc.gives_back)
        RETURNING p.sends_paced_until AS paced_until_after),
 freed_next AS (SELECT q.id AS succ_id, least(q.send_slot - pc.spacing, greatest(pc.held_slot, pc.clk, pc.sends_paced_until - pc.burst, pc.paused_until)) AS target

@@ -259,14 +259,14 @@ export class DispatchClaims {
                  ) x) d`,
     );
     // ONE UPDATE of the number's row (locked above): the slot handed out (a place kept, or a yield, takes none),
-    // the send counted: at its slot when it is claimed at most SEND_LATENESS_TOLERANCE_SECONDS after
+    // the send counted: at its slot when it is claimed at most SEND_LATENESS_TOLERANCE_SECONDS (and a quarter spacing) after
     // it (a job's usual delay is no reason to push every later send back), else when it is claimed.
     stmt.with(
       'num_moved',
       `UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL AND NOT pc.keeps_place AND NOT pc.yields THEN greatest(p.next_send_at, pc.new_slot) + pc.spacing
                                                       WHEN pc.gives_back AND p.next_send_at > pc.held_slot THEN p.next_send_at - pc.spacing
                                                       ELSE p.next_send_at END,
-              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, ${countedSendTimeSql('pc.clk', 'pc.slot_at')}) + pc.spacing ELSE p.sends_paced_until END
+              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, ${countedSendTimeSql('pc.clk', 'pc.slot_at', 'pc.spacing')}) + pc.spacing ELSE p.sends_paced_until END
          FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send OR pc.gives_back)
        RETURNING p.sends_paced_until AS paced_until_after`,
     );

@@ -82,6 +82,15 @@ export class VoicePipeline {
     );
   }
 
+  /**
+   * The first dial of target `target` (its client_state's index) for this call, once it arrived: a
+   * dial resent under its command_id (its answer later than CALL_COMMAND_TIMEOUT_MS on a loaded
+   * machine) is the same leg, so counting dials would name it as the next target's.
+   */
+  dialOfTarget(callId: string, target: number): Promise<ReceivedCommand> {
+    return this.telnyx.next((c) => c.action === 'dial' && c.clientState?.call_id === callId && c.clientState?.target === target);
+  }
+
   /** The `n`th dial (1-based) the app sent for this call session's call, once it arrived. */
   dial(callId: string, n = 1): Promise<ReceivedCommand> {
     return this.telnyx.next((c) => c.action === 'dial' && c.clientState?.call_id === callId, n);

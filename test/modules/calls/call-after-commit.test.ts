@@ -38,9 +38,9 @@ describe('call work after commit, with no relay', () => {
   it('a ring plan runs from dial to bridge: every command is sent right after the commit that decided it, none through Redis', async () => {
     const call = await voice.incoming(CALLER, RING);
     const callId = await voice.callId(call);
-    const leg0 = await voice.dial(callId);
+    const leg0 = await voice.dialOfTarget(callId, 0);
     await voice.legEvent(call, leg0, 'call.hangup', noAnswer);
-    const leg1 = await voice.dial(callId, 2);
+    const leg1 = await voice.dialOfTarget(callId, 1);
     await voice.legEvent(call, leg1, 'call.answered');
     const bridge = await voice.telnyx.next((c) => c.action === 'bridge' && c.controlId === call.caller);
     expect(bridge.body.call_control_id).toBe(leg1.controlId);

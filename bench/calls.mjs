@@ -14,13 +14,19 @@
 // bulk work, the SMS' end-to-end latency and the customer API's latency and non-2xx answers.
 // --count-statements: the statements (round trips) the app sent during the measured rounds, per
 // call and per carrier event, and the most frequent (bench/statement-counter.mjs).
+// --sms-cost N (default 1000; 0: off): after the measured rounds, on the same started system, N
+// signed inbound SMS to another number at --sms-cost-rate per second (default 200), each delivered
+// to a customer endpoint answering at once; CPU per inbound SMS end to end (app + PostgreSQL, from
+// /proc, ingest to customer delivery) beside CPU per call event, and their ratio: what a call event
+// costs in SMS. The statements count (--count-statements) ends before this phase. Off with
+// --sms-burst or --sigkill-after-ms.
 // --sigkill-after-ms T: a second `all` process runs beside the first; T ms into the (last) measured
 // round the first is SIGKILLed and the carrier delivers to the second from then on (a load
 // balancer's failover). What the dead process held (events it stored and had not processed,
 // commands it had decided and not sent or not heard back on) resumes once its leases run out:
 // for each hand-off, bridge and first dial the kill cut across, kill → the command at the carrier;
 // every call must still complete, dialed and bridged once. Not with --count-statements.
-// Usage: npm run bench:calls [-- --calls 200 --ring-ms 50 --warmup 20 --rounds 1 --sms-burst 2000 --count-statements --sigkill-after-ms 1000]
+// Usage: npm run bench:calls [-- --calls 200 --ring-ms 50 --warmup 20 --rounds 1 --sms-burst 2000 --count-statements --sigkill-after-ms 1000 --sms-cost 1000 --sms-cost-rate 200]
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -32,7 +38,8 @@ import { assignNumber, cpuSecondsOf, createAccountWithNumber, fmt, freePort, fre
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '200' }, 'ring-ms': { type: 'string', default: '50' }, warmup: { type: 'string', default: '20' }, rounds: { type: 'string', default: '1' },
   'sms-burst': { type: 'string', default: '0' }, 'sms-rate': { type: 'string', default: '1000' }, 'sms-answer-ms': { type: 'string', default: '300' },
-  'count-statements': { type: 'boolean', default: false }, 'sigkill-after-ms': { type: 'string', default: '0' } } });
+  'count-statements': { type: 'boolean', default: false }, 'sigkill-after-ms': { type: 'string', default: '0' },
+  'sms-cost': { type: 'string', default: '1000' }, 'sms-cost-rate': { type: 'string', default: '200' } } });
 const CALLS = Number(values.calls);
 const RING_MS = Number(values['ring-ms']);
 const WARMUP = Number(values.warmup);
@@ -41,6 +48,10 @@ const ROUNDS = Number(values.rounds);
 const SMS_BURST = Number(values['sms-burst']);
 const SMS_RATE = Number(values['sms-rate']);
 const SMS_NUMBER = '+15550100001';
+/** Inbound SMS of the cost phase (--sms-cost), to their own number, after the call rounds. */
+const SMS_COST = Number(values['sms-cost']);
+const SMS_COST_RATE = Number(values['sms-cost-rate']);
+const SMS_COST_NUMBER = '+15550100002';
 const OUR_NUMBER = '+15550100000';
 const TARGETS = ['+15557000001', '+15557000002', '+15557000003'];
 const SIGKILL_AFTER_MS = Number(values['sigkill-after-ms']);
@@ -170,6 +181,25 @@ const spare = SIGKILL_AFTER_MS > 0 ? await (async () => {
   return { ...role, base: `http://127.0.0.1:${sparePort}` };
 })() : undefined;
 let countsBefore = {};
+let countsAfterCalls = {};
+/**
+ * The SMS cost phase (--sms-cost): SMS_COST inbound SMS end to end on the system the calls ran on;
+ * app + PostgreSQL CPU seconds per SMS delivered, from the same /proc readings as the calls'.
+ */
+async function measureSmsCost() {
+  // The system's idle CPU (timers, the relay's polls) for 2 s first: what a phase costs when it does nothing.
+  const idleFrom = await cpuSnapshot();
+  await sleep(2000);
+  const before = await cpuSnapshot();
+  const idlePerSecond = (before.app - idleFrom.app + before.postgres - idleFrom.postgres) / 2;
+  const t = performance.now();
+  await smsCostLoad.offer(base, smsCostRun, SMS_COST_RATE, SMS_COST / SMS_COST_RATE);
+  await smsCostLoad.drain(smsCostRun, 120_000);
+  // The last deliveries' completions are written after the endpoint heard them: let them land.
+  await sleep(500);
+  const after = await cpuSnapshot();
+  return { app: after.app - before.app, postgres: after.postgres - before.postgres, seconds: (performance.now() - t) / 1000, idlePerSecond };
+}
 /**
  * CPU seconds used so far by the app, by this database's PostgreSQL backends (a backend started
  * since the last snapshot counts from 0) and by the bench itself; undefined where /proc is not.
@@ -191,6 +221,8 @@ async function cpuSnapshot() {
 }
 let eventsBefore = 0;
 const smsLoad = SMS_BURST > 0 ? await startInboundLoad(privateKey, SMS_NUMBER, { answerAfterMs: Number(values['sms-answer-ms']) }) : undefined;
+const smsCostLoad = SMS_COST > 0 && !SIGKILL_AFTER_MS && !SMS_BURST ? await startInboundLoad(privateKey, SMS_COST_NUMBER) : undefined;
+const smsCostRun = newRun();
 const smsRun = newRun();
 const listLatencies = [];
 let listFailures = 0;
@@ -200,6 +232,11 @@ try {
   if (smsLoad) {
     assignNumber(env, account.account.id, SMS_NUMBER);
     const endpoint = await request(`${base}/v2/webhook_endpoints`, { method: 'POST', headers: auth, body: JSON.stringify({ url: smsLoad.hookUrl, event_types: ['message.received'] }) });
+    if (endpoint.status !== 201) throw new Error(`endpoint: ${endpoint.status} ${endpoint.body}`);
+  }
+  if (smsCostLoad) {
+    assignNumber(env, account.account.id, SMS_COST_NUMBER);
+    const endpoint = await request(`${base}/v2/webhook_endpoints`, { method: 'POST', headers: auth, body: JSON.stringify({ url: smsCostLoad.hookUrl, event_types: ['message.received'] }) });
     if (endpoint.status !== 201) throw new Error(`endpoint: ${endpoint.status} ${endpoint.body}`);
   }
   const numbers = JSON.parse((await request(`${base}/v2/phone_numbers`, { headers: auth })).body).data;
@@ -275,6 +312,12 @@ try {
   const elapsed = (performance.now() - t0) / 1000;
   const cpuAfter = await cpuSnapshot();
   const eventsInRounds = Number((await pool.query(`SELECT count(*) FROM carrier_events`)).rows[0].count) - eventsBefore;
+  // The statements counted are the call rounds' only: the counter's file as it stood before the SMS.
+  if (countFile) {
+    await sleep(1100);
+    countsAfterCalls = readCounts();
+  }
+  const smsCost = smsCostLoad && cpuAfter ? await measureSmsCost() : undefined;
   const wrongDials = [...sessions.values()].reduce((n, s) => {
     const tries = new Set(s.dials.map((d) => `${d.target}/${d.attempt}`));
     return n + (s.dials.length - tries.size) + s.dials.filter((d) => d.target > 2 || d.attempt > 1).length;
@@ -354,13 +397,23 @@ try {
     const used = (key) => cpuAfter[key] - cpuBefore[key];
     const perEvent = (key) => fmt((used(key) * 1000) / eventsInRounds, 2);
     console.log(`| CPU in the measured rounds, app / PostgreSQL (this database's backends) / bench: seconds; ms per carrier event (${eventsInRounds} events in ${fmt(elapsed)} s) | ${fmt(used('app'), 2)} / ${fmt(used('postgres'), 2)} / ${fmt(used('bench'), 2)} s; ${perEvent('app')} / ${perEvent('postgres')} / ${perEvent('bench')} ms |`);
+    if (smsCost) {
+      const perCallEvent = ((used('app') + used('postgres')) * 1000) / eventsInRounds;
+      const perSms = smsCostRun.received > 0 ? ((smsCost.app + smsCost.postgres) * 1000) / smsCostRun.received : NaN;
+      console.log(`| inbound SMS end to end in the same run (${smsCostRun.received} of ${smsCostRun.offered} delivered to the customer endpoint, ${SMS_COST_RATE}/s, after the rounds): CPU app / PostgreSQL: seconds; ms per SMS | ${fmt(smsCost.app, 2)} / ${fmt(smsCost.postgres, 2)} s; ${fmt((smsCost.app * 1000) / smsCostRun.received, 2)} / ${fmt((smsCost.postgres * 1000) / smsCostRun.received, 2)} ms |`);
+      console.log(`| CPU (app + PostgreSQL) per call event / per inbound SMS, and their ratio (goal ≤ 1.0) | ${fmt(perCallEvent, 2)} ms / ${fmt(perSms, 2)} ms = ${fmt(perCallEvent / perSms, 2)} |`);
+      // Net of the idle CPU over each phase's length: the work itself.
+      const netCallEvent = ((used('app') + used('postgres') - smsCost.idlePerSecond * elapsed) * 1000) / eventsInRounds;
+      const netSms = ((smsCost.app + smsCost.postgres - smsCost.idlePerSecond * smsCost.seconds) * 1000) / smsCostRun.received;
+      console.log(`| … net of the idle system's CPU (${fmt(smsCost.idlePerSecond * 1000, 0)} ms a second over each phase: ${fmt(elapsed)} s, ${fmt(smsCost.seconds)} s) | ${fmt(netCallEvent, 2)} ms / ${fmt(netSms, 2)} ms = ${fmt(netCallEvent / netSms, 2)} |`);
+    }
   }
   if (wrongDials > 0 || completed < CALLS * ROUNDS) process.exitCode = 1;
   if (countFile) {
     const eventsMeasured = eventsInRounds;
     await pool.end();
     await app.stop();
-    const after = readCounts();
+    const after = smsCost ? countsAfterCalls : readCounts();
     const sent = Object.entries(after).map(([text, n]) => [text, n - (countsBefore[text] ?? 0)]).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
     const total = sent.reduce((sum, [, n]) => sum + n, 0);
     console.log(`| statements (round trips) the app sent in the measured rounds: all / per call / per carrier event | ${total} / ${fmt(total / (CALLS * ROUNDS))} / ${fmt(total / eventsMeasured)} |`);
@@ -373,6 +426,7 @@ try {
   await app.stop();
   await spare?.stop();
   await smsLoad?.close();
+  await smsCostLoad?.close();
   telnyx.close();
   await db.drop();
 }

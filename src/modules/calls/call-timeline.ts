@@ -46,6 +46,21 @@ export class CallTimeline {
     );
   }
 
+  /**
+   * recordIn for many events at once: one entry per row of CTE `decided` (event_id, call_id,
+   * leg_id, kind, occurred_at, received_at) whose event is in `consumed`, all with one outcome and
+   * note; one entry per stored event, as recordIn.
+   */
+  recordManyIn(stmt: CteStatement, decided: string, consumed: string, { outcome, note }: { outcome: FlowOutcome; note?: string }): void {
+    stmt.with(
+      'call_timeline_entries',
+      `INSERT INTO call_timeline (call_id, carrier_event_id, event_type, leg, outcome, note, occurred_at, received_at)
+       SELECT r.call_id, r.event_id, r.kind, r.leg_id, ${stmt.param(outcome, 'text')}, ${stmt.param(note ?? null, 'text')}, r.occurred_at, r.received_at
+         FROM ${decided} r JOIN ${consumed} k ON k.consumed_event_id = r.event_id
+       ON CONFLICT (carrier_event_id) DO NOTHING`,
+    );
+  }
+
   /** In arrival order (when ingest stored each event), never sorted by the carrier's clock. */
   async list(callId: string): Promise<TimelineEntry[]> {
     return queryRows(this.dataSource.manager,

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { IdPrefix, newId } from '../../platform/ids.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
+import type { CteStatement } from '../../platform/database/cte-statement.js';
 import type { CarrierName } from '../../carriers/carrier-name.js';
 import type { RingPlanState } from '../sequential-ring/ring-plan.js';
 import { CALL_COLUMNS, LEG_COLUMNS, type CallDirection, type CallRow, type CallStatus, type LegRow } from './call-view.js';
@@ -100,6 +101,47 @@ export class CallTransitions {
       [leg.callId, carrier, leg.target, leg.attempt],
     );
     return rows[0] && splitCallAndLeg(rows[0]);
+  }
+
+  /**
+   * lockByLeg for a set of leg events, as a CTE of `stmt`: for each row of `input` (call_id,
+   * carrier, call_session_id, target_index, attempt, control_id, kind, occurred_at) whose call's
+   * turn `turns` holds (event_id, received_at), its call and leg, locked as lockByLeg locks them
+   * (call, then leg), where `decides` (SQL over the call `c`, the leg `l` and the input row `i`)
+   * holds on both rows at their latest version: READ COMMITTED re-reads a row this statement
+   * waited to lock and evaluates the WHERE again on it, so the decision is the one the guards
+   * see. A call whose session is not the event's is not this event's (CallCarrierEvents.locate).
+   * One row per event decided: event_id, call_id, leg_id, control_id, kind, occurred_at, received_at.
+   * `callIds`: the calls the input names.
+   */
+  lockedLegsCte(stmt: CteStatement, name: string, input: string, turns: string, decides: string, callIds: string[]): string {
+    // c.id = ANY: the calls by their key, whatever the planner makes of the recordset.
+    return stmt.with(
+      name,
+      `SELECT i.event_id, c.id AS call_id, l.id AS leg_id, i.control_id, i.kind, i.occurred_at, t.received_at
+         FROM ${input} i JOIN ${turns} t ON t.event_id = i.event_id
+         JOIN calls c ON c.id = i.call_id AND c.carrier = i.carrier AND c.carrier_call_id = i.call_session_id
+         JOIN call_legs l ON l.call_id = c.id AND l.target_index = i.target_index AND l.attempt = i.attempt
+        WHERE c.id = ANY (${stmt.param(callIds, 'text[]')}) AND ${decides}
+          FOR UPDATE OF c FOR NO KEY UPDATE OF l`,
+      { materialized: true },
+    );
+  }
+
+  /**
+   * claimLegControl and legRinging for the legs of CTE `legs` (lockedLegsCte) whose event is in
+   * `consumed`, in one statement: the leg keeps the first physical leg named and, still dialing,
+   * rings. WHERE: the leg is not over and names no physical leg or this one (the guard
+   * claimLegControl's caller reads), and there is something to change.
+   */
+  legsRingingCte(stmt: CteStatement, legs: string, consumed: string): string {
+    return stmt.with(
+      'call_legs_ringing',
+      `UPDATE call_legs l SET control_id = coalesce(l.control_id, r.control_id), status = CASE WHEN l.status = 'dialing' THEN 'ringing' ELSE l.status END
+         FROM ${legs} r JOIN ${consumed} k ON k.consumed_event_id = r.event_id
+        WHERE l.id = r.leg_id AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = r.control_id) AND (l.control_id IS NULL OR l.status = 'dialing')
+       RETURNING l.id`,
+    );
   }
 
   async lockById(tx: Tx, callId: string): Promise<CallRow | undefined> {

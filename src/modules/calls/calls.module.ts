@@ -9,6 +9,7 @@ import { NumbersModule } from '../numbers/numbers.module.js';
 import { SequentialRingModule } from '../sequential-ring/sequential-ring.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { CallCarrierEvents } from './call-carrier-events.js';
+import { CallEventSets } from './call-event-sets.js';
 import { CallControlCommands } from './call-control-commands.js';
 import { CallCommandSends } from './call-command-sends.js';
 import { CallControlCommandsHandler } from './call-control-commands.handler.js';
@@ -39,7 +40,7 @@ import './calls.events.js';
   imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, SequentialRingModule, WebhooksModule],
   controllers: [CallsController, VoiceWebhooksController],
   providers: [
-    CallCarrierEvents, CallControlCommands, CallCommandSends, declareJobs(CallControlCommandsJob, CallJoinTimeoutJob, CallTranscriptJob), CallControlCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
+    CallCarrierEvents, CallEventSets, CallControlCommands, CallCommandSends, declareJobs(CallControlCommandsJob, CallJoinTimeoutJob, CallTranscriptJob), CallControlCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
     CallReplies, IncomingCalls, CallsInvariants, CallsAudit,
   ],
   exports: [CallsQuery, CallsAudit],

@@ -77,6 +77,8 @@ export class NotHandledYetError extends Error {}
 export const CARRIER_EVENT_HANDLER_METADATA = 'onceline:carrier-event-handler';
 export const BATCH_STATEMENT_HANDLER_METADATA = 'onceline:carrier-event-handler:batch-statement';
 export const BATCH_KEY_METADATA = 'onceline:carrier-event-handler:batch-key';
+export const SETS_HANDLER_METADATA = 'onceline:carrier-event-handler:sets';
+export const SETS_OPTIONS_METADATA = 'onceline:carrier-event-handler:sets-options';
 
 /**
  * One statement for a batch of events of one kind. The events come in as rows of a CTE (one per
@@ -99,6 +101,17 @@ export interface EventBatchRun {
    * that `ready` and `note` read.
    */
   consume(consumption?: BatchConsumption): string;
+  /**
+   * For call events decided in sets (DecidesCarrierEventsInSets): takes the turn of each call the
+   * input names (`sessionColumn`: its call session id), the lock every run of a call's event
+   * holds while it decides, once per call, before any row is read, and only where it is free now
+   * (the statement never waits on one call with others' turns held). Returns the CTE of
+   * `event_id` and `received_at` (when ingest stored it) of the input rows whose turn the
+   * statement holds and that no earlier untried event of their call precedes (that one's run
+   * handles them in order); the others are for the transaction path. Rows read after it under a row lock are as the call's last turn left
+   * them. Call it after `input`, before the CTEs that read it.
+   */
+  takeCallTurns(sessionColumn: string): string;
 }
 
 /** How the events of a batch are consumed: each a function of an input row's alias, giving SQL. */
@@ -137,6 +150,15 @@ export interface BatchHandling {
   key?: BatchKey<HandledKind>;
 }
 
+/**
+ * A kind's events decided in sets first (DecidesCarrierEventsInSets): a batch handler whose
+ * events not ready go at once to the kind's handler in a transaction, and which events to offer
+ * it at all (`when`, a hint: none, every event).
+ */
+export interface SetsHandling extends BatchHandling {
+  when?: (event: NormalizedEvent) => boolean;
+}
+
 /** The note an event no module acts on is consumed with. */
 export function ignoredNote(event: IgnoredEvent): string {
   return `ignored: carrier event type ${event.carrierEventType}`;
@@ -146,7 +168,7 @@ export function ignoredNote(event: IgnoredEvent): string {
 export type EventHandling =
   | { shape: 'ignored'; /** Kept on the event: why nothing was done. */ note: string }
   | ({ shape: 'batch' } & BatchHandling)
-  | { shape: 'transaction'; handler: CarrierEventHandler<HandledKind> }
+  | { shape: 'transaction'; handler: CarrierEventHandler<HandledKind>; /** Decided in sets first, where it can. */ sets?: SetsHandling }
   | { shape: 'none' };
 
 /**
@@ -163,6 +185,18 @@ export const HandlesCarrierEventsInOneStatement = <K extends HandledKind>(kind: 
   applyDecorators(SetMetadata(BATCH_STATEMENT_HANDLER_METADATA, kind), SetMetadata(BATCH_KEY_METADATA, key));
 
 /**
+ * Marks a method of the shape BatchCarrierEventHandler as deciding, in sets, the events of a kind
+ * that also has its handler in a transaction (HandlesCarrierEvent): the events of many calls in one
+ * statement, each gated on its own readiness, which the method decides under the calls' turns and
+ * row locks (EventBatchRun.takeCallTurns). An event it does not find ready (anything but the cases
+ * it decides) writes nothing there and goes at once to the handler in a transaction, whose
+ * decision it is. `when`: a method of the same provider (its name) saying which events to offer
+ * the set statement at all (the others go straight to the transaction); it decides nothing.
+ */
+export const DecidesCarrierEventsInSets = <K extends HandledKind>(kind: K, { key, when }: { key?: BatchKey<K>; when?: string } = {}) =>
+  applyDecorators(SetMetadata(SETS_HANDLER_METADATA, kind), SetMetadata(SETS_OPTIONS_METADATA, { key, when }));
+
+/**
  * Which method handles which kind of carrier event, found at boot from @HandlesCarrierEvent.
  * Boot fails on a kind with two handlers or an unknown kind. A kind nobody handles yet is
  * allowed: its events are not consumed; they wait (marked `unhandled_since`) for
@@ -173,6 +207,7 @@ export class CarrierEventHandlers implements OnModuleInit {
   private readonly logger = new Logger(CarrierEventHandlers.name);
   private readonly handlers = new UniqueRegistry<HandledKind, CarrierEventHandler<HandledKind>>('carrier event handler for');
   private readonly batchHandlers = new UniqueRegistry<HandledKind, BatchHandling>('carrier event handler for');
+  private readonly setsHandlers = new UniqueRegistry<HandledKind, SetsHandling>('carrier event set handler for');
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -194,6 +229,18 @@ export class CarrierEventHandlers implements OnModuleInit {
       const key = this.reflector.get<BatchKey<HandledKind> | undefined>(BATCH_KEY_METADATA, method);
       this.batchHandlers.register(found.value, { handler: method.bind(found.instance), key });
     }
+    for (const found of findDecoratedMethods<HandledKind>(this.discovery, this.scanner, this.reflector, SETS_HANDLER_METADATA)) {
+      if (!this.handlers.has(found.value)) throw new Error(`${found.name} decides "${found.value}" in sets, which has no handler in a transaction for what it leaves`);
+      const instance = found.instance as Record<string, (...args: never[]) => unknown>;
+      const method = instance[found.method];
+      const { key, when } = this.reflector.get<{ key?: BatchKey<HandledKind>; when?: string }>(SETS_OPTIONS_METADATA, method);
+      if (when !== undefined && typeof instance[when] !== 'function') throw new Error(`${found.name}: no method ${when} to choose its events`);
+      this.setsHandlers.register(found.value, {
+        handler: method.bind(found.instance) as BatchCarrierEventHandler<HandledKind>,
+        key,
+        when: when === undefined ? undefined : (instance[when].bind(found.instance) as (event: NormalizedEvent) => boolean),
+      });
+    }
     const waiting = HANDLED_KINDS.filter((kind) => !this.has(kind));
     if (waiting.length > 0) this.logger.log(`no handler yet for ${waiting.join(', ')}: such events are kept unprocessed`);
   }
@@ -205,9 +252,11 @@ export class CarrierEventHandlers implements OnModuleInit {
   /** Tests: puts a handler (or none) in place of the registered one; returns the undo. */
   override<K extends HandledKind>(kind: K, handler: CarrierEventHandler<K> | undefined): () => void {
     const undoBatch = this.batchHandlers.replace(kind, undefined);
+    const undoSets = this.setsHandlers.replace(kind, undefined);
     const undo = this.handlers.replace(kind, handler as unknown as CarrierEventHandler<HandledKind> | undefined);
     return () => {
       undo();
+      undoSets();
       undoBatch();
     };
   }
@@ -223,7 +272,7 @@ export class CarrierEventHandlers implements OnModuleInit {
     const batch = this.batchHandlers.get(kind);
     if (batch) return { shape: 'batch', ...batch };
     const inTransaction = this.handlers.get(kind);
-    if (inTransaction) return { shape: 'transaction', handler: inTransaction };
+    if (inTransaction) return { shape: 'transaction', handler: inTransaction, sets: this.setsHandlers.get(kind) };
     return { shape: 'none' };
   }
 }

@@ -8,6 +8,7 @@ import { ProcessCarrierEventJob } from './ingest.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import { buildBatchStatement } from './one-statement-build.js';
+import { callTurnLockSql, untriedEarlierEventSql } from './call-turns.js';
 import {
   CarrierEventHandlers,
   handlerContext,
@@ -169,7 +170,7 @@ export class CarrierEventProcessor {
   lockCallSql(id: string): string {
     return `(SELECT CASE WHEN e.processed_at IS NOT NULL THEN 'processed'
                          WHEN e.normalized ? 'callSessionId'
-                           THEN 'locked' || pg_advisory_xact_lock(hashtextextended('call-session:' || (e.normalized->>'callSessionId'), 0))::text
+                           THEN 'locked' || ${callTurnLockSql(`(e.normalized->>'callSessionId')`)}::text
                          ELSE 'unlocked' END
                FROM carrier_events e WHERE e.id = ${id} AND ${createdAtOfId(id, 'e.created_at')})`;
   }
@@ -183,8 +184,7 @@ export class CarrierEventProcessor {
   private async lockEvent(tx: Tx, id: string, { withEarlier = false } = {}): Promise<LockedEvent | undefined> {
     const earlier = withEarlier
       ? `ARRAY(SELECT p.id FROM carrier_events p
-                WHERE p.normalized ? 'callSessionId' AND p.normalized->>'callSessionId' = e.normalized->>'callSessionId' AND p.processed_at IS NULL
-                  AND p.attempts = 0 AND p.error IS NULL AND p.unhandled_since IS NULL AND (p.created_at, p.id) < (e.created_at, e.id)
+                WHERE ${untriedEarlierEventSql('p', `e.normalized->>'callSessionId'`, 'e.created_at', 'e.id')}
                 ORDER BY p.created_at, p.id LIMIT ${EARLIER_EVENTS_MAX})`
       : `'{}'::text[]`;
     const { rows } = await exec<LockedEvent>(

@@ -1,6 +1,7 @@
 import type { CteStatement } from '../../platform/database/cte-statement.js';
 import type { NormalizedEvent } from '../../carriers/normalized-event.js';
 import type { BatchCarrierEventHandler, BatchConsumption, HandledKind } from './carrier-event-handlers.js';
+import { callTurnLockSql, untriedEarlierEventSql } from './call-turns.js';
 
 /** Which stored event (and, in a job's run, which job) a batch's k-th event is. */
 export interface BatchEventIds {
@@ -43,6 +44,29 @@ export function buildBatchStatement(
       const withIds = rows.map((row, k) => ({ ...row, event_id: ids[k].eventId, job_id: ids[k].jobId ?? null }));
       input = stmt.with('evt_input', `SELECT * FROM json_to_recordset(${stmt.param(JSON.stringify(withIds), 'json')}) AS i(event_id text, job_id text, ${columns})`);
       return input;
+    },
+    takeCallTurns: (sessionColumn) => {
+      if (!input) throw new Error('a batch handler adds its input before it takes its calls\' turns');
+      // Each distinct session's turn, only if it is free now: the statement never waits for one
+      // call's turn while it holds other calls' (their events would wait behind it); a call whose
+      // turn is taken (a run of its own in a transaction) leaves its event to the transaction path,
+      // which waits for it. All taken before any row is read: the InitPlan below runs first.
+      const locks = stmt.with(
+        'evt_turn_locks',
+        `SELECT s.session, ${callTurnLockSql('s.session', { wait: false })} AS taken
+           FROM (SELECT DISTINCT i.${sessionColumn} AS session FROM ${input} i WHERE i.${sessionColumn} IS NOT NULL ORDER BY 1) s`,
+        { materialized: true },
+      );
+      return stmt.with(
+        'evt_turns',
+        // e.id = ANY: the events by their key, whatever the planner makes of the recordset (a
+        // prepared statement's generic plan would otherwise scan carrier_events).
+        `SELECT i.event_id, e.created_at AS received_at FROM ${input} i JOIN carrier_events e ON e.id = i.event_id
+          WHERE e.id = ANY (${stmt.param(ids.map((k) => k.eventId), 'text[]')}) AND (SELECT count(*) FROM ${locks}) >= 0
+            AND EXISTS (SELECT FROM ${locks} t WHERE t.session = i.${sessionColumn} AND t.taken)
+            AND NOT EXISTS (SELECT FROM carrier_events p WHERE ${untriedEarlierEventSql('p', `i.${sessionColumn}`, 'e.created_at', 'e.id')})`,
+        { materialized: true },
+      );
     },
     consume: ({ ready, notReadyReason = () => `'not ready'`, note = () => 'NULL' }: BatchConsumption = {}) => {
       if (!input) throw new Error('a batch handler adds its input before it consumes its events');

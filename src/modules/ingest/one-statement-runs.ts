@@ -36,7 +36,8 @@ export class OneStatementRuns {
 
   /**
    * Undefined (nothing written) sends the job down the general path: a processed or missing
-   * event, a call event (arrival order and row locks need a transaction), an event not ready (a
+   * event, a call event other than the cases decided in sets (arrival order and row locks need a
+   * transaction), an event not ready (a
    * receipt before its message), or a statement that failed for a reason of its own (the general
    * path runs the handler again and records the failure).
    */
@@ -50,6 +51,9 @@ export class OneStatementRuns {
     const handling = this.handlers.handlingOf(event);
     if (handling.shape === 'batch') return this.batches.run(event.kind, handling, jobId, row);
     if (handling.shape === 'ignored') return this.batches.run('ignored', IGNORING, jobId, row);
+    // A call event of a case decided in sets (a leg's report, a repeat): one statement for many
+    // calls' events; one it leaves (not ready) goes down the general path, to the transaction.
+    if (handling.shape === 'transaction' && handling.sets && (handling.sets.when?.(event) ?? true)) return this.batches.run(`sets:${event.kind}`, handling.sets, jobId, row);
     return undefined;
   }
 

@@ -1,34 +1,18 @@
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { CarrierEventHandlers, NotHandledYetError, RetryLaterError } from '../../../src/modules/ingest/carrier-event-handlers.js';
 import { CarrierEventsService } from '../../../src/modules/ingest/carrier-events.service.js';
 import { ProcessCarrierEventJob } from '../../../src/modules/ingest/ingest.jobs.js';
 import { exec } from '../../../src/platform/database/tx.js';
 import { claimJobSql } from '../../../src/platform/outbox/job-sql.js';
 import { JobRunner } from '../../../src/platform/outbox/job-runner.js';
+import { captured } from '../../support/captured-statements.js';
 import { telnyxReceipt, telnyxSigner } from '../../support/carrier-signing.js';
 import { waitFor } from '../../support/wait.js';
 import { withTestApp } from '../../support/with-test-app.js';
 
 const signer = telnyxSigner();
-
-/** Every SQL text this process sends to PostgreSQL while `run` runs (the app runs in this process). */
-async function captured<T>(run: () => Promise<T>): Promise<{ result: T; texts: string[] }> {
-  const texts: string[] = [];
-  const prototype = pg.Client.prototype as unknown as { query: (config: unknown, ...rest: unknown[]) => unknown };
-  const original = prototype.query;
-  prototype.query = function (this: unknown, config: unknown, ...rest: unknown[]) {
-    const text = typeof config === 'string' ? config : (config as { text?: string } | undefined)?.text;
-    if (text) texts.push(text.replace(/\s+/g, ' ').trim());
-    return original.call(this, config, ...rest);
-  };
-  try {
-    return { result: await run(), texts };
-  } finally {
-    prototype.query = original;
-  }
-}
 
 /**
  * A carrier event's handler runs in its job's transaction without a savepoint when it handles the

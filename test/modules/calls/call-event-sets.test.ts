@@ -1,0 +1,140 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CallFlow } from '../../../src/modules/calls/call-flow.js';
+import { CallTransitions } from '../../../src/modules/calls/call-transitions.js';
+import { CarrierEventProcessor } from '../../../src/modules/ingest/carrier-event-processor.js';
+import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
+import { captured } from '../../support/captured-statements.js';
+import { pausePoint } from '../../support/pause.js';
+import { VoicePipeline, type TestCall } from '../../support/voice-pipeline.js';
+import { waitFor } from '../../support/wait.js';
+
+const CALLER = '+15557790701';
+const A = '+15557790801';
+const B = '+15557790802';
+const RING = '+15550310001';
+const noAnswer = { hangup_cause: 'timeout', sip_hangup_cause: '487' };
+
+/**
+ * Call events decided in sets (CallEventSets): one statement for many calls' events, under each
+ * call's turn and its rows' locks. Each case interleaves that statement with a competitor on
+ * purpose, held by a lock the test owns (pause points), and checks that the decision is the one
+ * the guards see on the rows as the competitor left them.
+ */
+describe('call events decided in sets, interleaved', () => {
+  let voice: VoicePipeline;
+
+  beforeAll(async () => {
+    voice = await VoicePipeline.start();
+    await voice.number(RING, { ring_plan: { targets: [{ to: A }, { to: B }], fallback: { action: 'hangup' } } });
+  });
+  afterAll(async () => {
+    await voice.stop();
+  });
+
+  async function ringing(): Promise<{ call: TestCall; callId: string }> {
+    const call = await voice.incoming(CALLER, RING);
+    return { call, callId: await voice.callId(call) };
+  }
+  /** Statements deciding call events in sets (OneStatementBatches: they start with the input rows) waiting on a lock of this kind. */
+  const setStatementsWaiting = (waitEvent: string) => () =>
+    voice.db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = $1 AND query LIKE 'WITH evt_input%'`, [waitEvent]);
+  const timeline = async (callId: string) => ((await voice.customer.get(`/v2/calls/${callId}/timeline`)).body.data as { event_type: string; outcome: string }[]).map((e) => `${e.event_type}:${e.outcome}`);
+  const leg = async (callId: string, target: number) =>
+    (await voice.db.pool.query<{ id: string; status: string; control_id: string | null; ended_at: Date | null }>(`SELECT id, status, control_id, ended_at FROM call_legs WHERE call_id = $1 AND target_index = $2`, [callId, target])).rows[0];
+
+  it("a leg's report waits for the call row a competitor holds, and decides on the call it left: ended, so the leg is stale, not ringing", async () => {
+    const { call, callId } = await ringing();
+    const dial = await voice.dial(callId);
+    // The dial's answer named the physical leg: the report is ours, and would be decided in sets.
+    await waitFor(() => leg(callId, 0), (l) => l.control_id === dial.controlId, { what: 'the leg named by the dial\'s answer' });
+    // The competitor: the call ends in a transaction that does not take the call's turn (as a
+    // refused dial's write-off does), held after its guarded UPDATE of the call row.
+    const endCall = () => voice.app.app.get(UnitOfWork).run(async (tx) => {
+      const locked = (await voice.app.app.get(CallTransitions).lockById(tx, callId))!;
+      return voice.app.app.get(CallFlow).endCall(tx, locked, new Date().toISOString(), 'normal_clearing', 'caller');
+    });
+    const pause = await pausePoint(voice.db.url, { table: 'calls', on: 'UPDATE', when: `NEW.id = '${callId}' AND NEW.ended_at IS NOT NULL` });
+    try {
+      await pause.hold();
+      const ending = endCall();
+      ending.catch(() => undefined);
+      await pause.waitUntilPaused();
+      expect(await voice.legEvent(call, dial, 'call.initiated')).toBe(200);
+      // The set statement (not a transaction of the event's own) waits for the call row.
+      await waitFor(setStatementsWaiting('transactionid'), (n) => n === 1, { what: 'the set statement waiting for the call row' });
+      await pause.release();
+      expect(await ending).toBe(true);
+    } finally {
+      await pause.remove();
+    }
+    await voice.settled();
+    // Decided on the ended call (the row re-read after the wait): the leg never rings, the event is stale.
+    expect((await leg(callId, 0)).status).toBe('dialing');
+    expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.initiated:stale']);
+    expect(voice.telnyx.distinct('hangup', (c) => c.controlId === dial.controlId)).toHaveLength(1);
+  });
+
+  it("a leg's hangup waits for the call's turn the set statement holds, then hands off once from the ringing leg", async () => {
+    const { call, callId } = await ringing();
+    const dial = await voice.dial(callId);
+    await waitFor(() => leg(callId, 0), (l) => l.control_id === dial.controlId, { what: 'the leg named by the dial\'s answer' });
+    // The set statement is held after its UPDATE of the leg (ringing), its call's turn taken.
+    const pause = await pausePoint(voice.db.url, { table: 'call_legs', on: 'UPDATE', when: `NEW.call_id = '${callId}' AND NEW.status = 'ringing'` });
+    try {
+      await pause.hold();
+      expect(await voice.legEvent(call, dial, 'call.initiated')).toBe(200);
+      await pause.waitUntilPaused();
+      // The hangup, stored; its run here waits in this process for the report's run (its call's
+      // turn). Another worker's run of it (from Redis) is this one: it waits in the database.
+      expect(await voice.legEvent(call, dial, 'call.hangup', noAnswer)).toBe(200);
+      const hangupId = await waitFor(
+        async () => (await voice.db.pool.query<{ id: string }>(`SELECT id FROM carrier_events WHERE normalized->>'callSessionId' = $1 AND kind = 'call.hangup'`, [call.session])).rows[0]?.id,
+        Boolean,
+        { what: 'the hangup stored' },
+      );
+      const elsewhere = voice.app.app.get(UnitOfWork).run((tx) => voice.app.app.get(CarrierEventProcessor).process(tx, hangupId!));
+      elsewhere.catch(() => undefined);
+      // It waits for the call's turn (an advisory lock the held statement has), before reading the leg.
+      await waitFor(
+        async () => voice.db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`),
+        (n) => n >= 2,
+        { what: 'the held statement and the hangup waiting on advisory locks' },
+      );
+      expect((await leg(callId, 0)).ended_at).toBeNull();
+      // The one held is the set statement (the report decided in sets), not a transaction.
+      expect(await setStatementsWaiting('advisory')()).toBe(1);
+      await pause.release();
+      expect(['processed', 'already_processed']).toContain((await elsewhere).outcome);
+    } finally {
+      await pause.remove();
+    }
+    const next = await voice.dial(callId, 2);
+    expect(next.clientState).toEqual({ call_id: callId, target: 1, attempt: 1 });
+    await voice.settled();
+    expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.initiated:ignored', 'call.hangup:applied']);
+    expect(voice.telnyx.dials(callId)).toHaveLength(2);
+  });
+
+  it('a hangup repeated after its leg ended, and an answer repeated while its leg is the live winner: duplicates, decided in sets', async () => {
+    const { call, callId } = await ringing();
+    const first = await voice.dial(callId);
+    await voice.legEvent(call, first, 'call.hangup', noAnswer);
+    const second = await voice.dial(callId, 2);
+    await voice.legEvent(call, first, 'call.hangup', noAnswer);
+    await voice.legEvent(call, second, 'call.answered');
+    await voice.callUntil(callId, (c) => c.status === 'in_progress', 'the call in progress');
+    // The repeat alone in flight: its processing is one set statement, never its transaction's
+    // reads (the event's and the call's locks).
+    const { texts } = await captured(async () => {
+      await voice.legEvent(call, second, 'call.answered');
+      await voice.settled();
+    });
+    expect(texts.filter((text) => text.startsWith('WITH evt_input'))).toHaveLength(1);
+    expect(texts.filter((text) => text.startsWith('SELECT e.normalized') || text.includes('FOR UPDATE OF c FOR NO KEY UPDATE OF l') && !text.startsWith('WITH evt_input'))).toEqual([]);
+    expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.hangup:applied', 'call.hangup:duplicate', 'call.answered:applied', 'call.answered:duplicate']);
+    // Each repeat's event keeps the note the transaction would have given it.
+    expect(await voice.db.count(`SELECT count(*) FROM carrier_events WHERE normalized->>'callSessionId' = $1 AND note = 'duplicate'`, [call.session])).toBe(2);
+    expect(voice.telnyx.dials(callId)).toHaveLength(2);
+    expect(voice.telnyx.distinct('bridge', (c) => c.controlId === call.caller)).toHaveLength(1);
+  });
+});

@@ -1761,7 +1761,7 @@ export interface components {
              */
             at: string;
             /**
-             * @description Only where the status alone does not say it: a send whose outcome was unknown (`outcome_unknown: <why>`, the carrier's answer lost) and how that was resolved (`found_by_receipt`, `found_by_lookup`, `answered_late`, `resent_after_nothing_found`, `nothing_found_after_resends`, `opted_out_before_resend`: `opted_out_before_resend` when the recipient opted out before the resend), or a receipt that outran the carrier's answer (`receipt_before_answer`)
+             * @description Only where the status alone does not say it: a send whose outcome was unknown (`outcome_unknown: <why>`, the carrier's answer lost) and how that was resolved (`found_by_receipt`, `found_by_lookup`, `answered_late`, `resent_after_nothing_found`, `nothing_found_after_resends`, `opted_out_before_resend`: `opted_out_before_resend` when the recipient opted out before the resend), a receipt that outran the carrier's answer (`receipt_before_answer`), or a send given back unsent and queued again because it could no longer keep its number's pace (`claim_too_old_to_send`)
              * @example found_by_receipt
              */
             detail?: string;

@@ -47,7 +47,7 @@ paced AS (SELECT d.*, (NOT d.refused AND NOT d.consent_changed AND d.due AND d.w
 num_moved AS (UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL AND NOT pc.keeps_place AND NOT pc.yields THEN greatest(p.next_send_at, pc.new_slot) + pc.spacing
                                                       WHEN pc.gives_back AND p.next_send_at > pc.held_slot THEN p.next_send_at - pc.spacing
                                                       ELSE p.next_send_at END,
-              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, least(pc.clk, greatest(pc.slot_at, pc.clk - least(make_interval(secs => 0.05), pc.spacing / 4)))) + pc.spacing ELSE p.sends_paced_until END
+              sends_paced_until = CASE WHEN pc.may_send THEN greatest(pc.sends_paced_until, greatest(coalesce(pc.slot_at, pc.clk), pc.clk - least(make_interval(secs => 0.05), pc.spacing / 4))) + pc.spacing ELSE p.sends_paced_until END
          FROM paced pc WHERE p.id = pc.num_id AND (pc.new_slot IS NOT NULL OR pc.may_send OR pc.gives_back)
        RETURNING p.sends_paced_until AS paced_until_after),
 freed_next AS (SELECT q.id AS succ_id, least(q.send_slot - pc.spacing, greatest(pc.held_slot, pc.clk, pc.sends_paced_until - pc.burst, pc.paused_until)) AS target
@@ -97,9 +97,9 @@ dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        ON CONFLICT DO NOTHING RETURNING job_id, name),
 claimed AS (UPDATE messages m SET status = 'sending', claim_token = $11::text, claimed_until = now() + make_interval(secs => $12::int),
               outcome_unknown_since = CASE WHEN paced.reclaim AND paced.held_until IS NOT NULL THEN coalesce(m.outcome_unknown_since, now()) ELSE m.outcome_unknown_since END,
-              send_slot = coalesce(paced.slot_at, m.send_slot), updated_at = CASE WHEN paced.previous = ANY($3::text[]) THEN now() ELSE m.updated_at END
+              send_slot = coalesce((SELECT paced_until_after FROM num_moved) - paced.spacing, paced.slot_at, m.send_slot), updated_at = CASE WHEN paced.previous = ANY($3::text[]) THEN now() ELSE m.updated_at END
          FROM paced WHERE m.id = paced.locked_id AND paced.may_send
-       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, m.outcome_unknown_since AS unknown_since, paced.previous,
+       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, m.outcome_unknown_since AS unknown_since, paced.clk AS decided_at, paced.previous,
                  (paced.reclaim AND paced.held_until IS NOT NULL AND paced.was_unknown IS NULL) AS became_unknown),
 claim_history AS (INSERT INTO message_status_history (message_id, status, detail)
        SELECT id, 'sending', NULL FROM claimed WHERE unknown_since IS NULL

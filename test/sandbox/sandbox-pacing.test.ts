@@ -133,8 +133,9 @@ describe('pacing and opt-outs against the carrier sandbox', () => {
     expect(sends.accepted_by_number[THROTTLED]).toBe(15);
     expect(await notOnce(ids)).toEqual([]);
     expect(await count(`SELECT count(*) FROM messages WHERE id = ANY($1) AND status = 'failed'`, [ids])).toBe(0);
-    // every 429 put its message back in the queue once: as many requeues as 429s
-    expect(await count(`SELECT count(*) FROM message_status_history WHERE message_id = ANY($1) AND status = 'queued'`, [ids])).toBe(15 + sends.throttled_by_number[THROTTLED]);
+    // every 429 put its message back in the queue once: as many requeues as 429s (a claim given
+    // back unsent, held too long on a loaded machine, is another requeue, and says so)
+    expect(await count(`SELECT count(*) FROM message_status_history WHERE message_id = ANY($1) AND status = 'queued' AND detail IS NULL`, [ids])).toBe(15 + sends.throttled_by_number[THROTTLED]);
   });
 
   it('STOP texted from a handset (POST /sandbox/inbound, delivered three times, re-signed) opts it out once: one message.opted_out, one confirmation sent, sends to it refused (422)', async () => {

@@ -42,6 +42,8 @@ export interface DispatchClaim {
    * given back); null when no attempt so far can have been taken. Not null: resolve, never resend.
    */
   unknown_since: Date | null;
+  /** When the claim statement decided (the database clock): a send made long after may break the burst bound (claimTooOld). */
+  decided_at: Date;
 }
 
 /** A run's right to record the carrier's answer for one message. */
@@ -259,8 +261,9 @@ export class DispatchClaims {
                  ) x) d`,
     );
     // ONE UPDATE of the number's row (locked above): the slot handed out (a place kept, or a yield, takes none),
-    // the send counted: at its slot when it is claimed at most SEND_LATENESS_TOLERANCE_SECONDS (and a quarter spacing) after
-    // it (a job's usual delay is no reason to push every later send back), else when it is claimed.
+    // the send counted (countedSendTimeSql): at its slot when it is claimed at most SEND_LATENESS_TOLERANCE_SECONDS
+    // (and a quarter spacing) after it, or ahead of it (a job's usual delay is no reason to push every later send
+    // back), else when it is claimed; never before the number's sends counted so far end.
     stmt.with(
       'num_moved',
       `UPDATE phone_numbers p SET next_send_at = CASE WHEN pc.new_slot IS NOT NULL AND NOT pc.keeps_place AND NOT pc.yields THEN greatest(p.next_send_at, pc.new_slot) + pc.spacing
@@ -283,14 +286,16 @@ export class DispatchClaims {
     // A lease that ended without being given back (`held_until` still set: its run died, stalled,
     // or is waiting on a send whose outcome is unknown) may have had its send reach the carrier:
     // the message's outcome is unknown from now on (kept if already), and this run resolves it
-    // before any resend (DispatchMessageHandler).
+    // before any resend (DispatchMessageHandler). A send of a number of ours keeps, as its slot,
+    // the time the number's rate counted it at (its pacing, num_moved): each claimed send's slot
+    // then lies at least its spacing after the one before, whatever place it waited at.
     stmt.with(
       'claimed',
       `UPDATE messages m SET status = 'sending', claim_token = ${stmt.param(randomUUID(), 'text')}, claimed_until = now() + make_interval(secs => ${stmt.param(leaseSeconds, 'int')}),
               outcome_unknown_since = CASE WHEN paced.reclaim AND paced.held_until IS NOT NULL THEN coalesce(m.outcome_unknown_since, now()) ELSE m.outcome_unknown_since END,
-              send_slot = coalesce(paced.slot_at, m.send_slot), updated_at = CASE WHEN paced.previous = ANY(${waiting}) THEN now() ELSE m.updated_at END
+              send_slot = coalesce((SELECT paced_until_after FROM num_moved) - paced.spacing, paced.slot_at, m.send_slot), updated_at = CASE WHEN paced.previous = ANY(${waiting}) THEN now() ELSE m.updated_at END
          FROM paced WHERE m.id = paced.locked_id AND paced.may_send
-       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, m.outcome_unknown_since AS unknown_since, paced.previous,
+       RETURNING m.id, m.from_number, m.to_number, m.text, m.carrier, m.claim_token AS token, m.outcome_unknown_since AS unknown_since, paced.clk AS decided_at, paced.previous,
                  (paced.reclaim AND paced.held_until IS NOT NULL AND paced.was_unknown IS NULL) AS became_unknown`,
     );
     // Its `sending` history in the same statement: the number's row is held only until this

@@ -10,6 +10,7 @@ import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { DispatchClaims, type DispatchClaim } from './dispatch-claims.js';
 import { SendResolution } from './message-history-details.js';
 import { SendOutcomes } from './send-outcomes.js';
+import { claimTooOld } from './sender-pacing.js';
 
 /** A lookup starts this much before the lease that may have sent (the carrier's clock and ours differ). */
 const LOOKUP_CLOCK_MARGIN_MS = 60_000;
@@ -44,9 +45,24 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
     private readonly config: AppConfig,
   ) {}
 
-  async handle({ messageId }: PayloadOf<typeof DispatchMessageJob>, { attempt }: JobContext): Promise<void> {
+  async handle({ messageId }: PayloadOf<typeof DispatchMessageJob>, context: JobContext): Promise<void> {
+    const askedAt = Date.now();
     const claim = await this.claim(messageId);
-    if (!claim) return;
+    if (claim) await this.sendClaimed(claim, askedAt, context);
+  }
+
+  /**
+   * Makes the send a claim took (`askedAt`: when this process asked for it, by its own clock), or
+   * resolves one whose outcome is unknown. A first send held too long after its claim was decided
+   * is given back unsent instead (claimTooOld): sent now, together with others held up alike, it
+   * would reach the carrier faster than the number's rate.
+   */
+  async sendClaimed(claim: DispatchClaim, askedAt: number, { attempt }: Pick<JobContext, 'attempt'>): Promise<void> {
+    if (!claim.unknown_since && claimTooOld(askedAt, claim.decided_at)) {
+      const again = await this.uow.run((tx) => this.outcomes.requeueStale(tx, claim));
+      this.logger.warn(`claim of ${claim.id} held too long to keep ${claim.from_number}'s pace: ${again ? 'queued again' : 'another run holds it now'}`);
+      return;
+    }
     try {
       if (claim.unknown_since) await this.resolve(claim, claim.unknown_since, attempt);
       else await this.sendAndRecord(claim, attempt);
@@ -55,7 +71,7 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
       // once, as "not sent"). Any other failure (recording an answer, a lookup's statement) leaves
       // the lease to run out: the run that takes it over then counts the send's outcome unknown.
       if (err instanceof CarrierUnavailableError) {
-        await this.uow.run((tx) => this.outcomes.releaseClaim(tx, claim)).catch((releaseErr: Error) => this.logger.warn(`lease on ${messageId} not given back: ${releaseErr.message}`));
+        await this.uow.run((tx) => this.outcomes.releaseClaim(tx, claim)).catch((releaseErr: Error) => this.logger.warn(`lease on ${claim.id} not given back: ${releaseErr.message}`));
       }
       throw err;
     }

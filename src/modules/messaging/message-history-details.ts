@@ -21,3 +21,5 @@ export const SendResolution = {
 /** A receipt naming a message still `sending` whose outcome was not (yet) unknown: it outran the carrier's answer. */
 export const RECEIPT_BEFORE_ANSWER = 'receipt_before_answer';
 
+/** A claim given back unsent, queued again: the run held it too long after it was decided to keep the number's pace (claimTooOld). */
+export const CLAIM_TOO_OLD = 'claim_too_old_to_send';

@@ -3,7 +3,7 @@ import { CARRIER_NAMES, type CarrierName } from '../../carriers/normalized-event
 import type { Encoding } from '../../telephony/segments.js';
 import { isoTimestampSql } from '../../platform/database/cte-statement.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
-import { RECEIPT_BEFORE_ANSWER, SendResolution } from './message-history-details.js';
+import { CLAIM_TOO_OLD, RECEIPT_BEFORE_ANSWER, SendResolution } from './message-history-details.js';
 
 export const MESSAGE_STATUSES = ['queued', 'scheduled', 'sending', 'sent', 'delivered', 'failed', 'received', 'cancelled'] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
@@ -52,7 +52,7 @@ export class StatusChange {
     description:
       "Only where the status alone does not say it: a send whose outcome was unknown (`outcome_unknown: <why>`, the carrier's answer lost) and how that was resolved " +
       `(${Object.values(SendResolution).map((d) => `\`${d}\``).join(', ')}: \`${SendResolution.optedOut}\` when the recipient opted out before the resend), ` +
-      `or a receipt that outran the carrier's answer (\`${RECEIPT_BEFORE_ANSWER}\`)`,
+      `a receipt that outran the carrier's answer (\`${RECEIPT_BEFORE_ANSWER}\`), or a send given back unsent and queued again because it could no longer keep its number's pace (\`${CLAIM_TOO_OLD}\`)`,
   })
   detail?: string;
 }

@@ -10,7 +10,7 @@ import type { SettledBy } from '../billing/usage-cause.dto.js';
 import { OptOutKeywords, optedOutSql } from './opt-out-keywords.js';
 import { MESSAGE_COLUMNS } from './message-view.js';
 import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
-import { OUTCOME_UNKNOWN, SendResolution } from './message-history-details.js';
+import { CLAIM_TOO_OLD, OUTCOME_UNKNOWN, SendResolution } from './message-history-details.js';
 import { carrierOptOutFailure, recordHistory, REFUSED_OPTED_OUT } from './message-moves.js';
 import type { DispatchLease } from './dispatch-claims.js';
 
@@ -43,12 +43,27 @@ export class SendOutcomes {
    * nothing lost. Returns when the message will be tried again, or undefined when the lease was
    * no longer this run's.
    */
-  async requeueThrottled(tx: Tx, lease: DispatchLease, retryAfterSeconds: number): Promise<Date | undefined> {
+  requeueThrottled(tx: Tx, lease: DispatchLease, retryAfterSeconds: number): Promise<Date | undefined> {
+    return this.requeue(tx, lease, 'retry', retryAfterSeconds);
+  }
+
+  /**
+   * A claim this run held too long to send (claimTooOld: the process stalled after the claim was
+   * decided) goes back to `queued` unsent, its history saying why, with a dispatch job due at once:
+   * taken again, it is paced like any send. Under this run's token only; undefined when the lease
+   * was no longer this run's.
+   */
+  requeueStale(tx: Tx, lease: DispatchLease): Promise<Date | undefined> {
+    return this.requeue(tx, lease, 'stale', undefined, CLAIM_TOO_OLD);
+  }
+
+  /** sending → queued under this run's token, with a job due at the number's pause (`pauseSeconds`: one starts now) or at once. */
+  private async requeue(tx: Tx, lease: DispatchLease, jobTag: string, pauseSeconds?: number, detail?: string): Promise<Date | undefined> {
     const stmt = new CteStatement();
-    const pause = `clock_timestamp() + make_interval(secs => ${stmt.param(retryAfterSeconds, 'float8')})`;
+    const pause = `clock_timestamp() + make_interval(secs => ${stmt.param(pauseSeconds ?? 0, 'float8')})`;
     // sending under this run's token: a lease another run has taken since is left alone.
     const back = stmt.with(
-      'throttled',
+      'requeued',
       `UPDATE messages SET status = 'queued', claimed_until = NULL, send_slot = NULL, updated_at = now()
         WHERE id = ${stmt.param(lease.id, 'text')} AND status = 'sending' AND claim_token = ${stmt.param(lease.token, 'text')}
        RETURNING id AS throttled_id, account_id AS throttled_account, from_number AS throttled_from`,
@@ -56,13 +71,13 @@ export class SendOutcomes {
     stmt.with(
       'paused',
       `UPDATE phone_numbers p SET send_paused_until = greatest(p.send_paused_until, ${pause}) FROM ${back} t
-        WHERE p.phone_number = t.throttled_from AND p.account_id = t.throttled_account AND p.${HELD}
+        WHERE ${stmt.param(pauseSeconds !== undefined, 'boolean')} AND p.phone_number = t.throttled_from AND p.account_id = t.throttled_account AND p.${HELD}
        RETURNING p.send_paused_until`,
     );
-    stmt.with('throttled_history', `INSERT INTO message_status_history (message_id, status) SELECT throttled_id, 'queued' FROM ${back}`);
+    stmt.with('requeued_history', `INSERT INTO message_status_history (message_id, status, detail) SELECT throttled_id, 'queued', ${stmt.param(detail ?? null, 'text')} FROM ${back}`);
     const resume = stmt.with('resume', `SELECT throttled_id, coalesce((SELECT send_paused_until FROM paused), ${pause}) AS resume_at FROM ${back}`);
     this.outbox.jobsFromCte(stmt, 'resume_job', resume, DispatchMessageJob, {
-      id: `'dispatch-' || throttled_id || '-retry-' || ${stmt.param(lease.token, 'text')}`,
+      id: `'dispatch-' || throttled_id || '-${jobTag}-' || ${stmt.param(lease.token, 'text')}`,
       data: `jsonb_build_object('messageId', throttled_id)`,
       runAt: 'resume_at',
     });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DispatchMessageHandler } from '../../../src/modules/messaging/dispatch-message.handler.js';
 import { DEFAULT_KEYWORD_REPLIES } from '../../../src/modules/messaging/opt-out-keywords.js';
-import { SEND_LATENESS_TOLERANCE_SECONDS } from '../../../src/modules/messaging/sender-pacing.js';
+import { SEND_CLAIM_MAX_AGE_MS, SEND_LATENESS_TOLERANCE_SECONDS } from '../../../src/modules/messaging/sender-pacing.js';
 import { telnyxInboundSms } from '../../support/carrier-signing.js';
 import type { TestDatabase } from '../../support/database.js';
 import type { HandsetSms } from '../../support/fake-carrier.js';
@@ -17,10 +17,12 @@ const RATE = 1;
 const SPACING_MS = 1000 / RATE;
 /**
  * Two sends may be claimed up to SEND_LATENESS_TOLERANCE_SECONDS closer than their spacing (a send
- * claimed just late counts at its slot), and arrive a little closer still: the fake carrier's
- * clock reads them after HTTP and an event loop the app shares with the test.
+ * claimed just late counts at its slot), and arrive closer still by what separates a claim from
+ * its request (at most SEND_CLAIM_MAX_AGE_MS, or the claim is given back): the fake carrier's
+ * clock reads them after HTTP and an event loop the app shares with the test and other files.
+ * The times the number's rate counted them at (each sent message's send_slot) are exact.
  */
-const CLOCK_TOLERANCE_MS = SEND_LATENESS_TOLERANCE_SECONDS * 1000 + 75;
+const CLOCK_TOLERANCE_MS = SEND_LATENESS_TOLERANCE_SECONDS * 1000 + SEND_CLAIM_MAX_AGE_MS;
 const BACKLOG = 30;
 /**
  * How far a slot may move on its own over the backlog: a send claimed later after its slot than
@@ -83,6 +85,15 @@ describe('compliance replies ahead of a backlog', () => {
     );
     return { at: recorded!.getTime(), slotsBefore };
   }
+  /** The smallest gap between the times the number's rate counted two sends from `from` at (their send slots), in ms. */
+  const countedGap = async (from: string) =>
+    Number(
+      (await db.pool.query(
+        `SELECT min(extract(epoch FROM gap) * 1000) AS ms FROM (
+           SELECT send_slot - lag(send_slot) OVER (ORDER BY send_slot) AS gap FROM messages WHERE from_number = $1 AND direction = 'outbound' AND status IN ('sent', 'delivered')) s`,
+        [from],
+      )).rows[0].ms,
+    );
   /** Every gap between two sends from `from`, as the carrier saw them arrive. */
   const arrivalGaps = (from: string) => {
     const times = arrivalsFrom(from).map((s) => s.at.getTime());
@@ -131,6 +142,7 @@ describe('compliance replies ahead of a backlog', () => {
     expect(span).toBeLessThanOrEqual((sends.length - 1) * SPACING_MS * 1.05 + SPACING_MS);
     // The confirmation counts toward the rate: no two sends closer than the number's spacing.
     expect(Math.min(...arrivalGaps(STOP_NUMBER))).toBeGreaterThanOrEqual(SPACING_MS - CLOCK_TOLERANCE_MS);
+    expect(await countedGap(STOP_NUMBER)).toBeGreaterThanOrEqual(SPACING_MS);
   });
 
   it('HELP: its reply reaches the carrier within two slots, ahead of the backlog (which moves a slot later), and nothing from the number arrives faster than 1/s', async () => {
@@ -152,6 +164,7 @@ describe('compliance replies ahead of a backlog', () => {
     expect(movedMs).toBeGreaterThanOrEqual(SPACING_MS);
     expect(movedMs).toBeLessThanOrEqual(SPACING_MS + DRIFT_MS);
     expect(Math.min(...arrivalGaps(HELP_NUMBER))).toBeGreaterThanOrEqual(SPACING_MS - CLOCK_TOLERANCE_MS);
+    expect(await countedGap(HELP_NUMBER)).toBeGreaterThanOrEqual(SPACING_MS);
   });
 
   it("a refused message's slot given back around a competing claim in flight (SKIP LOCKED): the message whose claim holds its row keeps its slot, the one behind moves up, and nothing goes out faster than 1/s", async () => {
@@ -179,14 +192,18 @@ describe('compliance replies ahead of a backlog', () => {
 
     const row = async (id: string) => (await db.pool.query(`SELECT status, error_code, send_slot FROM messages WHERE id = $1`, [id])).rows[0];
     expect(await row(refused)).toMatchObject({ status: 'failed', error_code: 'recipient_opted_out' });
-    // The competing claim kept the slot it held (the value it was claimed under), and sent.
-    expect(await row(inFlight)).toMatchObject({ status: 'sent', send_slot: new Date(slotsBefore.get(inFlight)!) });
+    // The competing claim kept the slot it held (never moved up: no job at another slot of its own), and
+    // sent: its send counted no sooner than that slot.
+    expect(await row(inFlight)).toMatchObject({ status: 'sent' });
+    expect((await row(inFlight)).send_slot.getTime()).toBeGreaterThanOrEqual(slotsBefore.get(inFlight)!);
+    expect(await db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id LIKE 'dispatch-%-at-%' AND data->>'messageId' = $1`, [inFlight])).toBe(0);
     // The one behind went out through the job the refusal wrote, never inside the number's spacing after the competing send.
     await waitFor(() => row(behind), (r) => r.status === 'sent', { what: 'the message behind sent', timeoutMs: 30_000 });
     expect((await row(behind)).send_slot.getTime() - slotsBefore.get(inFlight)!).toBeGreaterThanOrEqual(SPACING_MS);
     const arrivals = arrivalsFrom(RACE_NUMBER);
     expect(arrivals.map((s) => s.ourMessageId)).toEqual([inFlight, behind]);
     expect(Math.min(...arrivalGaps(RACE_NUMBER))).toBeGreaterThanOrEqual(SPACING_MS - CLOCK_TOLERANCE_MS);
+    expect(await countedGap(RACE_NUMBER)).toBeGreaterThanOrEqual(SPACING_MS);
     // Its slot moved up by one spacing when the refused one gave its own back (its job then): consistent with the number's slots.
     const jobs = await db.pool.query(`SELECT run_at FROM outbox_jobs WHERE job_id LIKE 'dispatch-' || $1 || '-at-%' ORDER BY run_at`, [behind]);
     expect(jobs.rows[0].run_at.getTime()).toBe(slotsBefore.get(behind)! - SPACING_MS);

@@ -5,7 +5,9 @@ import { AppConfig } from '../../../src/platform/config/app-config.js';
 import { PhoneNumbers } from '../../../src/modules/numbers/phone-numbers.service.js';
 import { DispatchClaims } from '../../../src/modules/messaging/dispatch-claims.js';
 import { SendOutcomes } from '../../../src/modules/messaging/send-outcomes.js';
-import { SEND_LATENESS_TOLERANCE_SECONDS } from '../../../src/modules/messaging/sender-pacing.js';
+import { SEND_CLAIM_MAX_AGE_MS, SEND_LATENESS_TOLERANCE_SECONDS } from '../../../src/modules/messaging/sender-pacing.js';
+import { DispatchMessageHandler } from '../../../src/modules/messaging/dispatch-message.handler.js';
+import { CLAIM_TOO_OLD } from '../../../src/modules/messaging/message-history-details.js';
 import type { ApiClient } from '../../support/api-client.js';
 import type { TestApp } from '../../support/app.js';
 import type { TestDatabase } from '../../support/database.js';
@@ -29,6 +31,7 @@ const PAUSED_RACED_TX = '+17735550028';
 const RATE_RACED = '+17735550027';
 const RATE_RACED_TX = '+17735550026';
 const BURST = '+17735550025';
+const STALLED = '+17735550024';
 const HANDSET = '+13125550031';
 
 /**
@@ -55,7 +58,7 @@ describe('sender pacing', () => {
   const whenSent = (id: string) => waitFor(() => customer.get(`/v2/messages/${id}`), (r) => r.body.data.status === 'sent', { what: `${id} sent` });
 
   beforeAll(async () => {
-    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx', [CLOSE]: 'telnyx', [EXPECT]: 'telnyx', [PAUSED]: 'telnyx', [RECOVERED]: 'telnyx', [RACED_TX]: 'telnyx', [ROW_HELD]: 'telnyx', [PAUSED_RACED]: 'telnyx', [PAUSED_RACED_TX]: 'telnyx', [RATE_RACED]: 'telnyx', [RATE_RACED_TX]: 'telnyx', [BURST]: 'telnyx' });
+    pipeline = await MessagingPipeline.start({ [LONG_CODE]: 'telnyx', [TOLL_FREE]: 'telnyx', [THROTTLED]: 'telnyx', [RACED]: 'telnyx', [LATE]: 'telnyx', [CLOSE]: 'telnyx', [EXPECT]: 'telnyx', [PAUSED]: 'telnyx', [RECOVERED]: 'telnyx', [RACED_TX]: 'telnyx', [ROW_HELD]: 'telnyx', [PAUSED_RACED]: 'telnyx', [PAUSED_RACED_TX]: 'telnyx', [RATE_RACED]: 'telnyx', [RATE_RACED_TX]: 'telnyx', [BURST]: 'telnyx', [STALLED]: 'telnyx' });
     ({ db, app, carrier, customer } = pipeline);
     const { body } = await customer.get('/v2/phone_numbers');
     for (const n of body.data) numberIds[n.phone_number] = n.id;
@@ -406,8 +409,9 @@ describe('sender pacing', () => {
     const spacingMs = 1000 / rate;
     // Two sends may be claimed up to SEND_LATENESS_TOLERANCE_SECONDS closer than their spacing (a
     // send claimed just late counts at its slot), and arrive a little closer still: the carrier's
-    // clock reads them after HTTP and an event loop the app shares with the test.
-    const clockToleranceMs = SEND_LATENESS_TOLERANCE_SECONDS * 1000 + 75;
+    // clock reads them after HTTP and an event loop the app shares with the test (a claim waits at
+    // most SEND_CLAIM_MAX_AGE_MS for its request, or is given back).
+    const clockToleranceMs = SEND_LATENESS_TOLERANCE_SECONDS * 1000 + SEND_CLAIM_MAX_AGE_MS;
     expect((await setRate(BURST, rate)).status).toBe(200);
     const ids: string[] = [];
     for (let i = 0; i < count; i++) ids.push(await send(BURST, `burst ${i}`));
@@ -424,5 +428,39 @@ describe('sender pacing', () => {
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(spacingMs - clockToleranceMs);
     // Nor faster over any run of sends: the tolerance never adds up (k sends span at least k - 1 spacings, less it).
     for (let i = 0; i < count; i++) for (let j = i + 2; j < count; j++) expect(arrivals[j] - arrivals[i]).toBeGreaterThanOrEqual((j - i) * spacingMs - clockToleranceMs);
+  });
+
+  it('a claim held too long after it was decided (the process stalled) is given back unsent and queued again, then sent once; a claim that only waited for its number\'s row is sent', async () => {
+    const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+    const post = async (text: string) => (await customer.post('/v2/messages', { from: STALLED, to: HANDSET, text, send_at: sendAt })).body.data.id as string;
+    const [stalled, waited] = [await post('stalled'), await post('waited')];
+    const claim = async (id: string) => {
+      const outcome = await app.app.get(UnitOfWork).run((tx) => app.app.get(DispatchClaims).claimForDispatch(tx, id, 60));
+      if (outcome.kind !== 'claimed') throw new Error(`expected a claim of ${id}, got ${outcome.kind}`);
+      return outcome.claim;
+    };
+    const handler = app.app.get(DispatchMessageHandler);
+
+    // Planted: this process asked for the claim, the database decided it, then the process stalled a second before sending.
+    const stalledClaim = await claim(stalled);
+    const secondAgo = Date.now() - 1000;
+    await handler.sendClaimed({ ...stalledClaim, decided_at: new Date(secondAgo) }, secondAgo, { attempt: 1 });
+    expect(carrier.sendsFor(stalled)).toHaveLength(0);
+    const [given] = (await db.pool.query(`SELECT status, claimed_until, send_slot FROM messages WHERE id = $1`, [stalled])).rows;
+    expect(given).toEqual({ status: 'queued', claimed_until: null, send_slot: null });
+    const lastChange = (await db.pool.query(`SELECT status, detail FROM message_status_history WHERE message_id = $1 ORDER BY id DESC LIMIT 1`, [stalled])).rows[0];
+    expect(lastChange).toEqual({ status: 'queued', detail: CLAIM_TOO_OLD });
+    // Queued again with a job due at once (taken again, it is paced like any send), and sent once.
+    const jobs = await db.pool.query(`SELECT run_at <= clock_timestamp() AS due FROM outbox_jobs WHERE job_id = 'dispatch-' || $1 || '-stale-' || $2`, [stalled, stalledClaim.token]);
+    expect(jobs.rows).toEqual([{ due: true }]);
+    await whenSent(stalled);
+    expect(carrier.sendsFor(stalled)).toHaveLength(1);
+    expect(await db.count(`SELECT count(*) FROM usage_records WHERE resource_id = $1`, [stalled])).toBe(1);
+
+    // Asked for long ago by this process's clock (a wait for the number's row), decided just now: sent.
+    const waitedClaim = await claim(waited);
+    await handler.sendClaimed(waitedClaim, Date.now() - 5000, { attempt: 1 });
+    expect(carrier.sendsFor(waited)).toHaveLength(1);
+    expect(await history(waited)).toEqual(['scheduled', 'sending', 'sent']);
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DispatchMessageHandler } from '../../../src/modules/messaging/dispatch-message.handler.js';
-import { SEND_LATENESS_TOLERANCE_SECONDS } from '../../../src/modules/messaging/sender-pacing.js';
+import { SEND_CLAIM_MAX_AGE_MS, SEND_LATENESS_TOLERANCE_SECONDS } from '../../../src/modules/messaging/sender-pacing.js';
 import type { TestDatabase } from '../../support/database.js';
 import { MessagingPipeline } from '../../support/messaging-pipeline.js';
 import { dispatchQueuedBehindNumberRow } from '../../support/number-row-race.js';
@@ -12,7 +12,7 @@ const STALE_NUMBER = '+17735550612';
 const RATE = 1;
 const SPACING_MS = 1000 / RATE;
 /** As in compliance-replies.test.ts: claims up to the lateness tolerance closer, arrivals a little closer still. */
-const CLOCK_TOLERANCE_MS = SEND_LATENESS_TOLERANCE_SECONDS * 1000 + 75;
+const CLOCK_TOLERANCE_MS = SEND_LATENESS_TOLERANCE_SECONDS * 1000 + SEND_CLAIM_MAX_AGE_MS;
 
 /**
  * The number's queue keeps its order without moving anyone (issue #42): a message whose slot falls

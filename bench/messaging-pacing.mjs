@@ -46,6 +46,9 @@ const PHASE_NAMES = ['alone', 'unpaced', 'paced', 'bursts', 'keywords'];
 const PHASES = new Set(values.phases.split(','));
 for (const p of PHASES) if (!PHASE_NAMES.includes(p)) throw new Error(`--phases: unknown phase ${p} (${PHASE_NAMES.join(', ')})`);
 const BURSTS = Number(values.bursts);
+/** The keywords phase: how long the backlog's number must have sent at (95 % of) its rate before the first keyword, and how long to wait for that. */
+const SATURATION_WINDOW_MS = 5000;
+const SATURATION_TIMEOUT_MS = 300_000;
 const BURST_RATE = Number(values['burst-rate']);
 /** Messages per burst in the `bursts` phase (the issue's 20-message burst). */
 const BURST_SIZE = 20;
@@ -255,6 +258,16 @@ try {
       }
     }));
     const backlogSeconds = (performance.now() - postedAt) / 1000;
+    // The figure proves something only while the number sends at its full rate (a number below it
+    // has room for a reply at once): wait until it has sent at >= 95 % of its rate over the last
+    // SATURATION_WINDOW_MS, and report its rate over the keywords' own window below.
+    const numberSends = () => sends.filter((s) => s.from === KEYWORD_NUMBER).map((s) => s.at);
+    const rateOver = (from, to) => numberSends().filter((t) => t >= from && t < to).length / ((to - from) / 1000);
+    const saturatedFrom = performance.now();
+    while (performance.now() - saturatedFrom < SATURATION_TIMEOUT_MS && rateOver(performance.now() - SATURATION_WINDOW_MS, performance.now()) < 0.95 * KEYWORD_RATE) {
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const saturationWaitSeconds = (performance.now() - saturatedFrom) / 1000;
     // The keywords, a few seconds apart, while the backlog drains: STOP, HELP, STOP, ... each from a handset of its own.
     const asked = [];
     for (let k = 0; k < KEYWORDS; k++) {
@@ -275,7 +288,13 @@ try {
     while (Date.now() < until && asked.some((a) => !replyOf(a))) await new Promise((r) => setTimeout(r, 100));
     const waits = asked.map((a) => (replyOf(a) ? replyOf(a).at - a.at : Infinity));
     const sentMeanwhile = sends.filter((s) => s.from === KEYWORD_NUMBER).length;
+    // The keywords' window: from the first keyword to the last reply (or the last keyword's wait); its rate overall and its slowest second.
+    const windowFrom = asked[0].at;
+    const windowTo = Math.max(...asked.map((a, i) => a.at + (Number.isFinite(waits[i]) ? waits[i] : 0)), asked.at(-1).at + 1000);
+    const seconds = Array.from({ length: Math.floor((windowTo - windowFrom) / 1000) }, (_, i) => rateOver(windowFrom + i * 1000, windowFrom + (i + 1) * 1000));
+    const unsent = Number((await pool.query(`SELECT count(*) FROM messages WHERE from_number = $1 AND direction = 'outbound' AND status IN ('queued', 'scheduled')`, [KEYWORD_NUMBER])).rows[0].count);
     console.log(`\nkeywords: ${BACKLOG} messages queued on one number at ${KEYWORD_RATE}/s (posted in ${fmt(backlogSeconds, 1)} s; ${sentMeanwhile} sent by the end), then ${KEYWORDS} keywords (STOP/HELP alternating, 2.5 s apart)`);
+    console.log(`saturation: the number reached ${fmt(rateOver(windowFrom - SATURATION_WINDOW_MS, windowFrom), 2)}/s over the ${SATURATION_WINDOW_MS / 1000} s before the first keyword (${fmt(saturationWaitSeconds, 1)} s after the backlog was posted); over the keywords' window (${fmt((windowTo - windowFrom) / 1000, 1)} s) ${fmt(rateOver(windowFrom, windowTo), 2)}/s, slowest second ${fmt(Math.min(...seconds), 0)} sends (rate ${KEYWORD_RATE}/s); still waiting at the end: ${unsent}`);
     console.log(`keyword → reply at the carrier: p50 ${fmt(percentile(waits, 50))} ms, p99 ${fmt(percentile(waits, 99))} ms, max ${fmt(Math.max(...waits))} ms; replies missing after 60 s: ${waits.filter((w) => w === Infinity).length} (goal: p99 <= 5000 ms)`);
     console.log(`each (ms): ${asked.map((a, i) => `${a.word} ${fmt(waits[i])}`).join(', ')}; carrier 429s on that number: ${throttled.get(KEYWORD_NUMBER) ?? 0}`);
   }

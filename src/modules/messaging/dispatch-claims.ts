@@ -5,7 +5,7 @@ import { exec, type Tx } from '../../platform/database/tx.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import type { CarrierName } from '../../carriers/normalized-event.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { DispatchMessageJob, DispatchReplyJob } from './messaging.jobs.js';
+import { dispatchJobsFromCte } from './dispatch-jobs.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
 import { burstToleranceSql, countedSendTimeSql } from './sender-pacing.js';
 import { sendRateSql } from '../numbers/send-rates.js';
@@ -51,7 +51,7 @@ export type DispatchLease = Pick<DispatchClaim, 'id' | 'token'>;
 
 /**
  * What a dispatch run may do: call the carrier under its claim; leave the message to the run that
- * holds its lease until `until`; leave it to its send slot `at` (a job is due then); or nothing
+ * holds its lease until `until` (a job is due then); leave it to its send slot `at` (a job is due then); or nothing
  * (gone, or past sending).
  */
 export type DispatchClaimOutcome =
@@ -319,24 +319,24 @@ export class DispatchClaims {
     );
     // A job at each slot still to come: the new one; one held, when this run came before it (its
     // slot moved later since its job was written); and that of the one message moved up (successorCtes).
+    // Each in its message's queue (a compliance reply's in the replies' own: dispatchJobsFromCte).
     const waking = stmt.with(
       'waking',
-      `SELECT slotted_id, wake_at, (SELECT priority FROM paced) AS reply FROM ${slotted}
+      `SELECT slotted_id AS message_id, wake_at AS run_at, (SELECT priority FROM paced) AS reply FROM ${slotted}
        UNION ALL SELECT locked_id, held_slot, priority FROM paced
         WHERE paced.new_slot IS NULL AND paced.held_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused AND NOT paced.consent_changed
           AND (paced.previous = ANY(${waiting}) OR paced.reclaim)
        UNION ALL SELECT pulled_id, pulled_slot, pulled_reply FROM ${moved}`,
     );
-    // A compliance reply's in the replies' own queue (DispatchReplyJob), any other message's in `messaging`.
-    // jobsFromCte takes a CTE of the rows to write jobs for (it adds its own WHERE): one per queue.
-    for (const [cte, job, reply] of [['slotted_job', DispatchMessageJob, false], ['slotted_reply_job', DispatchReplyJob, true]] as const) {
-      const rows = stmt.with(`${cte}_rows`, `SELECT slotted_id, wake_at FROM ${waking} WHERE reply = ${reply}`);
-      this.outbox.jobsFromCte(stmt, cte, rows, job, {
-        id: `'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint`,
-        data: `jsonb_build_object('messageId', slotted_id)`,
-        runAt: 'wake_at',
-      });
-    }
+    dispatchJobsFromCte(this.outbox, stmt, 'slotted_job', waking, `'-at-' || (extract(epoch FROM run_at) * 1000000)::bigint`);
+    // A message another run holds the live lease of: a run at the lease's end (the database clock,
+    // which the relay waits on too), one per lease however many twins find it, so a holder that
+    // died is followed up even if its own job is spent.
+    const leaseEnds = stmt.with(
+      'lease_end',
+      `SELECT locked_id AS message_id, held_until AS run_at, priority AS reply, holder FROM paced WHERE paced.previous = 'sending' AND NOT paced.reclaim`,
+    );
+    dispatchJobsFromCte(this.outbox, stmt, 'lease_end_job', leaseEnds, `'-' || holder`);
     // One row whatever happened: `present` tells a message row skipped (locked elsewhere) from one that is gone or past sending.
     const sql = stmt.text(
       `SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at, paced.consent_changed,

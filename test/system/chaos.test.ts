@@ -5,7 +5,7 @@ import { clusterReport, expectVerified, startCluster, type Cluster } from '../su
 import { RoleProcess } from '../support/processes.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { TEST_REDIS_URL } from '../support/env.js';
-import { FakeCarrier } from '../support/fake-carrier.js';
+import { startCarrierCluster, type CarrierCluster } from '../support/carrier-cluster.js';
 import { startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateRedis } from '../support/services.js';
 import { waitFor } from '../support/wait.js';
 
@@ -206,20 +206,15 @@ describe('chaos: Postgres stopped mid-burst', () => {
 });
 
 describe('chaos: 50 concurrent duplicates of one receipt', () => {
+  let started: CarrierCluster;
   let db: TestDatabase;
-  let carrier: FakeCarrier;
   let cluster: Cluster;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    carrier = await new FakeCarrier().start();
-    cluster = await startCluster(db.url, TEST_REDIS_URL, carrier.env(), { numbers: [OUR_NUMBER], cli: true });
+    started = await startCarrierCluster({}, { numbers: [OUR_NUMBER], cli: true });
+    ({ db, cluster } = started);
   });
-  afterAll(async () => {
-    await cluster?.stopAll();
-    await carrier.stop();
-    await db.drop();
-  });
+  afterAll(() => started?.stop());
 
   it('25 copies and 25 re-signed copies at once: one delivered transition, one message.delivered', async () => {
     const { body } = await cluster.customer.post('/v2/messages', { from: OUR_NUMBER, to: '+13125550009', text: 'one receipt, fifty times' });

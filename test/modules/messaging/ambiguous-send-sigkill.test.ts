@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startCluster, clusterReport, type Cluster } from '../../support/cluster.js';
-import { createTestDatabase, type TestDatabase } from '../../support/database.js';
-import { TEST_REDIS_URL } from '../../support/env.js';
-import { FakeCarrier } from '../../support/fake-carrier.js';
+import { startCarrierCluster, type CarrierCluster } from '../../support/carrier-cluster.js';
+import { clusterReport, type Cluster } from '../../support/cluster.js';
+import type { TestDatabase } from '../../support/database.js';
+import type { FakeCarrier } from '../../support/fake-carrier.js';
 import { assignNumbersIn } from '../../support/numbers.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -17,26 +17,17 @@ type Carrier = keyof typeof NUMBERS;
  * back), and resolves it from the carrier's lookup instead of sending it again.
  */
 describe('a worker SIGKILLed between the carrier\'s accept and its answer', () => {
+  let started: CarrierCluster;
   let db: TestDatabase;
   let carrier: FakeCarrier;
   let cluster: Cluster;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    carrier = await new FakeCarrier().start();
-    cluster = await startCluster(
-      db.url,
-      TEST_REDIS_URL,
-      { ...carrier.env(), CARRIER_SEND_TIMEOUT_MS: '5000', DISPATCH_LEASE_SECONDS: '6', SEND_OUTCOME_WINDOW_SECONDS: '30' },
-      { workers: 1 },
-    );
+    started = await startCarrierCluster({ CARRIER_SEND_TIMEOUT_MS: '5000', DISPATCH_LEASE_SECONDS: '6', SEND_OUTCOME_WINDOW_SECONDS: '30' }, { workers: 1 });
+    ({ db, carrier, cluster } = started);
     for (const [on, number] of Object.entries(NUMBERS)) await assignNumbersIn(db.url, cluster.customer.accountId, [number], on as Carrier);
   }, 120_000);
-  afterAll(async () => {
-    await cluster?.stopAll();
-    await carrier?.stop();
-    await db?.drop();
-  });
+  afterAll(() => started?.stop());
 
   it.each(Object.keys(NUMBERS) as Carrier[])('%s: the SMS reaches the handset once; sent, billed and announced once; found_by_lookup', async (on) => {
     const held = carrier.holdNext();

@@ -107,22 +107,33 @@ claim_history AS (INSERT INTO message_status_history (message_id, status, detail
 slotted AS (UPDATE messages m SET send_slot = paced.new_slot FROM paced
         WHERE m.id = paced.locked_id AND paced.new_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused
        RETURNING m.id AS slotted_id, m.send_slot AS wake_at),
-waking AS (SELECT slotted_id, wake_at, (SELECT priority FROM paced) AS reply FROM slotted
+waking AS (SELECT slotted_id AS message_id, wake_at AS run_at, (SELECT priority FROM paced) AS reply FROM slotted
        UNION ALL SELECT locked_id, held_slot, priority FROM paced
         WHERE paced.new_slot IS NULL AND paced.held_slot > paced.clk AND NOT paced.may_send AND NOT paced.refused AND NOT paced.consent_changed
           AND (paced.previous = ANY($3::text[]) OR paced.reclaim)
        UNION ALL SELECT pulled_id, pulled_slot, pulled_reply FROM pulled),
-slotted_job_rows AS (SELECT slotted_id, wake_at FROM waking WHERE reply = false),
-slotted_job AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       SELECT 'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint, 'messaging', 'dispatch-message', jsonb_build_object('messageId', slotted_id), wake_at FROM slotted_job_rows
-        WHERE outbox_job_twin('dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint) IS NULL
+slotted_job_message_rows AS (SELECT * FROM waking WHERE reply = false),
+slotted_job_message AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
+       SELECT 'dispatch-' || message_id || '-at-' || (extract(epoch FROM run_at) * 1000000)::bigint, 'messaging', 'dispatch-message', jsonb_build_object('messageId', message_id), run_at FROM slotted_job_message_rows
+        WHERE outbox_job_twin('dispatch-' || message_id || '-at-' || (extract(epoch FROM run_at) * 1000000)::bigint) IS NULL
        ON CONFLICT DO NOTHING RETURNING job_id, name),
-slotted_reply_job_rows AS (SELECT slotted_id, wake_at FROM waking WHERE reply = true),
-slotted_reply_job AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       SELECT 'dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint, 'messaging-replies', 'dispatch-reply', jsonb_build_object('messageId', slotted_id), wake_at FROM slotted_reply_job_rows
-        WHERE outbox_job_twin('dispatch-' || slotted_id || '-at-' || (extract(epoch FROM wake_at) * 1000000)::bigint) IS NULL
+slotted_job_reply_rows AS (SELECT * FROM waking WHERE reply = true),
+slotted_job_reply AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
+       SELECT 'dispatch-' || message_id || '-at-' || (extract(epoch FROM run_at) * 1000000)::bigint, 'messaging-replies', 'dispatch-reply', jsonb_build_object('messageId', message_id), run_at FROM slotted_job_reply_rows
+        WHERE outbox_job_twin('dispatch-' || message_id || '-at-' || (extract(epoch FROM run_at) * 1000000)::bigint) IS NULL
+       ON CONFLICT DO NOTHING RETURNING job_id, name),
+lease_end AS (SELECT locked_id AS message_id, held_until AS run_at, priority AS reply, holder FROM paced WHERE paced.previous = 'sending' AND NOT paced.reclaim),
+lease_end_job_message_rows AS (SELECT * FROM lease_end WHERE reply = false),
+lease_end_job_message AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
+       SELECT 'dispatch-' || message_id || '-' || holder, 'messaging', 'dispatch-message', jsonb_build_object('messageId', message_id), run_at FROM lease_end_job_message_rows
+        WHERE outbox_job_twin('dispatch-' || message_id || '-' || holder) IS NULL
+       ON CONFLICT DO NOTHING RETURNING job_id, name),
+lease_end_job_reply_rows AS (SELECT * FROM lease_end WHERE reply = true),
+lease_end_job_reply AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
+       SELECT 'dispatch-' || message_id || '-' || holder, 'messaging-replies', 'dispatch-reply', jsonb_build_object('messageId', message_id), run_at FROM lease_end_job_reply_rows
+        WHERE outbox_job_twin('dispatch-' || message_id || '-' || holder) IS NULL
        ON CONFLICT DO NOTHING RETURNING job_id, name)
 SELECT paced.locked_id, paced.holder, paced.held_until, paced.refused, paced.previous = 'sending' AND NOT paced.reclaim AS lease_live, paced.slot_at, paced.consent_changed,
               EXISTS (SELECT FROM messages WHERE id = $1::text AND direction = 'outbound' AND status = ANY($2::text[])) AS present,
-              ((SELECT count(*) FROM dlv_jobs) + (SELECT count(*) FROM slotted_job) + (SELECT count(*) FROM slotted_reply_job))::int AS jobs, claimed.*
+              ((SELECT count(*) FROM dlv_jobs) + (SELECT count(*) FROM slotted_job_message) + (SELECT count(*) FROM slotted_job_reply) + (SELECT count(*) FROM lease_end_job_message) + (SELECT count(*) FROM lease_end_job_reply))::int AS jobs, claimed.*
          FROM (VALUES (1)) AS one (n) LEFT JOIN paced ON true LEFT JOIN claimed ON claimed.id = paced.locked_id;

@@ -409,9 +409,10 @@ describe('sender pacing', () => {
   /**
    * Behaviour only: how close a burst comes to its rate (the issue's 5 %) is a performance goal,
    * measured by `npm run bench:pacing -- --phases bursts` (docs/benchmarks.md), never asserted here:
-   * an upper bound on the burst's span fails on a loaded machine whatever the code does.
+   * an upper bound on the burst's span, or on any one gap, fails on a loaded machine whatever the
+   * code does (a gap of 1.4 s at 2/s in a full run at load average 12).
    */
-  it('a burst of 20 at 2/s is sent once each, never faster than the rate (no gap, nor run of gaps, below the spacing less a clock tolerance), and loses no slot (no gap of two spacings)', async () => {
+  it('a burst of 20 at 2/s is sent once each, never faster than the rate (no gap, nor run of gaps, below the spacing less a clock tolerance), and loses no slot (no gap of two spacings the machine\'s own delays do not account for)', async () => {
     const [rate, count] = [2, 20];
     const spacingMs = 1000 / rate;
     // Two sends may be claimed up to SEND_LATENESS_TOLERANCE_SECONDS closer than their spacing (a
@@ -434,8 +435,22 @@ describe('sender pacing', () => {
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(spacingMs - clockToleranceMs);
     // Nor faster over any run of sends: the tolerance never adds up (k sends span at least k - 1 spacings, less it).
     for (let i = 0; i < count; i++) for (let j = i + 1; j < count; j++) expect(arrivals[j] - arrivals[i]).toBeGreaterThanOrEqual((j - i) * spacingMs - clockToleranceMs);
-    // No slot lost: a send that lost its place (a slot left empty, its message sent a spacing or more later) shows as a gap of two spacings.
-    expect(Math.max(...gaps)).toBeLessThan(2 * spacingMs);
+    // No slot lost: a place left empty shows as a gap of two spacings or more. The machine alone
+    // can cause one (a slot's job handed over late, a claim given back because its process
+    // stalled: both by design under load), so each such gap must be matched by one of those,
+    // read from the database: a claim more than SEND_CLAIM_MAX_AGE_MS after the job that led to
+    // it was due, or a claim given back (CLAIM_TOO_OLD). A place lost by the pacing's own logic
+    // (a send claimed on time, then taking a place behind the queue) is matched by none.
+    const lostPlaces = gaps.filter((gap) => gap >= 2 * spacingMs).length;
+    const machineDelays = await db.count(
+      `SELECT count(*) FROM message_status_history h
+        WHERE h.message_id = ANY($1)
+          AND (h.detail = $2
+               OR (h.status = 'sending' AND h.at - (SELECT max(j.run_at) FROM outbox_jobs j WHERE j.data->>'messageId' = h.message_id AND j.run_at <= h.at) > make_interval(secs => $3)))`,
+      [ids, CLAIM_TOO_OLD, SEND_CLAIM_MAX_AGE_MS / 1000],
+    );
+    console.log(`pacing: gaps of two spacings or more ${lostPlaces}; claims the machine delayed or gave back ${machineDelays}`);
+    expect(lostPlaces).toBeLessThanOrEqual(machineDelays);
   });
 
   it('a claim held too long after it was decided (the process stalled) is given back unsent and queued again, then sent once; a claim that only waited for its number\'s row is sent', async () => {

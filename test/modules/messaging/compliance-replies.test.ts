@@ -27,10 +27,12 @@ const CLOCK_TOLERANCE_MS = SEND_LATENESS_TOLERANCE_SECONDS * 1000 + SEND_CLAIM_M
 const BACKLOG = 30;
 /**
  * How far a slot may move on its own over the backlog: a send claimed later after its slot than
- * SEND_LATENESS_TOLERANCE_SECONDS pushes the room for the next back by the excess, and the slots
- * after it wait for that room at their places (a loaded machine's jobs run late now and then).
+ * SEND_LATENESS_TOLERANCE_SECONDS pushes the room for the next back by the excess (and counts
+ * there: its send_slot), and the slots after it wait for that room at their places. A loaded
+ * machine's jobs run late: full runs beside other work (load 10-13 on 2 cores) drifted 1.0-1.2 s
+ * over the 30 messages. Still under the 4 s or more that the STOP's refused slots give back.
  */
-const DRIFT_MS = 500;
+const DRIFT_MS = 2000;
 
 /**
  * Compliance replies ahead of the backlog (issue #42): with 30 customer messages queued on a

@@ -4,6 +4,7 @@ import type { Tx } from '../../platform/database/tx.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import { HANDLED_KINDS, type IgnoredEvent, type NormalizedEvent } from '../../carriers/normalized-event.js';
 import { findDecoratedMethods, UniqueRegistry } from '../../platform/registry.js';
+import type { JobDefinition } from '../../platform/outbox/job-definition.js';
 
 /** Kinds a module can own; `ignored` events are never dispatched. */
 export type HandledKind = (typeof HANDLED_KINDS)[number];
@@ -135,7 +136,7 @@ export interface BatchConsumption {
  * and COMMIT. A single event is a batch of one: the processor runs it so inside a transaction
  * (replays, the general path).
  */
-export type BatchCarrierEventHandler<K extends HandledKind> = (events: EventOfKind<K>[], run: EventBatchRun) => void;
+export type BatchCarrierEventHandler<K extends HandledKind> = (events: EventOfKind<K>[], run: EventBatchRun) => void | Promise<void>;
 
 /**
  * Events of one key never share a statement: a later one goes into the next statement, in arrival
@@ -157,6 +158,11 @@ export interface BatchHandling {
  */
 export interface SetsHandling extends BatchHandling {
   when?: (event: NormalizedEvent) => boolean;
+  /**
+   * The job this process runs right after the statement commits, when the statement creates one
+   * (a hand-off's dial command); none: the first attempts of customer webhook deliveries.
+   */
+  afterCommit?: JobDefinition;
 }
 
 /** The note an event no module acts on is consumed with. */
@@ -192,9 +198,12 @@ export const HandlesCarrierEventsInOneStatement = <K extends HandledKind>(kind: 
  * it decides) writes nothing there and goes at once to the handler in a transaction, whose
  * decision it is. `when`: a method of the same provider (its name) saying which events to offer
  * the set statement at all (the others go straight to the transaction); it decides nothing.
+ * `afterCommit`: the job its statement creates that this process runs once it commits
+ * (SetsHandling.afterCommit). The method may read before it builds (an async method): what it
+ * read is a hint its statement's guards check under the row locks.
  */
-export const DecidesCarrierEventsInSets = <K extends HandledKind>(kind: K, { key, when }: { key?: BatchKey<K>; when?: string } = {}) =>
-  applyDecorators(SetMetadata(SETS_HANDLER_METADATA, kind), SetMetadata(SETS_OPTIONS_METADATA, { key, when }));
+export const DecidesCarrierEventsInSets = <K extends HandledKind>(kind: K, { key, when, afterCommit }: { key?: BatchKey<K>; when?: string; afterCommit?: JobDefinition } = {}) =>
+  applyDecorators(SetMetadata(SETS_HANDLER_METADATA, kind), SetMetadata(SETS_OPTIONS_METADATA, { key, when, afterCommit }));
 
 /**
  * Which method handles which kind of carrier event, found at boot from @HandlesCarrierEvent.
@@ -233,12 +242,13 @@ export class CarrierEventHandlers implements OnModuleInit {
       if (!this.handlers.has(found.value)) throw new Error(`${found.name} decides "${found.value}" in sets, which has no handler in a transaction for what it leaves`);
       const instance = found.instance as Record<string, (...args: never[]) => unknown>;
       const method = instance[found.method];
-      const { key, when } = this.reflector.get<{ key?: BatchKey<HandledKind>; when?: string }>(SETS_OPTIONS_METADATA, method);
+      const { key, when, afterCommit } = this.reflector.get<{ key?: BatchKey<HandledKind>; when?: string; afterCommit?: JobDefinition }>(SETS_OPTIONS_METADATA, method);
       if (when !== undefined && typeof instance[when] !== 'function') throw new Error(`${found.name}: no method ${when} to choose its events`);
       this.setsHandlers.register(found.value, {
         handler: method.bind(found.instance) as BatchCarrierEventHandler<HandledKind>,
         key,
         when: when === undefined ? undefined : (instance[when].bind(found.instance) as (event: NormalizedEvent) => boolean),
+        afterCommit,
       });
     }
     const waiting = HANDLED_KINDS.filter((kind) => !this.has(kind));

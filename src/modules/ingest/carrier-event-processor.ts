@@ -103,7 +103,7 @@ export class CarrierEventProcessor {
   private async runBatchHandlerIn(tx: Tx, handler: BatchCarrierEventHandler<HandledKind>, event: NormalizedEvent, eventId: string): Promise<string | void> {
     const stmt = new CteStatement();
     let [ready, reason, note] = ['true', 'NULL', 'NULL'];
-    buildBatchStatement(stmt, handler, [event], [{ eventId }], (batch) => {
+    await buildBatchStatement(stmt, handler, [event], [{ eventId }], (batch) => {
       note = `(SELECT ${batch.note('i')} FROM ${batch.input} i)`;
       ready = `EXISTS (SELECT FROM ${batch.ready})`;
       reason = `(SELECT ${batch.notReadyReason('i')} FROM ${batch.input} i)`;

@@ -8,7 +8,7 @@ import { WebhookDeliveryAttemptJob } from '../webhooks/webhooks.jobs.js';
 import type { RunOutcome } from '../../platform/outbox/job-handler.js';
 import { claimLockedJobsSql, lockJobsSql } from '../../platform/outbox/job-sql.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import type { BatchHandling, StoredCarrierEvent } from './carrier-event-handlers.js';
+import type { SetsHandling, StoredCarrierEvent } from './carrier-event-handlers.js';
 import { isTransient } from './carrier-event-processor.js';
 import { buildBatchStatement } from './one-statement-build.js';
 import { afterCommitJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
@@ -63,7 +63,7 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
    * Resolves once the statement that holds this run has committed (or failed for a reason of its
    * own). `batch`: the runs of one batch share their handling (an event kind, or `ignored`).
    */
-  run(batch: string, handling: BatchHandling, jobId: string, event: StoredCarrierEvent): Promise<BatchedOutcome> {
+  run(batch: string, handling: SetsHandling, jobId: string, event: StoredCarrierEvent): Promise<BatchedOutcome> {
     let committer = this.committers.get(batch);
     if (!committer) {
       committer = new GroupCommitter((runs) => this.runBatch(handling, runs), BATCH);
@@ -82,7 +82,7 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
    * So do events of a key already in this statement (the handler's BatchKey: two receipts of one
    * message), in arrival order: each then sees what the one before it committed.
    */
-  private async runBatch(handling: BatchHandling, runs: BatchedRun[]): Promise<BatchOutcome<BatchedOutcome>[]> {
+  private async runBatch(handling: SetsHandling, runs: BatchedRun[]): Promise<BatchOutcome<BatchedOutcome>[]> {
     const jobs = new Set<string>();
     const events = new Set<string>();
     const keys = new Set<string>();
@@ -101,7 +101,7 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
     return outcomes;
   }
 
-  private async runDistinct(handling: BatchHandling, runs: BatchedRun[]): Promise<BatchOutcome<BatchedOutcome>[]> {
+  private async runDistinct(handling: SetsHandling, runs: BatchedRun[]): Promise<BatchOutcome<BatchedOutcome>[]> {
     try {
       const { claimed, unready } = await retryingLockConflicts(() => this.write(handling, runs));
       // Not ready: nothing written, its job unclaimed; the general path retries it later.
@@ -116,21 +116,23 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
   }
 
   /** The batch's statement; returns the jobs whose claims it won, and those of events not ready. */
-  private async write(handling: BatchHandling, runs: BatchedRun[]): Promise<{ claimed: Set<string>; unready: Set<string> }> {
+  private async write(handling: SetsHandling, runs: BatchedRun[]): Promise<{ claimed: Set<string>; unready: Set<string> }> {
     const stmt = new CteStatement();
-    // The first webhook attempts of the events' customer events run here once the statement
-    // returns; with too few places free they are written due now, for the relay.
-    const result = await this.afterCommit.aroundStatement(WebhookDeliveryAttemptJob, runs.length, stmt, () => this.writeStatement(stmt, handling, runs), (written) => written.afterCommit);
+    // The first webhook attempts of the events' customer events (or the handler's own job: a
+    // hand-off's dial) run here once the statement returns; with too few places free they are
+    // written due now, for the relay.
+    const job = handling.afterCommit ?? WebhookDeliveryAttemptJob;
+    const result = await this.afterCommit.aroundStatement(job, runs.length, stmt, () => this.writeStatement(stmt, handling, runs), (written) => written.afterCommit, { urgency: handling.afterCommit?.urgency });
     this.outbox.jobsWritten(result.jobs);
     return { claimed: new Set(result.claimed), unready: new Set(result.unready ?? []) };
   }
 
   /** Builds and runs the batch's statement (the claims, the events' consumption, the handler's writes). */
-  private async writeStatement(stmt: CteStatement, handling: BatchHandling, runs: BatchedRun[]): Promise<BatchStatementResult> {
+  private async writeStatement(stmt: CteStatement, handling: SetsHandling, runs: BatchedRun[]): Promise<BatchStatementResult> {
     const ids = runs.map((run) => ({ eventId: run.event.id, jobId: run.jobId }));
     const claimed = 'job_claimed';
     let unready = '';
-    buildBatchStatement(stmt, handling.handler, runs.map((run) => run.event.normalized), ids, ({ input, ready, note }) => {
+    await buildBatchStatement(stmt, handling.handler, runs.map((run) => run.event.normalized), ids, ({ input, ready, note }) => {
       // Only the ready rows' jobs are locked and claimed: a run not ready leaves its job as it
       // was, for the general path (a twin that claims it meanwhile finds its outcome there).
       const jobIds = stmt.param(runs.map((run) => run.jobId), 'text[]');

@@ -27,16 +27,16 @@ export interface BatchConsumptionSql {
  * consumed_event_id its writes select FROM (guarded consumptions and the jobs' claims of the
  * ready rows in a job's run, a gate in the general path's transaction).
  */
-export function buildBatchStatement(
+export async function buildBatchStatement(
   stmt: CteStatement,
   handler: BatchCarrierEventHandler<HandledKind>,
   events: NormalizedEvent[],
   ids: BatchEventIds[],
   consumed: (sql: BatchConsumptionSql) => string,
-): void {
+): Promise<void> {
   let input: string | undefined;
   let consumption: string | undefined;
-  handler(events as never, {
+  await handler(events as never, {
     stmt,
     input: (columns, rows) => {
       if (input) throw new Error('a batch handler adds its input once');

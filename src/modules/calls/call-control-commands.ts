@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { CallCommand } from '../../carriers/call-control.js';
 import type { Tx } from '../../platform/database/tx.js';
+import type { CteStatement } from '../../platform/database/cte-statement.js';
 import { CallControlCommandsJob } from './calls.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import type { CallRow, LegRow } from './call-view.js';
@@ -26,6 +27,18 @@ export class CallControlCommands {
   async queue(tx: Tx, callId: string | null, batch: string, commands: QueuedCommand[]): Promise<void> {
     if (commands.length === 0) return;
     await this.outbox.enqueue(tx, { job: CallControlCommandsJob, data: { callId, commands }, jobId: `cmd-${batch}` });
+  }
+
+  /**
+   * queue for many decisions of one statement: one job per row of CTE `source` (call_id, batch,
+   * commands jsonb), written by `stmt` with the decisions; a batch already queued is one job, as
+   * in queue. Returns the CTE of the new jobs.
+   */
+  queueManyIn(stmt: CteStatement, source: string): string {
+    return this.outbox.jobsFromCte(stmt, 'call_commands_queued', source, CallControlCommandsJob, {
+      id: `'cmd-' || batch`,
+      data: `jsonb_build_object('callId', call_id, 'commands', commands)`,
+    });
   }
 
   dial(call: CallRow, leg: LegRow, timeoutSecs: number): QueuedCommand {

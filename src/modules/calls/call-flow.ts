@@ -4,7 +4,7 @@ import type { Tx } from '../../platform/database/tx.js';
 import { CallJoinTimeoutJob, CallTranscriptJob } from './calls.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { UsageLedger } from '../billing/usage-ledger.js';
-import { afterLegEnded, type LegEnd, type RingDecision } from '../sequential-ring/ring-plan.js';
+import { afterLegEnded, type LegEnd, type RingDecision, type RingStep } from '../sequential-ring/ring-plan.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
 import type { CustomerEventType } from '../webhooks/event-types.js';
 import { CallControlCommands, type QueuedCommand } from './call-control-commands.js';
@@ -81,18 +81,23 @@ export class CallFlow {
 
   /** Carries out the step a plan decision names: dial a target, or run the fallback. */
   async applyRingStep(tx: Tx, call: CallRow, { step }: RingDecision): Promise<void> {
-    if (step.kind === 'dial') {
-      const leg = await this.transitions.addLeg(tx, call.id, { ...step.leg, to: step.to });
-      if (leg) await this.commands.queue(tx, call.id, `${leg.id}-dial`, [this.commands.dial(call, leg, step.timeoutSecs)]);
-      return;
-    }
-    if (!call.caller_control_id) return;
-    if (step.kind === 'voicemail') {
-      await this.commands.queue(tx, call.id, `${call.id}-voicemail`, [this.commands.answerCaller(call), this.commands.recordVoicemail(call)]);
-      return;
-    }
+    const leg = step.kind === 'dial' ? await this.transitions.addLeg(tx, call.id, { ...step.leg, to: step.to }) : undefined;
+    if (step.kind === 'dial' && !leg) return;
+    const queued = this.ringStepCommands(call, step, leg);
+    if (queued) await this.commands.queue(tx, call.id, queued.batch, queued.commands);
+  }
+
+  /**
+   * The commands a ring step queues, and the batch (the job's id) that names its intent: a dial
+   * of `leg`, the leg row it created; the fallback's (undefined when the call has no caller's leg
+   * to act on). The transaction (applyRingStep) and the set statement (CallEventSets) queue the same.
+   */
+  ringStepCommands(call: CallRow, step: RingStep, leg?: LegRow): { batch: string; commands: QueuedCommand[] } | undefined {
+    if (step.kind === 'dial') return leg && { batch: `${leg.id}-dial`, commands: [this.commands.dial(call, leg, step.timeoutSecs)] };
+    if (!call.caller_control_id) return undefined;
+    if (step.kind === 'voicemail') return { batch: `${call.id}-voicemail`, commands: [this.commands.answerCaller(call), this.commands.recordVoicemail(call)] };
     // No target answered: hang up the caller; its hangup ends the call as missed.
-    await this.commands.queue(tx, call.id, `${call.id}-fallback-hangup`, [this.commands.hangupCaller(call.caller_control_id, call.id)]);
+    return { batch: `${call.id}-fallback-hangup`, commands: [this.commands.hangupCaller(call.caller_control_id, call.id)] };
   }
 
   /** A leg won the answer: join the caller to it (and transcribe), and watch for a join that never comes. */

@@ -49,11 +49,11 @@ export class CallTimeline {
   /**
    * recordIn for many events at once: one entry per row of CTE `decided` (event_id, call_id,
    * leg_id, kind, occurred_at, received_at) whose event is in `consumed`, all with one outcome and
-   * note; one entry per stored event, as recordIn.
+   * note; one entry per stored event, as recordIn. `name`: the CTE's, for a second set of entries in one statement.
    */
-  recordManyIn(stmt: CteStatement, decided: string, consumed: string, { outcome, note }: { outcome: FlowOutcome; note?: string }): void {
+  recordManyIn(stmt: CteStatement, decided: string, consumed: string, { outcome, note, name = 'call_timeline_entries' }: { outcome: FlowOutcome; note?: string; name?: string }): void {
     stmt.with(
-      'call_timeline_entries',
+      name,
       `INSERT INTO call_timeline (call_id, carrier_event_id, event_type, leg, outcome, note, occurred_at, received_at)
        SELECT r.call_id, r.event_id, r.kind, r.leg_id, ${stmt.param(outcome, 'text')}, ${stmt.param(note ?? null, 'text')}, r.occurred_at, r.received_at
          FROM ${decided} r JOIN ${consumed} k ON k.consumed_event_id = r.event_id

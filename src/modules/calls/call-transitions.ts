@@ -111,14 +111,14 @@ export class CallTransitions {
    * holds on both rows at their latest version: READ COMMITTED re-reads a row this statement
    * waited to lock and evaluates the WHERE again on it, so the decision is the one the guards
    * see. A call whose session is not the event's is not this event's (CallCarrierEvents.locate).
-   * One row per event decided: event_id, call_id, leg_id, control_id, kind, occurred_at, received_at.
-   * `callIds`: the calls the input names.
+   * One row per event decided: event_id, call_id, leg_id, control_id, kind, occurred_at, received_at,
+   * and `columns` (SQL over the same rows, as the lock left them). `callIds`: the calls the input names.
    */
-  lockedLegsCte(stmt: CteStatement, name: string, input: string, turns: string, decides: string, callIds: string[]): string {
+  lockedLegsCte(stmt: CteStatement, name: string, input: string, turns: string, decides: string, callIds: string[], columns = ''): string {
     // c.id = ANY: the calls by their key, whatever the planner makes of the recordset.
     return stmt.with(
       name,
-      `SELECT i.event_id, c.id AS call_id, l.id AS leg_id, i.control_id, i.kind, i.occurred_at, t.received_at
+      `SELECT i.event_id, c.id AS call_id, l.id AS leg_id, i.control_id, i.kind, i.occurred_at, t.received_at${columns && `, ${columns}`}
          FROM ${input} i JOIN ${turns} t ON t.event_id = i.event_id
          JOIN calls c ON c.id = i.call_id AND c.carrier = i.carrier AND c.carrier_call_id = i.call_session_id
          JOIN call_legs l ON l.call_id = c.id AND l.target_index = i.target_index AND l.attempt = i.attempt
@@ -142,6 +142,50 @@ export class CallTransitions {
         WHERE l.id = r.leg_id AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = r.control_id) AND (l.control_id IS NULL OR l.status = 'dialing')
        RETURNING l.id`,
     );
+  }
+
+  /**
+   * The calls `callIds` as they are now, unlocked: what a set statement decides a ring step from
+   * in JS before it runs (CallEventSets.legHangups). A hint only: that statement's guards (the
+   * cursor's compare-and-set above all) check it again under the row locks.
+   */
+  async callsNow(callIds: string[]): Promise<Map<string, CallRow>> {
+    const { rows } = await exec<CallRow>(this.dataSource.manager, `SELECT ${CALL_COLUMNS} FROM calls WHERE id = ANY ($1::text[])`, [callIds]);
+    return new Map(rows.map((call) => [call.id, call]));
+  }
+
+  /**
+   * endLeg, claimRingTurn and addLeg for the hand-offs of CTE `handOffs` (call_id, leg_id,
+   * control_id, occurred_at, hangup_cause, expected_plan, next_plan, and for a dial new_leg_id,
+   * new_target, new_attempt, new_to), in one statement, each gated on the one before for its call:
+   * the leg ends once (ended_at IS NULL, by the physical leg kept for its try, claimLegControl's
+   * guard); the cursor moves by its compare-and-set (ring_plan = expected_plan on a call still
+   * ringing, claimRingTurn's WHERE); then the next try's leg, once (UNIQUE (call_id, target_index,
+   * attempt)). Returns the CTEs of the calls whose cursor moved (call_id) and of the legs added (id).
+   */
+  handOffsCte(stmt: CteStatement, handOffs: string): { turned: string; dialed: string } {
+    const ended = stmt.with(
+      'call_legs_handed_off',
+      `UPDATE call_legs l SET status = 'ended', ended_at = h.occurred_at, hangup_cause = h.hangup_cause, control_id = coalesce(l.control_id, h.control_id)
+         FROM ${handOffs} h
+        WHERE l.id = h.leg_id AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = h.control_id)
+       RETURNING l.id`,
+    );
+    const turned = stmt.with(
+      'calls_ring_turned',
+      `UPDATE calls c SET ring_plan = h.next_plan, updated_at = now()
+         FROM ${handOffs} h JOIN ${ended} e ON e.id = h.leg_id
+        WHERE c.id = h.call_id AND c.status = 'ringing' AND c.ended_at IS NULL AND c.ring_plan = h.expected_plan
+       RETURNING c.id AS call_id`,
+    );
+    const dialed = stmt.with(
+      'call_legs_dialed',
+      `INSERT INTO call_legs (id, call_id, target_index, attempt, to_number, status)
+       SELECT h.new_leg_id, h.call_id, h.new_target, h.new_attempt, h.new_to, 'dialing' FROM ${handOffs} h JOIN ${turned} t ON t.call_id = h.call_id
+        WHERE h.new_leg_id IS NOT NULL
+       ON CONFLICT (call_id, target_index, attempt) DO NOTHING RETURNING id`,
+    );
+    return { turned, dialed };
   }
 
   async lockById(tx: Tx, callId: string): Promise<CallRow | undefined> {

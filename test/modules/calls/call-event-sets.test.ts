@@ -115,6 +115,136 @@ describe('call events decided in sets, interleaved', () => {
     expect(voice.telnyx.dials(callId)).toHaveLength(2);
   });
 
+  /** The id of the latest stored event of `kind` of a call session, once `count` are stored. */
+  const lastStored = async (session: string, kind: string, count = 1) => {
+    const { rows } = await voice.db.pool.query<{ id: string }>(`SELECT id FROM carrier_events WHERE normalized->>'callSessionId' = $1 AND kind = $2 ORDER BY created_at DESC, id DESC`, [session, kind]);
+    return rows.length >= count ? rows[0].id : undefined;
+  };
+  /** Another worker's run of a stored event (as from Redis), in a transaction of its own. */
+  const runElsewhere = (eventId: string | undefined) => {
+    const run = voice.app.app.get(UnitOfWork).run((tx) => voice.app.app.get(CarrierEventProcessor).process(tx, eventId!));
+    run.catch(() => undefined);
+    return run;
+  };
+  /** Transactions (not set statements) waiting for a call's turn. */
+  const transactionsWaitingForTurns = () =>
+    voice.db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory' AND query NOT LIKE 'WITH evt_input%'`);
+
+  /** The transaction's own statements for a leg event: its lock of the call and leg (lockByLeg) and the cursor's CAS (claimRingTurn). */
+  const transactionTexts = (texts: string[]) =>
+    texts.filter((text) => !text.startsWith('WITH evt_input') && (text.includes('FOR UPDATE OF c FOR NO KEY UPDATE OF l') || text.startsWith('UPDATE calls SET ring_plan')));
+
+  it("a leg's first hangup hands off in sets: one read of the call and one statement end the leg, move the cursor and dial the next target, no transaction", async () => {
+    const { call, callId } = await ringing();
+    const first = await voice.dial(callId);
+    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
+    const { texts } = await captured(async () => {
+      expect(await voice.legEvent(call, first, 'call.hangup', noAnswer)).toBe(200);
+      await voice.dial(callId, 2);
+      await voice.settled();
+    });
+    expect(texts.filter((text) => text.startsWith('WITH evt_input') && text.includes('calls_ring_turned'))).toHaveLength(1);
+    expect(transactionTexts(texts)).toEqual([]);
+    expect(await leg(callId, 0)).toMatchObject({ status: 'ended', control_id: first.controlId });
+    expect((await leg(callId, 1)).status).toBe('dialing');
+    expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.hangup:applied']);
+    expect(voice.telnyx.dials(callId).map((d) => d.clientState?.target)).toEqual([0, 1]);
+    // The cursor names the try it dialed: B's answer wins the race.
+    expect((await voice.db.pool.query(`SELECT ring_plan->>'next' AS next FROM calls WHERE id = $1`, [callId])).rows[0].next).toBe('2');
+  });
+
+  it('a hand-off in sets waits for the call row a competitor holds and, the call ended meanwhile, loses its compare-and-set: the transaction ends the leg, nothing is dialed', async () => {
+    const { call, callId } = await ringing();
+    const first = await voice.dial(callId);
+    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
+    // The competitor ends the call in a transaction that does not take the call's turn, held after
+    // its guarded UPDATE of the call row: the set statement's read finds the call ringing.
+    const endCall = () => voice.app.app.get(UnitOfWork).run(async (tx) => {
+      const locked = (await voice.app.app.get(CallTransitions).lockById(tx, callId))!;
+      return voice.app.app.get(CallFlow).endCall(tx, locked, new Date().toISOString(), 'normal_clearing', 'caller');
+    });
+    const pause = await pausePoint(voice.db.url, { table: 'calls', on: 'UPDATE', when: `NEW.id = '${callId}' AND NEW.ended_at IS NOT NULL` });
+    try {
+      await pause.hold();
+      const ending = endCall();
+      ending.catch(() => undefined);
+      await pause.waitUntilPaused();
+      expect(await voice.legEvent(call, first, 'call.hangup', noAnswer)).toBe(200);
+      await waitFor(setStatementsWaiting('transactionid'), (n) => n === 1, { what: 'the hand-off statement waiting for the call row' });
+      await pause.release();
+      expect(await ending).toBe(true);
+    } finally {
+      await pause.remove();
+    }
+    await voice.settled();
+    // Its CAS lost (the call is over): the transaction ended the leg and moved nothing on.
+    expect((await leg(callId, 0)).ended_at).not.toBeNull();
+    expect(await leg(callId, 1)).toBeUndefined();
+    expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.hangup:superseded']);
+    expect(voice.telnyx.dials(callId)).toHaveLength(1);
+    expect((await voice.call(callId)).status).toBe('missed');
+  });
+
+  it('an answer of the leg arriving while the hand-off in sets holds its turn waits, then finds the leg ended: stale, hung up, and the next target rings alone', async () => {
+    const { call, callId } = await ringing();
+    const first = await voice.dial(callId);
+    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
+    // The hand-off statement held after it ended the leg (its call's turn and the leg's row held).
+    const pause = await pausePoint(voice.db.url, { table: 'call_legs', on: 'UPDATE', when: `NEW.call_id = '${callId}' AND NEW.target_index = 0 AND NEW.ended_at IS NOT NULL` });
+    try {
+      await pause.hold();
+      expect(await voice.legEvent(call, first, 'call.hangup', noAnswer)).toBe(200);
+      await pause.waitUntilPaused();
+      expect(await setStatementsWaiting('advisory')()).toBe(1);
+      // The leg's answer, racing the hand-off. Its run here waits in this process for the
+      // hangup's (its call's turn); another worker's run of it is this one: its transaction waits
+      // for the call's turn in the database.
+      expect(await voice.legEvent(call, first, 'call.answered')).toBe(200);
+      const elsewhere = runElsewhere(await lastStored(call.session, 'call.answered'));
+      await waitFor(transactionsWaitingForTurns, (n) => n === 1, { what: 'the answer waiting for the call\'s turn' });
+      await pause.release();
+      expect(['processed', 'already_processed']).toContain((await elsewhere).outcome);
+    } finally {
+      await pause.remove();
+    }
+    const next = await voice.dial(callId, 2);
+    expect(next.clientState).toEqual({ call_id: callId, target: 1, attempt: 1 });
+    await voice.settled();
+    // Answers only from live legs: the ended leg's answer won nothing and was hung up.
+    expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.hangup:applied', 'call.answered:stale']);
+    expect((await voice.call(callId)).status).toBe('ringing');
+    expect(voice.telnyx.distinct('hangup', (c) => c.controlId === first.controlId)).toHaveLength(1);
+    expect(voice.telnyx.of('bridge', (c) => c.controlId === call.caller)).toEqual([]);
+    expect(voice.telnyx.dials(callId)).toHaveLength(2);
+  });
+
+  it('the same hangup under a new event id while the hand-off in sets holds its turn: decided after it, a duplicate, and the next target dialed once', async () => {
+    const { call, callId } = await ringing();
+    const first = await voice.dial(callId);
+    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
+    const pause = await pausePoint(voice.db.url, { table: 'call_legs', on: 'UPDATE', when: `NEW.call_id = '${callId}' AND NEW.target_index = 0 AND NEW.ended_at IS NOT NULL` });
+    try {
+      await pause.hold();
+      expect(await voice.legEvent(call, first, 'call.hangup', noAnswer)).toBe(200);
+      await pause.waitUntilPaused();
+      // The twin, re-signed under a new event id. Its run here waits in this process for the
+      // first's; another worker's, in a transaction, waits for the call's turn in the database.
+      expect(await voice.legEvent(call, first, 'call.hangup', noAnswer)).toBe(200);
+      const twin = await waitFor(() => lastStored(call.session, 'call.hangup', 2), Boolean, { what: 'the twin stored' });
+      const elsewhere = runElsewhere(twin);
+      await waitFor(transactionsWaitingForTurns, (n) => n === 1, { what: 'the twin waiting for the call\'s turn' });
+      await pause.release();
+      expect(['processed', 'already_processed']).toContain((await elsewhere).outcome);
+    } finally {
+      await pause.remove();
+    }
+    await voice.dial(callId, 2);
+    await voice.settled();
+    expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.hangup:applied', 'call.hangup:duplicate']);
+    expect(voice.telnyx.distinct('dial', (c) => c.clientState?.call_id === callId).map((d) => d.clientState?.target)).toEqual([0, 1]);
+    expect(await voice.db.count(`SELECT count(*) FROM call_legs WHERE call_id = $1`, [callId])).toBe(2);
+  });
+
   it('a hangup repeated after its leg ended, and an answer repeated while its leg is the live winner: duplicates, decided in sets', async () => {
     const { call, callId } = await ringing();
     const first = await voice.dial(callId);

@@ -108,11 +108,16 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
       items.length,
       stmt,
       () => this.insertStatement(stmt, batch),
+      // In arrival order (the ids', minted in it), not the rows' key order: a call's events then run
+      // in the order a run of one of them takes the others in (untriedEarlierEventSql), so a set
+      // statement never finds its event behind an untried twin stored with it.
       (inserted) =>
-        (inserted[0]?.afterCommit ?? []).map((job) => {
-          const event = stored.get(job.jobId);
-          return { ...job, prefetched: event, turn: callTurn(event?.normalized), urgency: urgencyOf(event?.normalized) };
-        }),
+        (inserted[0]?.afterCommit ?? [])
+          .sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0))
+          .map((job) => {
+            const event = stored.get(job.jobId);
+            return { ...job, prefetched: event, turn: callTurn(event?.normalized), urgency: urgencyOf(event?.normalized) };
+          }),
       // A batch is of one urgency (write() batches calls' events apart).
       { urgency: urgencyOf(items[0].event) },
     );

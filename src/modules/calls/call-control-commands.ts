@@ -38,6 +38,8 @@ export class CallControlCommands {
     return this.outbox.jobsFromCte(stmt, 'call_commands_queued', source, CallControlCommandsJob, {
       id: `'cmd-' || batch`,
       data: `jsonb_build_object('callId', call_id, 'commands', commands)`,
+      // Sent here after commit from the commands as written, as queue's are.
+      payload: true,
     });
   }
 

@@ -96,11 +96,14 @@ export class OutboxService {
    * already in the outbox are one job, as in enqueueMany. Counted by newJobsCount(stmt); call
    * jobsWritten() once the statement has run.
    *
+   * `payload`: a job this process runs after the statement (an external one) starts from the
+   * data written here (AfterCommitJob.payload), not a read of its row.
+   *
    * `newIds`: every job id is made from a row this very statement created with a new id (an
    * event's processing job, named by the event): no stored job can hold it, so the look across
    * partitions (outbox_job_twin) is skipped; the partition's UNIQUE (job_id) still holds.
    */
-  jobsFromCte(stmt: CteStatement, cteName: string, source: string, definition: JobDefinition, job: { id: string; data: string; runAt?: string; newIds?: boolean }): string {
+  jobsFromCte(stmt: CteStatement, cteName: string, source: string, definition: JobDefinition, job: { id: string; data: string; runAt?: string; newIds?: boolean; payload?: boolean }): string {
     const jobs = StatementJobs.of(stmt);
     // A job due now that this process runs right after the statement (StatementJobs.runAfterCommit):
     // its row is leased (renewed while the run lasts) before the relay may take it, the backstop if that run never ends.
@@ -112,9 +115,10 @@ export class OutboxService {
       `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT ${job.id}, '${definition.queue}', '${definition.name}', ${job.data}, ${runAt} FROM ${source}${job.newIds ? '' : `
         WHERE outbox_job_twin(${job.id}) IS NULL`}
-       ON CONFLICT DO NOTHING RETURNING job_id, name`,
+       ON CONFLICT DO NOTHING RETURNING job_id, name${afterCommit && job.payload ? ', data' : ''}`,
     );
     (afterCommit ? jobs.afterCommitJobCtes : jobs.jobCtes).push(cte);
+    if (afterCommit && job.payload) jobs.afterCommitPayloadCtes.add(cte);
     return cte;
   }
 

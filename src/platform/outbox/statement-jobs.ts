@@ -18,6 +18,8 @@ export class StatementJobs {
   runAfterCommit?: string;
   /** CTEs that insert jobs this process runs after commit, each returning job_id and name per new job. */
   readonly afterCommitJobCtes: string[] = [];
+  /** Of afterCommitJobCtes, those that also return their jobs' `data`: the run here starts from it (AfterCommitJob.payload). */
+  readonly afterCommitPayloadCtes = new Set<string>();
   /**
    * CTEs of (job_id, prefetched jsonb): what this statement already holds about the subject of an
    * after-commit job it created (JobContext.prefetched), so that job's run need not read it back.
@@ -42,8 +44,14 @@ export function newJobsCount(stmt: CteStatement): string {
  * with "prefetched" (null where no prefetch CTE has the job) when the statement has prefetch CTEs.
  */
 export function afterCommitJobs(stmt: CteStatement): string {
-  const { afterCommitJobCtes, afterCommitPrefetchCtes } = StatementJobs.of(stmt);
+  const { afterCommitJobCtes, afterCommitPrefetchCtes, afterCommitPayloadCtes } = StatementJobs.of(stmt);
   if (afterCommitJobCtes.length === 0) return `'[]'::jsonb`;
+  if (afterCommitPayloadCtes.size > 0) {
+    if (afterCommitPrefetchCtes.length > 0) throw new Error('after-commit jobs with payloads and prefetches in one statement are not built');
+    const withPayload = afterCommitJobCtes.map((cte) => `SELECT name, job_id, ${afterCommitPayloadCtes.has(cte) ? 'data' : 'NULL::jsonb'} AS payload FROM ${cte}`).join(' UNION ALL ');
+    return `(SELECT coalesce(jsonb_agg(jsonb_build_object('name', name, 'jobId', job_id) || CASE WHEN payload IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('payload', payload) END), '[]'::jsonb)
+               FROM (${withPayload}) AS after_commit)`;
+  }
   const rows = afterCommitJobCtes.map((cte) => `SELECT name, job_id FROM ${cte}`).join(' UNION ALL ');
   if (afterCommitPrefetchCtes.length === 0) {
     return `(SELECT coalesce(jsonb_agg(jsonb_build_object('name', name, 'jobId', job_id)), '[]'::jsonb) FROM (${rows}) AS after_commit)`;

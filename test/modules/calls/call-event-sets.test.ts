@@ -145,6 +145,8 @@ describe('call events decided in sets, interleaved', () => {
     });
     expect(texts.filter((text) => text.startsWith('WITH evt_input') && text.includes('calls_ring_turned'))).toHaveLength(1);
     expect(transactionTexts(texts)).toEqual([]);
+    // The dial is sent from the commands the statement wrote, not from a read of its job's row.
+    expect(texts.filter((text) => text.startsWith('SELECT data FROM outbox_jobs'))).toEqual([]);
     expect(await leg(callId, 0)).toMatchObject({ status: 'ended', control_id: first.controlId });
     expect((await leg(callId, 1)).status).toBe('dialing');
     expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.hangup:applied']);

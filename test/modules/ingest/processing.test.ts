@@ -5,6 +5,8 @@ import { CarrierEventHandlers, RetryLaterError } from '../../../src/modules/inge
 import { CarrierEventsService } from '../../../src/modules/ingest/carrier-events.service.js';
 import { ProcessCarrierEventJob } from '../../../src/modules/ingest/ingest.jobs.js';
 import { JobRunner } from '../../../src/platform/outbox/job-runner.js';
+import { CarrierEventWriter } from '../../../src/modules/ingest/carrier-event-writer.js';
+import type { CallEvent } from '../../../src/carriers/normalized-event.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { telnyxEvent, telnyxFixture, telnyxReceipt, telnyxSigner } from '../../support/carrier-signing.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
@@ -76,6 +78,32 @@ describe('carrier event processing', () => {
       }),
     );
   }
+
+  it("a call's events stored in one batch run in the order they arrived, not their carrier ids' order", async () => {
+    const ran: string[] = [];
+    undo.push(handlers.override('call.status', async () => 'recorded'));
+    const runner = app.app.get(JobRunner);
+    const run = runner.run.bind(runner);
+    runner.run = (name, jobId, ...rest) => {
+      if (name === ProcessCarrierEventJob.name) ran.push(jobId);
+      return run(name, jobId, ...rest);
+    };
+    undo.push(() => (runner.run = run));
+    const session = `v3:session-${randomUUID()}`;
+    const status = (carrierEventId: string): CallEvent => ({
+      kind: 'call.status', carrier: 'telnyx', carrierEventId, occurredAt: new Date().toISOString(), carrierCallId: `v3:caller-${session}`, callSessionId: session,
+      direction: 'inbound', progress: 'ringing', carrierStatus: 'ringing',
+    });
+    const writer = app.app.get(CarrierEventWriter);
+    // One batch (both queued before it starts); the one that arrived first has the larger key.
+    const [later, earlier] = [`zz-${randomUUID()}`, `aa-${randomUUID()}`];
+    const written = [writer.write({ event: status(later), carrierEventType: 'call.progress', payloadJson: '{}' }), writer.write({ event: status(earlier), carrierEventType: 'call.progress', payloadJson: '{}' })];
+    expect(await Promise.all(written)).toEqual(['accepted', 'accepted']);
+    const ids = await Promise.all([later, earlier].map(async (id) => (await settled(db, id, 'the call event processed')) && (await eventRow(db, id)).id));
+    // Each ran as its own job (none as an earlier event of the other's run), in arrival order.
+    expect(ran.filter((jobId) => ids.includes(jobId))).toEqual(ids);
+    expect((await db.pool.query(`SELECT count(*)::int AS n FROM carrier_events WHERE id = ANY ($1) AND attempts = 1`, [ids])).rows[0].n).toBe(2);
+  });
 
   it('an unknown event type is stored and marked processed as ignored', async () => {
     const id = await deliver(app, telnyxEvent('fax.received', { id: 'no_1' }));

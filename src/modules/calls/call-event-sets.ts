@@ -4,10 +4,10 @@ import { DecidesCarrierEventsInSets, type EventBatchRun } from '../ingest/carrie
 import { IdPrefix, newId } from '../../platform/ids.js';
 import { afterLegEnded } from '../sequential-ring/ring-plan.js';
 import { CallControlCommands } from './call-control-commands.js';
-import { CallFlow } from './call-flow.js';
+import { CallFlow, type KnownLeg } from './call-flow.js';
 import { CallTimeline } from './call-timeline.js';
-import { CallTransitions } from './call-transitions.js';
-import type { CallRow, LegRow } from './call-view.js';
+import { CallTransitions, onCursor, type CallNow } from './call-transitions.js';
+import type { LegRow } from './call-view.js';
 import { CallControlCommandsJob } from './calls.jobs.js';
 
 /** Most event keys remembered as seen (RecentKeys): a few seconds of a busy process's leg events. */
@@ -51,9 +51,11 @@ const legKey = (event: CallEvent, kind: string = event.kind) => `${kind} ${event
  *  - a repeat of a leg's hangup (the leg ended by its own physical leg, nothing left for it to
  *    end) and of a leg's answer (it won, and is still the live winner): recorded `duplicate`;
  *  - a leg's first hangup that hands the call on (legHangups): the leg ended, the ring cursor's
- *    compare-and-set, the next try's leg and its commands.
- * A duplicate then costs a share of one statement, a hand-off a share of two (a read and the
- * statement), not a transaction of its own.
+ *    compare-and-set, the next try's leg and its commands;
+ *  - a leg's answer that wins the race on a call with a caller to join (legAnswers): the leg and
+ *    the call answered, the join's commands and its timeout.
+ * A duplicate then costs a share of one statement, a hand-off or a win a share of two (a read and
+ * the statement), not a transaction of its own.
  */
 @Injectable()
 export class CallEventSets {
@@ -68,11 +70,10 @@ export class CallEventSets {
   ) {}
 
   /**
-   * Which leg hangups and answers are offered to the set statements: those of a physical leg
-   * whose same kind of event this process ran before (the twin of an event delivered twice runs
-   * after the first, in its call's turn). A hint only: the first goes straight to its transaction
-   * (a hand-off, an answer), sparing it a set statement it would not be ready in; what is a repeat
-   * is decided by the statement, under the row locks.
+   * Whether a leg's hangup or answer repeats one this process ran before under another event id
+   * (the twin of an event delivered twice runs after the first, in its call's turn); remembers
+   * the first. A hint only: the set statements read the call for a first event (its hand-off, its
+   * win), not for a repeat; what is a repeat is decided by the statement, under the row locks.
    */
   repeatOfOurLeg(event: CallEvent): boolean {
     return ourTelnyxLeg(event) && this.seen.seenBefore(legKey(event), event.carrierEventId);
@@ -116,10 +117,8 @@ export class CallEventSets {
    */
   @DecidesCarrierEventsInSets('call.hangup', { key: byCall, when: 'hangupOfOurLeg', afterCommit: CallControlCommandsJob })
   async legHangups(events: CallEvent[], run: EventBatchRun): Promise<void> {
-    // The first hangup of each physical leg (its repeats decide nothing from the plan).
-    const firsts = events.filter((event) => this.seen.firstOf(legKey(event)) === event.carrierEventId);
-    const calls = firsts.length > 0 ? await this.transitions.callsNow(firsts.map((event) => event.ourLeg!.callId)) : new Map<string, CallRow>();
-    const input = this.legsInput(run, events, HAND_OFF_COLUMNS, (event) => handOffRow(this.flow, firsts.includes(event) ? calls.get(event.ourLeg!.callId) : undefined, event));
+    const calls = await this.firstsCalls(events);
+    const input = this.legsInput(run, events, HAND_OFF_COLUMNS, (event) => handOffRow(this.flow, calls.get(event), event));
     const legs = this.lockedLegs(run, events, `(${REPEATED_HANGUP}) OR (${HAND_OFF})`, input, 'l.ended_at IS NULL AS hand_off');
     const consumed = run.consume({ ready: readyIn(legs), note: (row) => `CASE WHEN EXISTS (SELECT FROM ${legs} d WHERE d.event_id = ${row}.event_id AND NOT d.hand_off) THEN 'duplicate' END` });
     const handOffs = run.stmt.with(
@@ -136,23 +135,62 @@ export class CallEventSets {
         WHERE h.commands IS NOT NULL AND (h.new_leg_id IS NULL OR EXISTS (SELECT FROM ${dialed} a WHERE a.id = h.new_leg_id))`,
     );
     this.commands.queueManyIn(run.stmt, commands);
-    const repeats = run.stmt.with('call_hangup_repeats', `SELECT * FROM ${legs} WHERE NOT hand_off`);
-    const applied = run.stmt.with('call_hangups_handed_off', `SELECT * FROM ${legs} WHERE hand_off`);
+    this.recordBoth(run, legs, consumed, 'hand_off');
+  }
+
+  /** Every answer of our leg is offered to the set statement (legAnswers); remembered, as repeatOfOurLeg does. */
+  answerOfOurLeg(event: CallEvent): boolean {
+    return this.repeatOfOurLeg(event) || ourTelnyxLeg(event);
+  }
+
+  /**
+   * A leg's answer, in one statement for many calls, two cases (exclusive on the locked rows):
+   *  - a repeat of the answer of the leg that won and is still its call's live winner:
+   *    CallCarrierEvents.answeredOnCall records `duplicate`;
+   *  - the answer that wins the race (answeredOnCall's winner on a call with a caller to join):
+   *    the leg live and ours, its call ringing, not ended, the plan's cursor on this leg's try
+   *    (answerByLeg's guard). The join's commands are built in JS from the call as read before the
+   *    statement (one read for the batch, of the first answers only), which the statement checks
+   *    again under the lock (the caller's leg, transcription, the leg's id); the statement answers
+   *    the leg and the call, queues the join's commands (sent here once it commits) and the join
+   *    timeout, and records `applied`. Anything else (a stale answer, a call of ours without a
+   *    caller's leg, a call that moved since the read) goes to its transaction.
+   */
+  @DecidesCarrierEventsInSets('call.answered', { key: byCall, when: 'answerOfOurLeg', afterCommit: CallControlCommandsJob })
+  async legAnswers(events: CallEvent[], run: EventBatchRun): Promise<void> {
+    const calls = await this.firstsCalls(events);
+    const input = this.legsInput(run, events, WIN_COLUMNS, (event) => winRow(this.flow, calls.get(event), event));
+    const legs = this.lockedLegs(run, events, `(${REPEATED_ANSWER}) OR (${WINS})`, input, 'c.answered_leg IS NULL AS wins');
+    const consumed = run.consume({ ready: readyIn(legs), note: (row) => `CASE WHEN EXISTS (SELECT FROM ${legs} d WHERE d.event_id = ${row}.event_id AND NOT d.wins) THEN 'duplicate' END` });
+    const answers = run.stmt.with(
+      'call_answers_winning',
+      `SELECT d.call_id, d.leg_id, d.control_id, d.occurred_at, i.batch, i.commands
+         FROM ${legs} d JOIN ${consumed} k ON k.consumed_event_id = d.event_id JOIN ${input} i ON i.event_id = d.event_id
+        WHERE d.wins`,
+    );
+    const won = this.transitions.answersCte(run.stmt, answers);
+    this.commands.queueManyIn(run.stmt, run.stmt.with('call_join_commands', `SELECT a.call_id, a.batch, a.commands FROM ${answers} a JOIN ${won} w ON w.call_id = a.call_id`));
+    this.flow.joinTimeoutsIn(run.stmt, won);
+    this.recordBoth(run, legs, consumed, 'wins');
+  }
+
+  /** The calls of the events that are the first of their physical leg (a repeat decides nothing from them), read now; by event. */
+  private async firstsCalls(events: CallEvent[]): Promise<Map<CallEvent, CallNow>> {
+    const firsts = events.filter((event) => this.seen.firstOf(legKey(event)) === event.carrierEventId);
+    if (firsts.length === 0) return new Map();
+    const calls = await this.transitions.callsNow(firsts.map((event) => event.ourLeg!.callId));
+    return new Map(firsts.flatMap((event) => {
+      const call = calls.get(event.ourLeg!.callId);
+      return call ? [[event, call]] : [];
+    }));
+  }
+
+  /** The timeline entries of a statement deciding two cases: `applied` where column `applies` of `legs` holds, `duplicate` elsewhere. */
+  private recordBoth(run: EventBatchRun, legs: string, consumed: string, applies: string): void {
+    const repeats = run.stmt.with('call_legs_repeated', `SELECT * FROM ${legs} WHERE NOT ${applies}`);
+    const applied = run.stmt.with('call_legs_applied', `SELECT * FROM ${legs} WHERE ${applies}`);
     this.timeline.recordManyIn(run.stmt, repeats, consumed, { outcome: 'duplicate' });
-    this.timeline.recordManyIn(run.stmt, applied, consumed, { outcome: 'applied', name: 'call_timeline_hand_offs' });
-  }
-
-  /** A repeated answer of the leg that won and is still its call's live winner: CallCarrierEvents.answeredOnCall records `duplicate`. */
-  @DecidesCarrierEventsInSets('call.answered', { key: byCall, when: 'repeatOfOurLeg' })
-  legAnswerRepeats(events: CallEvent[], run: EventBatchRun): void {
-    this.duplicates(run, events, 'l.control_id = i.control_id AND l.ended_at IS NULL AND c.ended_at IS NULL AND c.answered_leg = l.id');
-  }
-
-  /** Events that change nothing where `decides` holds: consumed with the note `duplicate`, and their timeline entry. */
-  private duplicates(run: EventBatchRun, events: CallEvent[], decides: string): void {
-    const legs = this.lockedLegs(run, events, decides);
-    const consumed = run.consume({ ready: readyIn(legs), note: () => `'duplicate'` });
-    this.timeline.recordManyIn(run.stmt, legs, consumed, { outcome: 'duplicate' });
+    this.timeline.recordManyIn(run.stmt, applied, consumed, { outcome: 'applied', name: 'call_timeline_applied' });
   }
 
   /** The events' rows, their calls' turns, and the calls and legs where `decides` holds, locked (CallTransitions.lockedLegsCte). */
@@ -186,7 +224,7 @@ const HAND_OFF_COLUMNS = 'hangup_cause text, expected_plan jsonb, caller_control
  * the plan after, the next try's leg (a new id) and the step's commands. No plan, or none for this
  * leg's try (not its turn, a call over): expected_plan null, which no call matches.
  */
-function handOffRow(flow: CallFlow, call: CallRow | undefined, event: CallEvent): object {
+function handOffRow(flow: CallFlow, call: CallNow | undefined, event: CallEvent): object {
   const row = { hangup_cause: event.hangupCause ?? 'unspecified' };
   const plan = call?.ring_plan;
   const decision = call && plan && call.status === 'ringing' && !call.ended_at ? afterLegEnded(plan, event.ourLeg!, event.endReason ?? 'failed') : undefined;
@@ -200,6 +238,34 @@ function handOffRow(flow: CallFlow, call: CallRow | undefined, event: CallEvent)
     batch: queued?.batch ?? null, commands: queued?.commands ?? null,
   };
 }
+
+/** The winning answer's columns of an input row (winRow). */
+const WIN_COLUMNS = 'leg_id text, caller_control_id text, transcribe boolean, batch text, commands jsonb';
+
+/**
+ * A leg's first answer as the winner, built in JS from `call` as read before the statement: the
+ * leg's id, the caller's leg and transcription the join's commands were built for, and those
+ * commands. No call with a caller's leg to join, or no such leg: leg_id null, which no leg matches.
+ */
+function winRow(flow: CallFlow, call: CallNow | undefined, event: CallEvent): object {
+  const { target, attempt } = event.ourLeg!;
+  const legId = call?.leg_ids?.[`${target}:${attempt}`];
+  if (!call || !legId || !call.caller_control_id) return {};
+  const { batch, commands } = flow.joinCommands(call, { id: legId, control_id: event.carrierCallId } as KnownLeg);
+  return { leg_id: legId, caller_control_id: call.caller_control_id, transcribe: call.transcribe, batch, commands };
+}
+
+/** A repeated answer of the leg that won and is still its call's live winner (legAnswers). */
+const REPEATED_ANSWER = 'l.control_id = i.control_id AND l.ended_at IS NULL AND c.ended_at IS NULL AND c.answered_leg = l.id';
+
+/**
+ * The winning answer (legAnswers): the leg live and ours (named by this physical leg, or none
+ * yet), its call ringing and not ended with the cursor on its try (answerByLeg's guard), and the
+ * call and leg the join's commands were built for.
+ */
+const WINS = `l.id = i.leg_id AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = i.control_id)
+  AND c.status = 'ringing' AND c.ended_at IS NULL AND c.answered_leg IS NULL AND ${onCursor('c', 'l')}
+  AND c.caller_control_id = i.caller_control_id AND c.transcribe = i.transcribe`;
 
 /** A repeated hangup of a leg (legHangups): its own physical leg ended it, and nothing is left for it to end. */
 const REPEATED_HANGUP = 'l.control_id = i.control_id AND l.ended_at IS NOT NULL AND (c.ended_at IS NOT NULL OR (c.ring_plan IS NOT NULL AND c.answered_leg IS DISTINCT FROM l.id))';

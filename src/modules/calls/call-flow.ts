@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../platform/config/app-config.js';
 import type { Tx } from '../../platform/database/tx.js';
+import type { CteStatement } from '../../platform/database/cte-statement.js';
 import { CallJoinTimeoutJob, CallTranscriptJob } from './calls.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { UsageLedger } from '../billing/usage-ledger.js';
@@ -16,7 +17,7 @@ import { toCallView, type CallRow, type LegRow } from './call-view.js';
 export const FLOW_OUTCOMES = ['applied', 'duplicate', 'superseded', 'ignored', 'stale'] as const;
 export type FlowOutcome = (typeof FLOW_OUTCOMES)[number];
 
-type KnownLeg = LegRow & { control_id: string };
+export type KnownLeg = LegRow & { control_id: string };
 
 /**
  * How a call ends (endCall): the duration the carrier reported with its final status, a dial it
@@ -102,15 +103,30 @@ export class CallFlow {
 
   /** A leg won the answer: join the caller to it (and transcribe), and watch for a join that never comes. */
   async joinWinner(tx: Tx, call: CallRow, leg: KnownLeg): Promise<void> {
-    // Each step names the leg it joins: it is sent only while that leg is still the live winner.
-    const steps: QueuedCommand[] = [this.commands.answerCaller(call, leg.id), this.commands.bridge(call, leg)];
-    if (call.transcribe) steps.push(this.commands.startTranscription(call, leg.id));
-    await this.commands.queue(tx, call.id, `${leg.id}-join`, steps);
+    const { batch, commands } = this.joinCommands(call, leg);
+    await this.commands.queue(tx, call.id, batch, commands);
     await this.outbox.enqueue(tx, {
       job: CallJoinTimeoutJob,
       data: { callId: call.id, legId: leg.id },
       jobId: `join-timeout-${leg.id}`,
       runAt: new Date(Date.now() + this.config.DIAL_JOIN_TIMEOUT_SECONDS * 1000),
+    });
+  }
+
+  /** The commands that join the caller to the leg that won (joinWinner, and the set statement's CallEventSets.legAnswers), and their batch. */
+  joinCommands(call: CallRow, leg: KnownLeg): { batch: string; commands: QueuedCommand[] } {
+    // Each step names the leg it joins: it is sent only while that leg is still the live winner.
+    const commands: QueuedCommand[] = [this.commands.answerCaller(call, leg.id), this.commands.bridge(call, leg)];
+    if (call.transcribe) commands.push(this.commands.startTranscription(call, leg.id));
+    return { batch: `${leg.id}-join`, commands };
+  }
+
+  /** joinWinner's join timeout for the winners of a set statement: one job per row of CTE `winners` (call_id, leg_id), as `stmt` writes them. */
+  joinTimeoutsIn(stmt: CteStatement, winners: string): void {
+    this.outbox.jobsFromCte(stmt, 'call_join_timeouts', winners, CallJoinTimeoutJob, {
+      id: `'join-timeout-' || leg_id`,
+      data: `jsonb_build_object('callId', call_id, 'legId', leg_id)`,
+      runAt: `now() + make_interval(secs => ${stmt.param(this.config.DIAL_JOIN_TIMEOUT_SECONDS, 'int')})`,
     });
   }
 

@@ -56,6 +56,20 @@ function splitCallAndLeg(row: CallRow & Record<string, unknown>): { call: CallRo
   return { call, leg: leg as unknown as LegRow };
 }
 
+/** A call as CallTransitions.callsNow reads it: its legs' ids by `target:attempt` (null: none). */
+export type CallNow = CallRow & { leg_ids: Record<string, string> | null };
+
+/**
+ * The answer race's guard on call `c` for leg `l` (its target_index, attempt): no ring plan, or
+ * the plan rings and its cursor names exactly this target and try.
+ */
+export function onCursor(c: string, l: string): string {
+  return `(${c}.ring_plan IS NULL
+               OR (${c}.ring_plan->>'phase' IN ('targets', 'forward')
+                   AND (${c}.ring_plan->>'next')::int = ${l}.target_index + 1
+                   AND (${c}.ring_plan->>'attempt')::int = ${l}.attempt))`;
+}
+
 @Injectable()
 export class CallTransitions {
   constructor(private readonly dataSource: DataSource) {}
@@ -149,9 +163,38 @@ export class CallTransitions {
    * in JS before it runs (CallEventSets.legHangups). A hint only: that statement's guards (the
    * cursor's compare-and-set above all) check it again under the row locks.
    */
-  async callsNow(callIds: string[]): Promise<Map<string, CallRow>> {
-    const { rows } = await exec<CallRow>(this.dataSource.manager, `SELECT ${CALL_COLUMNS} FROM calls WHERE id = ANY ($1::text[])`, [callIds]);
+  async callsNow(callIds: string[]): Promise<Map<string, CallNow>> {
+    const { rows } = await exec<CallNow>(
+      this.dataSource.manager,
+      `SELECT ${CALL_COLUMNS}, (SELECT jsonb_object_agg(l.target_index || ':' || l.attempt, l.id) FROM call_legs l WHERE l.call_id = calls.id) AS leg_ids
+         FROM calls WHERE id = ANY ($1::text[])`,
+      [callIds],
+    );
     return new Map(rows.map((call) => [call.id, call]));
+  }
+
+  /**
+   * answerByLeg for the answers of CTE `answers` (call_id, leg_id, control_id, occurred_at), in
+   * one statement: the leg, live (ended_at IS NULL) and named by this physical leg or none, is
+   * answered; then its call, still ringing and not ended, with the plan's cursor on this leg's
+   * target and try (answerByLeg's WHERE), takes it as its winner. Returns the CTE of the winners
+   * (call_id, leg_id).
+   */
+  answersCte(stmt: CteStatement, answers: string): string {
+    const legs = stmt.with(
+      'call_legs_answered',
+      `UPDATE call_legs l SET status = 'answered', answered_at = coalesce(l.answered_at, a.occurred_at), control_id = coalesce(l.control_id, a.control_id)
+         FROM ${answers} a
+        WHERE l.id = a.leg_id AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = a.control_id)
+       RETURNING l.id, l.target_index, l.attempt`,
+    );
+    return stmt.with(
+      'calls_answered',
+      `UPDATE calls c SET status = 'in_progress', answered_leg = a.leg_id, answered_at = a.occurred_at, updated_at = now()
+         FROM ${answers} a JOIN ${legs} w ON w.id = a.leg_id
+        WHERE c.id = a.call_id AND c.status = 'ringing' AND c.ended_at IS NULL AND ${onCursor('c', 'w')}
+       RETURNING c.id AS call_id, a.leg_id`,
+    );
   }
 
   /**
@@ -343,10 +386,7 @@ export class CallTransitions {
        UPDATE calls SET status = 'in_progress', answered_leg = $2, answered_at = $3, updated_at = now()
          FROM live_leg
         WHERE calls.id = $1 AND calls.status = 'ringing' AND calls.ended_at IS NULL
-          AND (calls.ring_plan IS NULL
-               OR (calls.ring_plan->>'phase' IN ('targets', 'forward')
-                   AND (calls.ring_plan->>'next')::int = live_leg.target_index + 1
-                   AND (calls.ring_plan->>'attempt')::int = live_leg.attempt))
+          AND ${onCursor('calls', 'live_leg')}
        RETURNING ${CALL_COLUMNS}`,
       [callId, legId, at],
     );

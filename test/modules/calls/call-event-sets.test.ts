@@ -247,6 +247,81 @@ describe('call events decided in sets, interleaved', () => {
     expect(await voice.db.count(`SELECT count(*) FROM call_legs WHERE call_id = $1`, [callId])).toBe(2);
   });
 
+  it("a leg's first answer wins in sets: one read and one statement answer the leg and the call, queue the join and its timeout, no transaction", async () => {
+    const { call, callId } = await ringing();
+    const first = await voice.dial(callId);
+    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
+    const { texts } = await captured(async () => {
+      expect(await voice.legEvent(call, first, 'call.answered')).toBe(200);
+      await voice.telnyx.next((c) => c.action === 'bridge' && c.controlId === call.caller);
+      await voice.settled();
+    });
+    expect(texts.filter((text) => text.startsWith('WITH evt_input') && text.includes('calls_answered'))).toHaveLength(1);
+    expect(texts.filter((text) => !text.startsWith('WITH evt_input') && (text.includes('FOR UPDATE OF c FOR NO KEY UPDATE OF l') || text.includes('WITH live_leg')))).toEqual([]);
+    expect(texts.filter((text) => text.startsWith('SELECT data FROM outbox_jobs'))).toEqual([]);
+    expect(await voice.call(callId)).toMatchObject({ status: 'in_progress' });
+    expect((await leg(callId, 0)).status).toBe('answered');
+    expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.answered:applied']);
+    expect(voice.telnyx.distinct('bridge', (c) => c.controlId === call.caller)).toHaveLength(1);
+    expect(voice.telnyx.distinct('answer', (c) => c.controlId === call.caller)).toHaveLength(1);
+    // The join timeout waits, a lease of DIAL_JOIN_TIMEOUT_SECONDS ahead.
+    expect(await voice.db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id = $1 AND run_at > now() AND completed_at IS NULL`, [`join-timeout-${(await leg(callId, 0)).id}`])).toBe(1);
+  });
+
+  it('an answer in sets waits for the call row a competitor holds and, the caller gone meanwhile, wins nothing: the transaction finds the call over, hangs the leg up, no bridge', async () => {
+    const { call, callId } = await ringing();
+    const first = await voice.dial(callId);
+    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
+    const endCall = () => voice.app.app.get(UnitOfWork).run(async (tx) => {
+      const locked = (await voice.app.app.get(CallTransitions).lockById(tx, callId))!;
+      return voice.app.app.get(CallFlow).endCall(tx, locked, new Date().toISOString(), 'normal_clearing', 'caller');
+    });
+    const pause = await pausePoint(voice.db.url, { table: 'calls', on: 'UPDATE', when: `NEW.id = '${callId}' AND NEW.ended_at IS NOT NULL` });
+    try {
+      await pause.hold();
+      const ending = endCall();
+      ending.catch(() => undefined);
+      await pause.waitUntilPaused();
+      expect(await voice.legEvent(call, first, 'call.answered')).toBe(200);
+      await waitFor(setStatementsWaiting('transactionid'), (n) => n === 1, { what: 'the answer\'s set statement waiting for the call row' });
+      await pause.release();
+      expect(await ending).toBe(true);
+    } finally {
+      await pause.remove();
+    }
+    await voice.settled();
+    expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.answered:stale']);
+    expect((await voice.call(callId)).status).toBe('missed');
+    expect(voice.telnyx.of('bridge', (c) => c.controlId === call.caller)).toEqual([]);
+    expect(voice.telnyx.distinct('hangup', (c) => c.controlId === first.controlId)).toHaveLength(1);
+  });
+
+  it('the same answer under a new event id while the winning answer in sets holds its turn: decided after it, a duplicate, one bridge', async () => {
+    const { call, callId } = await ringing();
+    const first = await voice.dial(callId);
+    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
+    const pause = await pausePoint(voice.db.url, { table: 'calls', on: 'UPDATE', when: `NEW.id = '${callId}' AND NEW.status = 'in_progress'` });
+    try {
+      await pause.hold();
+      expect(await voice.legEvent(call, first, 'call.answered')).toBe(200);
+      await pause.waitUntilPaused();
+      expect(await setStatementsWaiting('advisory')()).toBe(1);
+      expect(await voice.legEvent(call, first, 'call.answered')).toBe(200);
+      const twin = await waitFor(() => lastStored(call.session, 'call.answered', 2), Boolean, { what: 'the twin stored' });
+      const elsewhere = runElsewhere(twin);
+      await waitFor(transactionsWaitingForTurns, (n) => n === 1, { what: 'the twin waiting for the call\'s turn' });
+      await pause.release();
+      expect(['processed', 'already_processed']).toContain((await elsewhere).outcome);
+    } finally {
+      await pause.remove();
+    }
+    await voice.telnyx.next((c) => c.action === 'bridge' && c.controlId === call.caller);
+    await voice.settled();
+    expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.answered:applied', 'call.answered:duplicate']);
+    expect(voice.telnyx.distinct('bridge', (c) => c.controlId === call.caller)).toHaveLength(1);
+    expect(await voice.db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id LIKE 'join-timeout-%' AND data->>'callId' = $1`, [callId])).toBe(1);
+  });
+
   it('a hangup repeated after its leg ended, and an answer repeated while its leg is the live winner: duplicates, decided in sets', async () => {
     const { call, callId } = await ringing();
     const first = await voice.dial(callId);

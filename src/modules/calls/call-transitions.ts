@@ -136,7 +136,7 @@ export class CallTransitions {
          FROM ${input} i JOIN ${turns} t ON t.event_id = i.event_id
          JOIN calls c ON c.id = i.call_id AND c.carrier = i.carrier AND c.carrier_call_id = i.call_session_id
          JOIN call_legs l ON l.call_id = c.id AND l.target_index = i.target_index AND l.attempt = i.attempt
-        WHERE c.id = ANY (${stmt.param(callIds, 'text[]')}) AND ${decides}
+        WHERE c.id = ANY (${stmt.param(callIds, 'text[]')}) AND (${decides})
           FOR UPDATE OF c FOR NO KEY UPDATE OF l`,
       { materialized: true },
     );

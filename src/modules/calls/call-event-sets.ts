@@ -117,16 +117,9 @@ export class CallEventSets {
    */
   @DecidesCarrierEventsInSets('call.hangup', { key: byCall, when: 'hangupOfOurLeg', afterCommit: CallControlCommandsJob })
   async legHangups(events: CallEvent[], run: EventBatchRun): Promise<void> {
-    const calls = await this.firstsCalls(events);
-    const input = this.legsInput(run, events, HAND_OFF_COLUMNS, (event) => handOffRow(this.flow, calls.get(event), event));
-    const legs = this.lockedLegs(run, events, `(${REPEATED_HANGUP}) OR (${HAND_OFF})`, input, 'l.ended_at IS NULL AS hand_off');
-    const consumed = run.consume({ ready: readyIn(legs), note: (row) => `CASE WHEN EXISTS (SELECT FROM ${legs} d WHERE d.event_id = ${row}.event_id AND NOT d.hand_off) THEN 'duplicate' END` });
-    const handOffs = run.stmt.with(
-      'call_hand_offs',
-      `SELECT d.call_id, d.leg_id, d.control_id, d.occurred_at, i.hangup_cause, i.expected_plan, i.next_plan, i.new_leg_id, i.new_target, i.new_attempt, i.new_to, i.batch, i.commands
-         FROM ${legs} d JOIN ${consumed} k ON k.consumed_event_id = d.event_id JOIN ${input} i ON i.event_id = d.event_id
-        WHERE d.hand_off`,
-    );
+    const handOffs = await this.repeatOrFirst(run, events, {
+      columns: HAND_OFF_COLUMNS, row: (call, event) => handOffRow(this.flow, call, event), repeated: REPEATED_HANGUP, first: HAND_OFF, firstCase: 'l.ended_at IS NULL',
+    });
     const { turned, dialed } = this.transitions.handOffsCte(run.stmt, handOffs);
     // The step's commands, once its cursor moved (and, for a dial, its leg was added).
     const commands = run.stmt.with(
@@ -135,7 +128,6 @@ export class CallEventSets {
         WHERE h.commands IS NOT NULL AND (h.new_leg_id IS NULL OR EXISTS (SELECT FROM ${dialed} a WHERE a.id = h.new_leg_id))`,
     );
     this.commands.queueManyIn(run.stmt, commands);
-    this.recordBoth(run, legs, consumed, 'hand_off');
   }
 
   /** Every answer of our leg is offered to the set statement (legAnswers); remembered, as repeatOfOurLeg does. */
@@ -158,20 +150,43 @@ export class CallEventSets {
    */
   @DecidesCarrierEventsInSets('call.answered', { key: byCall, when: 'answerOfOurLeg', afterCommit: CallControlCommandsJob })
   async legAnswers(events: CallEvent[], run: EventBatchRun): Promise<void> {
-    const calls = await this.firstsCalls(events);
-    const input = this.legsInput(run, events, WIN_COLUMNS, (event) => winRow(this.flow, calls.get(event), event));
-    const legs = this.lockedLegs(run, events, `(${REPEATED_ANSWER}) OR (${WINS})`, input, 'c.answered_leg IS NULL AS wins');
-    const consumed = run.consume({ ready: readyIn(legs), note: (row) => `CASE WHEN EXISTS (SELECT FROM ${legs} d WHERE d.event_id = ${row}.event_id AND NOT d.wins) THEN 'duplicate' END` });
-    const answers = run.stmt.with(
-      'call_answers_winning',
-      `SELECT d.call_id, d.leg_id, d.control_id, d.occurred_at, i.batch, i.commands
-         FROM ${legs} d JOIN ${consumed} k ON k.consumed_event_id = d.event_id JOIN ${input} i ON i.event_id = d.event_id
-        WHERE d.wins`,
-    );
+    const answers = await this.repeatOrFirst(run, events, {
+      columns: WIN_COLUMNS, row: (call, event) => winRow(this.flow, call, event), repeated: REPEATED_ANSWER, first: WINS, firstCase: 'c.answered_leg IS NULL',
+    });
     const won = this.transitions.answersCte(run.stmt, answers);
     this.commands.queueManyIn(run.stmt, run.stmt.with('call_join_commands', `SELECT a.call_id, a.batch, a.commands FROM ${answers} a JOIN ${won} w ON w.call_id = a.call_id`));
     this.flow.joinTimeoutsIn(run.stmt, won);
-    this.recordBoth(run, legs, consumed, 'wins');
+  }
+
+  /**
+   * The frame of a statement that decides a leg's event as a repeat or as its first (legHangups,
+   * legAnswers), two cases exclusive on the locked rows: the input rows with `columns`, built by
+   * `row` from the event's call as read now (first events only); the calls and legs where
+   * `repeated` or `first` holds, locked (`firstCase`: SQL over them saying which); the
+   * consumption (a repeat noted `duplicate`) and the timeline entries (`applied`, `duplicate`).
+   * Returns the CTE of the first events consumed: call_id, leg_id, control_id, occurred_at and
+   * the input's `columns`.
+   */
+  private async repeatOrFirst(
+    run: EventBatchRun,
+    events: CallEvent[],
+    { columns, row, repeated, first, firstCase }: { columns: string; row: (call: CallNow | undefined, event: CallEvent) => object; repeated: string; first: string; firstCase: string },
+  ): Promise<string> {
+    const calls = await this.firstsCalls(events);
+    const input = this.legsInput(run, events, columns, (event) => row(calls.get(event), event));
+    const legs = this.lockedLegs(run, events, `(${repeated}) OR (${first})`, input, `${firstCase} AS first_case`);
+    const consumed = run.consume({ ready: readyIn(legs), note: (r) => `CASE WHEN EXISTS (SELECT FROM ${legs} d WHERE d.event_id = ${r}.event_id AND NOT d.first_case) THEN 'duplicate' END` });
+    const repeats = run.stmt.with('call_legs_repeated', `SELECT * FROM ${legs} WHERE NOT first_case`);
+    const applied = run.stmt.with('call_legs_applied', `SELECT * FROM ${legs} WHERE first_case`);
+    this.timeline.recordManyIn(run.stmt, repeats, consumed, { outcome: 'duplicate' });
+    this.timeline.recordManyIn(run.stmt, applied, consumed, { outcome: 'applied', name: 'call_timeline_applied' });
+    // The input's own columns, but those the locked rows name (the leg's id, as locked).
+    const inputColumns = columns.split(',').map((column) => column.trim().split(' ')[0]).filter((name) => !['call_id', 'leg_id', 'control_id', 'occurred_at'].includes(name));
+    return run.stmt.with(
+      'call_legs_first',
+      `SELECT d.call_id, d.leg_id, d.control_id, d.occurred_at, ${inputColumns.map((name) => `i.${name}`).join(', ')}
+         FROM ${applied} d JOIN ${consumed} k ON k.consumed_event_id = d.event_id JOIN ${input} i ON i.event_id = d.event_id`,
+    );
   }
 
   /** The calls of the events that are the first of their physical leg (a repeat decides nothing from them), read now; by event. */
@@ -183,14 +198,6 @@ export class CallEventSets {
       const call = calls.get(event.ourLeg!.callId);
       return call ? [[event, call]] : [];
     }));
-  }
-
-  /** The timeline entries of a statement deciding two cases: `applied` where column `applies` of `legs` holds, `duplicate` elsewhere. */
-  private recordBoth(run: EventBatchRun, legs: string, consumed: string, applies: string): void {
-    const repeats = run.stmt.with('call_legs_repeated', `SELECT * FROM ${legs} WHERE NOT ${applies}`);
-    const applied = run.stmt.with('call_legs_applied', `SELECT * FROM ${legs} WHERE ${applies}`);
-    this.timeline.recordManyIn(run.stmt, repeats, consumed, { outcome: 'duplicate' });
-    this.timeline.recordManyIn(run.stmt, applied, consumed, { outcome: 'applied', name: 'call_timeline_applied' });
   }
 
   /** The events' rows, their calls' turns, and the calls and legs where `decides` holds, locked (CallTransitions.lockedLegsCte). */

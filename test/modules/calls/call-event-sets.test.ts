@@ -4,7 +4,8 @@ import { CallTransitions } from '../../../src/modules/calls/call-transitions.js'
 import { CarrierEventProcessor } from '../../../src/modules/ingest/carrier-event-processor.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { captured } from '../../support/captured-statements.js';
-import { pausePoint } from '../../support/pause.js';
+import { pausePoint, type PausePointSpec } from '../../support/pause.js';
+import type { ReceivedCommand } from '../../support/fake-call-control.js';
 import { VoicePipeline, type TestCall } from '../../support/voice-pipeline.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -20,6 +21,9 @@ const noAnswer = { hangup_cause: 'timeout', sip_hangup_cause: '487' };
  * purpose, held by a lock the test owns (pause points), and checks that the decision is the one
  * the guards see on the rows as the competitor left them.
  */
+/** What a held test does once the statement it held is let go. */
+type AfterRelease = () => Promise<void>;
+
 describe('call events decided in sets, interleaved', () => {
   let voice: VoicePipeline;
 
@@ -42,31 +46,60 @@ describe('call events decided in sets, interleaved', () => {
   const leg = async (callId: string, target: number) =>
     (await voice.db.pool.query<{ id: string; status: string; control_id: string | null; ended_at: Date | null }>(`SELECT id, status, control_id, ended_at FROM call_legs WHERE call_id = $1 AND target_index = $2`, [callId, target])).rows[0];
 
-  it("a leg's report waits for the call row a competitor holds, and decides on the call it left: ended, so the leg is stale, not ringing", async () => {
+  /** A ringing call whose first dial the carrier answered, naming the physical leg: that leg's events are ours, and offered to the set statements. */
+  async function dialed(): Promise<{ call: TestCall; callId: string; first: ReceivedCommand }> {
     const { call, callId } = await ringing();
-    const dial = await voice.dial(callId);
-    // The dial's answer named the physical leg: the report is ours, and would be decided in sets.
-    await waitFor(() => leg(callId, 0), (l) => l.control_id === dial.controlId, { what: 'the leg named by the dial\'s answer' });
-    // The competitor: the call ends in a transaction that does not take the call's turn (as a
-    // refused dial's write-off does), held after its guarded UPDATE of the call row.
-    const endCall = () => voice.app.app.get(UnitOfWork).run(async (tx) => {
-      const locked = (await voice.app.app.get(CallTransitions).lockById(tx, callId))!;
-      return voice.app.app.get(CallFlow).endCall(tx, locked, new Date().toISOString(), 'normal_clearing', 'caller');
-    });
-    const pause = await pausePoint(voice.db.url, { table: 'calls', on: 'UPDATE', when: `NEW.id = '${callId}' AND NEW.ended_at IS NOT NULL` });
+    const first = await voice.dial(callId);
+    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
+    return { call, callId, first };
+  }
+
+  /**
+   * Holds the statements that make a change (`spec`, a pause point) while the test plays the
+   * competitor: `start` sets off what pauses there; once it is paused, `whilePaused` runs, and
+   * what it returns runs once the held statement is let go.
+   */
+  async function whileHeld(spec: PausePointSpec, start: () => Promise<void>, whilePaused: () => Promise<AfterRelease | void>): Promise<void> {
+    const pause = await pausePoint(voice.db.url, spec);
     try {
       await pause.hold();
-      const ending = endCall();
-      ending.catch(() => undefined);
+      await start();
       await pause.waitUntilPaused();
-      expect(await voice.legEvent(call, dial, 'call.initiated')).toBe(200);
-      // The set statement (not a transaction of the event's own) waits for the call row.
-      await waitFor(setStatementsWaiting('transactionid'), (n) => n === 1, { what: 'the set statement waiting for the call row' });
+      const afterRelease = await whilePaused();
       await pause.release();
-      expect(await ending).toBe(true);
+      await afterRelease?.();
     } finally {
       await pause.remove();
     }
+  }
+
+  /**
+   * The competitor: the call ends in a transaction that does not take the call's turn (as a
+   * refused dial's write-off does), held after its guarded UPDATE of the call row while `during`
+   * runs; then it commits.
+   */
+  async function whileCallEndingHeld(callId: string, during: () => Promise<void>): Promise<void> {
+    let ending: Promise<boolean> | undefined;
+    const start = async () => {
+      ending = voice.app.app.get(UnitOfWork).run(async (tx) => {
+        const locked = (await voice.app.app.get(CallTransitions).lockById(tx, callId))!;
+        return voice.app.app.get(CallFlow).endCall(tx, locked, new Date().toISOString(), 'normal_clearing', 'caller');
+      });
+      ending.catch(() => undefined);
+    };
+    await whileHeld({ table: 'calls', on: 'UPDATE', when: `NEW.id = '${callId}' AND NEW.ended_at IS NOT NULL` }, start, async () => {
+      await during();
+      return async () => expect(await ending).toBe(true);
+    });
+  }
+
+  it("a leg's report waits for the call row a competitor holds, and decides on the call it left: ended, so the leg is stale, not ringing", async () => {
+    const { call, callId, first: dial } = await dialed();
+    await whileCallEndingHeld(callId, async () => {
+      expect(await voice.legEvent(call, dial, 'call.initiated')).toBe(200);
+      // The set statement (not a transaction of the event's own) waits for the call row.
+      await waitFor(setStatementsWaiting('transactionid'), (n) => n === 1, { what: 'the set statement waiting for the call row' });
+    });
     await voice.settled();
     // Decided on the ended call (the row re-read after the wait): the leg never rings, the event is stale.
     expect((await leg(callId, 0)).status).toBe('dialing');
@@ -135,9 +168,7 @@ describe('call events decided in sets, interleaved', () => {
     texts.filter((text) => !text.startsWith('WITH evt_input') && (text.includes('FOR UPDATE OF c FOR NO KEY UPDATE OF l') || text.startsWith('UPDATE calls SET ring_plan')));
 
   it("a leg's first hangup hands off in sets: one read of the call and one statement end the leg, move the cursor and dial the next target, no transaction", async () => {
-    const { call, callId } = await ringing();
-    const first = await voice.dial(callId);
-    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
+    const { call, callId, first } = await dialed();
     const { texts } = await captured(async () => {
       expect(await voice.legEvent(call, first, 'call.hangup', noAnswer)).toBe(200);
       await voice.dial(callId, 2);
@@ -156,28 +187,12 @@ describe('call events decided in sets, interleaved', () => {
   });
 
   it('a hand-off in sets waits for the call row a competitor holds and, the call ended meanwhile, loses its compare-and-set: the transaction ends the leg, nothing is dialed', async () => {
-    const { call, callId } = await ringing();
-    const first = await voice.dial(callId);
-    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
-    // The competitor ends the call in a transaction that does not take the call's turn, held after
-    // its guarded UPDATE of the call row: the set statement's read finds the call ringing.
-    const endCall = () => voice.app.app.get(UnitOfWork).run(async (tx) => {
-      const locked = (await voice.app.app.get(CallTransitions).lockById(tx, callId))!;
-      return voice.app.app.get(CallFlow).endCall(tx, locked, new Date().toISOString(), 'normal_clearing', 'caller');
-    });
-    const pause = await pausePoint(voice.db.url, { table: 'calls', on: 'UPDATE', when: `NEW.id = '${callId}' AND NEW.ended_at IS NOT NULL` });
-    try {
-      await pause.hold();
-      const ending = endCall();
-      ending.catch(() => undefined);
-      await pause.waitUntilPaused();
+    const { call, callId, first } = await dialed();
+    // The set statement's read finds the call ringing; the row it locks is the ended call.
+    await whileCallEndingHeld(callId, async () => {
       expect(await voice.legEvent(call, first, 'call.hangup', noAnswer)).toBe(200);
       await waitFor(setStatementsWaiting('transactionid'), (n) => n === 1, { what: 'the hand-off statement waiting for the call row' });
-      await pause.release();
-      expect(await ending).toBe(true);
-    } finally {
-      await pause.remove();
-    }
+    });
     await voice.settled();
     // Its CAS lost (the call is over): the transaction ended the leg and moved nothing on.
     expect((await leg(callId, 0)).ended_at).not.toBeNull();
@@ -187,28 +202,31 @@ describe('call events decided in sets, interleaved', () => {
     expect((await voice.call(callId)).status).toBe('missed');
   });
 
+  /** The hand-off statement held after it ended leg 0 (its call's turn and the leg's row held). */
+  const handOffHeld = (callId: string): PausePointSpec => ({ table: 'call_legs', on: 'UPDATE', when: `NEW.call_id = '${callId}' AND NEW.target_index = 0 AND NEW.ended_at IS NOT NULL` });
+
+  /**
+   * While a set statement is held: another worker's run of the `count`th stored event of `kind`
+   * of the session (`deliver` stores it) waits for the call's turn in the database (its run here
+   * waits in this process, behind the held one's); returns the check of its outcome, once the held
+   * statement has committed.
+   */
+  async function racedElsewhere(session: string, kind: string, count: number, deliver: () => Promise<number>): Promise<AfterRelease> {
+    expect(await setStatementsWaiting('advisory')()).toBe(1);
+    expect(await deliver()).toBe(200);
+    const elsewhere = runElsewhere(await waitFor(() => lastStored(session, kind, count), Boolean, { what: `the ${kind} stored` }));
+    await waitFor(transactionsWaitingForTurns, (n) => n === 1, { what: `the ${kind} waiting for the call's turn` });
+    return async () => expect(['processed', 'already_processed']).toContain((await elsewhere).outcome);
+  }
+
   it('an answer of the leg arriving while the hand-off in sets holds its turn waits, then finds the leg ended: stale, hung up, and the next target rings alone', async () => {
-    const { call, callId } = await ringing();
-    const first = await voice.dial(callId);
-    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
-    // The hand-off statement held after it ended the leg (its call's turn and the leg's row held).
-    const pause = await pausePoint(voice.db.url, { table: 'call_legs', on: 'UPDATE', when: `NEW.call_id = '${callId}' AND NEW.target_index = 0 AND NEW.ended_at IS NOT NULL` });
-    try {
-      await pause.hold();
-      expect(await voice.legEvent(call, first, 'call.hangup', noAnswer)).toBe(200);
-      await pause.waitUntilPaused();
-      expect(await setStatementsWaiting('advisory')()).toBe(1);
-      // The leg's answer, racing the hand-off. Its run here waits in this process for the
-      // hangup's (its call's turn); another worker's run of it is this one: its transaction waits
-      // for the call's turn in the database.
-      expect(await voice.legEvent(call, first, 'call.answered')).toBe(200);
-      const elsewhere = runElsewhere(await lastStored(call.session, 'call.answered'));
-      await waitFor(transactionsWaitingForTurns, (n) => n === 1, { what: 'the answer waiting for the call\'s turn' });
-      await pause.release();
-      expect(['processed', 'already_processed']).toContain((await elsewhere).outcome);
-    } finally {
-      await pause.remove();
-    }
+    const { call, callId, first } = await dialed();
+    await whileHeld(
+      handOffHeld(callId),
+      async () => expect(await voice.legEvent(call, first, 'call.hangup', noAnswer)).toBe(200),
+      // The leg's answer, racing the hand-off.
+      () => racedElsewhere(call.session, 'call.answered', 1, () => voice.legEvent(call, first, 'call.answered')),
+    );
     const next = await voice.dial(callId, 2);
     expect(next.clientState).toEqual({ call_id: callId, target: 1, attempt: 1 });
     await voice.settled();
@@ -221,25 +239,13 @@ describe('call events decided in sets, interleaved', () => {
   });
 
   it('the same hangup under a new event id while the hand-off in sets holds its turn: decided after it, a duplicate, and the next target dialed once', async () => {
-    const { call, callId } = await ringing();
-    const first = await voice.dial(callId);
-    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
-    const pause = await pausePoint(voice.db.url, { table: 'call_legs', on: 'UPDATE', when: `NEW.call_id = '${callId}' AND NEW.target_index = 0 AND NEW.ended_at IS NOT NULL` });
-    try {
-      await pause.hold();
-      expect(await voice.legEvent(call, first, 'call.hangup', noAnswer)).toBe(200);
-      await pause.waitUntilPaused();
-      // The twin, re-signed under a new event id. Its run here waits in this process for the
-      // first's; another worker's, in a transaction, waits for the call's turn in the database.
-      expect(await voice.legEvent(call, first, 'call.hangup', noAnswer)).toBe(200);
-      const twin = await waitFor(() => lastStored(call.session, 'call.hangup', 2), Boolean, { what: 'the twin stored' });
-      const elsewhere = runElsewhere(twin);
-      await waitFor(transactionsWaitingForTurns, (n) => n === 1, { what: 'the twin waiting for the call\'s turn' });
-      await pause.release();
-      expect(['processed', 'already_processed']).toContain((await elsewhere).outcome);
-    } finally {
-      await pause.remove();
-    }
+    const { call, callId, first } = await dialed();
+    await whileHeld(
+      handOffHeld(callId),
+      async () => expect(await voice.legEvent(call, first, 'call.hangup', noAnswer)).toBe(200),
+      // The twin, re-signed under a new event id.
+      () => racedElsewhere(call.session, 'call.hangup', 2, () => voice.legEvent(call, first, 'call.hangup', noAnswer)),
+    );
     await voice.dial(callId, 2);
     await voice.settled();
     expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.hangup:applied', 'call.hangup:duplicate']);
@@ -248,9 +254,7 @@ describe('call events decided in sets, interleaved', () => {
   });
 
   it("a leg's first answer wins in sets: one read and one statement answer the leg and the call, queue the join and its timeout, no transaction", async () => {
-    const { call, callId } = await ringing();
-    const first = await voice.dial(callId);
-    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
+    const { call, callId, first } = await dialed();
     const { texts } = await captured(async () => {
       expect(await voice.legEvent(call, first, 'call.answered')).toBe(200);
       await voice.telnyx.next((c) => c.action === 'bridge' && c.controlId === call.caller);
@@ -269,26 +273,11 @@ describe('call events decided in sets, interleaved', () => {
   });
 
   it('an answer in sets waits for the call row a competitor holds and, the caller gone meanwhile, wins nothing: the transaction finds the call over, hangs the leg up, no bridge', async () => {
-    const { call, callId } = await ringing();
-    const first = await voice.dial(callId);
-    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
-    const endCall = () => voice.app.app.get(UnitOfWork).run(async (tx) => {
-      const locked = (await voice.app.app.get(CallTransitions).lockById(tx, callId))!;
-      return voice.app.app.get(CallFlow).endCall(tx, locked, new Date().toISOString(), 'normal_clearing', 'caller');
-    });
-    const pause = await pausePoint(voice.db.url, { table: 'calls', on: 'UPDATE', when: `NEW.id = '${callId}' AND NEW.ended_at IS NOT NULL` });
-    try {
-      await pause.hold();
-      const ending = endCall();
-      ending.catch(() => undefined);
-      await pause.waitUntilPaused();
+    const { call, callId, first } = await dialed();
+    await whileCallEndingHeld(callId, async () => {
       expect(await voice.legEvent(call, first, 'call.answered')).toBe(200);
       await waitFor(setStatementsWaiting('transactionid'), (n) => n === 1, { what: 'the answer\'s set statement waiting for the call row' });
-      await pause.release();
-      expect(await ending).toBe(true);
-    } finally {
-      await pause.remove();
-    }
+    });
     await voice.settled();
     expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.answered:stale']);
     expect((await voice.call(callId)).status).toBe('missed');
@@ -297,24 +286,12 @@ describe('call events decided in sets, interleaved', () => {
   });
 
   it('the same answer under a new event id while the winning answer in sets holds its turn: decided after it, a duplicate, one bridge', async () => {
-    const { call, callId } = await ringing();
-    const first = await voice.dial(callId);
-    await waitFor(() => leg(callId, 0), (l) => l.control_id === first.controlId, { what: 'the leg named by the dial\'s answer' });
-    const pause = await pausePoint(voice.db.url, { table: 'calls', on: 'UPDATE', when: `NEW.id = '${callId}' AND NEW.status = 'in_progress'` });
-    try {
-      await pause.hold();
-      expect(await voice.legEvent(call, first, 'call.answered')).toBe(200);
-      await pause.waitUntilPaused();
-      expect(await setStatementsWaiting('advisory')()).toBe(1);
-      expect(await voice.legEvent(call, first, 'call.answered')).toBe(200);
-      const twin = await waitFor(() => lastStored(call.session, 'call.answered', 2), Boolean, { what: 'the twin stored' });
-      const elsewhere = runElsewhere(twin);
-      await waitFor(transactionsWaitingForTurns, (n) => n === 1, { what: 'the twin waiting for the call\'s turn' });
-      await pause.release();
-      expect(['processed', 'already_processed']).toContain((await elsewhere).outcome);
-    } finally {
-      await pause.remove();
-    }
+    const { call, callId, first } = await dialed();
+    await whileHeld(
+      { table: 'calls', on: 'UPDATE', when: `NEW.id = '${callId}' AND NEW.status = 'in_progress'` },
+      async () => expect(await voice.legEvent(call, first, 'call.answered')).toBe(200),
+      () => racedElsewhere(call.session, 'call.answered', 2, () => voice.legEvent(call, first, 'call.answered')),
+    );
     await voice.telnyx.next((c) => c.action === 'bridge' && c.controlId === call.caller);
     await voice.settled();
     expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.answered:applied', 'call.answered:duplicate']);

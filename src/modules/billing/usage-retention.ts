@@ -21,7 +21,7 @@ export class UsageRetention implements OnModuleInit {
     this.tables.register({
       table: 'usage_records',
       unfinished: 'false',
-      releasable: 'usage_partition_exported($1::text::regclass, $2::timestamptz, $3::timestamptz)',
+      releasable: 'usage_partition_exported(p.name::regclass, p.from_at, p.to_at)',
       retentionHours: this.config.USAGE_RETENTION_HOURS,
       periodSeconds: this.config.USAGE_PARTITION_PERIOD_SECONDS,
     });

@@ -63,13 +63,17 @@ export class CallTransitions {
   /** A new call, once per carrier call however often its first event comes; undefined when it exists. */
   async create(tx: Tx, call: NewCall): Promise<CallRow | undefined> {
     const id = newId(IdPrefix.Call);
-    // ON CONFLICT (carrier, carrier_call_id): a duplicate or re-signed call.initiated inserts nothing.
+    // WHERE call_twin(carrier, carrier_call_id) IS NULL: a duplicate or re-signed call.initiated
+    // inserts nothing, whichever time partition holds the call (migration 0055). created_at is the
+    // id's time: the partition key, found again from the id alone (createdAtOfId).
     const { rows } = await exec<CallRow>(
       tx,
       `INSERT INTO calls (id, account_id, direction, from_number, to_number, status, carrier, carrier_call_id, caller_control_id, ring_plan, transcribe, ended_at, hangup_cause,
-                          duration_seconds, billable_minutes)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8, $1), $9, $10::jsonb, $11, $12, $13, CASE WHEN $12::timestamptz IS NULL THEN NULL ELSE 0 END, CASE WHEN $12::timestamptz IS NULL THEN NULL ELSE 0 END)
-       ON CONFLICT (carrier, carrier_call_id) DO NOTHING
+                          duration_seconds, billable_minutes, created_at)
+       SELECT $1, $2, $3, $4, $5, $6, $7, coalesce($8, $1), $9, $10::jsonb, $11, $12::timestamptz, $13,
+              CASE WHEN $12::timestamptz IS NULL THEN NULL ELSE 0 END, CASE WHEN $12::timestamptz IS NULL THEN NULL ELSE 0 END, onceline_id_time($1)
+        WHERE call_twin($7, coalesce($8, $1)) IS NULL
+       ON CONFLICT DO NOTHING
        RETURNING ${CALL_COLUMNS}`,
       [id, call.accountId, call.direction, call.from, call.to, call.status, call.carrier, call.carrierCallId ?? null, call.callerControlId ?? null,
         call.ringPlan ? JSON.stringify(call.ringPlan) : null, call.transcribe, call.endedAt ?? null, call.hangupCause ?? null],
@@ -151,17 +155,20 @@ export class CallTransitions {
 
   /** A call we placed learns the carrier's name for it (the first leg event or the dial's answer says it). */
   async nameSession(tx: Tx, callId: string, carrierCallId: string): Promise<void> {
-    // carrier_call_id = id: only the placeholder is replaced, never a session already named.
-    await exec(tx, `UPDATE calls SET carrier_call_id = $2 WHERE id = $1 AND carrier_call_id = id`, [callId, carrierCallId]);
+    // carrier_call_id = id: only the placeholder is replaced, never a session already named; and
+    // call_twin: never to a session another call already has (one call per carrier call, 0055).
+    await exec(tx, `UPDATE calls SET carrier_call_id = $2 WHERE id = $1 AND carrier_call_id = id AND call_twin(carrier, $2) IS NULL`, [callId, carrierCallId]);
   }
 
   /** Records the dial of one target try; undefined when that try was already dialed. */
   async addLeg(tx: Tx, callId: string, leg: { target: number; attempt: number; to: string }): Promise<LegRow | undefined> {
     // UNIQUE (call_id, target_index, attempt): one leg per try, however often the decision replays.
+    // Each partition's own index, and whole: a call's legs are all in its partition (keyed by
+    // onceline_id_time(call_id), migration 0055). The leg's id is new, so the key is the only conflict.
     const { rows } = await exec<LegRow>(
       tx,
       `INSERT INTO call_legs (id, call_id, target_index, attempt, to_number, status) VALUES ($1, $2, $3, $4, $5, 'dialing')
-       ON CONFLICT (call_id, target_index, attempt) DO NOTHING RETURNING ${LEG_COLUMNS}`,
+       ON CONFLICT DO NOTHING RETURNING ${LEG_COLUMNS}`,
       [newId(IdPrefix.CallLeg), callId, leg.target, leg.attempt, leg.to],
     );
     return rows[0];

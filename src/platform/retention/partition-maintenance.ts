@@ -134,7 +134,10 @@ export class PartitionMaintenance {
   private async mustKeep(manager: EntityManager, p: { name: string; from: Date | null; to: Date | null }, table: PartitionedTable): Promise<boolean> {
     const [{ owes }] = await queryRows<{ owes: boolean }>(manager, `SELECT EXISTS (SELECT FROM ${ident(p.name)} WHERE ${table.unfinished}) AS owes`);
     if (owes || !table.releasable) return owes;
-    const [{ releasable }] = await queryRows<{ releasable: boolean }>(manager, `SELECT (${table.releasable}) AS releasable`, [p.name, p.from, p.to]);
+    const [{ releasable }] = await queryRows<{ releasable: boolean }>(manager,
+      `SELECT (${table.releasable}) AS releasable FROM (SELECT $1::text AS name, $2::timestamptz AS from_at, $3::timestamptz AS to_at) AS p`,
+      [p.name, p.from, p.to],
+    );
     return !releasable;
   }
 }

@@ -16,10 +16,10 @@ export interface PartitionedTable {
   periodSeconds?: number;
   /**
    * SQL, when age and nothing owed are not enough to drop a partition: a boolean expression over
-   * $1 (the partition's name, text), $2 and $3 (its range [from, to) as timestamptz; NULL when not
-   * known: the legacy partition's start, or both for a detached table left by a dead run), true
-   * when the partition may go (the usage ledger: a matching export covers its period). Checked
-   * before the detach and again, finally, after it.
+   * `p.name` (the partition's name, text), `p.from_at` and `p.to_at` (its range [from, to),
+   * timestamptz; NULL when not known: the legacy partition's start, or both for a detached table
+   * left by a dead run), true when the partition may go (the usage ledger: a matching export
+   * covers its period). Checked before the detach and again, finally, after it.
    */
   releasable?: string;
 }

@@ -3,6 +3,7 @@ import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
 import type { CteStatement } from '../../platform/database/cte-statement.js';
 import { queryRows } from '../../platform/database/tx.js';
+import { createdAtOfId } from '../../platform/retention/id-partition-key.js';
 import { FLOW_OUTCOMES, type FlowOutcome } from './call-flow.js';
 
 const at = (example: string, description: string) => ({ format: 'date-time', example, description });
@@ -70,7 +71,7 @@ export class CallTimeline {
   /** In arrival order (when ingest stored each event), never sorted by the carrier's clock. */
   async list(callId: string): Promise<TimelineEntry[]> {
     return queryRows(this.dataSource.manager,
-      `SELECT carrier_event_id, event_type, leg, outcome, note, occurred_at, received_at, recorded_at FROM call_timeline WHERE call_id = $1 ORDER BY received_at, carrier_event_id`,
+      `SELECT carrier_event_id, event_type, leg, outcome, note, occurred_at, received_at, recorded_at FROM call_timeline WHERE call_id = $1 AND ${createdAtOfId('$1', 'onceline_id_time(call_id)')} ORDER BY received_at, carrier_event_id`,
       [callId],
     );
   }

@@ -7,18 +7,13 @@
 -- a table missing one of them ("child table is missing constraint"), and usage_records (unlike
 -- carrier_events and outbox_jobs, whose parents declare none) keeps its checks on the parent: the
 -- ledger's kinds, whole non-negative quantities, amount = quantity x price, the cause's shape.
--- Otherwise as 0042 made it.
-CREATE OR REPLACE FUNCTION onceline_add_partition(p_parent text, p_from timestamptz, p_to timestamptz) RETURNS text LANGUAGE plpgsql AS $$
+-- The one change to onceline_add_partition (0042), made to its definition as it stands.
+DO $$
 DECLARE
-  name text := p_parent || '_p' || to_char(p_from AT TIME ZONE 'UTC', 'YYYYMMDD"t"HH24MISS');
-  idx text;
+  fn constant regprocedure := 'onceline_add_partition(text, timestamptz, timestamptz)';
 BEGIN
-  EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', name, p_parent);
-  FOREACH idx IN ARRAY (SELECT local_indexes FROM partitioned_tables WHERE parent = p_parent) LOOP
-    EXECUTE format(idx, name);
-  END LOOP;
-  EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', p_parent, name, p_from, p_to);
-  RETURN name;
+  EXECUTE replace(pg_get_functiondef(fn), 'LIKE %I INCLUDING DEFAULTS)', 'LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)');
+  IF position('INCLUDING CONSTRAINTS' IN pg_get_functiondef(fn)) = 0 THEN RAISE EXCEPTION 'onceline_add_partition: LIKE ... INCLUDING DEFAULTS not found'; END IF;
 END $$;
 
 -- Each partition's own unique indexes: the id, and the ledger's key (kind, resource_id), "a

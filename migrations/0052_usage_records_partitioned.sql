@@ -5,23 +5,57 @@
 -- row count still matches (usage_partition_exported, below), never on age alone.
 --
 -- The old table becomes the partition usage_records_legacy (its rows, indexes, CHECKs and foreign
--- key as they were: no scan, no index build); the parent declares the CHECKs (new partitions copy
--- them, 0050), the foreign key to accounts (ATTACH adopts the old table's, the same one, without
--- validating it again) and the non-unique (account_id, created_at) index (adopted too). Each
--- partition has its own UNIQUE (id), UNIQUE (kind, resource_id) (partitioned_tables.local_indexes).
+-- key as they were: no scan, no index build, onceline_partition_table below); the parent declares
+-- the CHECKs (new partitions copy them, 0050), the foreign key to accounts and the non-unique
+-- (account_id, created_at) index. Each partition has its own UNIQUE (id), UNIQUE (kind,
+-- resource_id) (partitioned_tables.local_indexes).
 
-ALTER TABLE usage_records RENAME TO usage_records_legacy;
-ALTER TABLE usage_records_legacy RENAME CONSTRAINT usage_records_pkey TO usage_records_legacy_pkey;
-ALTER TABLE usage_records_legacy RENAME CONSTRAINT usage_records_kind_resource_id_key TO usage_records_legacy_key;
-ALTER INDEX usage_records_account_idx RENAME TO usage_records_legacy_account_idx;
+-- 0042's and 0043's steps by hand, as one function for this and the call history (0055): the
+-- table `p_table` (its bound CHECK <table>_legacy_bound valid, 0040's way) becomes the partition
+-- <table>_legacy of a new parent of the same name, PARTITION BY RANGE (p_key):
+--  - the old table and its indexes (with the constraints they back) take the name <table>_legacy…;
+--  - the parent: the same columns, defaults and CHECKs (not the bound); the old table's foreign keys
+--    (ATTACH adopts the old table's own, already valid) and non-unique indexes (adopted too, same
+--    definitions: none built); its sequences owned by the parent;
+--  - onceline_partition_legacy (0042): the old table attached, or dropped when empty; partitions after.
+-- Unique indexes stay the old table's own: each partition gets its own (partitioned_tables.local_indexes).
+CREATE FUNCTION onceline_partition_table(p_table text, p_key text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  legacy constant text := p_table || '_legacy';
+  r record;
+BEGIN
+  EXECUTE format('ALTER TABLE %I RENAME TO %I', p_table, legacy);
+  FOR r IN SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = legacy::regclass LOOP
+    EXECUTE format('ALTER INDEX %I RENAME TO %I', r.name, legacy || substr(r.name, length(p_table) + 1));
+  END LOOP;
+  EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (%s)', p_table, legacy, p_key);
+  EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', p_table, legacy || '_bound');
+  FOR r IN SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = legacy::regclass AND contype = 'f' LOOP
+    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I %s', p_table, r.conname, r.def);
+  END LOOP;
+  FOR r IN SELECT c.relname AS name, substring(pg_get_indexdef(i.indexrelid) FROM ' USING .*$') AS def
+             FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = legacy::regclass AND NOT i.indisunique LOOP
+    EXECUTE format('CREATE INDEX %I ON %I %s', p_table || substr(r.name, length(legacy) + 1), p_table, r.def);
+  END LOOP;
+  FOR r IN SELECT s.relname AS seq, a.attname AS col FROM pg_depend d JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+             JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+            WHERE d.refobjid = legacy::regclass AND d.deptype = 'a' LOOP
+    EXECUTE format('ALTER SEQUENCE %I OWNED BY %I.%I', r.seq, p_table, r.col);
+  END LOOP;
+  PERFORM onceline_partition_legacy(p_table);
+END $$;
 
-CREATE TABLE usage_records (LIKE usage_records_legacy INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (created_at);
--- The bound is the old table's alone (copied by INCLUDING CONSTRAINTS).
-ALTER TABLE usage_records DROP CONSTRAINT usage_records_legacy_bound;
-ALTER TABLE usage_records ADD CONSTRAINT usage_records_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts (id);
-CREATE INDEX usage_records_account_idx ON usage_records (account_id, created_at);
+SELECT onceline_partition_table('usage_records', 'created_at');
 
-SELECT onceline_partition_legacy('usage_records');
+-- The lock of a twin guard (this one and the call history's, 0055): transaction-scoped, on a hash
+-- of `key` (the guard's name and key). Always true, for use in a guard's condition. Each guard is
+-- a function of its own, with its own static looks: plpgsql caches their plans, where one generic
+-- guard would run its looks as dynamic SQL, planned again at every call.
+CREATE FUNCTION onceline_twin_lock(p_key text) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtextextended(p_key, 0));
+  RETURN true;
+END $$;
 
 -- "A resource is billed once per kind", across partitions (each partition's UNIQUE (kind,
 -- resource_id) holds only within it): the stored row of this key, if any. As outbox_job_twin
@@ -32,13 +66,9 @@ SELECT onceline_partition_legacy('usage_records');
 -- Rows the calling statement wrote are seen too. Lock order: the writer holds its resource's row
 -- lock (message, call, number) before this lock, never the other way round.
 CREATE FUNCTION usage_record_twin(p_kind text, p_resource_id text) RETURNS text LANGUAGE plpgsql VOLATILE AS $$
-DECLARE
-  twin text;
+DECLARE twin text := (SELECT id FROM usage_records WHERE kind = p_kind AND resource_id = p_resource_id LIMIT 1);
 BEGIN
-  SELECT id INTO twin FROM usage_records WHERE kind = p_kind AND resource_id = p_resource_id LIMIT 1;
-  IF twin IS NOT NULL THEN RETURN twin; END IF;
-  PERFORM pg_advisory_xact_lock(hashtextextended('usage-record:' || p_kind || ':' || p_resource_id, 0));
-  SELECT id INTO twin FROM usage_records WHERE kind = p_kind AND resource_id = p_resource_id LIMIT 1;
+  IF twin IS NULL AND onceline_twin_lock('usage-record:' || p_kind || ':' || p_resource_id) THEN twin := (SELECT id FROM usage_records WHERE kind = p_kind AND resource_id = p_resource_id LIMIT 1); END IF;
   RETURN twin;
 END $$;
 

@@ -7,9 +7,8 @@ import { UsageLedger } from '../../../src/modules/billing/usage-ledger.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { PartitionMaintenance } from '../../../src/platform/retention/partition-maintenance.js';
 import { TEST_REDIS_URL } from '../../support/env.js';
-import { splitPartitionAt } from '../../support/partitions.js';
+import { boundaryIn as boundaryOf, waitingOnAdvisoryLock } from '../../support/partitions.js';
 import { runCliHere } from '../../support/run-cli.js';
-import { waitFor } from '../../support/wait.js';
 import { withTestApp } from '../../support/with-test-app.js';
 
 const DAY = 86_400_000;
@@ -32,12 +31,8 @@ describe('usage_records: one fact per (kind, resource) across partitions; never 
     t.db.pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM usage_records WHERE resource_id = $1`, [resourceId]).then((r) => r.rows.map((row) => row.part));
   const env = () => ({ DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
 
-  async function boundaryIn(ms: number) {
-    await t.db.pool.query(`INSERT INTO accounts (id, name) VALUES ($1, 'usage partitions') ON CONFLICT DO NOTHING`, [ACCOUNT]);
-    const at = new Date(Date.now() + ms);
-    const parts = await splitPartitionAt(t.db.pool, at, 'usage_records');
-    return { at, ...parts, passed: () => waitFor(() => Date.now(), (now) => now > at.getTime() + 5, { what: 'the boundary to pass' }) };
-  }
+  const account = () => t.db.pool.query(`INSERT INTO accounts (id, name) VALUES ($1, 'usage partitions') ON CONFLICT DO NOTHING`, [ACCOUNT]);
+  const boundaryIn = async (ms: number) => (await account(), boundaryOf(t.db.pool, 'usage_records', ms));
 
   it('the same usage recorded again just after the boundary is not billed again: one row, before it', async () => {
     const { before, passed } = await boundaryIn(1000);
@@ -66,9 +61,7 @@ describe('usage_records: one fact per (kind, resource) across partitions; never 
       );
       await passed();
       const racing = record(resource);
-      await waitFor(() => t.db.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`), (n) => n === 1, {
-        what: "the ledger's insert to wait on the key's lock the test holds",
-      });
+      await waitingOnAdvisoryLock(t.db.pool, "the ledger's insert to wait on the key's lock the test holds");
       await holder.query(ending === 'commits' ? 'COMMIT' : 'ROLLBACK');
       expect(await racing).toBe(recorded);
       expect(await partsOf(resource)).toEqual([side === 'before' ? before : after]);
@@ -85,7 +78,7 @@ describe('usage_records: one fact per (kind, resource) across partitions; never 
 
     /** A 30-day partition ending `daysAgo` days before today (older than the 400-day retention), with `rows` ledger rows in it. */
     async function oldPartition(daysAgo: number, rows: number): Promise<{ name: string; from: Date; to: Date }> {
-      await t.db.pool.query(`INSERT INTO accounts (id, name) VALUES ($1, 'usage partitions') ON CONFLICT DO NOTHING`, [ACCOUNT]);
+      await account();
       const to = new Date(Math.floor(Date.now() / DAY) * DAY - daysAgo * DAY);
       const from = new Date(to.getTime() - 30 * DAY);
       const { rows: made } = await t.db.pool.query(`SELECT onceline_add_partition('usage_records', $1, $2) AS name`, [from, to]);

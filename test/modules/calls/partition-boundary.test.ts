@@ -8,8 +8,7 @@ import { exec } from '../../../src/platform/database/tx.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { IdPrefix, newId } from '../../../src/platform/ids.js';
 import { PartitionMaintenance } from '../../../src/platform/retention/partition-maintenance.js';
-import { splitPartitionAt } from '../../support/partitions.js';
-import { waitFor } from '../../support/wait.js';
+import { boundaryIn as boundaryOf, waitingOnAdvisoryLock } from '../../support/partitions.js';
 import { withTestApp } from '../../support/with-test-app.js';
 
 const ACCOUNT = 'acc_call_partitions';
@@ -25,17 +24,9 @@ const HISTORY = ['call_legs', 'call_timeline', 'call_transcript_fragments', 'cal
 describe('call history: one fact per key across partitions; a call and its history age out together', () => {
   const t = withTestApp({ http: false });
   const uow = () => t.app.app.get(UnitOfWork);
-  const waiting = () =>
-    waitFor(() => t.db.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`), (n) => n === 1, {
-      what: "the app's statement to wait on the key's lock the test holds",
-    });
-
-  async function boundaryIn(table: string, ms: number) {
-    await t.db.pool.query(`INSERT INTO accounts (id, name) VALUES ($1, 'call partitions') ON CONFLICT DO NOTHING`, [ACCOUNT]);
-    const at = new Date(Date.now() + ms);
-    const parts = await splitPartitionAt(t.db.pool, at, table);
-    return { at, ...parts, passed: () => waitFor(() => Date.now(), (now) => now > at.getTime() + 5, { what: 'the boundary to pass' }) };
-  }
+  const waiting = () => waitingOnAdvisoryLock(t.db.pool, "the app's statement to wait on the key's lock the test holds");
+  const account = () => t.db.pool.query(`INSERT INTO accounts (id, name) VALUES ($1, 'call partitions') ON CONFLICT DO NOTHING`, [ACCOUNT]);
+  const boundaryIn = async (table: string, ms: number) => (await account(), boundaryOf(t.db.pool, table, ms));
 
   /** Runs `body` in a transaction the test holds open until `end` says how it ends. */
   async function holding<T>(body: (q: (sql: string, params?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>) => Promise<T>) {
@@ -136,7 +127,7 @@ describe('call history: one fact per key across partitions; a call and its histo
   }, 30_000);
 
   it('retention: a period past CALLS_RETENTION_HOURS holding a live call keeps the call and its whole history; once the call ends they are dropped on the same run', async () => {
-    await t.db.pool.query(`INSERT INTO accounts (id, name) VALUES ($1, 'call partitions') ON CONFLICT DO NOTHING`, [ACCOUNT]);
+    await account();
     const WEEK = 7 * 86_400_000;
     const from = new Date(Math.floor(Date.now() / WEEK) * WEEK - 30 * WEEK);
     const to = new Date(from.getTime() + WEEK);

@@ -1,5 +1,6 @@
 import { Command, Option } from 'nest-commander';
 import { JsonCommand } from '../../../platform/cli/json-command.js';
+import { isoTimeOption } from '../../../platform/cli/options.js';
 import { printResult, requireOption, type OutputOptions } from '../../../platform/cli/output.js';
 import { monthBounds, PERIOD_PATTERN } from '../periods.js';
 import { UsageExports } from '../usage-export.js';
@@ -29,12 +30,12 @@ export class UsageExportCommand extends JsonCommand {
 
   @Option({ flags: '--from <time>', description: 'start of the period (ISO 8601, included)' })
   parseFrom(value: string): Date {
-    return isoTime('--from', value);
+    return isoTimeOption('--from', value);
   }
 
   @Option({ flags: '--to <time>', description: 'end of the period (ISO 8601, excluded); it must have passed' })
   parseTo(value: string): Date {
-    return isoTime('--to', value);
+    return isoTimeOption('--to', value);
   }
 
   @Option({ flags: '--out <file>', description: 'the file to write (JSON Lines); required' })
@@ -49,10 +50,4 @@ export class UsageExportCommand extends JsonCommand {
     const recorded = await this.exports.export(period, out);
     printResult(options, { export: recorded }, `exported ${recorded.row_count} usage rows of ${recorded.period_from} .. ${recorded.period_to} to ${recorded.file} (sha256 ${recorded.sha256}), export ${recorded.id}`);
   }
-}
-
-function isoTime(flag: string, value: string): Date {
-  const at = new Date(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(at.getTime())) throw new Error(`${flag} must be a time in ISO 8601, e.g. 2026-11-01T00:00:00Z`);
-  return at;
 }

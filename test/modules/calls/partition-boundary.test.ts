@@ -8,6 +8,7 @@ import { exec } from '../../../src/platform/database/tx.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { IdPrefix, newId } from '../../../src/platform/ids.js';
 import { PartitionMaintenance } from '../../../src/platform/retention/partition-maintenance.js';
+import { VerifyService } from '../../../src/platform/verify/verify.service.js';
 import { boundaryIn as boundaryOf, waitingOnAdvisoryLock } from '../../support/partitions.js';
 import { withTestApp } from '../../support/with-test-app.js';
 
@@ -157,5 +158,18 @@ describe('call history: one fact per key across partitions; a call and its histo
     const dropped = await run();
     for (const table of ['calls', ...HISTORY]) expect(dropped.get(table)!.dropped).toContain(names[table]);
     expect(await t.db.count(`SELECT count(*) FROM pg_class WHERE relname = ANY ($1)`, [Object.values(names)])).toBe(0);
+
+    // Its charge outlives it in the ledger: verify takes a call of that age as having existed, not a recent one.
+    const billed = (resourceId: string) =>
+      t.db.pool.query(
+        `INSERT INTO usage_records (id, account_id, kind, resource_id, quantity, unit_price_micros, amount_micros, cause)
+         VALUES (onceline_id('use'), $1, 'call_minutes', $2, 1, 7000, 7000, jsonb_build_object('resource', jsonb_build_object('type', 'call', 'id', $2::text),
+                 'carrier_events', '[]'::jsonb, 'legacy', true, 'price_rule', jsonb_build_object('unit', 'minute', 'quantity', 1, 'unit_price_micros', 7000))) RETURNING id`,
+        [ACCOUNT, resourceId],
+      ).then((r) => r.rows[0].id as string);
+    await billed(callId);
+    const phantom = await billed(newId(IdPrefix.Call));
+    const report = await t.app.app.get(VerifyService).run({ limit: 5 });
+    expect(report.invariants.find((i) => i.name === 'billing.usage_has_resource')).toMatchObject({ ok: false, count: 1, examples: [phantom] });
   }, 60_000);
 });

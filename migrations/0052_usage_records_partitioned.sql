@@ -10,8 +10,8 @@
 -- (account_id, created_at) index. Each partition has its own UNIQUE (id), UNIQUE (kind,
 -- resource_id) (partitioned_tables.local_indexes).
 
--- 0042's and 0043's steps by hand, as one function for this and the call history (0055): the
--- table `p_table` (its bound CHECK <table>_legacy_bound valid, 0040's way) becomes the partition
+-- The steps 0042 and 0043 wrote out by hand, as one function for this and the call history
+-- (0055): the table `p_table` (its bound CHECK <table>_legacy_bound valid, 0040's way) becomes the partition
 -- <table>_legacy of a new parent of the same name, PARTITION BY RANGE (p_key):
 --  - the old table and its indexes (with the constraints they back) take the name <table>_legacy…;
 --  - the parent: the same columns, defaults and CHECKs (not the bound); the old table's foreign keys

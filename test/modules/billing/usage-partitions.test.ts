@@ -146,6 +146,21 @@ describe('usage_records: one fact per (kind, resource) across partitions; never 
       expect(await run()).toMatchObject({ dropped: [p.name] });
     }, 60_000);
 
+    it('a usage partition a dead run detached but did not drop: dropped by the next run when an export holds its rows; kept when the export ran after the detach (it could not read them)', async () => {
+      const exported = await oldPartition(800, 2);
+      await exportOf(exported.from, exported.to, 'before-detach.jsonl');
+      await t.db.pool.query(`ALTER TABLE usage_records DETACH PARTITION ${exported.name}`);
+      const missed = await oldPartition(900, 2);
+      await t.db.pool.query(`ALTER TABLE usage_records DETACH PARTITION ${missed.name}`);
+      expect(await exportOf(missed.from, missed.to, 'after-detach.jsonl')).toMatchObject({ row_count: 0 });
+      const result = await run();
+      expect(result.dropped).toContain(exported.name);
+      expect(result.dropped).not.toContain(missed.name);
+      expect(await exists(exported.name)).toBe(false);
+      expect(await exists(missed.name)).toBe(true);
+      await t.db.pool.query(`DROP TABLE ${missed.name}`);
+    }, 60_000);
+
     it('usage:export refuses a period that has not ended, or one given twice over, and records nothing', async () => {
       const future = await runCliHere(['usage:export', '--from', new Date(Date.now() - DAY).toISOString(), '--to', new Date(Date.now() + DAY).toISOString(), '--out', join(dir, 'x.jsonl'), '--json'], env());
       expect(future.code).not.toBe(0);

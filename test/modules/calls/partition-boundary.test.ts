@@ -7,6 +7,7 @@ import { CteStatement } from '../../../src/platform/database/cte-statement.js';
 import { exec } from '../../../src/platform/database/tx.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { IdPrefix, newId } from '../../../src/platform/ids.js';
+import { createdAtOfId } from '../../../src/platform/retention/id-partition-key.js';
 import { PartitionMaintenance } from '../../../src/platform/retention/partition-maintenance.js';
 import { VerifyService } from '../../../src/platform/verify/verify.service.js';
 import { boundaryIn as boundaryOf, waitingOnAdvisoryLock } from '../../support/partitions.js';
@@ -125,6 +126,32 @@ describe('call history: one fact per key across partitions; a call and its histo
     await held.end(ending === 'commits' ? 'COMMIT' : 'ROLLBACK');
     expect(await racing).toMatchObject({ sends });
     expect(await partsOf(`SELECT tableoid::regclass::text AS part FROM call_command_sends WHERE command_id = $1`, [commandId])).toEqual([side === 'before' ? before : after]);
+  }, 30_000);
+
+  it.each([
+    ['calls', 'id', 'created_at'],
+    ['call_legs', 'call_id', 'onceline_id_time(call_id)'],
+    ['call_timeline', 'call_id', 'onceline_id_time(call_id)'],
+  ])('%s by its call id names the partition key from the id: only the partitions within minutes of the call\'s time are scanned, never a later one', async (table, column, key) => {
+    await account();
+    const call = await uow().run(async (tx) => {
+      const made = (await t.app.app.get(CallTransitions).create(tx, {
+        accountId: ACCOUNT, direction: 'inbound', from: '+13125550100', to: '+13125550101', carrier: 'telnyx', carrierCallId: `v3:${randomUUID()}`, transcribe: false, status: 'ringing',
+      }))!;
+      await t.app.app.get(CallTransitions).addLeg(tx, made.id, { target: 0, attempt: 1, to: '+13125550102' });
+      return made;
+    });
+    const { rows: plan } = await t.db.pool.query(`EXPLAIN (FORMAT JSON) SELECT * FROM ${table} WHERE ${column} = $1 AND ${createdAtOfId('$1', key)}`, [call.id]);
+    const scanned = (JSON.stringify(plan[0]['QUERY PLAN']).match(new RegExp(`"Relation Name":"${table}_p\\w+"`, 'g')) ?? []).map((m) => m.slice(17, -1));
+    const { rows: later } = await t.db.pool.query<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = $1::regclass AND (regexp_match(pg_get_expr(c.relpartbound, c.oid), $$FROM \\('([^']*)'\\)$$))[1]::timestamptz > onceline_id_window_end($2)`,
+      [table, call.id],
+    );
+    expect(later.length).toBeGreaterThanOrEqual(1);
+    // One partition, or a few where this file split one into seconds-long pieces a moment ago.
+    expect(scanned.length).toBeGreaterThanOrEqual(1);
+    for (const { name } of later) expect(scanned).not.toContain(name);
   }, 30_000);
 
   it('retention: a period past CALLS_RETENTION_HOURS holding a live call keeps the call and its whole history; once the call ends they are dropped on the same run', async () => {

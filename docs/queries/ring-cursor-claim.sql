@@ -28,13 +28,15 @@ cev_consumed AS (UPDATE carrier_events c SET processed_at = now(), error = NULL,
 call_legs_repeated AS (SELECT * FROM call_legs_decided WHERE NOT first_case),
 call_legs_applied AS (SELECT * FROM call_legs_decided WHERE first_case),
 call_timeline_entries AS (INSERT INTO call_timeline (call_id, carrier_event_id, event_type, leg, outcome, note, occurred_at, received_at)
-       SELECT r.call_id, r.event_id, r.kind, r.leg_id, $6::text, $7::text, r.occurred_at, r.received_at
-         FROM call_legs_repeated r JOIN cev_consumed k ON k.consumed_event_id = r.event_id
-       ON CONFLICT (carrier_event_id) DO NOTHING),
+       SELECT e.* FROM (SELECT r.call_id, r.event_id, r.kind, r.leg_id, $6::text, $7::text, r.occurred_at, r.received_at
+                          FROM call_legs_repeated r JOIN cev_consumed k ON k.consumed_event_id = r.event_id ORDER BY r.event_id) e
+        WHERE call_timeline_twin(e.event_id) IS NULL
+       ON CONFLICT DO NOTHING),
 call_timeline_applied AS (INSERT INTO call_timeline (call_id, carrier_event_id, event_type, leg, outcome, note, occurred_at, received_at)
-       SELECT r.call_id, r.event_id, r.kind, r.leg_id, $8::text, $9::text, r.occurred_at, r.received_at
-         FROM call_legs_applied r JOIN cev_consumed k ON k.consumed_event_id = r.event_id
-       ON CONFLICT (carrier_event_id) DO NOTHING),
+       SELECT e.* FROM (SELECT r.call_id, r.event_id, r.kind, r.leg_id, $8::text, $9::text, r.occurred_at, r.received_at
+                          FROM call_legs_applied r JOIN cev_consumed k ON k.consumed_event_id = r.event_id ORDER BY r.event_id) e
+        WHERE call_timeline_twin(e.event_id) IS NULL
+       ON CONFLICT DO NOTHING),
 call_legs_first AS (SELECT d.call_id, d.leg_id, d.control_id, d.occurred_at, i.hangup_cause, i.expected_plan, i.caller_control_id, i.next_plan, i.new_leg_id, i.new_target, i.new_attempt, i.new_to, i.batch, i.commands
          FROM call_legs_applied d JOIN cev_consumed k ON k.consumed_event_id = d.event_id JOIN evt_input i ON i.event_id = d.event_id),
 call_legs_handed_off AS (UPDATE call_legs l SET status = 'ended', ended_at = h.occurred_at, hangup_cause = h.hangup_cause, control_id = coalesce(l.control_id, h.control_id)
@@ -48,7 +50,7 @@ calls_ring_turned AS (UPDATE calls c SET ring_plan = h.next_plan, updated_at = n
 call_legs_dialed AS (INSERT INTO call_legs (id, call_id, target_index, attempt, to_number, status)
        SELECT h.new_leg_id, h.call_id, h.new_target, h.new_attempt, h.new_to, 'dialing' FROM call_legs_first h JOIN calls_ring_turned t ON t.call_id = h.call_id
         WHERE h.new_leg_id IS NOT NULL
-       ON CONFLICT (call_id, target_index, attempt) DO NOTHING RETURNING id),
+       ON CONFLICT DO NOTHING RETURNING id),
 call_hand_off_commands AS (SELECT h.call_id, h.batch, h.commands FROM call_legs_first h JOIN calls_ring_turned t ON t.call_id = h.call_id
         WHERE h.commands IS NOT NULL AND (h.new_leg_id IS NULL OR EXISTS (SELECT FROM call_legs_dialed a WHERE a.id = h.new_leg_id))),
 call_commands_queued AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)

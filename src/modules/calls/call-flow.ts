@@ -126,7 +126,8 @@ export class CallFlow {
     this.outbox.jobsFromCte(stmt, 'call_join_timeouts', winners, CallJoinTimeoutJob, {
       id: `'join-timeout-' || leg_id`,
       data: `jsonb_build_object('callId', call_id, 'legId', leg_id)`,
-      runAt: `now() + make_interval(secs => ${stmt.param(this.config.DIAL_JOIN_TIMEOUT_SECONDS, 'int')})`,
+      // clock_timestamp(): from the win, after the statement's waits for its rows' locks, not from its start.
+      runAt: `clock_timestamp() + make_interval(secs => ${stmt.param(this.config.DIAL_JOIN_TIMEOUT_SECONDS, 'int')})`,
     });
   }
 

@@ -198,20 +198,24 @@ export class ReceiptsAndInbound {
     const { stmt } = run;
     const input = run.input(
       'message_id text, carrier text, carrier_message_id text, from_number text, to_number text, text text, segments int, encoding text, carrier_event_id text, occurred_at text',
-      inbound.map((m) => ({
+      [...inbound].sort(byCarrierMessage).map((m) => ({
         message_id: m.id, carrier: m.carrier, carrier_message_id: m.carrierMessageId, from_number: m.from, to_number: m.to, text: m.text, segments: m.segments, encoding: m.encoding,
         carrier_event_id: m.carrierEventId ?? null, occurred_at: m.occurredAt ?? null,
       })),
     );
     const owner = owners(input, 'to_number');
     const applied = run.consume({ note: (i) => `CASE WHEN NOT EXISTS (SELECT FROM ${owner} o WHERE o.event_id = ${i}.event_id) THEN 'no account owns ' || ${i}.to_number END` });
-    // ON CONFLICT (carrier, carrier_message_id): a replayed or re-signed delivery inserts nothing.
+    // WHERE message_twin(...) IS NULL: a replayed or re-signed delivery inserts nothing, whichever
+    // partition its twin is in (migration 0046: the key's advisory lock, then a fresh look; the
+    // rows in key order, so two batches sharing keys lock in one order). ON CONFLICT: the
+    // partitions' unique indexes, a backstop (no target: the parent has none to name).
     const received = stmt.with(
       'msg_received',
       `INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, carrier_message_id)
        SELECT i.message_id, o.account_id, 'inbound', i.from_number, i.to_number, i.text, 'received', i.segments, i.encoding, i.carrier, i.carrier_message_id
          FROM ${input} i JOIN ${owner} o ON o.event_id = i.event_id JOIN ${applied} c ON c.consumed_event_id = i.event_id
-       ON CONFLICT (carrier, carrier_message_id) DO NOTHING
+        WHERE message_twin(i.carrier, i.carrier_message_id) IS NULL
+       ON CONFLICT DO NOTHING
        RETURNING ${MESSAGE_COLUMNS}`,
     );
     // Each billed with the event that delivered it as its cause.
@@ -225,4 +229,9 @@ export class ReceiptsAndInbound {
     const consent = this.keywords.applyCtes(stmt, received);
     this.effects.announceInboundCtes(stmt, received, consent);
   }
+}
+
+/** Key order of message_twin's locks (two batches sharing carrier message ids take them in one order). */
+function byCarrierMessage(a: Inbound, b: Inbound): number {
+  return a.carrier < b.carrier ? -1 : a.carrier > b.carrier ? 1 : a.carrierMessageId < b.carrierMessageId ? -1 : a.carrierMessageId > b.carrierMessageId ? 1 : 0;
 }

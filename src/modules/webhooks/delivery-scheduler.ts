@@ -83,7 +83,9 @@ export class DeliveryScheduler {
         WHERE w.deleted_at IS NULL AND (w.event_types IS NULL OR ${typeParam} = ANY (w.event_types))
         ORDER BY w.id FOR SHARE OF w`,
     );
-    // ON CONFLICT: one delivery per (event, endpoint), whoever else inserts it.
+    // ON CONFLICT: one delivery per (event, endpoint), whoever else inserts it. The partition is
+    // the event's (migration 0047), so each partition's UNIQUE (event_id, endpoint_id) sees every
+    // copy, across a boundary too (no target: a partitioned parent has no unique index to name).
     const created = stmt.with(
       'dlv_created',
       `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, account_id, status, parked_at, next_attempt_at)
@@ -92,7 +94,7 @@ export class DeliveryScheduler {
               CASE WHEN enabled THEN NULL ELSE now() END,
               CASE WHEN enabled THEN now() ELSE NULL END
          FROM dlv_endpoints
-       ON CONFLICT (event_id, endpoint_id) DO NOTHING
+       ON CONFLICT DO NOTHING
        RETURNING id, status, round, attempt_count, round_first_attempt, endpoint_id, event_id`,
     );
     stmt.with('dlv_first_attempts', `SELECT id, 1 AS round, 1 AS attempt FROM ${created} WHERE status = 'pending'`);

@@ -198,7 +198,7 @@ export class ReceiptsAndInbound {
     const { stmt } = run;
     const input = run.input(
       'message_id text, carrier text, carrier_message_id text, from_number text, to_number text, text text, segments int, encoding text, carrier_event_id text, occurred_at text',
-      [...inbound].sort(byCarrierMessage).map((m) => ({
+      inbound.map((m) => ({
         message_id: m.id, carrier: m.carrier, carrier_message_id: m.carrierMessageId, from_number: m.from, to_number: m.to, text: m.text, segments: m.segments, encoding: m.encoding,
         carrier_event_id: m.carrierEventId ?? null, occurred_at: m.occurredAt ?? null,
       })),
@@ -206,8 +206,9 @@ export class ReceiptsAndInbound {
     const owner = owners(input, 'to_number');
     const applied = run.consume({ note: (i) => `CASE WHEN NOT EXISTS (SELECT FROM ${owner} o WHERE o.event_id = ${i}.event_id) THEN 'no account owns ' || ${i}.to_number END` });
     // WHERE message_twin(...) IS NULL: a replayed or re-signed delivery inserts nothing, whichever
-    // partition its twin is in (migration 0046: the key's advisory lock, then a fresh look; the
-    // rows in key order, so two batches sharing keys lock in one order). ON CONFLICT: the
+    // partition its twin is in (migration 0046: the key's advisory lock, then a fresh look). Two
+    // batches sharing two carrier message ids in opposite orders can deadlock (PostgreSQL aborts one):
+    // the input's rows are its events' (positional), not sorted by key. ON CONFLICT: the
     // partitions' unique indexes, a backstop (no target: the parent has none to name).
     const received = stmt.with(
       'msg_received',
@@ -229,9 +230,4 @@ export class ReceiptsAndInbound {
     const consent = this.keywords.applyCtes(stmt, received);
     this.effects.announceInboundCtes(stmt, received, consent);
   }
-}
-
-/** Key order of message_twin's locks (two batches sharing carrier message ids take them in one order). */
-function byCarrierMessage(a: Inbound, b: Inbound): number {
-  return a.carrier < b.carrier ? -1 : a.carrier > b.carrier ? 1 : a.carrierMessageId < b.carrierMessageId ? -1 : a.carrierMessageId > b.carrierMessageId ? 1 : 0;
 }

@@ -7,6 +7,7 @@ import { WebhookDeliveryAttemptJob, WebhookParkedExpiryJob } from './webhooks.jo
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { deliveryJsonSql } from './delivery-row.js';
 import { StatementJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
+import { idKeyOf } from '../../platform/retention/id-partition-key.js';
 
 export interface AttemptRef {
   id: string;
@@ -196,14 +197,14 @@ export class DeliveryScheduler {
       tx,
       `WITH endpoint AS (
          SELECT id, enabled FROM webhook_endpoints
-          WHERE id IN (SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1) AND deleted_at IS NULL
+          WHERE id IN (SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1 AND ${idKeyOf('$1', 'event_id')}) AND deleted_at IS NULL
           ORDER BY id FOR SHARE
        )
        UPDATE webhook_deliveries d
           SET status = 'pending', round = d.round + 1, round_first_attempt = d.attempt_count + 1,
               next_attempt_at = now(), delivered_at = NULL, failed_at = NULL, updated_at = now()
          FROM endpoint e
-        WHERE d.event_id = $1 AND d.account_id = $2 AND d.status IN ('delivered', 'failed')
+        WHERE d.event_id = $1 AND ${idKeyOf('$1', 'd.event_id')} AND d.account_id = $2 AND d.status IN ('delivered', 'failed')
           AND e.id = d.endpoint_id AND e.enabled
         RETURNING d.id, d.round, d.attempt_count`,
       [eventId, accountId],

@@ -1,5 +1,5 @@
 import { Transform } from 'class-transformer';
-import { IsInt, IsNumber, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { IsInt, IsNumber, IsOptional, IsString, Matches, Max, Min, ValidateBy } from 'class-validator';
 import { CarrierSettings } from './carrier-settings.js';
 import { toInt, toNumber, SCHEDULE_RE } from './setting-parsers.js';
 
@@ -29,9 +29,16 @@ export class WebhookSettings extends CarrierSettings {
   /**
    * Retention of webhook deliveries and their attempts (GET /v2/webhook_endpoints/:id/deliveries):
    * a day's partition (by its event's day) is dropped once it is older than this and none of its
-   * deliveries is pending or parked.
+   * deliveries is pending or parked. No longer than the events' (a delivery's listing joins its event).
    */
   @Transform(toNumber) @Min(0.001) @IsNumber()
+  @ValidateBy({
+    name: 'notLongerThanItsEvents',
+    validator: {
+      validate: (value, args) => typeof value === 'number' && value <= (args?.object as WebhookSettings).CUSTOMER_EVENTS_RETENTION_HOURS,
+      defaultMessage: (args) => `must not be longer than the events' retention (CUSTOMER_EVENTS_RETENTION_HOURS = ${(args?.object as WebhookSettings).CUSTOMER_EVENTS_RETENTION_HOURS})`,
+    },
+  })
   WEBHOOK_DELIVERIES_RETENTION_HOURS = 720;
 
   /** Customer webhooks: one attempt's whole budget (connect, send, read the response). */

@@ -18,27 +18,38 @@
 
 ALTER TABLE message_status_history DROP CONSTRAINT message_status_history_message_id_fkey;
 
-ALTER TABLE messages RENAME TO messages_legacy;
-ALTER TABLE messages_legacy RENAME CONSTRAINT messages_pkey TO messages_legacy_pkey;
-ALTER TABLE messages_legacy RENAME CONSTRAINT messages_carrier_carrier_message_id_key TO messages_legacy_carrier_key;
-ALTER INDEX messages_account_idx RENAME TO messages_legacy_account_idx;
-ALTER INDEX messages_unsent_slot_idx RENAME TO messages_legacy_unsent_slot_idx;
+-- `p_table` renamed `<p_table>_legacy`, with its indexes (and the constraints they back) named
+-- after it renamed the same way, which frees their names for the parent's; then the parent: same
+-- columns, NOT NULLs, defaults and CHECKs (not the legacy bound), PARTITION BY RANGE
+-- (onceline_id_key(p_key_column)), no partition yet. The caller declares the parent's foreign keys
+-- and indexes before onceline_partition_legacy attaches the old table (so ATTACH adopts the old
+-- table's identical ones: none validated, none built). Used by 0046 and 0047.
+CREATE FUNCTION onceline_partitioned_by_id(p_table text, p_key_column text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  legacy text := p_table || '_legacy';
+  idx record;
+BEGIN
+  EXECUTE format('ALTER TABLE %I RENAME TO %I', p_table, legacy);
+  FOR idx IN SELECT i.relname AS name, c.conname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+               LEFT JOIN pg_constraint c ON c.conindid = x.indexrelid AND c.conrelid = x.indrelid
+              WHERE x.indrelid = legacy::regclass AND left(i.relname, length(p_table) + 1) = p_table || '_' LOOP
+    IF idx.conname IS NOT NULL THEN
+      EXECUTE format('ALTER TABLE %I RENAME CONSTRAINT %I TO %I', legacy, idx.conname, legacy || substr(idx.name, length(p_table) + 1));
+    ELSE
+      EXECUTE format('ALTER INDEX %I RENAME TO %I', idx.name, legacy || substr(idx.name, length(p_table) + 1));
+    END IF;
+  END LOOP;
+  EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (onceline_id_key(%I))', p_table, legacy, p_key_column);
+  EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', p_table, legacy || '_bound');
+END $$;
 
-ALTER TABLE message_status_history RENAME TO message_status_history_legacy;
-ALTER TABLE message_status_history_legacy RENAME CONSTRAINT message_status_history_pkey TO message_status_history_legacy_pkey;
-ALTER INDEX message_status_history_message_idx RENAME TO message_status_history_legacy_message_idx;
-
--- Same columns, NOT NULLs, defaults and CHECKs (not the legacy bound); the account's foreign key
--- declared before the old table is attached, so ATTACH adopts its identical one (no validation).
-CREATE TABLE messages (LIKE messages_legacy INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (onceline_id_key(id));
-ALTER TABLE messages DROP CONSTRAINT messages_legacy_bound;
+SELECT onceline_partitioned_by_id('messages', 'id');
 ALTER TABLE messages ADD CONSTRAINT messages_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
 CREATE INDEX messages_account_idx ON messages (account_id, id DESC);
 CREATE INDEX messages_unsent_slot_idx ON messages (from_number, send_slot)
   WHERE direction = 'outbound' AND status IN ('queued', 'scheduled', 'sending');
 
-CREATE TABLE message_status_history (LIKE message_status_history_legacy INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (onceline_id_key(message_id));
-ALTER TABLE message_status_history DROP CONSTRAINT message_status_history_legacy_bound;
+SELECT onceline_partitioned_by_id('message_status_history', 'message_id');
 ALTER SEQUENCE message_status_history_id_seq OWNED BY message_status_history.id;
 CREATE INDEX message_status_history_message_idx ON message_status_history (message_id, id);
 

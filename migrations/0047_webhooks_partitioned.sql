@@ -22,37 +22,21 @@
 ALTER TABLE webhook_delivery_attempts DROP CONSTRAINT webhook_delivery_attempts_delivery_id_fkey;
 ALTER TABLE webhook_deliveries DROP CONSTRAINT webhook_deliveries_event_id_fkey;
 
-ALTER TABLE outbound_events RENAME TO outbound_events_legacy;
-ALTER TABLE outbound_events_legacy RENAME CONSTRAINT outbound_events_pkey TO outbound_events_legacy_pkey;
-ALTER INDEX outbound_events_account_idx RENAME TO outbound_events_legacy_account_idx;
-ALTER INDEX outbound_events_account_type_idx RENAME TO outbound_events_legacy_account_type_idx;
-
-ALTER TABLE webhook_deliveries RENAME TO webhook_deliveries_legacy;
-ALTER TABLE webhook_deliveries_legacy RENAME CONSTRAINT webhook_deliveries_pkey TO webhook_deliveries_legacy_pkey;
-ALTER TABLE webhook_deliveries_legacy RENAME CONSTRAINT webhook_deliveries_event_id_endpoint_id_key TO webhook_deliveries_legacy_key;
-ALTER INDEX webhook_deliveries_endpoint_idx RENAME TO webhook_deliveries_legacy_endpoint_idx;
-ALTER INDEX webhook_deliveries_parked_idx RENAME TO webhook_deliveries_legacy_parked_idx;
-ALTER INDEX webhook_deliveries_parked_at_idx RENAME TO webhook_deliveries_legacy_parked_at_idx;
-
-ALTER TABLE webhook_delivery_attempts RENAME TO webhook_delivery_attempts_legacy;
-ALTER TABLE webhook_delivery_attempts_legacy RENAME CONSTRAINT webhook_delivery_attempts_pkey TO webhook_delivery_attempts_legacy_pkey;
-
-CREATE TABLE outbound_events (LIKE outbound_events_legacy INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (onceline_id_key(id));
-ALTER TABLE outbound_events DROP CONSTRAINT outbound_events_legacy_bound;
+-- Each old table renamed <table>_legacy and its partitioned parent made (onceline_partitioned_by_id,
+-- 0046); the parents' foreign keys and indexes declared before the old tables are attached.
+SELECT onceline_partitioned_by_id('outbound_events', 'id');
 ALTER TABLE outbound_events ADD CONSTRAINT outbound_events_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
 CREATE INDEX outbound_events_account_idx ON outbound_events (account_id, id DESC);
 CREATE INDEX outbound_events_account_type_idx ON outbound_events (account_id, type, id DESC);
 
-CREATE TABLE webhook_deliveries (LIKE webhook_deliveries_legacy INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (onceline_id_key(event_id));
-ALTER TABLE webhook_deliveries DROP CONSTRAINT webhook_deliveries_legacy_bound;
+SELECT onceline_partitioned_by_id('webhook_deliveries', 'event_id');
 ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
 ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES webhook_endpoints(id);
 CREATE INDEX webhook_deliveries_endpoint_idx ON webhook_deliveries (endpoint_id, status, created_at DESC);
 CREATE INDEX webhook_deliveries_parked_idx ON webhook_deliveries (endpoint_id, parked_at) WHERE status = 'parked';
 CREATE INDEX webhook_deliveries_parked_at_idx ON webhook_deliveries (parked_at) WHERE status = 'parked';
 
-CREATE TABLE webhook_delivery_attempts (LIKE webhook_delivery_attempts_legacy INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (onceline_id_key(delivery_id));
-ALTER TABLE webhook_delivery_attempts DROP CONSTRAINT webhook_delivery_attempts_legacy_bound;
+SELECT onceline_partitioned_by_id('webhook_delivery_attempts', 'delivery_id');
 
 SELECT onceline_partition_legacy('outbound_events');
 SELECT onceline_partition_legacy('webhook_deliveries');

@@ -64,9 +64,10 @@ describe('messages and webhook deliveries: one fact across a partition boundary'
     );
 
   it('the same carrier message delivered again after a boundary (another carrier event), stored just before it, is one message: one row, one history row, one message.received', async () => {
-    const { at, sides } = await boundaryIn(1500, ['messages', 'message_status_history']);
     const carrierMessageId = randomUUID();
     await processed(await inbound(carrierMessageId));
+    // The boundary after the first is stored (its id is minted when its event is processed).
+    const { at, sides } = await boundaryIn(1000, ['messages', 'message_status_history']);
     await passed(at);
     await processed(await inbound(carrierMessageId));
     const rows = await messagesOf(carrierMessageId);
@@ -91,12 +92,13 @@ describe('messages and webhook deliveries: one fact across a partition boundary'
     ['commits', 'the held one', 'before'],
     ['rolls back', "the app's", 'after'],
   ] as const)('two copies racing across the boundary, the first held by the test, which then %s: one message, %s', async (ending, _which, side) => {
+    // Minted before the boundary is made: the held copy's partition is the one before it.
+    const heldId = newId(IdPrefix.Message);
     const { at, sides } = await boundaryIn(1500, ['messages']);
     const carrierMessageId = randomUUID();
     const holder = await pool.connect();
     try {
       await holder.query('BEGIN');
-      const heldId = newId(IdPrefix.Message);
       const { rows: twin } = await holder.query(`SELECT message_twin('telnyx', $1) AS twin`, [carrierMessageId]);
       expect(twin[0].twin).toBeNull();
       await holder.query(
@@ -128,9 +130,9 @@ describe('messages and webhook deliveries: one fact across a partition boundary'
    * the redeliver makes none, rollback → it makes it. One delivery either way, before the boundary.
    */
   it.each([['commits'], ['rolls back']] as const)('a delivery of an event from before the boundary, made after it twice at once (the first held by the test, which then %s): one delivery, in the event\'s partition', async (ending) => {
-    const { at, sides } = await boundaryIn(1500, ['outbound_events', 'webhook_deliveries']);
     const carrierMessageId = randomUUID();
     await processed(await inbound(carrierMessageId));
+    const { at, sides } = await boundaryIn(1000, ['outbound_events', 'webhook_deliveries']);
     const [message] = await messagesOf(carrierMessageId);
     const { rows: events } = await pool.query(`SELECT id, tableoid::regclass::text AS part FROM outbound_events WHERE type = 'message.received' AND payload->>'id' = $1`, [message.id]);
     expect(events.map((e) => e.part)).toEqual([sides.outbound_events.before]);

@@ -1,6 +1,8 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { BillableResources, USAGE_ROWS_AUDIT_VIEW } from '../billing/billing-invariants.js';
 import { CUSTOMER_EVENTS_AUDIT_VIEW } from '../webhooks/webhooks-invariants.js';
+import { AppConfig } from '../../platform/config/app-config.js';
+import { keptSince } from '../../platform/retention/partitioned-tables.js';
 import { Invariants, violations } from '../../platform/verify/invariants.js';
 
 /**
@@ -13,6 +15,7 @@ export class CallsInvariants implements OnModuleInit {
   constructor(
     private readonly invariants: Invariants,
     private readonly billable: BillableResources,
+    private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
@@ -39,10 +42,12 @@ export class CallsInvariants implements OnModuleInit {
       (snapshot, limit) =>
         violations(
           snapshot,
+          // Calls younger than the events' retention: an older one's events may have been dropped.
           `SELECT c.id FROM calls c
              LEFT JOIN (SELECT subject_id, count(*) AS n, min(type) AS type FROM (${CUSTOMER_EVENTS_AUDIT_VIEW}) e
                          WHERE type IN ('call.completed', 'call.missed', 'call.failed') GROUP BY 1) e ON e.subject_id = c.id
-            WHERE CASE WHEN c.ended_at IS NOT NULL THEN coalesce(e.n, 0) <> 1 OR e.type <> 'call.' || c.status ELSE coalesce(e.n, 0) <> 0 END`,
+            WHERE c.created_at >= ${keptSince(this.config.CUSTOMER_EVENTS_RETENTION_HOURS)}
+              AND CASE WHEN c.ended_at IS NOT NULL THEN coalesce(e.n, 0) <> 1 OR e.type <> 'call.' || c.status ELSE coalesce(e.n, 0) <> 0 END`,
           [],
           limit,
         ),

@@ -4,6 +4,8 @@ import type { UsageKind } from '../billing/usage-ledger.js';
 import { CARRIER_EVENTS_AUDIT_VIEW } from '../ingest/ingest-invariants.js';
 import { CUSTOMER_EVENTS_AUDIT_VIEW } from '../webhooks/webhooks-invariants.js';
 import { UNFINISHED_JOBS_AUDIT_VIEW } from '../../platform/outbox/outbox-invariants.js';
+import { AppConfig } from '../../platform/config/app-config.js';
+import { keptSince } from '../../platform/retention/partitioned-tables.js';
 import { Invariants, violations, type Snapshot } from '../../platform/verify/invariants.js';
 import { TERMINAL_STATUSES, UNSENT_STATUSES, type MessageStatus } from './message-view.js';
 import { DispatchMessageJob, DispatchReplyJob } from './messaging.jobs.js';
@@ -24,11 +26,17 @@ export class MessagingInvariants implements OnModuleInit {
   constructor(
     private readonly invariants: Invariants,
     private readonly billable: BillableResources,
+    private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
-    this.billable.register('sms_outbound_segments', `SELECT id FROM messages WHERE direction = 'outbound'`);
-    this.billable.register('sms_inbound_segments', `SELECT id FROM messages WHERE direction = 'inbound'`);
+    // A message older than its retention may have been dropped; its usage row is kept.
+    const messagesKept = keptSince(this.config.MESSAGES_RETENTION_HOURS);
+    this.billable.register('sms_outbound_segments', `SELECT id FROM messages WHERE direction = 'outbound'`, messagesKept);
+    this.billable.register('sms_inbound_segments', `SELECT id FROM messages WHERE direction = 'inbound'`, messagesKept);
+    // A message's history is in its day's partition, its events in theirs (no older): both are
+    // there for a message younger than both retentions.
+    const historyAndEventsKept = `greatest(${messagesKept}, ${keptSince(this.config.CUSTOMER_EVENTS_RETENTION_HOURS)})`;
 
     this.invariants.register(
       'messaging.receipt_implies_terminal',
@@ -81,7 +89,7 @@ export class MessagingInvariants implements OnModuleInit {
            )
            SELECT DISTINCT coalesce(t.id, a.id) AS id
              FROM transitions t FULL JOIN announced a ON a.id = t.id AND a.type = t.type
-            WHERE coalesce(t.n, 0) <> coalesce(a.n, 0)`,
+            WHERE coalesce(t.n, 0) <> coalesce(a.n, 0) AND onceline_id_key(coalesce(t.id, a.id)) >= ${historyAndEventsKept}`,
           [ANNOUNCED_STATUSES, ANNOUNCED_STATUSES.map((s) => `message.${s}`)],
           limit,
         ),

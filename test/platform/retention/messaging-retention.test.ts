@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { AccountsService } from '../../../src/modules/accounts/accounts.service.js';
 import { IdPrefix, newId } from '../../../src/platform/ids.js';
 import { PartitionMaintenance, type MaintenanceResult } from '../../../src/platform/retention/partition-maintenance.js';
+import { VerifyService } from '../../../src/platform/verify/verify.service.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 
@@ -155,6 +156,34 @@ describe('retention of messages and customer webhooks: never a day that still ow
       expect(last[table]).toMatchObject({ dropped: [owed.parts[table]], held: [] });
       expect(await exists(owed.parts[table])).toBe(false);
     }
+  });
+
+  /**
+   * The usage ledger is kept, and a message's events may be of a later day than the message: once
+   * retention dropped a message's day, its usage row and its later events are left without it.
+   * verify counts a resource's or a transition's partners only where they are all still kept
+   * (younger than the retentions: keptSince); a young orphan is still a violation.
+   */
+  it('verify after retention: a usage row or a message event whose message was dropped with its day is no violation; a young orphan still is', async () => {
+    const dropped = newId(IdPrefix.Message, Date.now() - 40 * DAY);
+    const missing = newId(IdPrefix.Message);
+    const usage = (id: string, messageId: string) =>
+      db.pool.query(
+        `INSERT INTO usage_records (id, account_id, kind, resource_id, quantity, unit_price_micros, amount_micros, cause)
+         VALUES ($1, $2, 'sms_outbound_segments', $3, 1, 4000, 4000, jsonb_build_object('resource', jsonb_build_object('type', 'message', 'id', $3::text), 'carrier_events', '[]'::jsonb, 'legacy', true,
+                 'price_rule', jsonb_build_object('quantity', 1, 'unit_price_micros', 4000)))`,
+        [id, accountId, messageId],
+      );
+    await usage(newId(IdPrefix.UsageRecord), dropped);
+    const youngUsage = newId(IdPrefix.UsageRecord);
+    await usage(youngUsage, missing);
+    for (const messageId of [dropped, missing]) {
+      await db.pool.query(`INSERT INTO outbound_events (id, account_id, type, event_version, payload) VALUES (onceline_id('evt'), $1, 'message.delivered', 1, jsonb_build_object('id', $2::text))`, [accountId, messageId]);
+    }
+    const report = await app.app.get(VerifyService).run({ limit: 10 });
+    const invariant = (name: string) => report.invariants.find((i) => i.name === name);
+    expect(invariant('billing.usage_has_resource')).toMatchObject({ ok: false, count: 1, examples: [youngUsage] });
+    expect(invariant('messaging.one_event_per_transition')).toMatchObject({ ok: false, count: 1, examples: [missing] });
   });
 
   it('a day of messages or events within retention is kept whatever it holds', async () => {

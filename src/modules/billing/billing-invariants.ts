@@ -30,23 +30,10 @@ export const USAGE_ROWS_AUDIT_VIEW = `SELECT id, account_id, kind, resource_id, 
 @Injectable()
 export class BillableResources {
   private readonly byKind = new Map<UsageKind, string>();
-  private readonly keptSinceByKind = new Map<UsageKind, string>();
 
-  /**
-   * `keptSince`: for resources retention drops (messages), SQL of the time since which every one
-   * is still kept (retention/partitioned-tables.ts keptSince): a usage row of an older resource
-   * (by its id's time) may outlive it, as the ledger is kept.
-   */
-  register(kind: UsageKind, resourcesSql: string, keptSince?: string): void {
+  register(kind: UsageKind, resourcesSql: string): void {
     if (this.byKind.has(kind)) throw new Error(`billable resources of ${kind} registered twice`);
     this.byKind.set(kind, resourcesSql);
-    if (keptSince) this.keptSinceByKind.set(kind, keptSince);
-  }
-
-  /** SQL over usage row `u`: its resource should still exist (true unless retention may have dropped it). */
-  resourceKeptSql(): string {
-    const cases = [...this.keptSinceByKind].map(([kind, since]) => `WHEN '${kind}' THEN onceline_id_key(u.resource_id) >= ${since}`);
-    return cases.length > 0 ? `CASE u.kind ${cases.join(' ')} ELSE true END` : 'true';
   }
 
   /** (kind, id) of every billable resource; a kind nobody registered has none. */
@@ -74,8 +61,7 @@ export class BillingInvariants implements OnModuleInit {
           snapshot,
           // No resource of the row's kind carries its resource_id.
           `SELECT u.id FROM usage_records u
-            WHERE NOT EXISTS (SELECT 1 FROM (${this.resources.unionSql()}) r WHERE r.kind = u.kind AND r.id = u.resource_id)
-              AND ${this.resources.resourceKeptSql()}`,
+            WHERE NOT EXISTS (SELECT 1 FROM (${this.resources.unionSql()}) r WHERE r.kind = u.kind AND r.id = u.resource_id)`,
           [],
           limit,
         ),

@@ -30,10 +30,13 @@ export class MessagingInvariants implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    // A message older than its retention may have been dropped; its usage row is kept.
+    // A message older than MESSAGES_RETENTION_HOURS may have been dropped with its day while its
+    // usage row stays (the ledger is kept): billed at that age (its id's time), it is taken as having existed.
     const messagesKept = keptSince(this.config.MESSAGES_RETENTION_HOURS);
-    this.billable.register('sms_outbound_segments', `SELECT id FROM messages WHERE direction = 'outbound'`, messagesKept);
-    this.billable.register('sms_inbound_segments', `SELECT id FROM messages WHERE direction = 'inbound'`, messagesKept);
+    const billedAndDropped = (kind: UsageKind) =>
+      `SELECT u.resource_id FROM (${USAGE_ROWS_AUDIT_VIEW}) u WHERE u.kind = '${kind}' AND onceline_id_key(u.resource_id) < ${messagesKept}`;
+    this.billable.register('sms_outbound_segments', `SELECT id FROM messages WHERE direction = 'outbound' UNION ALL ${billedAndDropped('sms_outbound_segments')}`);
+    this.billable.register('sms_inbound_segments', `SELECT id FROM messages WHERE direction = 'inbound' UNION ALL ${billedAndDropped('sms_inbound_segments')}`);
     // A message's history is in its day's partition, its events in theirs (no older): both are
     // there for a message younger than both retentions.
     const historyAndEventsKept = `greatest(${messagesKept}, ${keptSince(this.config.CUSTOMER_EVENTS_RETENTION_HOURS)})`;

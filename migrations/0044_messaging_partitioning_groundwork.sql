@@ -33,19 +33,18 @@ BEGIN
   RETURN onceline_id_time(id);
 END $$;
 
--- Partitions copy their parent's CHECK constraints (ATTACH requires them: "child table is missing
--- constraint"); carrier_events and outbox_jobs have none on the parent, so nothing changes for them.
-CREATE OR REPLACE FUNCTION onceline_add_partition(p_parent text, p_from timestamptz, p_to timestamptz) RETURNS text LANGUAGE plpgsql AS $$
+-- Partitions copy their parent's CHECK constraints (ATTACH refuses a table missing one: "child
+-- table is missing constraint"); carrier_events and outbox_jobs have none on their parents, so
+-- nothing changes for them. The one change to onceline_add_partition (0042), made to its
+-- definition as it stands (a no-op where it is made already).
+DO $$
 DECLARE
-  name text := p_parent || '_p' || to_char(p_from AT TIME ZONE 'UTC', 'YYYYMMDD"t"HH24MISS');
-  idx text;
+  fn constant regprocedure := 'onceline_add_partition(text, timestamptz, timestamptz)';
 BEGIN
-  EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', name, p_parent);
-  FOREACH idx IN ARRAY (SELECT local_indexes FROM partitioned_tables WHERE parent = p_parent) LOOP
-    EXECUTE format(idx, name);
-  END LOOP;
-  EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', p_parent, name, p_from, p_to);
-  RETURN name;
+  IF position('INCLUDING CONSTRAINTS' IN pg_get_functiondef(fn)) = 0 THEN
+    EXECUTE replace(pg_get_functiondef(fn), 'INCLUDING DEFAULTS)', 'INCLUDING DEFAULTS INCLUDING CONSTRAINTS)');
+  END IF;
+  IF position('INCLUDING CONSTRAINTS' IN pg_get_functiondef(fn)) = 0 THEN RAISE EXCEPTION 'onceline_add_partition: its LIKE ... INCLUDING DEFAULTS was not found'; END IF;
 END $$;
 
 -- The day after tomorrow (UTC), as 0040: rows written until 0046/0047 have run still fit the old tables.

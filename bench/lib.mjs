@@ -11,10 +11,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { findPostgresBin } from '../scripts/services.mjs';
-import { migrate } from '../dist/lib/platform/database/migrator.js';
 
 /** The package root: children run `dist/...` from here, whatever the caller's cwd. */
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/**
+ * The checkout whose build (dist/) the roles, the CLI and the migrations come from: this one, or
+ * BENCH_APP_ROOT (another commit's checkout, built: a bench's "before" run with today's bench).
+ */
+export const APP_ROOT = process.env.BENCH_APP_ROOT ?? ROOT;
+const { migrate } = await import(join(APP_ROOT, 'dist/lib/platform/database/migrator.js'));
 // BENCH_DATABASE_URL: the older name bench/relay.mjs read, still accepted.
 export const PG_BASE = process.env.BENCH_PG_BASE ?? process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -118,7 +123,7 @@ export async function startRole(role, env, { readyUrl, readyLine, inheritEnv = t
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the roles.
   const nodeArgs = [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), ...extraNodeArgs];
   const child = spawn(process.execPath, [...nodeArgs, 'dist/main.js', role], {
-    cwd: ROOT,
+    cwd: APP_ROOT,
     env: inheritEnv ? { ...process.env, ...env } : env,
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -238,7 +243,7 @@ export function peakRssBytes(pid) {
  * `numbers:assign` gives it the number. Returns { account, auth } (auth: the JSON request headers).
  */
 export async function createAccountWithNumber(base, env, { phoneNumber = '+15550100000', carrier = 'telnyx' } = {}) {
-  const out = execFileSync(process.execPath, ['dist/cli.js', 'accounts:create', '--name', 'bench', '--json'], { cwd: ROOT, env: { ...process.env, ...env } });
+  const out = execFileSync(process.execPath, ['dist/cli.js', 'accounts:create', '--name', 'bench', '--json'], { cwd: APP_ROOT, env: { ...process.env, ...env } });
   const account = JSON.parse(out.toString());
   const auth = { authorization: `Bearer ${account.api_key}`, 'content-type': 'application/json' };
   assignNumber(env, account.account.id, phoneNumber, carrier);
@@ -248,7 +253,7 @@ export async function createAccountWithNumber(base, env, { phoneNumber = '+15550
 /** Gives account `accountId` one more number (the CLI's numbers:assign). */
 export function assignNumber(env, accountId, phoneNumber, carrier = 'telnyx') {
   execFileSync(process.execPath, ['dist/cli.js', 'numbers:assign', '--account', accountId, '--number', phoneNumber, '--carrier', carrier, '--json'], {
-    cwd: ROOT,
+    cwd: APP_ROOT,
     env: { ...process.env, ...env },
   });
 }

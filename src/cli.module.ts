@@ -27,6 +27,7 @@ import { CallsModule } from './modules/calls/calls.module.js';
 import { AuditCallsCommand } from './modules/calls/commands/audit-calls.command.js';
 import { BillingModule } from './modules/billing/billing.module.js';
 import { StatementsExportCommand } from './modules/billing/commands/statements-export.command.js';
+import { UsageExportCommand } from './modules/billing/commands/usage-export.command.js';
 import { AuditMessagesCommand } from './modules/messaging/commands/audit-messages.command.js';
 import { NumbersModule } from './modules/numbers/numbers.module.js';
 import {
@@ -37,7 +38,7 @@ import {
 export const CLI_COMMANDS = [
   MigrateCommand, CreateAccountCommand, LinkBillingCustomerCommand, CreateApiKeyCommand, RevokeApiKeyCommand, OutboxStatusCommand, RetentionStatusCommand, ListCarrierEventsCommand, ReplayCarrierEventsCommand,
   EnableEndpointCommand, VerifyCommand, AuditCallsCommand, UpsertPlanCommand, ListPlansCommand, AssignNumberCommand, ImportNumbersCommand, OrderNumbersCommand, ReleaseNumberCommand,
-  RetryReleaseCommand, RunRentalsCommand, SearchNumbersCommand, StatementsExportCommand, AuditMessagesCommand,
+  RetryReleaseCommand, RunRentalsCommand, SearchNumbersCommand, StatementsExportCommand, UsageExportCommand, AuditMessagesCommand,
 ];
 
 /** The admin CLI: thin commands over the same services the API uses. */

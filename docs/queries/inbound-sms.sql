@@ -27,8 +27,9 @@ use_recorded AS (INSERT INTO usage_records (id, account_id, kind, resource_id, q
     'transition', '→ received', 'settled_by', NULL::text, 'carrier', carrier,
     'carrier_resource_id', carrier_message_id, 'carrier_events', CASE WHEN cause_event_id IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(jsonb_build_object('id', cause_event_id, 'carrier_event_id', cause_carrier_event_id, 'role', $4::text, 'occurred_at', cause_occurred_at)) END, 'price_rule', jsonb_build_object('unit', 'segment', 'segments', segments, 'encoding', encoding)) -> 'price_rule') || jsonb_build_object('unit_price_micros', $6::bigint, 'quantity', segments::bigint))
                    || jsonb_build_object('legacy', false)
-         FROM msg_received_cause
-       ON CONFLICT (kind, resource_id) DO NOTHING RETURNING id),
+         FROM (SELECT * FROM msg_received_cause ORDER BY id) AS msg_received_cause
+        WHERE usage_record_twin($7::text, id) IS NULL
+       ON CONFLICT DO NOTHING RETURNING id),
 msg_history AS (INSERT INTO message_status_history (message_id, status) SELECT id, 'received' FROM msg_received),
 opt_keyword AS (SELECT r.id AS message_id, r.account_id, r."to" AS our_number, r."from" AS handset, r.carrier,
               CASE WHEN upper(btrim(r.text, E' \t\r\n')) = ANY($8::text[]) THEN 'opt_out' WHEN upper(btrim(r.text, E' \t\r\n')) = ANY($9::text[]) THEN 'opt_in' ELSE 'help' END AS keyword,

@@ -50,8 +50,9 @@ use_recorded AS (INSERT INTO usage_records (id, account_id, kind, resource_id, q
     'transition', 'sending → sent', 'settled_by', settled_by, 'carrier', carrier,
     'carrier_resource_id', carrier_message_id, 'carrier_events', CASE WHEN cause_event_id IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(jsonb_build_object('id', cause_event_id, 'carrier_event_id', cause_carrier_event_id, 'role', $11::text, 'occurred_at', cause_occurred_at)) END, 'price_rule', jsonb_build_object('unit', 'segment', 'segments', segments, 'encoding', encoding)) -> 'price_rule') || jsonb_build_object('unit_price_micros', $13::bigint, 'quantity', segments::bigint))
                    || jsonb_build_object('legacy', false)
-         FROM rcpt_settled
-       ON CONFLICT (kind, resource_id) DO NOTHING RETURNING id),
+         FROM (SELECT * FROM rcpt_settled ORDER BY id) AS rcpt_settled
+        WHERE usage_record_twin($14::text, id) IS NULL
+       ON CONFLICT DO NOTHING RETURNING id),
 msg_history AS (INSERT INTO message_status_history (message_id, status, detail)
        SELECT id, status, detail FROM (
          SELECT id, status, rcpt_settle_detail AS detail, 0 AS step FROM rcpt_settled

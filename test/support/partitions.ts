@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { waitFor } from './wait.js';
 
 /** The partition of carrier_events (or `table`) holding a row, by the row's id. */
 export async function partitionOf(pool: pg.Pool, id: string, table = 'carrier_events'): Promise<string> {
@@ -37,4 +38,21 @@ export async function splitPartitionAt(pool: pg.Pool, at: Date, table = 'carrier
   } finally {
     client.release();
   }
+}
+
+/**
+ * A partition boundary of `table` `ms` from now (splitPartitionAt): its time, the partitions
+ * either side, and passed(), which resolves once the clock is past it.
+ */
+export async function boundaryIn(pool: pg.Pool, table: string, ms: number): Promise<{ at: Date; before: string; after: string; passed: () => Promise<number> }> {
+  const at = new Date(Date.now() + ms);
+  const parts = await splitPartitionAt(pool, at, table);
+  return { at, ...parts, passed: () => waitFor(() => Date.now(), (now) => now > at.getTime() + 5, { what: 'the boundary to pass' }) };
+}
+
+/** Resolves once one session of this database waits for an advisory lock (a twin guard's, held by the test). */
+export function waitingOnAdvisoryLock(pool: pg.Pool, what: string): Promise<number> {
+  const waiting = async () =>
+    Number((await pool.query(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)).rows[0].count);
+  return waitFor(waiting, (n) => n === 1, { what });
 }

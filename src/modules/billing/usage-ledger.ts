@@ -39,8 +39,8 @@ export function toUsageSummary(row: Record<string, string>): UsageSummary {
 
 /**
  * The usage ledger. A row is written only in the transaction of the transition that made the
- * usage billable, so it inherits exactly-once from that transition's guard; UNIQUE(kind,
- * resource_id) is a second guard. Integers only: prices are micro-units of CURRENCY.
+ * usage billable, so it inherits exactly-once from that transition's guard; (kind, resource_id)
+ * is a second guard (usage_record_twin, one fact across the ledger's time partitions). Integers only: prices are micro-units of CURRENCY.
  */
 @Injectable()
 export class UsageLedger {
@@ -87,13 +87,18 @@ export class UsageLedger {
     const unit = stmt.param(this.unitPriceMicros(kind), 'bigint');
     const cause = `jsonb_set(${columns.cause}, '{price_rule}', (${columns.cause} -> 'price_rule') || jsonb_build_object('unit_price_micros', ${unit}, 'quantity', ${columns.quantity}::bigint))
                    || jsonb_build_object('legacy', false)`;
-    // ON CONFLICT (kind, resource_id): the second guard; a resource is billed once per kind.
+    const kindParam = stmt.param(kind, 'text');
+    // WHERE usage_record_twin(kind, resource) IS NULL: the second guard, a resource is billed once
+    // per kind across the ledger's time partitions (migration 0052; each partition's UNIQUE (kind,
+    // resource_id), ON CONFLICT's, holds only within it). Rows in resource order: two statements
+    // sharing resources take the keys' advisory locks in one order.
     return stmt.with(
       'use_recorded',
       `INSERT INTO usage_records (id, account_id, kind, resource_id, quantity, unit_price_micros, amount_micros, cause)
-       SELECT onceline_id('${IdPrefix.UsageRecord}'), ${columns.accountId}, ${stmt.param(kind, 'text')}, ${columns.resourceId}, ${columns.quantity}, ${unit}, ${columns.quantity}::bigint * ${unit}, ${cause}
-         FROM ${source}
-       ON CONFLICT (kind, resource_id) DO NOTHING RETURNING id`,
+       SELECT onceline_id('${IdPrefix.UsageRecord}'), ${columns.accountId}, ${kindParam}, ${columns.resourceId}, ${columns.quantity}, ${unit}, ${columns.quantity}::bigint * ${unit}, ${cause}
+         FROM (SELECT * FROM ${source} ORDER BY ${columns.resourceId}) AS ${source}
+        WHERE usage_record_twin(${kindParam}, ${columns.resourceId}) IS NULL
+       ON CONFLICT DO NOTHING RETURNING id`,
     );
   }
 

@@ -47,10 +47,11 @@ export class CallCommandSends {
     const params = when === 'dial' || when === 'join' ? [command.commandId, callId, command.legId] : [command.commandId, callId];
     const { rows } = await exec<{ first_sent_at: Date; sends: number }>(
       this.dataSource.manager,
-      `INSERT INTO call_command_sends AS s (command_id, call_id)
-       SELECT $1, $2 WHERE ${WANTED[when]}
-       ON CONFLICT (command_id) DO UPDATE SET sends = s.sends + 1
-       RETURNING first_sent_at, sends`,
+      // call_command_send: the row bumped or made under the command id's lock (migration 0055:
+      // ON CONFLICT (command_id) cannot be named on the partitioned table); run only for the one
+      // row `wanted` yields (it is passed in, so the call cannot be hoisted above the guard).
+      `SELECT s.first_sent_at, s.sends FROM (SELECT $1::text AS command_id WHERE ${WANTED[when]}) wanted
+         CROSS JOIN LATERAL call_command_send(wanted.command_id, $2::text) s`,
       params,
     );
     return rows[0] && { firstSentAt: rows[0].first_sent_at, sends: rows[0].sends };

@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { IdPrefix, newId } from '../../platform/ids.js';
 import { exec, type Tx } from '../../platform/database/tx.js';
 import type { CteStatement } from '../../platform/database/cte-statement.js';
+import { createdAtOfId } from '../../platform/retention/id-partition-key.js';
 import type { CarrierName } from '../../carriers/carrier-name.js';
 import type { RingPlanState } from '../sequential-ring/ring-plan.js';
 import { CALL_COLUMNS, LEG_COLUMNS, type CallDirection, type CallRow, type CallStatus, type LegRow } from './call-view.js';
@@ -40,6 +41,12 @@ export interface LockedCall {
  * what the guard sees. They change rows and return what changed; deciding, billing and announcing
  * are CallFlow's, in the same transaction.
  */
+/**
+ * A call by its id ($1) in the one partition (two near a boundary) that can hold it: calls'
+ * created_at is its id's time (migration 0055), so the lookup names the partition key.
+ */
+const CALL_BY_ID = `id = $1 AND ${createdAtOfId('$1')}`;
+
 const columnsOf = (list: string) => list.split(',').map((column) => column.trim());
 const LEG_COLUMN_NAMES = columnsOf(LEG_COLUMNS);
 /** A call's columns and its leg's in one row: the call's as they are, the leg's prefixed `leg_`. */
@@ -63,13 +70,17 @@ export class CallTransitions {
   /** A new call, once per carrier call however often its first event comes; undefined when it exists. */
   async create(tx: Tx, call: NewCall): Promise<CallRow | undefined> {
     const id = newId(IdPrefix.Call);
-    // ON CONFLICT (carrier, carrier_call_id): a duplicate or re-signed call.initiated inserts nothing.
+    // WHERE call_twin(carrier, carrier_call_id) IS NULL: a duplicate or re-signed call.initiated
+    // inserts nothing, whichever time partition holds the call (migration 0055). created_at is the
+    // id's time: the partition key, found again from the id alone (createdAtOfId).
     const { rows } = await exec<CallRow>(
       tx,
       `INSERT INTO calls (id, account_id, direction, from_number, to_number, status, carrier, carrier_call_id, caller_control_id, ring_plan, transcribe, ended_at, hangup_cause,
-                          duration_seconds, billable_minutes)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8, $1), $9, $10::jsonb, $11, $12, $13, CASE WHEN $12::timestamptz IS NULL THEN NULL ELSE 0 END, CASE WHEN $12::timestamptz IS NULL THEN NULL ELSE 0 END)
-       ON CONFLICT (carrier, carrier_call_id) DO NOTHING
+                          duration_seconds, billable_minutes, created_at)
+       SELECT $1, $2, $3, $4, $5, $6, $7, coalesce($8, $1), $9, $10::jsonb, $11, $12::timestamptz, $13,
+              CASE WHEN $12::timestamptz IS NULL THEN NULL ELSE 0 END, CASE WHEN $12::timestamptz IS NULL THEN NULL ELSE 0 END, onceline_id_time($1)
+        WHERE call_twin($7, coalesce($8, $1)) IS NULL
+       ON CONFLICT DO NOTHING
        RETURNING ${CALL_COLUMNS}`,
       [id, call.accountId, call.direction, call.from, call.to, call.status, call.carrier, call.carrierCallId ?? null, call.callerControlId ?? null,
         call.ringPlan ? JSON.stringify(call.ringPlan) : null, call.transcribe, call.endedAt ?? null, call.hangupCause ?? null],
@@ -145,23 +156,26 @@ export class CallTransitions {
   }
 
   async lockById(tx: Tx, callId: string): Promise<CallRow | undefined> {
-    const { rows } = await exec<CallRow>(tx, `SELECT ${CALL_COLUMNS} FROM calls WHERE id = $1 FOR UPDATE`, [callId]);
+    const { rows } = await exec<CallRow>(tx, `SELECT ${CALL_COLUMNS} FROM calls WHERE ${CALL_BY_ID} FOR UPDATE`, [callId]);
     return rows[0];
   }
 
   /** A call we placed learns the carrier's name for it (the first leg event or the dial's answer says it). */
   async nameSession(tx: Tx, callId: string, carrierCallId: string): Promise<void> {
-    // carrier_call_id = id: only the placeholder is replaced, never a session already named.
-    await exec(tx, `UPDATE calls SET carrier_call_id = $2 WHERE id = $1 AND carrier_call_id = id`, [callId, carrierCallId]);
+    // carrier_call_id = id: only the placeholder is replaced, never a session already named; and
+    // call_twin: never to a session another call already has (one call per carrier call, 0055).
+    await exec(tx, `UPDATE calls SET carrier_call_id = $2 WHERE ${CALL_BY_ID} AND carrier_call_id = id AND call_twin(carrier, $2) IS NULL`, [callId, carrierCallId]);
   }
 
   /** Records the dial of one target try; undefined when that try was already dialed. */
   async addLeg(tx: Tx, callId: string, leg: { target: number; attempt: number; to: string }): Promise<LegRow | undefined> {
     // UNIQUE (call_id, target_index, attempt): one leg per try, however often the decision replays.
+    // Each partition's own index, and whole: a call's legs are all in its partition (keyed by
+    // onceline_id_time(call_id), migration 0055). The leg's id is new, so the key is the only conflict.
     const { rows } = await exec<LegRow>(
       tx,
       `INSERT INTO call_legs (id, call_id, target_index, attempt, to_number, status) VALUES ($1, $2, $3, $4, $5, 'dialing')
-       ON CONFLICT (call_id, target_index, attempt) DO NOTHING RETURNING ${LEG_COLUMNS}`,
+       ON CONFLICT DO NOTHING RETURNING ${LEG_COLUMNS}`,
       [newId(IdPrefix.CallLeg), callId, leg.target, leg.attempt, leg.to],
     );
     return rows[0];
@@ -262,7 +276,7 @@ export class CallTransitions {
   }
 
   async legs(tx: Tx, callId: string): Promise<LegRow[]> {
-    const { rows } = await exec<LegRow>(tx, `SELECT ${LEG_COLUMNS} FROM call_legs WHERE call_id = $1 ORDER BY dialed_at, target_index, attempt`, [callId]);
+    const { rows } = await exec<LegRow>(tx, `SELECT ${LEG_COLUMNS} FROM call_legs WHERE call_id = $1 AND ${createdAtOfId('$1', 'onceline_id_time(call_id)')} ORDER BY dialed_at, target_index, attempt`, [callId]);
     return rows;
   }
 
@@ -275,7 +289,7 @@ export class CallTransitions {
     const { affected } = await exec(
       tx,
       `UPDATE calls SET ring_plan = $3::jsonb, updated_at = now()
-        WHERE id = $1 AND status = 'ringing' AND ended_at IS NULL AND ring_plan = $2::jsonb`,
+        WHERE ${CALL_BY_ID} AND status = 'ringing' AND ended_at IS NULL AND ring_plan = $2::jsonb`,
       [callId, JSON.stringify(expected), JSON.stringify(next)],
     );
     return affected === 1;
@@ -322,7 +336,7 @@ export class CallTransitions {
     const { rows } = await exec<CallRow>(
       tx,
       `UPDATE calls SET status = 'in_progress', answered_at = $2, bridged_at = $2, updated_at = now()
-        WHERE id = $1 AND status = 'ringing' AND ended_at IS NULL AND answered_leg IS NULL RETURNING ${CALL_COLUMNS}`,
+        WHERE ${CALL_BY_ID} AND status = 'ringing' AND ended_at IS NULL AND answered_leg IS NULL RETURNING ${CALL_COLUMNS}`,
       [callId, at],
     );
     return rows[0];
@@ -337,7 +351,7 @@ export class CallTransitions {
     const { affected } = await exec(
       tx,
       `UPDATE calls SET answered_at = $2, updated_at = now()
-        WHERE id = $1 AND status = 'in_progress' AND ended_at IS NULL AND answered_at < $2::timestamptz`,
+        WHERE ${CALL_BY_ID} AND status = 'in_progress' AND ended_at IS NULL AND answered_at < $2::timestamptz`,
       [callId, at],
     );
     return affected === 1;
@@ -353,7 +367,7 @@ export class CallTransitions {
     const { rows } = await exec<CallRow>(
       tx,
       `UPDATE calls SET bridged_at = $3, updated_at = now()
-        WHERE id = $1 AND bridged_at IS NULL AND ended_at IS NULL AND answered_leg IS NOT NULL AND answered_leg = coalesce($2, answered_leg)
+        WHERE ${CALL_BY_ID} AND bridged_at IS NULL AND ended_at IS NULL AND answered_leg IS NOT NULL AND answered_leg = coalesce($2, answered_leg)
        RETURNING ${CALL_COLUMNS}`,
       [callId, legId ?? null, at],
     );
@@ -369,7 +383,7 @@ export class CallTransitions {
     const { rows } = await exec<CallRow>(
       tx,
       `UPDATE calls SET status = 'ringing', answered_leg = NULL, answered_at = NULL, updated_at = now()
-        WHERE id = $1 AND answered_leg = $2 AND bridged_at IS NULL AND ended_at IS NULL AND status = 'in_progress' RETURNING ${CALL_COLUMNS}`,
+        WHERE ${CALL_BY_ID} AND answered_leg = $2 AND bridged_at IS NULL AND ended_at IS NULL AND status = 'in_progress' RETURNING ${CALL_COLUMNS}`,
       [callId, legId],
     );
     return rows[0];
@@ -397,7 +411,7 @@ export class CallTransitions {
               answered_at = coalesce(answered_at, CASE WHEN $4::int > 0 THEN $2::timestamptz - make_interval(secs => $4::int) END),
               duration_seconds = CASE WHEN ${answered} THEN ${seconds} ELSE 0 END,
               billable_minutes = CASE WHEN ${answered} THEN greatest(1, ceil(${seconds} / 60.0))::int ELSE 0 END
-        WHERE id = $1 AND ended_at IS NULL
+        WHERE ${CALL_BY_ID} AND ended_at IS NULL
        RETURNING ${CALL_COLUMNS}`,
       [callId, at, cause ?? null, reportedSeconds ?? null, failed],
     );
@@ -406,7 +420,7 @@ export class CallTransitions {
 
   /** The voicemail's recording, once. */
   async saveVoicemail(tx: Tx, callId: string, url: string): Promise<CallRow | undefined> {
-    const { rows } = await exec<CallRow>(tx, `UPDATE calls SET voicemail_url = $2, updated_at = now() WHERE id = $1 AND voicemail_url IS NULL RETURNING ${CALL_COLUMNS}`, [callId, url]);
+    const { rows } = await exec<CallRow>(tx, `UPDATE calls SET voicemail_url = $2, updated_at = now() WHERE ${CALL_BY_ID} AND voicemail_url IS NULL RETURNING ${CALL_COLUMNS}`, [callId, url]);
     return rows[0];
   }
 
@@ -423,13 +437,13 @@ export class CallTransitions {
     // this wait, reads every fragment committed before the transcript. In that one statement, a
     // fragment committed while its UPDATE waited for the row was left out of the snapshot's
     // string_agg, and the transcript, written once, lacked it for good.
-    await exec(tx, `SELECT FROM calls WHERE id = $1 FOR UPDATE`, [callId]);
+    await exec(tx, `SELECT FROM calls WHERE ${CALL_BY_ID} FOR UPDATE`, [callId]);
     // transcript IS NULL: a second run of the job writes nothing and announces nothing.
     const { rows } = await exec<CallRow>(
       tx,
       `UPDATE calls SET updated_at = now(),
               transcript = coalesce((SELECT string_agg(text, ' ' ORDER BY occurred_at, id) FROM call_transcript_fragments WHERE call_id = $1), '')
-        WHERE id = $1 AND transcript IS NULL AND ended_at IS NOT NULL RETURNING ${CALL_COLUMNS}`,
+        WHERE ${CALL_BY_ID} AND transcript IS NULL AND ended_at IS NOT NULL RETURNING ${CALL_COLUMNS}`,
       [callId],
     );
     return rows[0];

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { CarriersModule } from '../../carriers/carriers.module.js';
 import { IdempotencyModule } from '../../platform/idempotency/idempotency.module.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
+import { RetentionModule } from '../../platform/retention/retention.module.js';
 import { AccountsModule } from '../accounts/accounts.module.js';
 import { BillingModule } from '../billing/billing.module.js';
 import { IngestModule } from '../ingest/ingest.module.js';
@@ -24,6 +25,7 @@ import { CallsInvariants } from './calls-invariants.js';
 import { CallsAudit } from './calls-audit.js';
 import { CallsQuery } from './calls.query.js';
 import { CallsService } from './calls.service.js';
+import { CallsRetention } from './calls-retention.js';
 import { VoiceWebhooksController } from './voice-webhooks.controller.js';
 import { declareJobs } from '../../platform/outbox/job-definition.js';
 import { CallControlCommandsJob, CallJoinTimeoutJob, CallTranscriptJob } from './calls.jobs.js';
@@ -37,11 +39,11 @@ import './calls.events.js';
  * timeline, `POST /v2/calls`.
  */
 @Module({
-  imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, SequentialRingModule, WebhooksModule],
+  imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, RetentionModule, SequentialRingModule, WebhooksModule],
   controllers: [CallsController, VoiceWebhooksController],
   providers: [
     CallCarrierEvents, CallEventSets, CallControlCommands, CallCommandSends, declareJobs(CallControlCommandsJob, CallJoinTimeoutJob, CallTranscriptJob), CallControlCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
-    CallReplies, IncomingCalls, CallsInvariants, CallsAudit,
+    CallReplies, IncomingCalls, CallsInvariants, CallsAudit, CallsRetention,
   ],
   exports: [CallsQuery, CallsAudit],
 })

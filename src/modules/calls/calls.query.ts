@@ -4,6 +4,7 @@ import type { PageRequest } from '../../platform/http/pagination.js';
 import { CallTimeline, type TimelineEntry } from './call-timeline.js';
 import { CALL_COLUMNS, LEG_COLUMNS, toCallView, type CallDirection, type CallRow, type CallStatus, type CallView, type LegRow } from './call-view.js';
 import { queryRows } from '../../platform/database/tx.js';
+import { createdAtOfId, createdAtOfIds } from '../../platform/retention/id-partition-key.js';
 
 export interface CallFilters {
   status?: CallStatus;
@@ -23,7 +24,7 @@ export class CallsQuery {
   ) {}
 
   async get(accountId: string, id: string): Promise<CallView> {
-    const [call] = await queryRows(this.dataSource.manager, `SELECT ${CALL_COLUMNS} FROM calls WHERE account_id = $1 AND id = $2`, [accountId, id]);
+    const [call] = await queryRows(this.dataSource.manager, `SELECT ${CALL_COLUMNS} FROM calls WHERE account_id = $1 AND id = $2 AND ${createdAtOfId('$2')}`, [accountId, id]);
     if (!call) throw callNotFound();
     return toCallView(call, await this.legsOf([id]).then((legs) => legs.get(id) ?? []));
   }
@@ -40,7 +41,7 @@ export class CallsQuery {
   }
 
   async timelineOf(accountId: string, id: string): Promise<TimelineEntry[]> {
-    const [call] = await queryRows(this.dataSource.manager, `SELECT id FROM calls WHERE account_id = $1 AND id = $2`, [accountId, id]);
+    const [call] = await queryRows(this.dataSource.manager, `SELECT id FROM calls WHERE account_id = $1 AND id = $2 AND ${createdAtOfId('$2')}`, [accountId, id]);
     if (!call) throw callNotFound();
     return this.timeline.list(id);
   }
@@ -48,7 +49,7 @@ export class CallsQuery {
   private async legsOf(callIds: string[]): Promise<Map<string, LegRow[]>> {
     const byCall = new Map<string, LegRow[]>();
     if (callIds.length === 0) return byCall;
-    const legs: LegRow[] = await queryRows(this.dataSource.manager, `SELECT ${LEG_COLUMNS} FROM call_legs WHERE call_id = ANY($1) ORDER BY dialed_at, target_index, attempt`, [callIds]);
+    const legs: LegRow[] = await queryRows(this.dataSource.manager, `SELECT ${LEG_COLUMNS} FROM call_legs WHERE call_id = ANY($1) AND ${createdAtOfIds('$1', 'onceline_id_time(call_id)')} ORDER BY dialed_at, target_index, attempt`, [callIds]);
     for (const leg of legs) byCall.set(leg.call_id, [...(byCall.get(leg.call_id) ?? []), leg]);
     return byCall;
   }

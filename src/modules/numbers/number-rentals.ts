@@ -28,7 +28,7 @@ const RENTED_MONTHS = `SELECT p.id || ':' || to_char(m, 'YYYY-MM') AS id
 /**
  * Monthly rental: one usage row per number per calendar month (UTC) in which the account held
  * it, for the whole month (not prorated). The row is keyed (number, period) under the ledger's
- * UNIQUE (kind, resource_id): a run repeated, crashed midway (one statement: all or nothing) or
+ * (kind, resource_id) guard (usage_record_twin, across its time partitions): a run repeated, crashed midway (one statement: all or nothing) or
  * run in two processes at once bills each number once.
  */
 @Injectable()

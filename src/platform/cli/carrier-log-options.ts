@@ -1,10 +1,9 @@
 import { readFile } from 'node:fs/promises';
+import { isoTimeOption } from './options.js';
 
 /** `--since`: an ISO 8601 time (a date at least), else the command stops with why. */
 export function parseSinceOption(value: string): Date {
-  const since = new Date(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(since.getTime())) throw new Error(`--since must be an ISO 8601 time, got "${value}"`);
-  return since;
+  return isoTimeOption('--since', value);
 }
 
 /** The text of `--carrier-log FILE` (an audit's input), or an error naming the file and why it cannot be read. */

@@ -1,8 +1,8 @@
 import 'reflect-metadata';
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsInt, Max, Min, validateSync } from 'class-validator';
+import { IsInt, IsNumber, Max, Min, validateSync } from 'class-validator';
 import { IngestSettings } from './ingest-settings.js';
-import { toInt } from './setting-parsers.js';
+import { toInt, toNumber } from './setting-parsers.js';
 
 export { CARRIER_SEND_TIMEOUT_MS } from './carrier-traffic-settings.js';
 
@@ -33,6 +33,18 @@ export class AppConfig extends IngestSettings {
   /** Monthly rental of one number, in micro-units of USD: one usage row per number per calendar month, not prorated. */
   @Transform(toInt) @Min(0) @IsInt()
   PRICE_NUMBER_MONTH_MICROS = 1_000_000;
+
+  /**
+   * Retention of usage_records, the billing ledger (docs/contract.md, *Retention*): a partition is
+   * dropped once its whole period is older than this AND recorded exports (`onceline
+   * usage:export`) whose row counts still match cover that period; never on age alone.
+   */
+  @Transform(toNumber) @Min(0.001) @IsNumber()
+  USAGE_RETENTION_HOURS = 9_600;
+
+  /** The period of a new usage_records partition: 30 days (the ledger is kept long; few partitions keep its dedupe guard cheap). */
+  @Transform(toInt) @Min(1) @IsInt()
+  USAGE_PARTITION_PERIOD_SECONDS = 2_592_000;
 
   /** Seconds between polls of a carrier order still pending (Telnyx number_order.complete late). */
   @Transform(toInt) @Min(1) @Max(86400) @IsInt()

@@ -79,4 +79,17 @@ export class CarrierTrafficSettings extends WebhookSettings {
   /** Calls: how long after the hangup the transcript is assembled (late fragments still count). */
   @Transform(toInt) @Min(0) @Max(600000) @IsInt()
   CALL_TRANSCRIPT_SETTLE_MS = 2000;
+
+  /**
+   * Retention of the call history (calls, call_legs, call_timeline, call_transcript_fragments,
+   * call_command_sends; docs/contract.md, *Retention*): a period's partitions are dropped once the
+   * period is older than this and no call begun in it is still live. Fractional hours are for
+   * compressed soaks.
+   */
+  @Transform(toNumber) @Min(0.001) @IsNumber()
+  CALLS_RETENTION_HOURS = 2_160;
+
+  /** The period of a new partition of the call history: 7 days (90 days kept in about 15 partitions, which the dedupe guards probe). */
+  @Transform(toInt) @Min(1) @IsInt()
+  CALLS_PARTITION_PERIOD_SECONDS = 604_800;
 }

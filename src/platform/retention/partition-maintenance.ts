@@ -14,7 +14,7 @@ export interface MaintenanceResult {
   table: string;
   created: string[];
   dropped: string[];
-  /** Past retention but still holding unfinished work: kept. */
+  /** Past retention but still holding unfinished work (or, the usage ledger, not exported): kept. */
   held: string[];
 }
 
@@ -25,7 +25,7 @@ export interface TableRetention {
   periodSeconds: number;
   partitions: PartitionInfo[];
   plan: PartitionPlan;
-  /** Of plan.expired: those holding unfinished work now (kept until it is done). */
+  /** Of plan.expired: those holding unfinished work now, or not releasable (kept until it is done). */
   held: string[];
 }
 
@@ -77,14 +77,14 @@ export class PartitionMaintenance {
       const partitions = await readPartitions(manager, table.table);
       const plan = partitionPlan(partitions, now, this.settings(table));
       const held: string[] = [];
-      for (const p of plan.expired) if (await this.owesWork(manager, p.name, table)) held.push(p.name);
-      out.push({ table: table.table, retentionHours: table.retentionHours, periodSeconds: this.config.PARTITION_PERIOD_SECONDS, partitions, plan, held });
+      for (const p of plan.expired) if (await this.mustKeep(manager, p, table)) held.push(p.name);
+      out.push({ table: table.table, retentionHours: table.retentionHours, periodSeconds: this.settings(table).periodSeconds, partitions, plan, held });
     }
     return out;
   }
 
   private settings(table: PartitionedTable) {
-    return { periodSeconds: this.config.PARTITION_PERIOD_SECONDS, ahead: this.config.PARTITIONS_AHEAD, retentionHours: table.retentionHours };
+    return { periodSeconds: table.periodSeconds ?? this.config.PARTITION_PERIOD_SECONDS, ahead: this.config.PARTITIONS_AHEAD, retentionHours: table.retentionHours };
   }
 
   private async maintainTable(manager: EntityManager, table: PartitionedTable, now: Date): Promise<MaintenanceResult> {
@@ -94,7 +94,7 @@ export class PartitionMaintenance {
       if (p.detachPending) await queryRows(manager, `ALTER TABLE ${ident(table.table)} DETACH PARTITION ${ident(p.name)} FINALIZE`);
     }
     for (const orphan of await readOrphans(manager, table.table)) {
-      if (await this.owesWork(manager, orphan, table)) this.logger.error(`${orphan}, detached from ${table.table}, holds unfinished work: attach it again by hand`);
+      if (await this.mustKeep(manager, { name: orphan, from: null, to: null }, table)) this.logger.error(`${orphan}, detached from ${table.table}, holds unfinished work (or is not released): attach it again by hand`);
       else await this.drop(manager, orphan, result);
     }
     const partitions = await readPartitions(manager, table.table);
@@ -105,12 +105,12 @@ export class PartitionMaintenance {
     }
     for (const p of plan.expired) {
       // Cheap first look: most of the time a partition past retention owes nothing.
-      if (await this.owesWork(manager, p.name, table)) {
+      if (await this.mustKeep(manager, p, table)) {
         result.held.push(p.name);
         continue;
       }
       await queryRows(manager, `ALTER TABLE ${ident(table.table)} DETACH PARTITION ${ident(p.name)} CONCURRENTLY`);
-      if (await this.owesWork(manager, p.name, table)) {
+      if (await this.mustKeep(manager, p, table)) {
         await queryRows(manager, `ALTER TABLE ${ident(table.table)} ATTACH PARTITION ${ident(p.name)} FOR VALUES FROM (${p.from ? literal(p.from) : 'MINVALUE'}) TO (${literal(p.to)})`);
         this.logger.warn(`${p.name} received unfinished work while being detached: attached again`);
         result.held.push(p.name);
@@ -127,10 +127,18 @@ export class PartitionMaintenance {
     result.dropped.push(name);
   }
 
-  /** Whether the partition (or detached table) `name` holds a row of unfinished work. */
-  private async owesWork(manager: EntityManager, name: string, table: PartitionedTable): Promise<boolean> {
-    const [{ owes }] = await queryRows<{ owes: boolean }>(manager, `SELECT EXISTS (SELECT FROM ${ident(name)} WHERE ${table.unfinished}) AS owes`);
-    return owes;
+  /**
+   * Whether the partition (or detached table) `name` must stay: it holds a row of unfinished work,
+   * or the table's own release condition (`releasable`) does not hold of it.
+   */
+  private async mustKeep(manager: EntityManager, p: { name: string; from: Date | null; to: Date | null }, table: PartitionedTable): Promise<boolean> {
+    const [{ owes }] = await queryRows<{ owes: boolean }>(manager, `SELECT EXISTS (SELECT FROM ${ident(p.name)} WHERE ${table.unfinished}) AS owes`);
+    if (owes || !table.releasable) return owes;
+    const [{ releasable }] = await queryRows<{ releasable: boolean }>(manager,
+      `SELECT (${table.releasable}) AS releasable FROM (SELECT $1::text AS name, $2::timestamptz AS from_at, $3::timestamptz AS to_at) AS p`,
+      [p.name, p.from, p.to],
+    );
+    return !releasable;
   }
 }
 

@@ -12,6 +12,16 @@ export interface PartitionedTable {
   unfinished: string;
   /** A partition is dropped once its whole period is older than this (and nothing in it is owed). */
   retentionHours: number;
+  /** The period of its new partitions, when not PARTITION_PERIOD_SECONDS (the usage ledger's is longer). */
+  periodSeconds?: number;
+  /**
+   * SQL, when age and nothing owed are not enough to drop a partition: a boolean expression over
+   * `p.name` (the partition's name, text), `p.from_at` and `p.to_at` (its range [from, to),
+   * timestamptz; NULL when not known: the legacy partition's start, or both for a detached table
+   * left by a dead run), true when the partition may go (the usage ledger: a matching export
+   * covers its period). Checked before the detach and again, finally, after it.
+   */
+  releasable?: string;
 }
 
 /** The partitioned tables modules register; the relay's maintenance and retention:status read them. */

@@ -45,7 +45,8 @@ describe('billing:run-rentals', () => {
     await pause.waitUntilPaused();
     const second = rentals().run('2026-11');
     await waitFor(
-      () => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event <> 'advisory' AND query LIKE '%INSERT INTO usage_records%'`),
+      // On the first's lock of a number's ledger key (usage_record_twin), taken with its uncommitted row.
+      () => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%INSERT INTO usage_records%'`),
       (n) => n === 1,
       { what: 'the second run to wait on the first' },
     );

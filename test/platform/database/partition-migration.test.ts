@@ -1,13 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
-import { migrate, MIGRATIONS_DIR } from '../../../src/platform/database/migrator.js';
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { telnyxFixture, telnyxSigner } from '../../support/carrier-signing.js';
-import { databaseUrl, TEST_PG_BASE } from '../../support/env.js';
+import { databaseBefore, type DatabaseBefore } from '../../support/database-before.js';
 
 const signer = telnyxSigner();
 
@@ -19,24 +15,17 @@ const signer = telnyxSigner();
  * duplicate, a job id stored before is still one job.
  */
 describe('partitioning an existing carrier_events and outbox_jobs (migrations 0040-0043)', () => {
-  const name = `onceline_t_mig_${randomBytes(4).toString('hex')}`;
-  const url = databaseUrl(name);
+  let db: DatabaseBefore;
+  let url: string;
   let pool: pg.Pool;
   let app: TestApp | undefined;
   const oldKeys = Array.from({ length: 50 }, () => randomUUID());
   let indexesBefore: string[] = [];
 
   beforeAll(async () => {
-    // The migrations as they were before issue 44, into a directory of their own.
-    const before = mkdtempSync(join(tmpdir(), 'onceline-mig-'));
-    try {
-      for (const file of readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql') && f < '0040')) copyFileSync(join(MIGRATIONS_DIR, file), join(before, file));
-      await migrate(url, before);
-    } finally {
-      rmSync(before, { recursive: true, force: true });
-    }
-    pool = new pg.Pool({ connectionString: url, max: 2 });
-    pool.on('error', () => undefined);
+    // The migrations as they were before issue 44.
+    db = await databaseBefore('onceline_t_mig', '0040');
+    ({ url, pool } = db);
     // Rows as ingest wrote them then: created_at = now() of their transaction, ids minted just before.
     await pool.query(
       `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce, processed_at)
@@ -48,16 +37,12 @@ describe('partitioning an existing carrier_events and outbox_jobs (migrations 00
       `INSERT INTO outbox_jobs (job_id, queue, name, data, completed_at) VALUES ('legacy-pending', 'system', 'probe', '{}', NULL), ('legacy-done', 'system', 'probe', '{}', now())`,
     );
     indexesBefore = (await pool.query(`SELECT indexrelid::regclass::text AS name FROM pg_index WHERE indrelid = 'carrier_events'::regclass ORDER BY indexrelid`)).rows.map((r) => r.name);
-    await migrate(url);
+    await db.migrateRest();
   }, 120_000);
 
   afterAll(async () => {
     await app?.close();
-    await pool?.end();
-    const admin = new pg.Client({ connectionString: TEST_PG_BASE });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
-    await admin.end();
+    await db?.drop();
   });
 
   it('the old table is the partition carrier_events_legacy (MINVALUE to the validated bound), holding every row, its indexes the same relations as before; daily partitions follow', async () => {
@@ -111,8 +96,5 @@ describe('partitioning an existing carrier_events and outbox_jobs (migrations 00
     expect(rows[0].part).toMatch(/^carrier_events_(legacy|p\d{8}t\d{6})$/);
   }, 60_000);
 
-  async function count(sql: string, params: unknown[] = []): Promise<number> {
-    const { rows } = await pool.query(sql, params);
-    return Number(Object.values(rows[0])[0]);
-  }
+  const count = (sql: string, params: unknown[] = []) => db.count(sql, params);
 });

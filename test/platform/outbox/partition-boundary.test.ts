@@ -3,8 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { OutboxService } from '../../../src/platform/outbox/outbox.service.js';
 import { ProbeJob } from '../../../src/platform/outbox/probe.handler.js';
-import { splitPartitionAt } from '../../support/partitions.js';
-import { waitFor } from '../../support/wait.js';
+import { boundaryIn as boundaryOf, waitingOnAdvisoryLock } from '../../support/partitions.js';
 import { withTestApp } from '../../support/with-test-app.js';
 
 /**
@@ -17,11 +16,7 @@ describe('outbox: one job per job id across a partition boundary', () => {
   const enqueue = (jobId: string) => t.app.app.get(UnitOfWork).run((tx) => t.app.app.get(OutboxService).enqueue(tx, { job: ProbeJob, data: { label: 'boundary' }, jobId }));
   const rowsOf = (jobId: string) => t.db.pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM outbox_jobs WHERE job_id = $1`, [jobId]).then((r) => r.rows.map((row) => row.part));
 
-  async function boundaryIn(ms: number) {
-    const at = new Date(Date.now() + ms);
-    const parts = await splitPartitionAt(t.db.pool, at, 'outbox_jobs');
-    return { at, ...parts, passed: () => waitFor(() => Date.now(), (now) => now > at.getTime() + 5, { what: 'the boundary to pass' }) };
-  }
+  const boundaryIn = (ms: number) => boundaryOf(t.db.pool, 'outbox_jobs', ms);
 
   it('the same job enqueued again just after the boundary is not a new job: one row, before it', async () => {
     const { before, passed } = await boundaryIn(1000);
@@ -46,9 +41,7 @@ describe('outbox: one job per job id across a partition boundary', () => {
       await holder.query(`INSERT INTO outbox_jobs (job_id, queue, name, data) VALUES ($1, 'system', 'probe', '{}')`, [jobId]);
       await passed();
       const racing = enqueue(jobId);
-      await waitFor(() => t.db.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`), (n) => n === 1, {
-        what: "the enqueue to wait on the job id's lock the test holds",
-      });
+      await waitingOnAdvisoryLock(t.db.pool, "the enqueue to wait on the job id's lock the test holds");
       await holder.query(ending === 'commits' ? 'COMMIT' : 'ROLLBACK');
       expect(await racing).toBe(isNew);
       expect(await rowsOf(jobId)).toEqual([side === 'before' ? before : after]);

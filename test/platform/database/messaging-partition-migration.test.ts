@@ -1,14 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
 import { EventsService } from '../../../src/modules/webhooks/events.service.js';
-import { migrate, MIGRATIONS_DIR } from '../../../src/platform/database/migrator.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { telnyxFixture, telnyxReceipt, telnyxSigner } from '../../support/carrier-signing.js';
-import { databaseUrl, TEST_PG_BASE } from '../../support/env.js';
+import { databaseBefore, type DatabaseBefore } from '../../support/database-before.js';
 import { waitFor } from '../../support/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
 
@@ -25,8 +21,7 @@ const TABLES = ['messages', 'message_status_history', 'outbound_events', 'webhoo
  * again, a redeliver of an event from before does not double its delivery.
  */
 describe('partitioning existing messages and customer webhooks (migrations 0044-0047)', () => {
-  const name = `onceline_t_mmig_${randomBytes(4).toString('hex')}`;
-  const url = databaseUrl(name);
+  let db: DatabaseBefore;
   let pool: pg.Pool;
   let app: TestApp | undefined;
   let receiver: WebhookReceiver;
@@ -36,20 +31,13 @@ describe('partitioning existing messages and customer webhooks (migrations 0044-
 
   const indexesOf = async (table: string) =>
     (await pool.query(`SELECT indexrelid::bigint AS oid FROM pg_index WHERE indrelid = $1::regclass ORDER BY indexrelid`, [table])).rows.map((r) => String(r.oid));
-  const count = async (sql: string, params: unknown[] = []) => Number(Object.values((await pool.query(sql, params)).rows[0])[0]);
+  const count = (sql: string, params: unknown[] = []) => db.count(sql, params);
 
   beforeAll(async () => {
     receiver = await startWebhookReceiver();
-    // The migrations as they were before phase 2, into a directory of their own.
-    const before = mkdtempSync(join(tmpdir(), 'onceline-mmig-'));
-    try {
-      for (const file of readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql') && f < '0044')) copyFileSync(join(MIGRATIONS_DIR, file), join(before, file));
-      await migrate(url, before);
-    } finally {
-      rmSync(before, { recursive: true, force: true });
-    }
-    pool = new pg.Pool({ connectionString: url, max: 2 });
-    pool.on('error', () => undefined);
+    // The database as it was before 0044.
+    db = await databaseBefore('onceline_t_mmig', '0044');
+    pool = db.pool;
     // Rows as the app wrote them then: ids minted by onceline_id() (created_at = now()).
     await pool.query(`INSERT INTO accounts (id, name) VALUES ($1, 'old')`, [old.account]);
     await pool.query(`INSERT INTO phone_numbers (id, account_id, phone_number, carrier) VALUES (onceline_id('num'), $1, $2, 'telnyx')`, [old.account, OUR_NUMBER]);
@@ -79,17 +67,13 @@ describe('partitioning existing messages and customer webhooks (migrations 0044-
       indexesBefore[table] = await indexesOf(table);
       counts[table] = await count(`SELECT count(*) FROM ${table}`);
     }
-    await migrate(url);
+    await db.migrateRest();
   }, 120_000);
 
   afterAll(async () => {
     await app?.close();
-    await pool?.end();
+    await db?.drop();
     await receiver?.close();
-    const admin = new pg.Client({ connectionString: TEST_PG_BASE });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
-    await admin.end();
   });
 
   it('each old table is the partition <table>_legacy (MINVALUE to the validated bound) with every row and the same index relations; daily partitions follow; no foreign key into them is left', async () => {
@@ -118,7 +102,7 @@ describe('partitioning existing messages and customer webhooks (migrations 0044-
   });
 
   it('the app on the migrated database: a receipt for a message sent before finds it; a copy of an inbound message from before is not stored again; a redeliver of an old event does not double its delivery', async () => {
-    app = await startTestApp({ databaseUrl: url, relay: true, worker: true, env: { TELNYX_PUBLIC_KEY: signer.publicKey, WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8' } });
+    app = await startTestApp({ databaseUrl: db.url, relay: true, worker: true, env: { TELNYX_PUBLIC_KEY: signer.publicKey, WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8' } });
     const post = async (body: string) => (await (await fetch(`${app!.url}/webhooks/telnyx`, { method: 'POST', headers: signer.headers(body), body })).json()) as { status: string };
     const processed = (carrierEventId: string) =>
       waitFor(() => count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = $1 AND processed_at IS NOT NULL`, [carrierEventId]), (n) => n === 1, { what: `${carrierEventId} processed` });

@@ -24,7 +24,7 @@ export class CallsInvariants implements OnModuleInit {
     // billed is taken as having existed (its cause keeps the call's figures). Only an id of ours
     // tells its call's time.
     this.billable.register('call_minutes', `SELECT id FROM calls UNION ALL SELECT u.resource_id FROM (${USAGE_ROWS_AUDIT_VIEW}) u
-      WHERE u.kind = 'call_minutes' AND u.resource_id ~ '^call_[0-9a-hjkmnp-tv-z]{26}$' AND onceline_id_time(u.resource_id) < now() - make_interval(hours => ${Number(this.config.CALLS_RETENTION_HOURS)})`);
+      WHERE u.kind = 'call_minutes' AND u.resource_id ~ '^call_[0-9a-hjkmnp-tv-z]{26}$' AND onceline_id_time(u.resource_id) < ${keptSince(this.config.CALLS_RETENTION_HOURS)}`);
 
     this.invariants.register(
       'calls.minutes_billed_once',

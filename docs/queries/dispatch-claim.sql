@@ -9,7 +9,7 @@ WITH locked AS (SELECT m.id AS locked_id, m.status AS previous, m.claim_token AS
                      AND o.our_number = CASE oa.opt_out_scope WHEN 'account' THEN '*' ELSE m.from_number END)) AS refused,
               (m.status = 'sending' AND (m.claimed_until IS NULL OR m.claimed_until <= now())) AS reclaim, m.auto_reply IS NOT NULL AS priority
          FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.status IN ('ordering', 'active', 'releasing')
-        WHERE m.id = $1::text AND m.direction = 'outbound' AND m.status = ANY($2::text[]) FOR UPDATE OF m SKIP LOCKED),
+        WHERE m.id = $1::text AND onceline_id_key(m.id) = onceline_id_key_of($1::text) AND m.direction = 'outbound' AND m.status = ANY($2::text[]) FOR UPDATE OF m SKIP LOCKED),
 num AS (SELECT p.id AS num_id, p.next_send_at, p.send_paused_until, p.sends_paced_until, p.opt_out_seq AS locked_seq,
               make_interval(secs => (l.msg_segments / coalesce(p.send_rate_per_second, $4::numeric, CASE p.carrier WHEN 'telnyx' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 20 ELSE 1 END WHEN 'twilio' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END WHEN 'vonage' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END ELSE 1 END)::numeric)::float8) AS spacing, make_interval(secs => greatest(0, 0.5 - 1.0 / coalesce(p.send_rate_per_second, $4::numeric, CASE p.carrier WHEN 'telnyx' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 20 ELSE 1 END WHEN 'twilio' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END WHEN 'vonage' THEN CASE WHEN p.phone_number ~ '^\+1(800|833|844|855|866|877|888)' THEN 3 ELSE 1 END ELSE 1 END)::numeric)::float8) AS burst
          FROM phone_numbers p JOIN locked l ON p.id = l.number_id
@@ -89,7 +89,7 @@ dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, accou
               CASE WHEN enabled THEN NULL ELSE now() END,
               CASE WHEN enabled THEN now() ELSE NULL END
          FROM dlv_endpoints
-       ON CONFLICT (event_id, endpoint_id) DO NOTHING
+       ON CONFLICT DO NOTHING
        RETURNING id, status, round, attempt_count, round_first_attempt, endpoint_id, event_id),
 dlv_first_attempts AS (SELECT id, 1 AS round, 1 AS attempt FROM dlv_created WHERE status = 'pending'),
 dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)

@@ -13,7 +13,8 @@ cev_consumed AS (UPDATE carrier_events c SET processed_at = now(), error = NULL,
 msg_received AS (INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, carrier_message_id)
        SELECT i.message_id, o.account_id, 'inbound', i.from_number, i.to_number, i.text, 'received', i.segments, i.encoding, i.carrier, i.carrier_message_id
          FROM evt_input i JOIN msg_owner o ON o.event_id = i.event_id JOIN cev_consumed c ON c.consumed_event_id = i.event_id
-       ON CONFLICT (carrier, carrier_message_id) DO NOTHING
+        WHERE message_twin(i.carrier, i.carrier_message_id) IS NULL
+       ON CONFLICT DO NOTHING
        RETURNING id, 'message' AS record_type, direction, from_number AS "from", to_number AS "to", text, status,
   segments, encoding, carrier, carrier_message_id, error_code, error_detail, send_at,
   CASE status WHEN 'scheduled' THEN coalesce(send_slot, send_at) WHEN 'queued' THEN coalesce(send_slot, (SELECT greatest(p.next_send_at, p.send_paused_until, now()) FROM phone_numbers p WHERE p.phone_number = from_number AND p.status IN ('ordering', 'active', 'releasing'))) END AS expected_send_at,
@@ -85,7 +86,7 @@ dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, accou
               CASE WHEN enabled THEN NULL ELSE now() END,
               CASE WHEN enabled THEN now() ELSE NULL END
          FROM dlv_endpoints
-       ON CONFLICT (event_id, endpoint_id) DO NOTHING
+       ON CONFLICT DO NOTHING
        RETURNING id, status, round, attempt_count, round_first_attempt, endpoint_id, event_id),
 dlv_first_attempts AS (SELECT id, 1 AS round, 1 AS attempt FROM dlv_created WHERE status = 'pending'),
 dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)

@@ -77,7 +77,7 @@ dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, accou
               CASE WHEN enabled THEN NULL ELSE now() END,
               CASE WHEN enabled THEN now() ELSE NULL END
          FROM dlv_endpoints
-       ON CONFLICT (event_id, endpoint_id) DO NOTHING
+       ON CONFLICT DO NOTHING
        RETURNING id, status, round, attempt_count, round_first_attempt, endpoint_id, event_id),
 dlv_first_attempts AS (SELECT id, 1 AS round, 1 AS attempt FROM dlv_created WHERE status = 'pending'),
 dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)

@@ -1,8 +1,9 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { BillableResources, USAGE_ROWS_AUDIT_VIEW } from '../billing/billing-invariants.js';
 import { CUSTOMER_EVENTS_AUDIT_VIEW } from '../webhooks/webhooks-invariants.js';
-import { Invariants, violations } from '../../platform/verify/invariants.js';
 import { AppConfig } from '../../platform/config/app-config.js';
+import { keptSince } from '../../platform/retention/partitioned-tables.js';
+import { Invariants, violations } from '../../platform/verify/invariants.js';
 
 /**
  * Calls' promises, as checks over committed rows: a call minute is billed once, an ended call is
@@ -23,7 +24,7 @@ export class CallsInvariants implements OnModuleInit {
     // billed is taken as having existed (its cause keeps the call's figures). Only an id of ours
     // tells its call's time.
     this.billable.register('call_minutes', `SELECT id FROM calls UNION ALL SELECT u.resource_id FROM (${USAGE_ROWS_AUDIT_VIEW}) u
-      WHERE u.kind = 'call_minutes' AND u.resource_id ~ '^call_[0-9a-hjkmnp-tv-z]{26}$' AND onceline_id_time(u.resource_id) < now() - make_interval(hours => ${Number(this.config.CALLS_RETENTION_HOURS)})`);
+      WHERE u.kind = 'call_minutes' AND u.resource_id ~ '^call_[0-9a-hjkmnp-tv-z]{26}$' AND onceline_id_time(u.resource_id) < ${keptSince(this.config.CALLS_RETENTION_HOURS)}`);
 
     this.invariants.register(
       'calls.minutes_billed_once',
@@ -46,10 +47,12 @@ export class CallsInvariants implements OnModuleInit {
       (snapshot, limit) =>
         violations(
           snapshot,
+          // Calls younger than the events' retention: an older one's events may have been dropped.
           `SELECT c.id FROM calls c
              LEFT JOIN (SELECT subject_id, count(*) AS n, min(type) AS type FROM (${CUSTOMER_EVENTS_AUDIT_VIEW}) e
                          WHERE type IN ('call.completed', 'call.missed', 'call.failed') GROUP BY 1) e ON e.subject_id = c.id
-            WHERE CASE WHEN c.ended_at IS NOT NULL THEN coalesce(e.n, 0) <> 1 OR e.type <> 'call.' || c.status ELSE coalesce(e.n, 0) <> 0 END`,
+            WHERE c.created_at >= ${keptSince(this.config.CUSTOMER_EVENTS_RETENTION_HOURS)}
+              AND CASE WHEN c.ended_at IS NOT NULL THEN coalesce(e.n, 0) <> 1 OR e.type <> 'call.' || c.status ELSE coalesce(e.n, 0) <> 0 END`,
           [],
           limit,
         ),

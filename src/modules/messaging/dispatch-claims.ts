@@ -15,6 +15,7 @@ import { MESSAGE_COLUMNS, UNSENT_STATUSES, WAITING_STATUSES, type MessageStatus 
 import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
 import { OUTCOME_UNKNOWN } from './message-history-details.js';
 import { moveSideEffectsCtes, REFUSED_OPTED_OUT } from './message-moves.js';
+import { idKeyOf } from '../../platform/retention/id-partition-key.js';
 
 /** Runs of the transactional claim statement before it gives up on a number whose opt-outs keep changing under it (the second never should: see claimForDispatch). */
 const CLAIM_RUNS = 3;
@@ -126,7 +127,7 @@ export class DispatchClaims {
     // The message's row first, alone: the statement that decides then reads the opt-outs with a
     // snapshot taken after any wait for this row, so a STOP committed before the claim (even one
     // committed while a twin held the row) is seen and refuses the send.
-    await exec(tx, `SELECT FROM messages WHERE id = $1 FOR UPDATE`, [messageId]);
+    await exec(tx, `SELECT FROM messages WHERE id = $1 AND ${idKeyOf('$1')} FOR UPDATE`, [messageId]);
     // A STOP/START that committed while the statement waited for the number's row (another
     // claim held it) is not in its snapshot: it then wrote nothing, and runs again with a fresh
     // one. That run cannot be told so again: this transaction now holds the number's row, and a
@@ -182,7 +183,7 @@ export class DispatchClaims {
               (m.auto_reply IS NULL AND ${sendsAtOnce} AND ${optedOutSql('m.account_id', 'm.from_number', 'm.to_number')}) AS refused,
               ${reclaim} AS reclaim, m.auto_reply IS NOT NULL AS priority
          FROM messages m LEFT JOIN phone_numbers p ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.${HELD}
-        WHERE m.id = ${id} AND m.direction = 'outbound' AND m.status = ANY(${unsent}) ${lockMessage}`,
+        WHERE m.id = ${id} AND ${idKeyOf(id, 'm.id')} AND m.direction = 'outbound' AND m.status = ANY(${unsent}) ${lockMessage}`,
     );
     // The number's row, locked for a message to be sent: a claim for another message of the same
     // number waits here, then reads what that one left (FOR UPDATE returns the newest version),

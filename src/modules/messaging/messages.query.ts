@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import type { PageRequest } from '../../platform/http/pagination.js';
 import { MESSAGE_COLUMNS, toView, type MessageView } from './message-view.js';
 import { queryRows } from '../../platform/database/tx.js';
+import { idKeyOf } from '../../platform/retention/id-partition-key.js';
 
 export interface MessageFilters {
   direction?: 'outbound' | 'inbound';
@@ -15,9 +16,9 @@ export class MessagesQuery {
   constructor(private readonly dataSource: DataSource) {}
 
   async get(accountId: string, id: string): Promise<MessageView & { status_history: { status: string; at: string; detail?: string }[] }> {
-    const [row] = await queryRows(this.dataSource.manager, `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE account_id = $1 AND id = $2`, [accountId, id]);
+    const [row] = await queryRows(this.dataSource.manager, `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE account_id = $1 AND id = $2 AND ${idKeyOf('$2')}`, [accountId, id]);
     if (!row) throw new NotFoundException(`message ${id} not found`);
-    const history = await queryRows(this.dataSource.manager, `SELECT status, at, detail FROM message_status_history WHERE message_id = $1 ORDER BY id`, [id]);
+    const history = await queryRows(this.dataSource.manager, `SELECT status, at, detail FROM message_status_history WHERE message_id = $1 AND ${idKeyOf('$1', 'message_id')} ORDER BY id`, [id]);
     return {
       ...toView(row),
       status_history: history.map((h: { status: string; at: Date; detail: string | null }) => ({ status: h.status, at: h.at.toISOString(), ...(h.detail !== null && { detail: h.detail }) })),

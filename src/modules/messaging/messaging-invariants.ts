@@ -4,6 +4,8 @@ import type { UsageKind } from '../billing/usage-ledger.js';
 import { CARRIER_EVENTS_AUDIT_VIEW } from '../ingest/ingest-invariants.js';
 import { CUSTOMER_EVENTS_AUDIT_VIEW } from '../webhooks/webhooks-invariants.js';
 import { UNFINISHED_JOBS_AUDIT_VIEW } from '../../platform/outbox/outbox-invariants.js';
+import { AppConfig } from '../../platform/config/app-config.js';
+import { keptSince } from '../../platform/retention/partitioned-tables.js';
 import { Invariants, violations, type Snapshot } from '../../platform/verify/invariants.js';
 import { TERMINAL_STATUSES, UNSENT_STATUSES, type MessageStatus } from './message-view.js';
 import { DispatchMessageJob, DispatchReplyJob } from './messaging.jobs.js';
@@ -24,11 +26,20 @@ export class MessagingInvariants implements OnModuleInit {
   constructor(
     private readonly invariants: Invariants,
     private readonly billable: BillableResources,
+    private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
-    this.billable.register('sms_outbound_segments', `SELECT id FROM messages WHERE direction = 'outbound'`);
-    this.billable.register('sms_inbound_segments', `SELECT id FROM messages WHERE direction = 'inbound'`);
+    // A message older than MESSAGES_RETENTION_HOURS may have been dropped with its day while its
+    // usage row stays (the ledger is kept): billed at that age (its id's time), it is taken as having existed.
+    const messagesKept = keptSince(this.config.MESSAGES_RETENTION_HOURS);
+    const billedAndDropped = (kind: UsageKind) =>
+      `SELECT u.resource_id FROM (${USAGE_ROWS_AUDIT_VIEW}) u WHERE u.kind = '${kind}' AND onceline_id_key(u.resource_id) < ${messagesKept}`;
+    this.billable.register('sms_outbound_segments', `SELECT id FROM messages WHERE direction = 'outbound' UNION ALL ${billedAndDropped('sms_outbound_segments')}`);
+    this.billable.register('sms_inbound_segments', `SELECT id FROM messages WHERE direction = 'inbound' UNION ALL ${billedAndDropped('sms_inbound_segments')}`);
+    // A message's history is in its day's partition, its events in theirs (no older): both are
+    // there for a message younger than both retentions.
+    const historyAndEventsKept = `greatest(${messagesKept}, ${keptSince(this.config.CUSTOMER_EVENTS_RETENTION_HOURS)})`;
 
     this.invariants.register(
       'messaging.receipt_implies_terminal',
@@ -81,7 +92,7 @@ export class MessagingInvariants implements OnModuleInit {
            )
            SELECT DISTINCT coalesce(t.id, a.id) AS id
              FROM transitions t FULL JOIN announced a ON a.id = t.id AND a.type = t.type
-            WHERE coalesce(t.n, 0) <> coalesce(a.n, 0)`,
+            WHERE coalesce(t.n, 0) <> coalesce(a.n, 0) AND onceline_id_key(coalesce(t.id, a.id)) >= ${historyAndEventsKept}`,
           [ANNOUNCED_STATUSES, ANNOUNCED_STATUSES.map((s) => `message.${s}`)],
           limit,
         ),

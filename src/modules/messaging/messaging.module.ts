@@ -6,6 +6,7 @@ import { IdempotencyModule } from '../../platform/idempotency/idempotency.module
 import { IngestModule } from '../ingest/ingest.module.js';
 import { NumbersModule } from '../numbers/numbers.module.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
+import { RetentionModule } from '../../platform/retention/retention.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { DispatchMessageHandler, DispatchReplyHandler } from './dispatch-message.handler.js';
 import { DispatchClaims } from './dispatch-claims.js';
@@ -16,6 +17,7 @@ import { MessagesAudit } from './messages-audit.js';
 import { MessagingInvariants } from './messaging-invariants.js';
 import { MessagesController } from './messages.controller.js';
 import { MessagesQuery } from './messages.query.js';
+import { MessagesRetention } from './messages-retention.js';
 import { MessagesService } from './messages.service.js';
 import { OptOutKeywords } from './opt-out-keywords.js';
 import { ReceiptsAndInbound } from './receipts-and-inbound.js';
@@ -29,9 +31,9 @@ import './messaging.events.js';
 
 /** SMS: send (with Idempotency-Key), dispatch to carriers, receipts, inbound. */
 @Module({
-  imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, WebhooksModule],
+  imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, RetentionModule, WebhooksModule],
   controllers: [MessagesController, MessagingSettingsController],
-  providers: [MessagesService, MessagesQuery, DispatchClaims, SendOutcomes, ReceiptsAndInbound, MessageCancel, MessageEffects, MessagingCarrierEvents, declareJobs(DispatchMessageJob, DispatchReplyJob), DispatchMessageHandler, DispatchReplyHandler, MessagingInvariants, OptOutKeywords, MessagingSettings, MessagesAudit],
+  providers: [MessagesService, MessagesQuery, DispatchClaims, SendOutcomes, ReceiptsAndInbound, MessageCancel, MessageEffects, MessagingCarrierEvents, declareJobs(DispatchMessageJob, DispatchReplyJob), DispatchMessageHandler, DispatchReplyHandler, MessagingInvariants, OptOutKeywords, MessagingSettings, MessagesAudit, MessagesRetention],
   exports: [MessagesAudit],
 })
 export class MessagingModule {}

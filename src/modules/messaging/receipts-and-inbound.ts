@@ -205,13 +205,18 @@ export class ReceiptsAndInbound {
     );
     const owner = owners(input, 'to_number');
     const applied = run.consume({ note: (i) => `CASE WHEN NOT EXISTS (SELECT FROM ${owner} o WHERE o.event_id = ${i}.event_id) THEN 'no account owns ' || ${i}.to_number END` });
-    // ON CONFLICT (carrier, carrier_message_id): a replayed or re-signed delivery inserts nothing.
+    // WHERE message_twin(...) IS NULL: a replayed or re-signed delivery inserts nothing, whichever
+    // partition its twin is in (migration 0046: the key's advisory lock, then a fresh look). Two
+    // batches sharing two carrier message ids in opposite orders can deadlock (PostgreSQL aborts one):
+    // the input's rows are its events' (positional), not sorted by key. ON CONFLICT: the
+    // partitions' unique indexes, a backstop (no target: the parent has none to name).
     const received = stmt.with(
       'msg_received',
       `INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, carrier_message_id)
        SELECT i.message_id, o.account_id, 'inbound', i.from_number, i.to_number, i.text, 'received', i.segments, i.encoding, i.carrier, i.carrier_message_id
          FROM ${input} i JOIN ${owner} o ON o.event_id = i.event_id JOIN ${applied} c ON c.consumed_event_id = i.event_id
-       ON CONFLICT (carrier, carrier_message_id) DO NOTHING
+        WHERE message_twin(i.carrier, i.carrier_message_id) IS NULL
+       ON CONFLICT DO NOTHING
        RETURNING ${MESSAGE_COLUMNS}`,
     );
     // Each billed with the event that delivered it as its cause.

@@ -13,6 +13,7 @@ import { newJobsCount } from '../../platform/outbox/statement-jobs.js';
 import { CLAIM_TOO_OLD, OUTCOME_UNKNOWN, SendResolution } from './message-history-details.js';
 import { carrierOptOutFailure, recordHistory, REFUSED_OPTED_OUT } from './message-moves.js';
 import type { DispatchLease } from './dispatch-claims.js';
+import { idKeyOf } from '../../platform/retention/id-partition-key.js';
 
 /** How many times a message whose sends the carrier never shows is sent again before it fails. */
 export const MAX_RESENDS_AFTER_NOTHING_FOUND = 3;
@@ -88,7 +89,7 @@ export class SendOutcomes {
   /** A run that stopped calling the carrier without an answer gives its lease back, so a retry can claim at once. */
   async releaseClaim(tx: Tx, lease: DispatchLease): Promise<void> {
     // claim_token = this run's: a lease another run has taken since is left alone.
-    await exec(tx, `UPDATE messages SET claimed_until = NULL WHERE id = $1 AND status = 'sending' AND claim_token = $2`, [lease.id, lease.token]);
+    await exec(tx, `UPDATE messages SET claimed_until = NULL WHERE id = $1 AND ${idKeyOf('$1')} AND status = 'sending' AND claim_token = $2`, [lease.id, lease.token]);
   }
 
   /**
@@ -110,7 +111,7 @@ export class SendOutcomes {
          SELECT m.id AS found_id, m.outcome_unknown_since AS was_unknown,
                 (SELECT c.id FROM unnest($2::text[]) WITH ORDINALITY AS c (id, n)
                   WHERE NOT EXISTS (SELECT FROM messages o WHERE o.carrier = m.carrier AND o.carrier_message_id = c.id AND o.id <> m.id) ORDER BY c.n LIMIT 1) AS pick
-           FROM messages m WHERE m.id = $1 AND m.status = 'sending' AND (m.claim_token = $3 OR m.outcome_unknown_since IS NOT NULL) FOR UPDATE OF m)
+           FROM messages m WHERE m.id = $1 AND ${idKeyOf('$1', 'm.id')} AND m.status = 'sending' AND (m.claim_token = $3 OR m.outcome_unknown_since IS NOT NULL) FOR UPDATE OF m)
        UPDATE messages SET status = 'sent', carrier_message_id = found.pick, claimed_until = NULL, outcome_unknown_since = NULL, updated_at = now()
          FROM found WHERE id = found.found_id AND found.pick IS NOT NULL
        RETURNING ${MESSAGE_COLUMNS}, found.was_unknown`,
@@ -169,10 +170,10 @@ export class SendOutcomes {
    * bumps opt_out_seq on that row), and one committing later waits for this transaction's commit.
    */
   async continueResolving(tx: Tx, lease: DispatchLease, opts: { windowSeconds: number; leaseSeconds: number; lookupFailed: boolean }): Promise<ResolveStep> {
-    await exec(tx, `SELECT FROM messages WHERE id = $1 FOR UPDATE`, [lease.id]);
+    await exec(tx, `SELECT FROM messages WHERE id = $1 AND ${idKeyOf('$1')} FOR UPDATE`, [lease.id]);
     await exec(
       tx,
-      `SELECT FROM phone_numbers p JOIN messages m ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.${HELD} WHERE m.id = $1 FOR UPDATE OF p`,
+      `SELECT FROM phone_numbers p JOIN messages m ON p.phone_number = m.from_number AND p.account_id = m.account_id AND p.${HELD} WHERE m.id = $1 AND ${idKeyOf('$1', 'm.id')} FOR UPDATE OF p`,
       [lease.id],
     );
     const stmt = new CteStatement();

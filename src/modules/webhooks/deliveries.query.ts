@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { PageRequest } from '../../platform/http/pagination.js';
 import type { AttemptView, DeliveryView } from './endpoint.dto.js';
+import { idKeyOf } from '../../platform/retention/id-partition-key.js';
 
 /** Read side of deliveries (with their attempts), shared by the endpoints and events APIs. */
 
@@ -10,8 +11,8 @@ const DELIVERY_SELECT = `
          coalesce((SELECT json_agg(json_build_object(
                     'attempt', a.attempt, 'status_code', a.status_code, 'error', a.error,
                     'duration_ms', a.duration_ms, 'response_excerpt', a.response_excerpt, 'at', a.at) ORDER BY a.attempt)
-                     FROM webhook_delivery_attempts a WHERE a.delivery_id = d.id), '[]') AS attempts
-    FROM webhook_deliveries d JOIN outbound_events e ON e.id = d.event_id`;
+                     FROM webhook_delivery_attempts a WHERE a.delivery_id = d.id AND ${idKeyOf('d.id', 'a.delivery_id')}), '[]') AS attempts
+    FROM webhook_deliveries d JOIN outbound_events e ON e.id = d.event_id AND ${idKeyOf('d.event_id', 'e.id')}`;
 
 interface DeliveryRow {
   id: string;
@@ -54,6 +55,6 @@ export async function deliveriesOfEndpoint(db: EntityManager, endpointId: string
 }
 
 export async function deliveriesOfEvent(db: EntityManager, eventId: string): Promise<DeliveryView[]> {
-  const rows: DeliveryRow[] = await db.query(`${DELIVERY_SELECT} WHERE d.event_id = $1 ORDER BY d.id`, [eventId]);
+  const rows: DeliveryRow[] = await db.query(`${DELIVERY_SELECT} WHERE d.event_id = $1 AND ${idKeyOf('$1', 'd.event_id')} ORDER BY d.id`, [eventId]);
   return rows.map(toView);
 }

@@ -7,6 +7,7 @@ import { WebhookDeliveryAttemptJob, WebhookParkedExpiryJob } from './webhooks.jo
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { deliveryJsonSql } from './delivery-row.js';
 import { StatementJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
+import { idKeyOf } from '../../platform/retention/id-partition-key.js';
 
 export interface AttemptRef {
   id: string;
@@ -83,7 +84,9 @@ export class DeliveryScheduler {
         WHERE w.deleted_at IS NULL AND (w.event_types IS NULL OR ${typeParam} = ANY (w.event_types))
         ORDER BY w.id FOR SHARE OF w`,
     );
-    // ON CONFLICT: one delivery per (event, endpoint), whoever else inserts it.
+    // ON CONFLICT: one delivery per (event, endpoint), whoever else inserts it. The partition is
+    // the event's (migration 0047), so each partition's UNIQUE (event_id, endpoint_id) sees every
+    // copy, across a boundary too (no target: a partitioned parent has no unique index to name).
     const created = stmt.with(
       'dlv_created',
       `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, account_id, status, parked_at, next_attempt_at)
@@ -92,7 +95,7 @@ export class DeliveryScheduler {
               CASE WHEN enabled THEN NULL ELSE now() END,
               CASE WHEN enabled THEN now() ELSE NULL END
          FROM dlv_endpoints
-       ON CONFLICT (event_id, endpoint_id) DO NOTHING
+       ON CONFLICT DO NOTHING
        RETURNING id, status, round, attempt_count, round_first_attempt, endpoint_id, event_id`,
     );
     stmt.with('dlv_first_attempts', `SELECT id, 1 AS round, 1 AS attempt FROM ${created} WHERE status = 'pending'`);
@@ -194,14 +197,14 @@ export class DeliveryScheduler {
       tx,
       `WITH endpoint AS (
          SELECT id, enabled FROM webhook_endpoints
-          WHERE id IN (SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1) AND deleted_at IS NULL
+          WHERE id IN (SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1 AND ${idKeyOf('$1', 'event_id')}) AND deleted_at IS NULL
           ORDER BY id FOR SHARE
        )
        UPDATE webhook_deliveries d
           SET status = 'pending', round = d.round + 1, round_first_attempt = d.attempt_count + 1,
               next_attempt_at = now(), delivered_at = NULL, failed_at = NULL, updated_at = now()
          FROM endpoint e
-        WHERE d.event_id = $1 AND d.account_id = $2 AND d.status IN ('delivered', 'failed')
+        WHERE d.event_id = $1 AND ${idKeyOf('$1', 'd.event_id')} AND d.account_id = $2 AND d.status IN ('delivered', 'failed')
           AND e.id = d.endpoint_id AND e.enabled
         RETURNING d.id, d.round, d.attempt_count`,
       [eventId, accountId],

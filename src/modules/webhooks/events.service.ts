@@ -6,6 +6,7 @@ import { deliveriesOfEvent } from './deliveries.query.js';
 import { DeliveryScheduler } from './delivery-scheduler.js';
 import type { EventView, EventWithDeliveriesView } from './endpoint.dto.js';
 import { queryRows } from '../../platform/database/tx.js';
+import { idKeyOf } from '../../platform/retention/id-partition-key.js';
 
 interface EventRow {
   id: string;
@@ -57,7 +58,7 @@ export class EventsService {
 
   private async find(accountId: string, id: string): Promise<EventRow> {
     const [row]: EventRow[] = await queryRows(this.dataSource.manager,
-      `SELECT id, type, event_version, payload, created_at FROM outbound_events WHERE id = $1 AND account_id = $2`,
+      `SELECT id, type, event_version, payload, created_at FROM outbound_events WHERE id = $1 AND ${idKeyOf('$1')} AND account_id = $2`,
       [id, accountId],
     );
     if (!row) throw new NotFoundException(`event ${id} not found`);

@@ -2,6 +2,7 @@ import { Module, type OnModuleInit } from '@nestjs/common';
 import { AccountsModule } from '../accounts/accounts.module.js';
 import { Housekeeping } from '../../platform/outbox/housekeeping.js';
 import { OutboxModule } from '../../platform/outbox/outbox.module.js';
+import { RetentionModule } from '../../platform/retention/retention.module.js';
 import { CustomerEvents } from './customer-events.js';
 import { DeliveredAttempts } from './delivered-attempts.js';
 import { DeliveryAttemptHandler } from './delivery-attempt.handler.js';
@@ -13,6 +14,7 @@ import { EventsController } from './events.controller.js';
 import { EventsService } from './events.service.js';
 import { ParkedExpiryHandler } from './parked-expiry.handler.js';
 import { WebhooksInvariants } from './webhooks-invariants.js';
+import { WebhooksRetention } from './webhooks-retention.js';
 import { declareJobs } from '../../platform/outbox/job-definition.js';
 import { WebhookDeliveryAttemptJob, WebhookParkedExpiryJob } from './webhooks.jobs.js';
 
@@ -23,9 +25,9 @@ import { WebhookDeliveryAttemptJob, WebhookParkedExpiryJob } from './webhooks.jo
  * were parked (an endpoint's expiry chain only covers what was parked while it ran).
  */
 @Module({
-  imports: [OutboxModule, AccountsModule],
+  imports: [OutboxModule, AccountsModule, RetentionModule],
   controllers: [EndpointsController, EventsController],
-  providers: [CustomerEvents, DeliveryScheduler, EndpointHealth, EndpointsService, EventsService, declareJobs(WebhookDeliveryAttemptJob, WebhookParkedExpiryJob), DeliveryAttemptHandler, DeliveredAttempts, ParkedExpiryHandler, WebhooksInvariants],
+  providers: [CustomerEvents, DeliveryScheduler, EndpointHealth, EndpointsService, EventsService, declareJobs(WebhookDeliveryAttemptJob, WebhookParkedExpiryJob), DeliveryAttemptHandler, DeliveredAttempts, ParkedExpiryHandler, WebhooksInvariants, WebhooksRetention],
   exports: [CustomerEvents, EndpointsService],
 })
 export class WebhooksModule implements OnModuleInit {

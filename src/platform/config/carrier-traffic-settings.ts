@@ -28,6 +28,15 @@ export class CarrierTrafficSettings extends WebhookSettings {
   DISPATCH_LEASE_SECONDS = 60;
 
   /**
+   * Retention of messages and their status history (docs/contract.md, *Retention of messages and
+   * customer events*): a day's partition is dropped once it is older than this and none of its
+   * messages is still queued, scheduled, sending or of unknown outcome. Fractional hours are for
+   * compressed soaks (bench/), not production.
+   */
+  @Transform(toNumber) @Min(0.001) @IsNumber()
+  MESSAGES_RETENTION_HOURS = 720;
+
+  /**
    * Dispatch: how long a send waits for the carrier's answer. A send with no answer by then may
    * have reached the carrier: its outcome is unknown and is resolved (SEND_OUTCOME_WINDOW_SECONDS),
    * never simply sent again. Tests set it short rather than waiting 10 s.

@@ -14,3 +14,15 @@ export function createdAtOfId(id: string, column = 'created_at'): string {
 export function createdAtOfIds(ids: string, column = 'created_at'): string {
   return `${column} BETWEEN (SELECT min(onceline_id_window_start(x)) FROM unnest(${ids}) AS x) AND (SELECT max(onceline_id_window_end(x)) FROM unnest(${ids}) AS x)`;
 }
+
+/**
+ * SQL naming the partition key of a table partitioned by an id column's time (messages,
+ * message_status_history, outbound_events, webhook_deliveries, webhook_delivery_attempts:
+ * `PARTITION BY RANGE (onceline_id_key(column))`, migrations 0044-0047) for a lookup by one id
+ * (`id`: SQL text of it): exact, as the key is computed from the id itself, so the lookup is
+ * pruned to the one partition that holds it when its plan starts. `column`: the key's column
+ * (the message's id for its history, the event's for its deliveries).
+ */
+export function idKeyOf(id: string, column = 'id'): string {
+  return `onceline_id_key(${column}) = onceline_id_key_of(${id})`;
+}

@@ -37,3 +37,14 @@ export class PartitionedTables {
     return [...this.tables].map(([, table]) => table);
   }
 }
+
+/**
+ * SQL: the time since which every row of a table kept `retentionHours` is still there. Maintenance
+ * drops a partition only once its whole period is older than the retention, so a row whose
+ * partition key is at least this young is kept; an older one may be gone. A check that counts a
+ * kept row's partners in such a table (verify's "exactly one event per …") looks only at rows
+ * whose partners are this young.
+ */
+export function keptSince(retentionHours: number): string {
+  return `(now() - make_interval(secs => ${retentionHours * 3600}))`;
+}

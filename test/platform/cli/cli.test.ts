@@ -164,9 +164,15 @@ describe('admin CLI: every command with --json prints exactly one JSON document 
     const run = await cli(['retention:status']);
     expect(run.code).toBe(0);
     const { data } = oneDocument(run);
-    expect(data.map((t: { table: string }) => t.table)).toEqual(expect.arrayContaining(['carrier_events', 'outbox_jobs', 'usage_records', 'calls', 'call_legs', 'call_timeline', 'call_transcript_fragments', 'call_command_sends']));
+    expect(data.map((t: { table: string }) => t.table)).toEqual(
+      expect.arrayContaining([
+        'carrier_events', 'outbox_jobs', 'usage_records', 'calls', 'call_legs', 'call_timeline', 'call_transcript_fragments', 'call_command_sends',
+        'messages', 'message_status_history', 'outbound_events', 'webhook_deliveries', 'webhook_delivery_attempts',
+      ]),
+    );
     expect(data.find((t: { table: string }) => t.table === 'usage_records')).toMatchObject({ retention_hours: 9600, period_seconds: 2_592_000 });
     expect(data.find((t: { table: string }) => t.table === 'calls')).toMatchObject({ retention_hours: 2160, period_seconds: 604_800 });
+    expect(data.find((t: { table: string }) => t.table === 'messages')).toMatchObject({ retention_hours: 720, next_run: { drop: [], held: [] } });
     const events = data.find((t: { table: string }) => t.table === 'carrier_events');
     expect(events).toMatchObject({ retention_hours: 96, period_seconds: 86400, next_run: { drop: [], held: [] } });
     expect(data.find((t: { table: string }) => t.table === 'outbox_jobs')).toMatchObject({ retention_hours: 72 });

@@ -50,7 +50,12 @@ describe('time partitions: made ahead, dropped past retention, never while they 
 
   it('makes partitions PARTITIONS_AHEAD periods (days) ahead of today, named after their start; a second run makes none', async () => {
     const first = (await maintenance.maintain())!;
-    expect(first.map((r) => r.table)).toEqual(expect.arrayContaining(['carrier_events', 'outbox_jobs', 'usage_records', 'calls', 'call_legs', 'call_timeline', 'call_transcript_fragments', 'call_command_sends']));
+    expect(first.map((r) => r.table)).toEqual(
+      expect.arrayContaining([
+        'carrier_events', 'outbox_jobs', 'usage_records', 'calls', 'call_legs', 'call_timeline', 'call_transcript_fragments', 'call_command_sends',
+        'messages', 'message_status_history', 'outbound_events', 'webhook_deliveries', 'webhook_delivery_attempts',
+      ]),
+    );
     const today = Math.floor(Date.now() / DAY) * DAY;
     const names = await partitions();
     for (let d = 0; d <= 4; d++) {

@@ -8,6 +8,7 @@ import { startTestApp, type TestApp } from '../../support/app.js';
 import { encodeClientState } from '../../../src/carriers/telnyx/telnyx-client-state.js';
 import { telnyxEvent, telnyxFixture, telnyxReceipt, telnyxSigner } from '../../support/carrier-signing.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { IdPrefix, newId } from '../../../src/platform/ids.js';
 import { TEST_REDIS_URL } from '../../support/env.js';
 import { FakeCallControl } from '../../support/fake-call-control.js';
 import { FakeCarrier } from '../../support/fake-carrier.js';
@@ -62,6 +63,9 @@ function oneDocument(run: NodeRun): Report {
   }
 }
 
+/** The time part of the planted messages' and events' ids: their partition (migrations 0046, 0047). */
+const T = newId(IdPrefix.Message).slice(4, 14);
+
 describe('onceline verify: one read-only pass over what exactly-once means', () => {
   let db: TestDatabase;
   let carrier: FakeCarrier;
@@ -109,11 +113,11 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
 
   /** Runs `body` with a copy of the flow call's `type` customer event planted, then removes it. */
   async function withCallEventTwice(type: string, body: () => Promise<void>): Promise<void> {
-    await sql(`INSERT INTO outbound_events (id, account_id, type, event_version, payload) SELECT 'evt_planted_copy', account_id, type, event_version, payload FROM outbound_events WHERE type = $2 AND payload->>'id' = $1`, [flow.call, type]);
+    await sql(`INSERT INTO outbound_events (id, account_id, type, event_version, payload) SELECT 'evt_${T}planted_copy', account_id, type, event_version, payload FROM outbound_events WHERE type = $2 AND payload->>'id' = $1`, [flow.call, type]);
     try {
       await body();
     } finally {
-      await sql(`DELETE FROM outbound_events WHERE id = 'evt_planted_copy'`);
+      await sql(`DELETE FROM outbound_events WHERE id = 'evt_${T}planted_copy'`);
     }
   }
 
@@ -198,22 +202,22 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
   it('messaging.unsent_has_dispatch_job: a queued message with no dispatch job left to run it (the stalled send of a 429 raced by a claim), and one whose job failed for good', async () => {
     await sql(
       `INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier)
-       VALUES ('msg_planted_stalled', $1, 'outbound', $2, '+13125550009', 'x', 'queued', 1, 'GSM-7', 'telnyx'),
-              ('msg_planted_failed_job', $1, 'outbound', $2, '+13125550009', 'x', 'sending', 1, 'GSM-7', 'telnyx'),
-              ('msg_planted_waiting', $1, 'outbound', $2, '+13125550009', 'x', 'scheduled', 1, 'GSM-7', 'telnyx')`,
+       VALUES ('msg_${T}planted_stalled', $1, 'outbound', $2, '+13125550009', 'x', 'queued', 1, 'GSM-7', 'telnyx'),
+              ('msg_${T}planted_failed_job', $1, 'outbound', $2, '+13125550009', 'x', 'sending', 1, 'GSM-7', 'telnyx'),
+              ('msg_${T}planted_waiting', $1, 'outbound', $2, '+13125550009', 'x', 'scheduled', 1, 'GSM-7', 'telnyx')`,
       [flow.accountId, OUR_NUMBER],
     );
     // A job that failed for good leaves its message with none; one still due tomorrow keeps it waiting, rightly.
     await sql(
       `INSERT INTO outbox_jobs (job_id, queue, name, data, run_at, failed_at) VALUES
-         ('dispatch-msg_planted_failed_job', 'messaging', 'dispatch-message', '{"messageId": "msg_planted_failed_job"}', now(), now()),
-         ('dispatch-msg_planted_waiting', 'messaging', 'dispatch-message', '{"messageId": "msg_planted_waiting"}', now() + interval '1 day', NULL)`,
+         ('dispatch-msg_${T}planted_failed_job', 'messaging', 'dispatch-message', '{"messageId": "msg_${T}planted_failed_job"}', now(), now()),
+         ('dispatch-msg_${T}planted_waiting', 'messaging', 'dispatch-message', '{"messageId": "msg_${T}planted_waiting"}', now() + interval '1 day', NULL)`,
     );
     try {
-      await expectOnlyBroken('messaging.unsent_has_dispatch_job', 2, ['msg_planted_failed_job', 'msg_planted_stalled']);
+      await expectOnlyBroken('messaging.unsent_has_dispatch_job', 2, [`msg_${T}planted_failed_job`, `msg_${T}planted_stalled`]);
     } finally {
-      await sql(`DELETE FROM outbox_jobs WHERE job_id LIKE 'dispatch-msg_planted_%'`);
-      await sql(`DELETE FROM messages WHERE id LIKE 'msg_planted_%'`);
+      await sql(`DELETE FROM outbox_jobs WHERE job_id LIKE 'dispatch-msg_${T}planted_%'`);
+      await sql(`DELETE FROM messages WHERE id LIKE 'msg_${T}planted_%'`);
     }
   }, SLOW);
 
@@ -231,15 +235,15 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
     // Never accepted by a carrier (rejected: no carrier id, no `sent` in its history), yet billed.
     await sql(
       `INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, error_code)
-       VALUES ('msg_planted_rejected', $1, 'outbound', $2, '+13125550009', 'x', 'failed', 1, 'GSM-7', 'telnyx', '40300')`,
+       VALUES ('msg_${T}planted_rejected', $1, 'outbound', $2, '+13125550009', 'x', 'failed', 1, 'GSM-7', 'telnyx', '40300')`,
       [flow.accountId, OUR_NUMBER],
     );
-    await plantUsage(`('use_planted_rejected', $1, 'sms_outbound_segments', 'msg_planted_rejected', 1, 4000, 4000)`, [flow.accountId]);
+    await plantUsage(`('use_planted_rejected', $1, 'sms_outbound_segments', 'msg_${T}planted_rejected', 1, 4000, 4000)`, [flow.accountId]);
     try {
-      await withoutUsage(flow.outbound, () => expectOnlyBroken('messaging.outbound_billed_once', 2, [flow.outbound, 'msg_planted_rejected'].sort()));
+      await withoutUsage(flow.outbound, () => expectOnlyBroken('messaging.outbound_billed_once', 2, [flow.outbound, `msg_${T}planted_rejected`].sort()));
     } finally {
       await sql(`DELETE FROM usage_records WHERE id = 'use_planted_rejected'`);
-      await sql(`DELETE FROM messages WHERE id = 'msg_planted_rejected'`);
+      await sql(`DELETE FROM messages WHERE id = 'msg_${T}planted_rejected'`);
     }
   }, SLOW);
 
@@ -289,14 +293,14 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
     );
     await sql(
       `INSERT INTO outbound_events (id, account_id, type, event_version, payload)
-       SELECT 'evt_planted_' || t, account_id, 'call.' || t, event_version, jsonb_set(payload, '{id}', '"call_planted_missed"') FROM outbound_events, unnest(ARRAY['answered', 'missed']) t
+       SELECT 'evt_${T}planted_' || t, account_id, 'call.' || t, event_version, jsonb_set(payload, '{id}', '"call_planted_missed"') FROM outbound_events, unnest(ARRAY['answered', 'missed']) t
         WHERE type = 'call.completed' AND payload->>'id' = $1`,
       [flow.call],
     );
     try {
       await expectOnlyBroken('calls.answered_event_only_if_answered', 1, ['call_planted_missed']);
     } finally {
-      await sql(`DELETE FROM outbound_events WHERE id IN ('evt_planted_answered', 'evt_planted_missed')`);
+      await sql(`DELETE FROM outbound_events WHERE id IN ('evt_${T}planted_answered', 'evt_${T}planted_missed')`);
       await sql(`DELETE FROM calls WHERE id = 'call_planted_missed'`);
     }
   }, SLOW);
@@ -317,13 +321,13 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
   it('messaging.one_event_per_transition: a delivered transition announced twice', async () => {
     await sql(
       `INSERT INTO outbound_events (id, account_id, type, event_version, payload)
-       SELECT 'evt_planted_twice', account_id, type, event_version, payload FROM outbound_events WHERE type = 'message.delivered' AND payload->>'id' = $1`,
+       SELECT 'evt_${T}planted_twice', account_id, type, event_version, payload FROM outbound_events WHERE type = 'message.delivered' AND payload->>'id' = $1`,
       [flow.outbound],
     );
     try {
       await expectOnlyBroken('messaging.one_event_per_transition', 1, [flow.outbound]);
     } finally {
-      await sql(`DELETE FROM outbound_events WHERE id = 'evt_planted_twice'`);
+      await sql(`DELETE FROM outbound_events WHERE id = 'evt_${T}planted_twice'`);
     }
   }, SLOW);
 
@@ -368,13 +372,13 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
     await sql(`INSERT INTO entitlement_outcomes (provider, provider_event_id, entitlement_id, outcome) VALUES ('stripe', 'evt_planted', 'ent_planted_twice', 'applied')`);
     await sql(
       `INSERT INTO outbound_events (id, account_id, type, event_version, payload)
-       VALUES ('evt_planted_1', $1, 'entitlement.granted', 1, '{"id":"ent_planted_twice"}'), ('evt_planted_2', $1, 'entitlement.granted', 1, '{"id":"ent_planted_twice"}')`,
+       VALUES ('evt_${T}planted_1', $1, 'entitlement.granted', 1, '{"id":"ent_planted_twice"}'), ('evt_${T}planted_2', $1, 'entitlement.granted', 1, '{"id":"ent_planted_twice"}')`,
       [flow.accountId],
     );
     try {
       await expectOnlyBroken('entitlements.granted_once', 2, ['ent_planted_silent', 'ent_planted_twice']);
     } finally {
-      await sql(`DELETE FROM outbound_events WHERE id LIKE 'evt_planted_%'`);
+      await sql(`DELETE FROM outbound_events WHERE id LIKE 'evt_${T}planted_%'`);
       await sql(`DELETE FROM entitlement_outcomes WHERE provider_event_id = 'evt_planted'`);
       await sql(`DELETE FROM entitlements WHERE id LIKE 'ent_planted_%'`);
       await sql(`DELETE FROM billing_events WHERE provider_event_id = 'evt_planted'`);

@@ -15,3 +15,11 @@ describe('MESSAGE_SEND_RATE_DEFAULT', () => {
     expect(() => loadConfig({ MESSAGE_SEND_RATE_DEFAULT: value })).toThrow(/MESSAGE_SEND_RATE_DEFAULT=/);
   });
 });
+
+describe('WEBHOOK_DELIVERIES_RETENTION_HOURS', () => {
+  it('defaults to the events\' retention (720 h) and may be shorter, never longer (a delivery\'s listing joins its event)', () => {
+    expect(loadConfig({})).toMatchObject({ WEBHOOK_DELIVERIES_RETENTION_HOURS: 720, CUSTOMER_EVENTS_RETENTION_HOURS: 720, MESSAGES_RETENTION_HOURS: 720 });
+    expect(loadConfig({ WEBHOOK_DELIVERIES_RETENTION_HOURS: '168' }).WEBHOOK_DELIVERIES_RETENTION_HOURS).toBe(168);
+    expect(() => loadConfig({ WEBHOOK_DELIVERIES_RETENTION_HOURS: '721' })).toThrow(/WEBHOOK_DELIVERIES_RETENTION_HOURS=.*CUSTOMER_EVENTS_RETENTION_HOURS = 720/);
+  });
+});

@@ -10,7 +10,9 @@
 //   message.finalized) come back as carrier events;
 // - inbound calls (--call-rate) through a two-target ring plan: the first target rings out, the
 //   second answers and talks (the sandbox's time scale 0.02: a 20 s ring takes 0.4 s).
-// Every customer event goes to a local endpoint (all event types). Samples every 15 s: rows and
+// Every customer event goes to a local endpoint (all event types); each minute's usage is exported
+// (`usage:export`) once it has ended, 20 s and 80 s after, so the ledger's partitions may go too.
+// Samples every 15 s: rows and
 // bytes of each hot table (all partitions), WAL written. At the end: every inbound first delivery
 // answered `accepted` and every repeat `duplicate` (0 doubled), one message per event (0 lost),
 // every outbound message delivered once at the sandbox, every call ended, `verify` ok; WAL per
@@ -18,11 +20,13 @@
 // BENCH_APP_ROOT=<another checkout, built>: the same soak against that commit's app (a "before"
 // run; tables that are not partitioned there are only sampled, and grow).
 // Usage: npm run build && node bench/soak.mjs [-- --minutes 12 --rate 20 --outbound-rate 5 --call-rate 0.5]. Loopback only, bounded.
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { APP_ROOT, createAccountWithNumber, fmt, freePort, freshDatabase, machine, REDIS_URL, request, ROOT, startRole, telnyxHeaders } from './lib.mjs';
@@ -50,9 +54,12 @@ const HOT_TABLES = [
 const RETENTION_SETTINGS = [
   'CARRIER_EVENTS_RETENTION_HOURS', 'OUTBOX_RETENTION_HOURS', 'MESSAGES_RETENTION_HOURS', 'CUSTOMER_EVENTS_RETENTION_HOURS',
   'WEBHOOK_DELIVERIES_RETENTION_HOURS', 'CALLS_RETENTION_HOURS',
-  // The ledger's partitions go only after a matching usage:export covers them: without one it grows here, by design.
+  // The ledger's partitions go only after a matching usage:export covers them: the soak exports
+  // each minute once it has ended (exportEndedPeriods), as an operator exports each month.
   'USAGE_RETENTION_HOURS',
 ];
+/** An ended period is exported this long after its end, and again later (a row a transaction begun before the end recorded after the first export). */
+const EXPORT_AFTER_MS = [20_000, 80_000];
 
 const deadline = setTimeout(() => {
   process.stderr.write(`soak: over ${MINUTES + 10} minutes, giving up\n`);
@@ -72,6 +79,8 @@ const pool = new pg.Pool({ connectionString: db.url, max: 3 });
 const partitioned = (await pool.query(`SELECT to_regclass('partitioned_tables') IS NOT NULL AS yes`)).rows[0].yes
   ? (await pool.query(`SELECT parent FROM partitioned_tables ORDER BY parent`)).rows.map((r) => r.parent)
   : [];
+/** Whether the app exports its ledger (usage_exports, #44 phase 2): the soak then exports each ended minute. */
+const hasUsageExport = (await pool.query(`SELECT to_regclass('usage_exports') IS NOT NULL AS yes`)).rows[0].yes;
 const sampled = [];
 for (const table of HOT_TABLES) if ((await pool.query(`SELECT to_regclass($1) IS NOT NULL AS yes`, [table])).rows[0].yes) sampled.push(table);
 // The migration's daily partitions are empty: minute ones instead, from this minute on (the
@@ -181,6 +190,25 @@ async function look(what) {
   return seen[what].size;
 }
 
+const exportDir = mkdtempSync(join(tmpdir(), 'onceline-soak-usage-'));
+const exportsDone = new Set();
+let exportsRun = 0;
+let exportFailures = 0;
+/** `usage:export --from --to` of every minute period that ended EXPORT_AFTER_MS ago (each once per delay). */
+function exportEndedPeriods(firstPeriodStart) {
+  if (!hasUsageExport) return;
+  for (let from = firstPeriodStart; from + PERIOD_S * 1000 <= Date.now(); from += PERIOD_S * 1000) {
+    const to = from + PERIOD_S * 1000;
+    for (const delay of EXPORT_AFTER_MS) {
+      const key = `${from} ${delay}`;
+      if (to + delay > Date.now() || exportsDone.has(key)) continue;
+      exportsDone.add(key);
+      const args = ['dist/cli.js', 'usage:export', '--from', new Date(from).toISOString(), '--to', new Date(to).toISOString(), '--out', join(exportDir, `${from}-${delay}.jsonl`)];
+      pending.push(promisify(execFile)(process.execPath, args, { cwd: APP_ROOT, env: { ...process.env, ...env } }).then(() => exportsRun++, () => exportFailures++));
+    }
+  }
+}
+
 async function sample() {
   for (const what of Object.keys(SEEN_SQL)) await look(what);
   const sizes = {};
@@ -227,6 +255,7 @@ try {
   if (behaviours.status >= 300) throw new Error(`sandbox behaviours: ${behaviours.status} ${behaviours.body}`);
 
   const started = Date.now();
+  const firstPeriodStart = Math.floor(started / (PERIOD_S * 1000)) * PERIOD_S * 1000;
   const end = started + MINUTES * 60_000;
   let nextSample = started;
   let nextOutbound = started;
@@ -239,6 +268,7 @@ try {
     if (Date.now() >= nextSample) {
       nextSample += 15_000;
       await sample();
+      exportEndedPeriods(firstPeriodStart);
     }
     for (; OUTBOUND_RATE > 0 && nextOutbound <= Date.now(); nextOutbound += 1000 / OUTBOUND_RATE) sendOutbound(auth, outboundAsked++);
     for (; CALL_RATE > 0 && nextCall <= Date.now(); nextCall += 1000 / CALL_RATE) startCall(callsStarted + refused.calls);
@@ -284,17 +314,19 @@ try {
     ...samples.map((s) => `  ${String(Math.round((s.at - started) / 1000)).padStart(5)}  ${sampled.map((t) => `${s.sizes[t].rows}/${mib(s.sizes[t].bytes)}/${s.sizes[t].partitions}`).join('  ')}`),
     `  inbound events ${sent.size}; first deliveries: ${answers.first.accepted} accepted, ${answers.first.duplicate} duplicate, ${answers.first.other} other; repeats: ${answers.repeat.duplicate} duplicate, ${answers.repeat.accepted} accepted (doubled), ${answers.repeat.other} other; ${straddling} repeats straddled a boundary`,
     `  inbound messages ${messages} (lost: ${sent.size - messages}), doubled carrier messages ${doubledMessages}; outbound accepted ${outbound.length} (refused ${refused.outbound}), delivered ${delivered}, at the sandbox ${stats.sends.accepted}; calls ${callsStarted} (refused ${refused.calls}), ended ${ended}`,
+    `  usage exports ${exportsRun} (failed ${exportFailures})${hasUsageExport ? '' : ': none, the app has no usage:export'}`,
     `  customer deliveries ${[...deliveriesById.values()].reduce((a, b) => a + b, 0)} of ${deliveriesById.size} events (delivered twice: ${doubledDeliveries}); verify ok: ${verify.ok} (${verify.broken} broken)`,
     `  WAL ${mib(walBytes)} MiB; events (inbound SMS + sandbox webhooks + API sends) ${events}: ${fmt(walBytes / events, 0)} bytes per event`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   const lost = sent.size !== messages || delivered !== outbound.length || stats.sends.accepted !== outbound.length || ended !== callsStarted;
-  if (answers.repeat.accepted > 0 || lost || doubledMessages > 0 || doubledDeliveries > 0 || !verify.ok) process.exitCode = 1;
+  if (exportFailures > 0 || answers.repeat.accepted > 0 || lost || doubledMessages > 0 || doubledDeliveries > 0 || !verify.ok) process.exitCode = 1;
 } finally {
   await pool.end();
   await app.stop();
   await sandbox.stop();
   endpoint.close();
+  rmSync(exportDir, { recursive: true, force: true });
   await db.drop();
   privatePg?.stop();
 }

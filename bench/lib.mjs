@@ -24,8 +24,11 @@ const { migrate } = await import(join(APP_ROOT, 'dist/lib/platform/database/migr
 export const PG_BASE = process.env.BENCH_PG_BASE ?? process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-/** Creates (migrate() creates the database) and migrates `<prefix>_<8 hex>`; drop() removes it. */
-export async function freshDatabase(prefix, base = PG_BASE) {
+/**
+ * Creates (migrate() creates the database) and migrates `<prefix>_<8 hex>` (with the migrations of
+ * `migrationsDir`, by default the app's); drop() removes it.
+ */
+export async function freshDatabase(prefix, base = PG_BASE, migrationsDir = undefined) {
   const name = `${prefix}_${randomBytes(4).toString('hex')}`;
   const url = new URL(base);
   url.pathname = `/${name}`;
@@ -36,7 +39,7 @@ export async function freshDatabase(prefix, base = PG_BASE) {
     await c.end();
   };
   try {
-    await migrate(url.toString());
+    await migrate(url.toString(), migrationsDir);
   } catch (err) {
     await drop().catch(() => undefined);
     throw err;

@@ -12,15 +12,8 @@
 //
 // By default on a private PostgreSQL cluster (bench/private-pg.mjs, the shared server's speed
 // settings); BENCH_PRIVATE_PG=0 uses a scratch database of BENCH_PG_BASE (127.0.0.1:5432).
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { migrate, MIGRATIONS_DIR } from '../dist/lib/platform/database/migrator.js';
-import { fmt, machine, PG_BASE } from './lib.mjs';
-import { startPrivatePostgres } from './private-pg.mjs';
-import { giveUpAfter } from './scratch-pg.mjs';
+import { fmt, machine } from './lib.mjs';
+import { applyMigration, giveUpAfter, migrationFiles, scratchDatabase } from './scratch-pg.mjs';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 200_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 100_000);
@@ -28,23 +21,12 @@ const PHASE_2 = ['0044', '0045', '0046', '0047'];
 const TABLES = ['messages', 'message_status_history', 'outbound_events', 'webhook_deliveries', 'webhook_delivery_attempts'];
 
 giveUpAfter('messaging-partition-migration', Number(process.env.BENCH_MAX_SECONDS ?? 900));
-const privatePg = process.env.BENCH_PRIVATE_PG === '0' ? undefined : await startPrivatePostgres();
-const base = privatePg?.baseUrl ?? PG_BASE;
-if (!['127.0.0.1', 'localhost'].includes(new URL(base).hostname)) throw new Error('BENCH_PG_BASE must point at this machine (loopback only)');
-const name = `onceline_bench_mmig_${randomBytes(4).toString('hex')}`;
-const url = new URL(base);
-url.pathname = `/${name}`;
-const before = mkdtempSync(join(tmpdir(), 'onceline-bench-mmig-'));
-const client = new pg.Client({ connectionString: url.toString() });
+const db = await scratchDatabase('onceline_bench_mmig', { before: PHASE_2[0] });
 try {
-  const files = readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql'));
-  for (const file of files.filter((f) => f < '0044')) copyFileSync(join(MIGRATIONS_DIR, file), join(before, file));
-  await migrate(url.toString(), before);
-  await client.connect();
-  const q = (sql, params) => client.query(sql, params);
+  const q = (sql, params) => db.client.query(sql, params);
 
   // Rows as the app writes them: ids minted by onceline_id(), created_at now().
-  let started = performance.now();
+  const started = performance.now();
   await q(`INSERT INTO accounts (id, name) VALUES ('acct_bench', 'bench')`);
   await q(
     `INSERT INTO messages (id, account_id, direction, from_number, to_number, text, status, segments, encoding, carrier, carrier_message_id)
@@ -79,31 +61,19 @@ try {
   const scansBefore = await seqScans();
 
   const lines = [];
-  for (const prefix of PHASE_2) {
-    const file = files.find((f) => f.startsWith(prefix));
-    const sql = readFileSync(join(MIGRATIONS_DIR, file), 'utf8');
-    started = performance.now();
-    await q('BEGIN');
-    await q(sql);
-    await q(`INSERT INTO schema_migrations (name) VALUES ($1)`, [file]);
-    await q('COMMIT');
-    lines.push(`  ${file}: ${fmt(performance.now() - started, 0)} ms${prefix === '0045' ? ' (SHARE UPDATE EXCLUSIVE: the app reads and writes meanwhile)' : ' (ACCESS EXCLUSIVE on its tables, the whole transaction)'}`);
+  for (const file of migrationFiles(PHASE_2)) {
+    const ms = await applyMigration(db.client, file);
+    lines.push(`  ${file}: ${fmt(ms, 0)} ms${file.startsWith('0045') ? ' (SHARE UPDATE EXCLUSIVE: the app reads and writes meanwhile)' : ' (ACCESS EXCLUSIVE on its tables, the whole transaction)'}`);
   }
   // Scans of each old table made by 0044-0047.
   await flushStats();
   const scansAfter = await seqScans();
   const swapScans = TABLES.map((t) => `${t} ${(scansAfter[`${t}_legacy`] ?? 0) - (scansBefore[t] ?? 0)}`).join(', ');
 
-  console.log(`messaging-partition-migration on ${privatePg ? 'a private PostgreSQL cluster (settings of the shared one)' : base.replace(/\/\/[^@]*@/, '//')}; ${machine()}`);
+  console.log(`messaging-partition-migration on ${db.where}; ${machine()}`);
   console.log(`BENCH_MESSAGES=${MESSAGES} BENCH_EVENTS=${EVENTS}: filled in ${fmt(filled / 1000, 1)} s: ${sizes.join('; ')}`);
   for (const line of lines) console.log(line);
   console.log(`  sequential scans of each old table by 0044-0047 (0045's VALIDATE is one, 0046/0047's one-page EXISTS probe another): ${swapScans}`);
 } finally {
-  await client.end().catch(() => undefined);
-  rmSync(before, { recursive: true, force: true });
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
-  await admin.end();
-  privatePg?.stop();
+  await db.close();
 }

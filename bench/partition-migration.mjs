@@ -8,34 +8,17 @@
 //
 // By default on a private PostgreSQL cluster (bench/private-pg.mjs); BENCH_PRIVATE_PG=0 uses a
 // scratch database of BENCH_PG_BASE (127.0.0.1:5432). Loopback only, bounded in time.
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { machine, PG_BASE } from './lib.mjs';
-import { startPrivatePostgres } from './private-pg.mjs';
-import { giveUpAfter } from './scratch-pg.mjs';
-import { migrate, MIGRATIONS_DIR } from '../dist/lib/platform/database/migrator.js';
+import { machine } from './lib.mjs';
+import { applyMigration, giveUpAfter, migrationFiles, scratchDatabase } from './scratch-pg.mjs';
 
 const USAGE = Number(process.env.BENCH_USAGE ?? 500_000);
 const CALLS = Number(process.env.BENCH_CALLS ?? 100_000);
-const FIRST = '0050';
-const LAST = '0055';
+const PHASE_2 = ['0050', '0051', '0052', '0053', '0054', '0055'];
 
 giveUpAfter('partition-migration', Number(process.env.BENCH_MAX_SECONDS ?? 900));
-const privatePg = process.env.BENCH_PRIVATE_PG === '0' ? undefined : await startPrivatePostgres();
-const base = privatePg?.baseUrl ?? PG_BASE;
-const name = `onceline_bench_mig2_${randomBytes(4).toString('hex')}`;
-const url = new URL(base);
-url.pathname = `/${name}`;
-const before = mkdtempSync(join(tmpdir(), 'onceline-bench-mig2-'));
-const client = new pg.Client({ connectionString: url.toString() });
+const db = await scratchDatabase('onceline_bench_mig2', { before: PHASE_2[0] });
 try {
-  for (const file of readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql') && f < FIRST)) copyFileSync(join(MIGRATIONS_DIR, file), join(before, file));
-  await migrate(url.toString(), before);
-  await client.connect();
-  const q = (sql, params) => client.query(sql, params);
+  const q = (sql, params) => db.client.query(sql, params);
   await q(`INSERT INTO accounts (id, name) VALUES ('acc_bench', 'bench')`);
   const filled = Date.now();
   await q(
@@ -64,22 +47,9 @@ try {
     `SELECT relname AS t, pg_size_pretty(pg_total_relation_size(oid)) AS size, reltuples::bigint AS rows FROM pg_class
       WHERE relname IN ('usage_records', 'calls', 'call_legs', 'call_timeline', 'call_transcript_fragments', 'call_command_sends') ORDER BY relname`,
   )).rows;
-  process.stdout.write(`partition-migration: ${machine()}; ${privatePg ? 'private PostgreSQL cluster' : base.replace(/\/\/[^@]*@/, '//')}; filled in ${((Date.now() - filled) / 1000).toFixed(1)} s\n`);
+  process.stdout.write(`partition-migration: ${machine()}; ${db.where}; filled in ${((Date.now() - filled) / 1000).toFixed(1)} s\n`);
   process.stdout.write(`  before: ${sizes.map((s) => `${s.t} ${s.size} (${s.rows} rows)`).join(', ')}\n`);
-  for (const file of readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql') && f >= FIRST && f.slice(0, 4) <= LAST).sort()) {
-    const sql = readFileSync(join(MIGRATIONS_DIR, file), 'utf8');
-    const started = process.hrtime.bigint();
-    await q('BEGIN');
-    await q(sql);
-    await q('COMMIT');
-    const ms = Number(process.hrtime.bigint() - started) / 1e6;
-    process.stdout.write(`  ${file}: ${ms.toFixed(0)} ms\n`);
-  }
+  for (const file of migrationFiles(PHASE_2)) process.stdout.write(`  ${file}: ${(await applyMigration(db.client, file)).toFixed(0)} ms\n`);
 } finally {
-  await client.end().catch(() => undefined);
-  rmSync(before, { recursive: true, force: true });
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect().then(() => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).catch(() => undefined);
-  await admin.end().catch(() => undefined);
-  privatePg?.stop();
+  await db.close();
 }

@@ -24,59 +24,44 @@ export function partitionsRan(plan: unknown, table: string): string[] {
 }
 
 /**
- * Runs `run` (the app, in this process) and, before each statement it sends that names one of
- * `tables`, runs that statement with the same values as EXPLAIN ANALYZE on a connection of the
- * test's own, in a transaction rolled back, and records the partitions its scans ran on; then the
- * statement goes on as the app sent it. The app's own statements are so read as they run, against
- * the state they run on (a statement of a transaction sees nothing that transaction wrote before
- * it: keep to paths whose watched statement comes first). The test's plan is a custom plan (its
- * values known when planning); a generic one prunes the same partitions when it starts.
+ * Runs `run` (the app, in this process) and, right before each statement it sends that names one
+ * of `tables`, runs that statement with the same values as EXPLAIN ANALYZE on the same connection,
+ * undone at once (in the app's transaction: between SAVEPOINT and ROLLBACK TO; outside one: between
+ * BEGIN and ROLLBACK), and records the partitions its scans ran on. The app's own statements are
+ * so read as they run, against the state they run on, their transaction's own writes and locks
+ * included. The test's plan is a custom plan (its values known when planning); a generic one
+ * prunes the same partitions when it starts.
  */
-export async function partitionsRead<T>(url: string, tables: string[], run: () => Promise<T>): Promise<{ result: T; statements: StatementReads[] }> {
-  const explainer = new pg.Client({ connectionString: url });
-  await explainer.connect();
-  const prototype = pg.Client.prototype as unknown as { query: (config: unknown, ...rest: unknown[]) => unknown };
+export async function partitionsRead<T>(tables: string[], run: () => Promise<T>): Promise<{ result: T; statements: StatementReads[] }> {
+  type Client = { query: (config: unknown, ...rest: unknown[]) => unknown; getTransactionStatus(): string | null };
+  const prototype = pg.Client.prototype as unknown as Client;
   const original = prototype.query;
-  const send = (sql: string, values?: unknown[]) => original.call(explainer, sql, values) as Promise<pg.QueryResult>;
-  // A row lock the app holds would make the EXPLAIN wait for the app, which waits for it: fail instead.
-  await send(`SET lock_timeout = '5s'`);
   const watched = new RegExp(`^\\s*(WITH|SELECT|UPDATE|INSERT|DELETE)\\b[\\s\\S]*\\b(${tables.join('|')})\\b`, 'i');
   const statements: StatementReads[] = [];
-  const errors: unknown[] = [];
-  let chain = Promise.resolve();
-  const explain = (text: string, values: unknown[]) => {
-    chain = chain.then(async () => {
-      await send('BEGIN');
-      try {
-        const { rows } = await send(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values);
-        const plan = rows[0]['QUERY PLAN'];
-        statements.push({ text: text.replace(/\s+/g, ' ').trim(), scanned: Object.fromEntries(tables.map((table) => [table, partitionsRan(plan, table)])) });
-      } catch (err) {
-        errors.push(err);
-      } finally {
-        await send('ROLLBACK');
-      }
-    });
-    return chain;
-  };
-  prototype.query = function (this: unknown, config: unknown, ...rest: unknown[]) {
+  const explained: Promise<unknown>[] = [];
+  prototype.query = function (this: Client, config: unknown, ...rest: unknown[]) {
     const text = typeof config === 'string' ? config : (config as { text?: string } | undefined)?.text;
-    if (this === explainer || !text || !watched.test(text)) return original.call(this, config, ...rest);
-    const values = (Array.isArray(rest[0]) ? rest[0] : (config as { values?: unknown[] }).values) ?? [];
-    const explained = explain(text, values);
-    if (rest.some((arg) => typeof arg === 'function')) {
-      void explained.then(() => original.call(this, config, ...rest));
-      return undefined;
+    const status = this.getTransactionStatus();
+    if (text && watched.test(text) && (status === 'I' || status === 'T')) {
+      // The status is the connection's after its last statement: right only when none is still queued.
+      const busy = this as unknown as { _queryQueue: unknown[]; _activeQuery: unknown };
+      if (busy._queryQueue.length > 0 || busy._activeQuery) explained.push(Promise.reject(new Error(`partitionsRead: sent behind a statement still running: ${text}`)));
+      const values = (Array.isArray(rest[0]) ? rest[0] : (config as { values?: unknown[] }).values) ?? [];
+      // Queued on this connection ahead of the app's statement, which runs after them as sent.
+      const send = (sql: string, params?: unknown[]) => original.call(this, sql, params) as Promise<pg.QueryResult>;
+      const [open, close] = status === 'T' ? ['SAVEPOINT partitions_read', 'ROLLBACK TO SAVEPOINT partitions_read'] : ['BEGIN', 'ROLLBACK'];
+      explained.push(send(open));
+      const plan = send(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values);
+      explained.push(plan.then(({ rows }) => statements.push({ text: text.replace(/\s+/g, ' ').trim(), scanned: Object.fromEntries(tables.map((table) => [table, partitionsRan(rows[0]['QUERY PLAN'], table)])) })));
+      explained.push(send(close));
     }
-    return explained.then(() => original.call(this, config, ...rest));
+    return original.call(this, config, ...rest);
   };
   try {
     const result = await run();
-    await chain;
-    if (errors.length > 0) throw errors[0];
+    await Promise.all(explained);
     return { result, statements };
   } finally {
     prototype.query = original;
-    await explainer.end();
   }
 }

@@ -57,7 +57,7 @@ describe('webhook delivery attempts: one partition by the event id the job carri
 
   const job = (deliveryId: string, attempt: number) =>
     t.db.pool.query(`SELECT job_id, data FROM outbox_jobs WHERE job_id = $1`, [attemptJobId({ id: deliveryId, round: 1, attempt })]).then((r) => r.rows[0]);
-  const run = (jobId: string) => partitionsRead(t.db.url, TABLES, () => t.app.app.get(JobRunner).run(WebhookDeliveryAttemptJob.name, jobId, 1));
+  const run = (jobId: string) => partitionsRead(TABLES, () => t.app.app.get(JobRunner).run(WebhookDeliveryAttemptJob.name, jobId, 1));
   const status = (id: string) => t.db.pool.query(`SELECT status FROM webhook_deliveries WHERE id = $1`, [id]).then((r) => r.rows[0].status);
   const partitionCount = async () => Number((await t.db.pool.query(`SELECT count(*) FROM pg_inherits WHERE inhparent = 'webhook_deliveries'::regclass`)).rows[0].count);
 

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { exec } from '../../platform/database/tx.js';
+import { createdAtOfId } from '../../platform/retention/id-partition-key.js';
 import type { QueuedCommand } from './call-control-commands.js';
 
 /** A command we may (still) send: when its command_id first went out, and how often it has. */
@@ -18,9 +19,11 @@ export interface CommandSend {
  *  - the voicemail's answer and recording: the call has not ended;
  *  - a hangup: always.
  */
+// The leg ($3) by its call's id ($2) too: call_legs is partitioned by its call's id time (migration 0055).
+const LEG_OF_CALL = `l.call_id = $2 AND ${createdAtOfId('$2', 'onceline_id_time(l.call_id)')}`;
 const WANTED = {
-  dial: `EXISTS (SELECT FROM call_legs l JOIN calls c ON c.id = l.call_id WHERE l.id = $3 AND l.ended_at IS NULL AND c.ended_at IS NULL AND c.status = 'ringing')`,
-  join: `EXISTS (SELECT FROM calls c JOIN call_legs l ON l.id = c.answered_leg WHERE c.id = $2 AND l.id = $3 AND l.ended_at IS NULL AND c.ended_at IS NULL)`,
+  dial: `EXISTS (SELECT FROM call_legs l JOIN calls c ON c.id = l.call_id WHERE l.id = $3 AND ${LEG_OF_CALL} AND l.ended_at IS NULL AND c.ended_at IS NULL AND c.status = 'ringing')`,
+  join: `EXISTS (SELECT FROM calls c JOIN call_legs l ON l.id = c.answered_leg WHERE c.id = $2 AND l.id = $3 AND ${LEG_OF_CALL} AND l.ended_at IS NULL AND c.ended_at IS NULL)`,
   call: `EXISTS (SELECT FROM calls c WHERE c.id = $2 AND c.ended_at IS NULL)`,
   always: 'true',
 } as const;

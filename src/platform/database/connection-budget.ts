@@ -10,12 +10,19 @@ import type { Pool, PoolClient } from 'pg';
 export type Lane = 'realtime' | 'bulk';
 
 /**
- * How soon a run of a lane gets the lane's next free connection: `now` (a call's commands: the
- * caller hears dead air until they are out), `soon` (a call's events, which decide those
- * commands), `later` (the rest: an inbound SMS's processing). Each in arrival order.
+ * How soon a run of a lane gets the lane's next free connection, a person on the line first:
+ * `now` (someone picked up and hears silence: a leg's answer and the join's commands), `soon`
+ * (a call in progress: its other events, a hand-off's dial, hangups, join timeouts), `next` (a
+ * new call: the caller's first event and its first dial), `later` (the rest: an inbound SMS's
+ * processing). Each in arrival order.
  */
-export type Urgency = 'now' | 'soon' | 'later';
-const URGENCIES: readonly Urgency[] = ['now', 'soon', 'later'];
+export type Urgency = 'now' | 'soon' | 'next' | 'later';
+const URGENCIES: readonly Urgency[] = ['now', 'soon', 'next', 'later'];
+
+/** The most urgent of `urgencies` (Urgency's order); `later` for none. */
+export function mostUrgent(urgencies: readonly Urgency[]): Urgency {
+  return URGENCIES.find((level) => urgencies.includes(level)) ?? 'later';
+}
 
 interface LaneRun {
   lane: Lane;
@@ -38,7 +45,7 @@ export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgency = 'later
 /** A counting semaphore: `limit` holders at once, the rest wait by urgency, each urgency in arrival order. */
 export class Gate {
   private holders = 0;
-  private readonly waiters: Record<Urgency, (() => void)[]> = { now: [], soon: [], later: [] };
+  private readonly waiters: Record<Urgency, (() => void)[]> = { now: [], soon: [], next: [], later: [] };
 
   constructor(readonly limit: number) {}
 

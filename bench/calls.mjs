@@ -109,7 +109,7 @@ const telnyx = http.createServer((req, res) => {
     }
     res.end(JSON.stringify({ data: { result: 'ok' } }));
     const action = /^\/v2\/calls\/([^/]+)\/actions\/([a-z_]+)$/.exec(req.url ?? '');
-    if (!known && action?.[2] === 'bridge') onBridge(decodeURIComponent(action[1]), body.command_id);
+    if (!known && action?.[2] === 'bridge') onBridge(decodeURIComponent(action[1]));
   });
 });
 await new Promise((r) => telnyx.listen(0, '127.0.0.1', r));
@@ -147,19 +147,15 @@ function onDial(body, controlId) {
       await Promise.all(ids.map((id) => deliver('call.hangup', hangup, id)));
     } else {
       call.answerSentAt = performance.now();
-      call.answerWallAt = Date.now();
-      call.answerIds = [randomUUID(), randomUUID()];
-      await Promise.all(call.answerIds.map((id) => deliver('call.answered', leg, id)));
+      await Promise.all([deliver('call.answered', leg), deliver('call.answered', leg)]);
     }
   }, RING_MS);
 }
 
-function onBridge(callerControlId, commandId) {
+function onBridge(callerControlId) {
   const [session, call] = sessionOfCaller(callerControlId);
   if (!call) return;
   call.bridged++;
-  call.bridgeCommandId = commandId;
-  call.bridgeWallAt = Date.now();
   if (call.answerSentAt !== undefined) {
     bridgeLatencies.push(performance.now() - call.answerSentAt);
     acrossKill('bridge', call.answerSentAt, performance.now());
@@ -174,8 +170,6 @@ const env = {
 };
 const countFile = values['count-statements'] ? `${os.tmpdir()}/onceline-bench-statements-${port}.json` : undefined;
 const readCounts = () => (countFile && existsSync(countFile) ? JSON.parse(readFileSync(countFile, 'utf8')) : {});
-const traceFile = process.env.BENCH_WAIT_TRACE ? `${os.tmpdir()}/onceline-wait-trace-${port}.json` : undefined;
-if (traceFile) env.ONCELINE_WAIT_TRACE = traceFile;
 const app = await startRole('all', countFile ? { ...env, BENCH_STATEMENT_COUNT_FILE: countFile } : env, {
   readyUrl: `${base}/health/ready`,
   nodeArgs: countFile ? ['--import', new URL('./statement-counter.mjs', import.meta.url).href] : [],
@@ -430,7 +424,6 @@ try {
 } finally {
   await pool.end().catch(() => undefined);
   await app.stop();
-  if (traceFile) { const r = await import('./wait-trace-report.mjs'); r.report(traceFile, handOffs, [...sessions.values()]); r.samplesReport(traceFile); }
   await spare?.stop();
   await smsLoad?.close();
   await smsCostLoad?.close();

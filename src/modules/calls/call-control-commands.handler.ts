@@ -11,7 +11,6 @@ import { CallCommandSends, type CommandSend } from './call-command-sends.js';
 import type { QueuedCommand } from './call-control-commands.js';
 import { CallFlow } from './call-flow.js';
 import { CallTransitions } from './call-transitions.js';
-import { alias, mark } from '../../platform/metrics/wait-trace.js';
 
 type Payload = PayloadOf<typeof CallControlCommandsJob>;
 
@@ -57,10 +56,8 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
     this.control = telnyx;
   }
 
-  async handle({ callId, commands }: Payload, { signal, jobId }: Partial<JobContext> = {}): Promise<void> {
+  async handle({ callId, commands }: Payload, { signal }: Partial<JobContext> = {}): Promise<void> {
     for (const command of commands as QueuedCommand[]) {
-      if (jobId) alias(`cmd:${command.commandId}`, jobId);
-      mark(`cmd:${command.commandId}`, 'h-start');
       const result = await this.send(callId, command, signal);
       if (result === 'not_wanted') continue;
       if (command.action === 'dial' && command.legId) await this.afterDial(command.leg.callId, command.legId, result);
@@ -84,13 +81,10 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
     const unanswered = { answered: 0, silent: 0 };
     for (;;) {
       signal?.throwIfAborted();
-      mark(`cmd:${command.commandId}`, 'claim');
       const send = await this.sends.claim(callId, command);
-      mark(`cmd:${command.commandId}`, 'claimed');
       if (!send) return 'not_wanted';
       if (!this.insideWindow(send, 0)) return { outcome: 'unanswered', detail: `not resent: ${send.sends - 1} sends already, the carrier's command_id window is closing` };
       const result = await this.control.send(command);
-      mark(`cmd:${command.commandId}`, 'http-done');
       if (result.outcome !== 'unanswered') return result;
       const delayMs = resendDelayMs(result, unanswered);
       if (delayMs === undefined || !this.insideWindow(send, delayMs)) return result;

@@ -13,7 +13,6 @@ import { callTurn, urgencyOf } from './carrier-event-processor.js';
 import { mostUrgent } from '../../platform/database/connection-budget.js';
 import { IngestMetrics } from './ingest-metrics.js';
 import { afterCommitJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
-import { alias, mark } from '../../platform/metrics/wait-trace.js';
 
 export type IngestStatus = 'accepted' | 'duplicate';
 
@@ -77,7 +76,6 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
 
   private async insert(items: AcceptedWebhook[]): Promise<IngestStatus[]> {
     const ids = items.map(() => newId(IdPrefix.CarrierEvent));
-    ids.forEach((id, i) => { mark(id, 'ingest-start'); mark(id, 'ingest-size', items.length); alias(`ce:${items[i].event.carrierEventId}`, id); });
     // Rows in key order, so two batches sharing keys lock them in the same order.
     const order = items.map((_, i) => i).sort((a, b) => compareKeys(items[a], items[b]));
     // The whole batch as one JSON parameter: JSON.stringify escapes the bodies natively, where
@@ -124,7 +122,6 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
       // A batch holds calls' events or others only (write() batches them apart).
       { urgency: mostUrgent(items.map((item) => urgencyOf(item.event))) },
     );
-    ids.forEach((id) => mark(id, 'ingest-done'));
     this.outbox.jobsWritten(rows[0]?.jobs ?? 0);
     const inserted = new Set(rows.map((r) => r.id));
     return ids.map((id) => (inserted.has(id) ? 'accepted' : 'duplicate'));

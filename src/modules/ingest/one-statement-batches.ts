@@ -15,7 +15,6 @@ import { ProcessCarrierEventJob } from './ingest.jobs.js';
 import { buildBatchStatement } from './one-statement-build.js';
 import { afterCommitJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
 import { createdAtOfIds } from '../../platform/retention/id-partition-key.js';
-import { mark } from '../../platform/metrics/wait-trace.js';
 
 /** One process-carrier-event job run waiting for a batch. */
 interface BatchedRun {
@@ -111,9 +110,7 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
 
   private async runDistinct(handling: SetsHandling, runs: BatchedRun[]): Promise<BatchOutcome<BatchedOutcome>[]> {
     try {
-      for (const run of runs) { mark(run.jobId, 'set-batch'); mark(run.jobId, 'set-size', runs.length); }
       const { claimed, unready } = await retryingLockConflicts(() => this.write(handling, runs));
-      for (const run of runs) mark(run.jobId, claimed.has(run.jobId) ? 'set-done' : 'set-left');
       // Not ready: nothing written, its job unclaimed; the general path retries it later.
       return runs.map((run) => ({ ok: true, value: claimed.has(run.jobId) ? 'completed' : unready.has(run.jobId) ? undefined : 'skipped' }));
     } catch (err) {
@@ -132,7 +129,7 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
     // hand-off's dial) run here once the statement returns; with too few places free they are
     // written due now, for the relay.
     const job = handling.afterCommit ?? WebhookDeliveryAttemptJob;
-    const result = await this.afterCommit.aroundStatement(job, runs.length, stmt, () => { for (const run of runs) mark(run.jobId, 'set-stmt'); return this.writeStatement(stmt, handling, runs); }, (written) => written.afterCommit, { urgency: handling.afterCommit?.urgency });
+    const result = await this.afterCommit.aroundStatement(job, runs.length, stmt, () => this.writeStatement(stmt, handling, runs), (written) => written.afterCommit, { urgency: handling.afterCommit?.urgency });
     this.outbox.jobsWritten(result.jobs);
     return { claimed: new Set(result.claimed), unready: new Set(result.unready ?? []) };
   }
@@ -161,7 +158,6 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
            RETURNING c.id AS consumed_event_id`,
       );
     });
-    for (const run of runs) mark(run.jobId, 'set-query');
     const [result] = await this.statements.query<BatchStatementResult>(
       stmt.text(
         `SELECT (SELECT coalesce(jsonb_agg(job_id), '[]'::jsonb) FROM ${claimed}) AS claimed${unready},

@@ -1,6 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Pool, PoolClient } from 'pg';
-import { clock, mark, sample } from '../metrics/wait-trace.js';
 
 /**
  * A lane of background work: `realtime` is what a caller hears (call events, call commands, join
@@ -30,7 +29,6 @@ interface LaneRun {
   urgency: Urgency;
   /** Connections this run holds through its lane's budget (a nested one goes straight to the pool). */
   holding: number;
-  trace?: string;
 }
 
 const currentRun = new AsyncLocalStorage<LaneRun>();
@@ -40,8 +38,8 @@ const currentRun = new AsyncLocalStorage<LaneRun>();
  * budget, and it waits for them by its `urgency`: a call's commands and events never wait behind
  * an inbound SMS burst's processing, and a call's next command behind no other call's events.
  */
-export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgency = 'later' as Urgency, trace }: { urgency?: Urgency; trace?: string } = {}): Promise<T> {
-  return currentRun.run({ lane, holding: 0, urgency, trace }, work);
+export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgency = 'later' as Urgency } = {}): Promise<T> {
+  return currentRun.run({ lane, holding: 0, urgency }, work);
 }
 
 /** A counting semaphore: `limit` holders at once, the rest wait by urgency, each urgency in arrival order. */
@@ -123,10 +121,7 @@ export class ConnectionBudget {
         run.holding--;
         gate.release();
       };
-      mark(run.trace, 'gate-wait');
-      const asked = clock();
-      const ahead = gate.waitingAhead(run.urgency);
-      const acquired = gate.acquire(run.urgency).then(() => { mark(run.trace, 'gate-got'); sample(`gate-wait ${run.lane} ${run.urgency}`, clock() - asked); sample(`gate-ahead ${run.lane} ${run.urgency}`, ahead); });
+      const acquired = gate.acquire(run.urgency);
       if (cb) {
         void acquired.then(() => {
           connect((err, client, release) => {

@@ -10,7 +10,6 @@ import { JobRegistry } from './job-registry.js';
 import { JobRunner } from './job-runner.js';
 import { StatementJobs } from './statement-jobs.js';
 import { OutboxMetrics } from './outbox-metrics.js';
-import { mark, sample } from '../metrics/wait-trace.js';
 
 /** How many times the lane's places work more urgent than `later` may hold (AfterCommitJobs.reserve). */
 const URGENT_PLACES = 4;
@@ -114,11 +113,7 @@ export class AfterCommitJobs {
     if (!job.runsAfterCommit || !this.queues.has(job.queue)) return undefined;
     const lane = job.lane;
     const limit = this.placesOf(lane) * (urgency !== 'later' ? URGENT_PLACES : 1);
-    if (places < 1 || this.reserved[lane] + places > limit) {
-      sample(`reserve-refused ${job.name} ${urgency}`, this.reserved[lane]);
-      return undefined;
-    }
-    sample(`reserved ${lane}`, this.reserved[lane]);
+    if (places < 1 || this.reserved[lane] + places > limit) return undefined;
     this.reserved[lane] += places;
     let held = places;
     let settled = false;
@@ -130,7 +125,6 @@ export class AfterCommitJobs {
       run: (jobs) => {
         settle();
         // Places the statement did not use come back now, the rest once its jobs have run.
-        for (const job of jobs) mark(job.jobId, 'handed');
         const used = Math.min(held, jobs.length);
         this.giveBack(lane, held - used);
         held = used;
@@ -284,7 +278,6 @@ export class AfterCommitJobs {
 
   private async runOne({ name, jobId, prefetched, payload, urgency }: AfterCommitJob): Promise<void> {
     const queue = this.registry.spec(name).queue;
-    mark(jobId, 'turn');
     try {
       const outcome = await this.runner.run(name, jobId, 1, { prefetched, payload, urgency });
       this.metrics.jobOutcomes.inc({ queue, name, outcome });

@@ -7,7 +7,6 @@ import { UnitOfWork } from '../database/unit-of-work.js';
 import { PermanentJobError, RecordAfterRollbackError, type RunOutcome } from './job-handler.js';
 import { JobRegistry } from './job-registry.js';
 import { claimJobSql, completeJobSql, pendingJobSql } from './job-sql.js';
-import { mark } from '../metrics/wait-trace.js';
 
 
 /** How one run starts (JobRunner.run). */
@@ -42,7 +41,7 @@ export class JobRunner {
   run(name: string, jobId: string, attempt: number, { prefetched, payload, urgency }: RunOptions = {}): Promise<RunOutcome> {
     const spec = this.registry.spec(name);
     urgency ??= payload !== undefined ? spec.urgencyOf?.(payload as never) : undefined;
-    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: urgency ?? spec.urgency ?? 'later', trace: jobId });
+    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: urgency ?? spec.urgency ?? 'later' });
   }
 
   private async runInLane(name: string, jobId: string, attempt: number, prefetched?: unknown, payload?: unknown): Promise<RunOutcome> {
@@ -50,25 +49,20 @@ export class JobRunner {
     // The fast path, where the handler has one: the whole job in one statement, or nothing
     // written and the general path below.
     const { signal } = this.stopping;
-    mark(jobId, 'fast-start');
     const fast = await handler.runInOneStatement?.(jobId, { jobId, attempt, prefetched, signal });
-    mark(jobId, 'fast-end');
     if (fast) return fast;
     if (this.registry.spec(name).mode === 'transactional') {
       try {
-        mark(jobId, 'tx-start');
         return await this.uow.run(async (tx) => {
           // Claims the job: only one run can move completed_at off NULL, and a twin run blocks on
           // this row lock until the first commits, then finds nothing to claim. The handler's
           // withClaim rides in the same statement, evaluated only for the job claimed.
           const also = handler.withClaim?.('outbox_jobs.data');
           const { rows } = await exec<{ data: never; claimed?: unknown }>(tx, claimJobSql('$1', 'true', also && `(${also}) AS claimed`), [jobId]);
-          mark(jobId, 'tx-claimed');
           if (rows.length === 0) return 'skipped';
           await handler.handle(rows[0].data, { jobId, attempt, tx, signal, claimed: rows[0].claimed });
-          mark(jobId, 'tx-handled');
           return 'completed';
-        }).finally(() => mark(jobId, 'tx-end'));
+        });
       } catch (err) {
         if (!(err instanceof RecordAfterRollbackError)) throw err;
         // The handler's transaction rolled back, its claim with it: the failure is the job's

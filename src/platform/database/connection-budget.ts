@@ -42,6 +42,16 @@ export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgency = 'later
   return currentRun.run({ lane, holding: 0, urgency }, work);
 }
 
+/**
+ * From here on, the current run (inLane) waits for its connections as `urgency` if that is more
+ * urgent than its own: a dial job once the carrier has the dial, whose result the leg's own events
+ * (which the carrier sends next, and which go `now` or `soon`) would otherwise find unrecorded.
+ */
+export function hurry(urgency: Urgency): void {
+  const run = currentRun.getStore();
+  if (run) run.urgency = mostUrgent([run.urgency, urgency]);
+}
+
 /** A counting semaphore: `limit` holders at once, the rest wait by urgency, each urgency in arrival order. */
 export class Gate {
   private holders = 0;

@@ -18,7 +18,8 @@ export const CallControlCommandsJob = defineJob<{ callId: string | null; command
 /**
  * A person on the line first (Urgency): the join of a leg that answered (answer, bridge,
  * transcription: someone hears silence until it is out) `now`; a new call's first dial (the first
- * try of the plan's first target) `next`; any other (a hand-off's dial, hangups) `soon`.
+ * try of the plan's first target: the call is decided, only the send is left) `next`, before
+ * other new calls' first events (`new`); any other (a hand-off's dial, hangups) `soon`.
  */
 function commandsUrgency({ commands }: { commands: { action?: string; leg?: { target?: number; attempt?: number } }[] }): Urgency {
   if (commands.some((command) => command.action === 'answer' || command.action === 'bridge' || command.action === 'transcription_start')) return 'now';

@@ -48,7 +48,7 @@ export class IngestService {
       // inbound SMS backlog refuses the SMS, never a call's next step; and a new call waits
       // behind the calls in progress, so their backlog refuses new calls first.
       const urgency = urgencyOf(accepted.event);
-      if ((urgency === 'later' || urgency === 'next') && this.laneBacklogged(urgency)) throw this.overloaded();
+      if ((urgency === 'later' || urgency === 'new') && this.laneBacklogged(urgency)) throw this.overloaded();
       return await this.store(accepted);
     } finally {
       this.pending--;

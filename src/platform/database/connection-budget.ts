@@ -13,11 +13,12 @@ export type Lane = 'realtime' | 'bulk';
  * How soon a run of a lane gets the lane's next free connection, a person on the line first:
  * `now` (someone picked up and hears silence: a leg's answer and the join's commands), `soon`
  * (a call in progress: its other events, a hand-off's dial, hangups, join timeouts), `next` (a
- * new call: the caller's first event and its first dial), `later` (the rest: an inbound SMS's
+ * new call's first dial: decided, only its send is left), `new` (a new call's first event: the
+ * caller's call.initiated, which decides that dial), `later` (the rest: an inbound SMS's
  * processing). Each in arrival order.
  */
-export type Urgency = 'now' | 'soon' | 'next' | 'later';
-const URGENCIES: readonly Urgency[] = ['now', 'soon', 'next', 'later'];
+export type Urgency = 'now' | 'soon' | 'next' | 'new' | 'later';
+const URGENCIES: readonly Urgency[] = ['now', 'soon', 'next', 'new', 'later'];
 
 /** The most urgent of `urgencies` (Urgency's order); `later` for none. */
 export function mostUrgent(urgencies: readonly Urgency[]): Urgency {
@@ -55,7 +56,7 @@ export function hurry(urgency: Urgency): void {
 /** A counting semaphore: `limit` holders at once, the rest wait by urgency, each urgency in arrival order. */
 export class Gate {
   private holders = 0;
-  private readonly waiters: Record<Urgency, (() => void)[]> = { now: [], soon: [], next: [], later: [] };
+  private readonly waiters: Record<Urgency, (() => void)[]> = { now: [], soon: [], next: [], new: [], later: [] };
 
   constructor(readonly limit: number) {}
 

@@ -275,8 +275,8 @@ describe('events of one call in arrival order, with nothing run after commit', (
     expect(await events()).toBe(before + 1);
     // Three new calls' runs waiting as well: a new call is refused; an event of a call in progress
     // would wait behind none of them (they go after it): stored.
-    const takenNew = Array.from({ length: 3 }, () => gate.acquire('next'));
-    expect(gate.waitingAhead('next')).toBe(3);
+    const takenNew = Array.from({ length: 3 }, () => gate.acquire('new'));
+    expect(gate.waitingAhead('new')).toBe(3);
     const third = { session: `backlogged-${randomUUID()}`, caller: `v3:caller-${randomUUID()}`, from: CALLER, to: RING };
     expect(await voice.callerEvent(third, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(503);
     expect(await voice.callerEvent(first, 'call.hangup', { hangup_cause: 'normal_clearing' })).toBe(200);

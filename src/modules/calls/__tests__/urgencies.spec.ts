@@ -16,13 +16,13 @@ const leg = (target: number, attempt = 1) => ({ callId: 'call-1', target, attemp
 const commandsUrgency = (commands: object[]) => CallControlCommandsJob.urgencyOf!({ callId: 'call-1', commands } as never);
 
 describe('a person on the line first (Urgency of call work)', () => {
-  it("a leg's answer and its call.initiated are served now, the rest of a call in progress soon, a new call next, anything else later", () => {
+  it("a leg's answer and its call.initiated are served now, the rest of a call in progress soon, a new call's first event new, anything else later", () => {
     expect(urgencyOf(callEvent('call.answered', leg(2)))).toBe('now');
     expect(urgencyOf(callEvent('call.initiated', leg(1)))).toBe('now');
     expect(urgencyOf(callEvent('call.hangup', leg(0)))).toBe('soon');
     expect(urgencyOf(callEvent('call.bridged'))).toBe('soon');
     expect(urgencyOf(callEvent('call.hangup'))).toBe('soon');
-    expect(urgencyOf(callEvent('call.initiated'))).toBe('next');
+    expect(urgencyOf(callEvent('call.initiated'))).toBe('new');
     expect(urgencyOf({ carrier: 'telnyx', carrierEventId: 'sms', occurredAt: new Date().toISOString(), kind: 'message.received' } as NormalizedEvent)).toBe('later');
   });
 
@@ -35,7 +35,8 @@ describe('a person on the line first (Urgency of call work)', () => {
   });
 
   it('a batch of runs takes the urgency of its most urgent', () => {
-    expect(mostUrgent(['later', 'next', 'soon'])).toBe('soon');
+    expect(mostUrgent(['later', 'new', 'next', 'soon'])).toBe('soon');
+    expect(mostUrgent(['later', 'new', 'next'])).toBe('next');
     expect(mostUrgent(['next', 'now'])).toBe('now');
     expect(mostUrgent([])).toBe('later');
   });

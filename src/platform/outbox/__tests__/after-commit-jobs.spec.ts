@@ -126,7 +126,7 @@ describe('AfterCommitJobs lanes and turns', () => {
     expect(jobsHere.reserve(Realtime)).toBeUndefined();
     expect(jobsHere.reserve(Realtime, 20, { urgency: 'soon' })).toBeDefined(); // calls' events
     expect(jobsHere.reserve(OtherRealtime, 3, { urgency: 'now' })).toBeDefined(); // calls' commands
-    expect(jobsHere.reserve(Realtime, 1, { urgency: 'next' })).toBeDefined(); // a new call
+    expect(jobsHere.reserve(Realtime, 1, { urgency: 'new' })).toBeDefined(); // a new call
     expect(jobsHere.reserve(Realtime, 1, { urgency: 'soon' })).toBeUndefined(); // 4 × 8 places: all taken
   });
 

@@ -28,6 +28,8 @@ export function mostUrgent(urgencies: readonly Urgency[]): Urgency {
 interface LaneRun {
   lane: Lane;
   urgency: Urgency;
+  /** It sends what is decided (an external job: a call's commands): ahead of runs of its urgency that decide. */
+  sends: boolean;
   /** Connections this run holds through its lane's budget (a nested one goes straight to the pool). */
   holding: number;
 }
@@ -39,8 +41,8 @@ const currentRun = new AsyncLocalStorage<LaneRun>();
  * budget, and it waits for them by its `urgency`: a call's commands and events never wait behind
  * an inbound SMS burst's processing, and a call's next command behind no other call's events.
  */
-export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgency = 'later' as Urgency } = {}): Promise<T> {
-  return currentRun.run({ lane, holding: 0, urgency }, work);
+export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgency = 'later' as Urgency, sends = false } = {}): Promise<T> {
+  return currentRun.run({ lane, holding: 0, urgency, sends }, work);
 }
 
 /**
@@ -53,10 +55,16 @@ export function hurry(urgency: Urgency): void {
   if (run) run.urgency = mostUrgent([run.urgency, urgency]);
 }
 
-/** A counting semaphore: `limit` holders at once, the rest wait by urgency, each urgency in arrival order. */
+/**
+ * A counting semaphore: `limit` holders at once, the rest wait by urgency, and within an urgency
+ * what sends a decision (`sends`: a join's or a hand-off's commands) before what decides (other
+ * calls' answers, leg hangups), each in arrival order: what is decided goes out before more is decided.
+ */
 export class Gate {
   private holders = 0;
-  private readonly waiters: Record<Urgency, (() => void)[]> = { now: [], soon: [], next: [], new: [], later: [] };
+  private readonly waiters: Record<Urgency, { sends: (() => void)[]; decides: (() => void)[] }> = {
+    now: { sends: [], decides: [] }, soon: { sends: [], decides: [] }, next: { sends: [], decides: [] }, new: { sends: [], decides: [] }, later: { sends: [], decides: [] },
+  };
 
   constructor(readonly limit: number) {}
 
@@ -68,7 +76,7 @@ export class Gate {
   waitingAhead(urgency: Urgency): number {
     let ahead = 0;
     for (const level of URGENCIES) {
-      ahead += this.waiters[level].length;
+      ahead += this.waiters[level].sends.length + this.waiters[level].decides.length;
       if (level === urgency) break;
     }
     return ahead;
@@ -78,17 +86,17 @@ export class Gate {
     return this.holders;
   }
 
-  acquire(urgency: Urgency = 'later'): Promise<void> {
+  acquire(urgency: Urgency = 'later', { sends = false } = {}): Promise<void> {
     if (this.holders < this.limit) {
       this.holders++;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiters[urgency].push(resolve));
+    return new Promise((resolve) => this.waiters[urgency][sends ? 'sends' : 'decides'].push(resolve));
   }
 
   release(): void {
     let next: (() => void) | undefined;
-    for (const level of URGENCIES) if ((next = this.waiters[level].shift())) break;
+    for (const level of URGENCIES) if ((next = this.waiters[level].sends.shift() ?? this.waiters[level].decides.shift())) break;
     // The place passes straight to the next waiter: the count stays.
     if (next) next();
     else this.holders--;
@@ -132,7 +140,7 @@ export class ConnectionBudget {
         run.holding--;
         gate.release();
       };
-      const acquired = gate.acquire(run.urgency);
+      const acquired = gate.acquire(run.urgency, { sends: run.sends });
       if (cb) {
         void acquired.then(() => {
           connect((err, client, release) => {

@@ -41,7 +41,7 @@ export class JobRunner {
   run(name: string, jobId: string, attempt: number, { prefetched, payload, urgency }: RunOptions = {}): Promise<RunOutcome> {
     const spec = this.registry.spec(name);
     urgency ??= payload !== undefined ? spec.urgencyOf?.(payload as never) : undefined;
-    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: urgency ?? spec.urgency ?? 'later' });
+    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: urgency ?? spec.urgency ?? 'later', sends: spec.mode === 'external' });
   }
 
   private async runInLane(name: string, jobId: string, attempt: number, prefetched?: unknown, payload?: unknown): Promise<RunOutcome> {

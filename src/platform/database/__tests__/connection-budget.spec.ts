@@ -34,6 +34,22 @@ describe('Gate (a lane budget)', () => {
     expect(gate.held).toBe(1);
   });
 
+  it('within an urgency, gives a freed place to what sends a decision (an external job) before what decides, each in arrival order', async () => {
+    const gate = new Gate(1);
+    await gate.acquire();
+    const given: string[] = [];
+    const waitAs = (name: string, urgency: Urgency, sends = false) => gate.acquire(urgency, { sends }).then(() => void given.push(name));
+    const all = [waitAs('answer-1', 'now'), waitAs('hangup-1', 'soon'), waitAs('join-1', 'now', true), waitAs('answer-2', 'now'), waitAs('hand-off-dial', 'soon', true), waitAs('join-2', 'now', true)];
+    expect([gate.waitingAhead('now'), gate.waitingAhead('soon')]).toEqual([4, 6]);
+    for (let i = 0; i < all.length; i++) {
+      gate.release();
+      await Promise.resolve();
+      await Promise.resolve();
+    }
+    await Promise.all(all);
+    expect(given).toEqual(['join-1', 'join-2', 'answer-1', 'answer-2', 'hand-off-dial', 'hangup-1']);
+  });
+
   it('takes a free place at once, whatever its urgency, up to its limit', async () => {
     const gate = new Gate(2);
     await gate.acquire();

@@ -11,6 +11,7 @@ import { CallCommandSends, type CommandSend } from './call-command-sends.js';
 import type { QueuedCommand } from './call-control-commands.js';
 import { CallFlow } from './call-flow.js';
 import { CallTransitions } from './call-transitions.js';
+import { hurry } from '../../platform/database/connection-budget.js';
 
 type Payload = PayloadOf<typeof CallControlCommandsJob>;
 
@@ -60,6 +61,9 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
     for (const command of commands as QueuedCommand[]) {
       const result = await this.send(callId, command, signal);
       if (result === 'not_wanted') continue;
+      // The carrier has it: what the result records (a dial's leg) goes before the leg's own
+      // events, which come next (a new call's first dial waits for its send as `next`).
+      hurry('now');
       if (command.action === 'dial' && command.legId) await this.afterDial(command.leg.callId, command.legId, result);
       else if (result.outcome !== 'done') this.logger.warn(`${command.action} ${command.commandId} ${result.outcome}: ${describe(result)}`);
     }

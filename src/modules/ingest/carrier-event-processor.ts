@@ -58,11 +58,17 @@ interface LockedEvent {
 }
 
 /**
- * How soon an event's processing gets a connection of its lane (Urgency): a call's event `soon`
- * (its hand-off is what a caller hears), any other (an inbound SMS, a receipt) `later`.
+ * How soon an event's processing gets a connection of its lane (Urgency), a person on the line
+ * first: a leg's answer `now` (someone picked up and hears silence until the bridge), and so the
+ * call.initiated of a leg we dialed (its answer, if it comes, waits for it in the call's turn); a
+ * new call's first event (the caller's call.initiated) `new`; any other event of a call `soon`
+ * (a hand-off is what a caller hears next); any other event (an inbound SMS, a receipt) `later`.
  */
 export function urgencyOf(event: NormalizedEvent | undefined): Urgency {
-  return callTurn(event) !== undefined ? 'soon' : 'later';
+  if (event === undefined || callTurn(event) === undefined) return 'later';
+  if (event.kind === 'call.answered') return 'now';
+  if (event.kind !== 'call.initiated') return 'soon';
+  return 'ourLeg' in event && event.ourLeg ? 'now' : 'new';
 }
 
 /** Errors the whole job should be retried for (by BullMQ): the database, not the event, failed. */

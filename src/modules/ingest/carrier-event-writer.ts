@@ -10,6 +10,7 @@ import { AfterCommitJobs, type AfterCommitJob } from '../../platform/outbox/afte
 import { ProcessCarrierEventJob } from './ingest.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { callTurn, urgencyOf } from './carrier-event-processor.js';
+import { mostUrgent } from '../../platform/database/connection-budget.js';
 import { IngestMetrics } from './ingest-metrics.js';
 import { afterCommitJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
 
@@ -66,7 +67,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
 
   /** Resolves after the commit that holds this delivery's row (or shows it was already stored). */
   write(accepted: AcceptedWebhook): Promise<IngestStatus> {
-    return this.batches[urgencyOf(accepted.event) === 'soon' ? 'soon' : 'later'].submit(accepted);
+    return this.batches[urgencyOf(accepted.event) === 'later' ? 'later' : 'soon'].submit(accepted);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -139,8 +140,8 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
             const event = stored.get(job.jobId);
             return { ...job, prefetched: event, turn: callTurn(event?.normalized), urgency: urgencyOf(event?.normalized) };
           }),
-      // A batch is of one urgency (write() batches calls' events apart).
-      { urgency: urgencyOf(items[0].event) },
+      // A batch holds calls' events or others only (write() batches them apart).
+      { urgency: mostUrgent(items.map((item) => urgencyOf(item.event))) },
     );
     this.outbox.jobsWritten(rows[0]?.jobs ?? 0);
     const inserted = new Set(rows.map((r) => r.id));

@@ -45,8 +45,10 @@ export class IngestService {
     try {
       const accepted = await this.accept(adapter, webhook);
       // A call's event waits only behind other calls' work (the lane serves it first), so an
-      // inbound SMS backlog refuses the SMS, never a call's next step.
-      if (urgencyOf(accepted.event) === 'later' && this.laneBacklogged('later')) throw this.overloaded();
+      // inbound SMS backlog refuses the SMS, never a call's next step; and a new call waits
+      // behind the calls in progress, so their backlog refuses new calls first.
+      const urgency = urgencyOf(accepted.event);
+      if ((urgency === 'later' || urgency === 'new') && this.laneBacklogged(urgency)) throw this.overloaded();
       return await this.store(accepted);
     } finally {
       this.pending--;

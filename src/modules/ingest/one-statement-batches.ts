@@ -9,7 +9,9 @@ import type { RunOutcome } from '../../platform/outbox/job-handler.js';
 import { claimLockedJobsSql, lockJobsSql } from '../../platform/outbox/job-sql.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import type { SetsHandling, StoredCarrierEvent } from './carrier-event-handlers.js';
-import { isTransient } from './carrier-event-processor.js';
+import { isTransient, urgencyOf } from './carrier-event-processor.js';
+import { inLane, mostUrgent } from '../../platform/database/connection-budget.js';
+import { ProcessCarrierEventJob } from './ingest.jobs.js';
 import { buildBatchStatement } from './one-statement-build.js';
 import { afterCommitJobs, newJobsCount } from '../../platform/outbox/statement-jobs.js';
 import { createdAtOfIds } from '../../platform/retention/id-partition-key.js';
@@ -66,7 +68,12 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
   run(batch: string, handling: SetsHandling, jobId: string, event: StoredCarrierEvent): Promise<BatchedOutcome> {
     let committer = this.committers.get(batch);
     if (!committer) {
-      committer = new GroupCommitter((runs) => this.runBatch(handling, runs), BATCH);
+      // The statement's connections come in the order of its most urgent run (a won answer's
+      // before hand-offs, before new calls, before inbound SMS), whichever run started the batch.
+      committer = new GroupCommitter(
+        (runs) => inLane(ProcessCarrierEventJob.lane, () => this.runBatch(handling, runs), { urgency: mostUrgent(runs.map((run) => urgencyOf(run.event.normalized))) }),
+        BATCH,
+      );
       this.committers.set(batch, committer);
     }
     return committer.submit({ jobId, event });

@@ -10,16 +10,26 @@ import type { Pool, PoolClient } from 'pg';
 export type Lane = 'realtime' | 'bulk';
 
 /**
- * How soon a run of a lane gets the lane's next free connection: `now` (a call's commands: the
- * caller hears dead air until they are out), `soon` (a call's events, which decide those
- * commands), `later` (the rest: an inbound SMS's processing). Each in arrival order.
+ * How soon a run of a lane gets the lane's next free connection, a person on the line first:
+ * `now` (someone picked up and hears silence: a leg's answer and the join's commands), `soon`
+ * (a call in progress: its other events, a hand-off's dial, hangups, join timeouts), `next` (a
+ * new call's first dial: decided, only its send is left), `new` (a new call's first event: the
+ * caller's call.initiated, which decides that dial), `later` (the rest: an inbound SMS's
+ * processing). Each in arrival order.
  */
-export type Urgency = 'now' | 'soon' | 'later';
-const URGENCIES: readonly Urgency[] = ['now', 'soon', 'later'];
+export type Urgency = 'now' | 'soon' | 'next' | 'new' | 'later';
+const URGENCIES: readonly Urgency[] = ['now', 'soon', 'next', 'new', 'later'];
+
+/** The most urgent of `urgencies` (Urgency's order); `later` for none. */
+export function mostUrgent(urgencies: readonly Urgency[]): Urgency {
+  return URGENCIES.find((level) => urgencies.includes(level)) ?? 'later';
+}
 
 interface LaneRun {
   lane: Lane;
   urgency: Urgency;
+  /** It sends what is decided (an external job: a call's commands): ahead of runs of its urgency that decide. */
+  sends: boolean;
   /** Connections this run holds through its lane's budget (a nested one goes straight to the pool). */
   holding: number;
 }
@@ -31,14 +41,30 @@ const currentRun = new AsyncLocalStorage<LaneRun>();
  * budget, and it waits for them by its `urgency`: a call's commands and events never wait behind
  * an inbound SMS burst's processing, and a call's next command behind no other call's events.
  */
-export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgency = 'later' as Urgency } = {}): Promise<T> {
-  return currentRun.run({ lane, holding: 0, urgency }, work);
+export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgency = 'later' as Urgency, sends = false } = {}): Promise<T> {
+  return currentRun.run({ lane, holding: 0, urgency, sends }, work);
 }
 
-/** A counting semaphore: `limit` holders at once, the rest wait by urgency, each urgency in arrival order. */
+/**
+ * From here on, the current run (inLane) waits for its connections as `urgency` if that is more
+ * urgent than its own: a dial job once the carrier has the dial, whose result the leg's own events
+ * (which the carrier sends next, and which go `now` or `soon`) would otherwise find unrecorded.
+ */
+export function hurry(urgency: Urgency): void {
+  const run = currentRun.getStore();
+  if (run) run.urgency = mostUrgent([run.urgency, urgency]);
+}
+
+/**
+ * A counting semaphore: `limit` holders at once, the rest wait by urgency, and within an urgency
+ * what sends a decision (`sends`: a join's or a hand-off's commands) before what decides (other
+ * calls' answers, leg hangups), each in arrival order: what is decided goes out before more is decided.
+ */
 export class Gate {
   private holders = 0;
-  private readonly waiters: Record<Urgency, (() => void)[]> = { now: [], soon: [], later: [] };
+  private readonly waiters: Record<Urgency, { sends: (() => void)[]; decides: (() => void)[] }> = {
+    now: { sends: [], decides: [] }, soon: { sends: [], decides: [] }, next: { sends: [], decides: [] }, new: { sends: [], decides: [] }, later: { sends: [], decides: [] },
+  };
 
   constructor(readonly limit: number) {}
 
@@ -50,7 +76,7 @@ export class Gate {
   waitingAhead(urgency: Urgency): number {
     let ahead = 0;
     for (const level of URGENCIES) {
-      ahead += this.waiters[level].length;
+      ahead += this.waiters[level].sends.length + this.waiters[level].decides.length;
       if (level === urgency) break;
     }
     return ahead;
@@ -60,17 +86,17 @@ export class Gate {
     return this.holders;
   }
 
-  acquire(urgency: Urgency = 'later'): Promise<void> {
+  acquire(urgency: Urgency = 'later', { sends = false } = {}): Promise<void> {
     if (this.holders < this.limit) {
       this.holders++;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiters[urgency].push(resolve));
+    return new Promise((resolve) => this.waiters[urgency][sends ? 'sends' : 'decides'].push(resolve));
   }
 
   release(): void {
     let next: (() => void) | undefined;
-    for (const level of URGENCIES) if ((next = this.waiters[level].shift())) break;
+    for (const level of URGENCIES) if ((next = this.waiters[level].sends.shift() ?? this.waiters[level].decides.shift())) break;
     // The place passes straight to the next waiter: the count stays.
     if (next) next();
     else this.holders--;
@@ -114,7 +140,7 @@ export class ConnectionBudget {
         run.holding--;
         gate.release();
       };
-      const acquired = gate.acquire(run.urgency);
+      const acquired = gate.acquire(run.urgency, { sends: run.sends });
       if (cb) {
         void acquired.then(() => {
           connect((err, client, release) => {

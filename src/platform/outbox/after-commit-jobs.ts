@@ -11,6 +11,9 @@ import { JobRunner } from './job-runner.js';
 import { StatementJobs } from './statement-jobs.js';
 import { OutboxMetrics } from './outbox-metrics.js';
 
+/** How many times the lane's places work more urgent than `later` may hold (AfterCommitJobs.reserve). */
+const URGENT_PLACES = 4;
+
 /** A job the statement created for this process to run (afterCommitJobs(stmt) of statement-jobs.ts). */
 export interface AfterCommitJob {
   /** The job's stored name (JobDefinition.name). */
@@ -98,14 +101,18 @@ export class AfterCommitJobs {
    * commit. The places are held until the jobs have run; run() gives back at once those the
    * statement did not use. A statement that fans out (an event for several endpoints) runs all its
    * jobs on its places, so the bound is on statements' expected jobs, not exact.
-   * Places for work more urgent than `later` (a call's events and commands) may be a quarter
-   * more than the lane has: an inbound SMS burst that fills the realtime places does not send a
-   * call's next event round the relay and Redis, where it would wait behind the burst.
+   * Work more urgent than `later` (a call's events and commands) may hold URGENT_PLACES times
+   * the lane's places: an inbound SMS burst that fills the realtime places does not send a call's
+   * next event round the relay and Redis, where it would wait behind the burst; nor do many calls
+   * at once, whose events hold places while they wait for their calls' turns (200 calls starting
+   * in one second held up to ~980). A call's event sent round the relay loses its place in its
+   * call's turn here and waited 1.4-4 s for it (issue #43, phase 3); calls' work is bounded
+   * first by ingest's refusal on the lane's backlog (INGEST_LANE_BACKLOG_MAX).
    */
   reserve(job: JobDefinition, places = 1, { urgency = 'later' as Urgency } = {}): AfterCommitSlot | undefined {
     if (!job.runsAfterCommit || !this.queues.has(job.queue)) return undefined;
     const lane = job.lane;
-    const limit = this.placesOf(lane) + (urgency !== 'later' ? Math.ceil(this.placesOf(lane) / 4) : 0);
+    const limit = this.placesOf(lane) * (urgency !== 'later' ? URGENT_PLACES : 1);
     if (places < 1 || this.reserved[lane] + places > limit) return undefined;
     this.reserved[lane] += places;
     let held = places;

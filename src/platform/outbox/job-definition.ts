@@ -26,6 +26,12 @@ export interface JobSpec {
    */
   urgency?: Urgency;
   /**
+   * The urgency of one job of this kind from its payload, where the payload tells (a call's
+   * commands: the join of an answered leg `now`, a new call's first dial `next`); used for a run
+   * that starts from its payload (after commit), before `urgency`.
+   */
+  urgencyOf?: (payload: never) => Urgency | undefined;
+  /**
    * transactional: the handler's writes and the job's completion commit together, so a job
    * redelivered by Redis runs its transaction once. external: the handler talks to the outside
    * world, is at least once, and must guard its own writes.

@@ -13,7 +13,7 @@ import { claimJobSql, completeJobSql, pendingJobSql } from './job-sql.js';
 export interface RunOptions {
   prefetched?: unknown;
   payload?: unknown;
-  /** How soon it gets its lane's connections (AfterCommitJob.urgency); default: the job's spec. */
+  /** How soon it gets its lane's connections (AfterCommitJob.urgency); default: the job's spec's, from `payload` where it has urgencyOf. */
   urgency?: Urgency;
 }
 
@@ -40,7 +40,8 @@ export class JobRunner {
    */
   run(name: string, jobId: string, attempt: number, { prefetched, payload, urgency }: RunOptions = {}): Promise<RunOutcome> {
     const spec = this.registry.spec(name);
-    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: urgency ?? spec.urgency ?? 'later' });
+    urgency ??= payload !== undefined ? spec.urgencyOf?.(payload as never) : undefined;
+    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: urgency ?? spec.urgency ?? 'later', sends: spec.mode === 'external' });
   }
 
   private async runInLane(name: string, jobId: string, attempt: number, prefetched?: unknown, payload?: unknown): Promise<RunOutcome> {

@@ -253,7 +253,7 @@ describe('events of one call in arrival order, with nothing run after commit', (
     expect(await voice.db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id = $1 AND completed_at IS NOT NULL`, [initiated.id])).toBe(1);
   });
 
-  it("backpressure: past INGEST_LANE_BACKLOG_MAX realtime runs waiting for a connection, ingest answers 503 and stores nothing; an SMS backlog refuses SMS, never a call's events", async () => {
+  it("backpressure: past INGEST_LANE_BACKLOG_MAX realtime runs waiting for a connection, ingest answers 503 and stores nothing; an SMS backlog refuses SMS, never a call's events; new calls' backlog refuses new calls, never a call in progress", async () => {
     const gate = voice.app.app.get(ConnectionBudget).gates.realtime;
     const events = () => voice.db.count(`SELECT count(*) FROM carrier_events`);
     const inboundSms = () => {
@@ -273,14 +273,22 @@ describe('events of one call in arrival order, with nothing run after commit', (
     const first = { session: `backlogged-${randomUUID()}`, caller: `v3:caller-${randomUUID()}`, from: CALLER, to: RING };
     expect(await voice.callerEvent(first, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(200);
     expect(await events()).toBe(before + 1);
-    // Three urgent runs (other calls') waiting as well: a call's event is refused too.
+    // Three new calls' runs waiting as well: a new call is refused; an event of a call in progress
+    // would wait behind none of them (they go after it): stored.
+    const takenNew = Array.from({ length: 3 }, () => gate.acquire('new'));
+    expect(gate.waitingAhead('new')).toBe(3);
+    const third = { session: `backlogged-${randomUUID()}`, caller: `v3:caller-${randomUUID()}`, from: CALLER, to: RING };
+    expect(await voice.callerEvent(third, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(503);
+    expect(await voice.callerEvent(first, 'call.hangup', { hangup_cause: 'normal_clearing' })).toBe(200);
+    expect(await events()).toBe(before + 2);
+    // Three urgent runs (other calls' in progress) waiting as well: a call's event is refused too.
     const takenUrgent = Array.from({ length: 3 }, () => gate.acquire('soon'));
     expect(gate.waitingAhead('soon')).toBe(3);
     const second = { session: `backlogged-${randomUUID()}`, caller: `v3:caller-${randomUUID()}`, from: CALLER, to: RING };
     expect(await voice.callerEvent(second, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(503);
-    expect(await events()).toBe(before + 1);
-    for (let i = 0; i < taken.length + takenUrgent.length; i++) gate.release();
-    await Promise.all([...taken, ...takenUrgent]);
+    expect(await events()).toBe(before + 2);
+    for (let i = 0; i < taken.length + takenNew.length + takenUrgent.length; i++) gate.release();
+    await Promise.all([...taken, ...takenNew, ...takenUrgent]);
     expect(gate.waiting).toBe(0);
     expect(await voice.callerEvent(second, 'call.initiated', { direction: 'incoming', state: 'parked' })).toBe(200);
     expect(await voice.deliver(inboundSms())).toBe(200);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { ConnectionBudget, inLane, type Urgency } from '../../../src/platform/database/connection-budget.js';
+import { ConnectionBudget, hurry, inLane, type Urgency } from '../../../src/platform/database/connection-budget.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 
 /**
@@ -22,6 +22,15 @@ async function holdRealtimeConnection(pool: pg.Pool): Promise<{ first: Promise<v
   });
   await isHolding;
   return { first, letGo };
+}
+
+/** Polls `done` until it holds (2 s at most). */
+async function waitUntil(done: () => boolean): Promise<void> {
+  const deadline = Date.now() + 2000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error('not reached in 2 s');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }
 
 describe('ConnectionBudget', () => {
@@ -69,6 +78,26 @@ describe('ConnectionBudget', () => {
     await Promise.all([first, ...waiting]);
     expect(served).toEqual(['call-command', 'call-event', 'sms-1', 'sms-2']);
     expect(budget.gates.realtime.held).toBe(0);
+  });
+
+  it("a run that hurries (a new call's dial, once the carrier has it) waits for its next connection as the more urgent, ahead of a call's events", async () => {
+    const served: string[] = [];
+    let sent!: () => void;
+    const carrierHasIt = new Promise<void>((resolve) => (sent = resolve));
+    // A first dial's job: its send claim as `next`, then the send; the leg's result after it.
+    const dial = inLane('realtime', async () => {
+      await pool.query('SELECT 1');
+      await carrierHasIt;
+      hurry('now');
+      served.push((await pool.query(`SELECT 'dial-result' AS n`)).rows[0].n);
+    }, { urgency: 'next' });
+    const { first, letGo } = await holdRealtimeConnection(pool);
+    const event = inLane('realtime', () => pool.query(`SELECT 'leg-event' AS n`), { urgency: 'soon' }).then(({ rows }) => served.push(rows[0].n));
+    sent();
+    await waitUntil(() => budget.gates.realtime.waiting === 2);
+    letGo();
+    await Promise.all([first, dial, event]);
+    expect(served).toEqual(['dial-result', 'leg-event']);
   });
 
   it('a run that holds its lane\'s only connection takes a second one straight from the pool, never waiting on itself', async () => {

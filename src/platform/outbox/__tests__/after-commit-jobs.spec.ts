@@ -119,14 +119,15 @@ describe('AfterCommitJobs lanes and turns', () => {
     expect(jobsHere.reserve(OtherRealtime)).toBeUndefined();
   });
 
-  it("ordinary work (an SMS burst) holding every realtime place leaves urgent work (a call's events and commands) a quarter more", () => {
+  it("ordinary work (an SMS burst) holding every realtime place leaves urgent work (a call's events and commands) three times as many more", () => {
     const jobsHere = afterCommitJobs(8, heldRunner().runner);
     jobsHere.start([Realtime.queue, OtherRealtime.queue]);
     expect(jobsHere.reserve(Realtime, 8)).toBeDefined(); // an SMS burst
     expect(jobsHere.reserve(Realtime)).toBeUndefined();
-    expect(jobsHere.reserve(Realtime, 1, { urgency: 'soon' })).toBeDefined(); // a call's event
-    expect(jobsHere.reserve(OtherRealtime, 1, { urgency: 'now' })).toBeDefined(); // a call's commands
-    expect(jobsHere.reserve(Realtime, 1, { urgency: 'soon' })).toBeUndefined(); // 8 + 2 places: all taken
+    expect(jobsHere.reserve(Realtime, 20, { urgency: 'soon' })).toBeDefined(); // calls' events
+    expect(jobsHere.reserve(OtherRealtime, 3, { urgency: 'now' })).toBeDefined(); // calls' commands
+    expect(jobsHere.reserve(Realtime, 1, { urgency: 'new' })).toBeDefined(); // a new call
+    expect(jobsHere.reserve(Realtime, 1, { urgency: 'soon' })).toBeUndefined(); // 4 × 8 places: all taken
   });
 
   it('jobs of one turn run one after another in the order handed over; other turns run beside them', async () => {

@@ -298,23 +298,6 @@ export class CallTransitions {
     return this.claimLegControl(tx, leg.id, controlId);
   }
 
-  /**
-   * claimLegControl's usual answer to a dial, as one statement of its own outside any transaction:
-   * true when the leg takes (or already has) `controlId` as its physical leg and is not over, the
-   * one outcome nothing follows from. False changes nothing (another physical leg named, the leg
-   * over, no such leg): then claimLegControl decides, in a transaction with what follows. Spares a
-   * successful dial's answer its START and COMMIT.
-   */
-  async keepLiveLegControl(legId: string, controlId: string): Promise<boolean> {
-    // WHERE: the leg names no physical leg or this one, and is not over (re-read after a row-lock wait).
-    const { affected } = await exec(
-      this.dataSource.manager,
-      `UPDATE call_legs SET control_id = $2 WHERE id = $1 AND (control_id IS NULL OR control_id = $2) AND ended_at IS NULL`,
-      [legId, controlId],
-    );
-    return affected === 1;
-  }
-
   /** dialing → ringing (the carrier reports the leg up); an answered or ended leg is left alone. */
   async legRinging(tx: Tx, legId: string): Promise<boolean> {
     const { affected } = await exec(tx, `UPDATE call_legs SET status = 'ringing' WHERE id = $1 AND status = 'dialing'`, [legId]);

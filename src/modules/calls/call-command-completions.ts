@@ -16,21 +16,32 @@ export interface CommandJobEnd {
 
 /**
  * The keeps of every row of `ends` that keeps a leg, and the completion of every job of a row with
- * no keep or whose keep held, in one statement; returns the rows (n) whose keep held. A keep is
- * claimLegControl's usual answer to a dial outside any transaction: the live leg takes (or already
- * has) the physical leg the dial created, the one outcome nothing follows from. Its WHERE is its
- * guard (the leg names no physical leg or this one, and is not over: re-read after a row-lock
- * wait); a row it leaves alone changes nothing, and claimLegControl then decides in a transaction
- * with what follows (CallControlCommandsHandler.afterDial). A leg named twice in one statement keeps
- * the one it was set to, matched by control id. The completion decides nothing (completeJobsSql).
+ * no keep or whose keep held, in one statement; returns each keep row (n) and whether it held. A
+ * keep is claimLegControl's usual answer to a dial outside any transaction: the live leg takes (or
+ * already has) the physical leg the dial created, the one outcome nothing follows from. Its WHERE
+ * is its guard (the leg names no physical leg or this one, and is not over: evaluated on the leg
+ * as it is once locked); a row it leaves alone changes nothing, and claimLegControl then decides in
+ * a transaction with what follows (CallControlCommandsHandler.afterDial). A leg named twice in one
+ * statement keeps the one it was set to, matched by control id. The completion decides nothing
+ * (completeJobsSql).
+ *
+ * `skipLocked`: a leg another statement holds (its own event being decided) is left out, with its
+ * job (`held` in the result): one leg's lock never holds up the ends of every job in the batch;
+ * each such end is then written alone, waiting for its leg.
  */
-const END_SQL = `WITH ends AS MATERIALIZED (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS e(job_id, leg_id, control_id, n)),
-  legs_kept AS (UPDATE call_legs l SET control_id = e.control_id FROM ends e
+function endSql(skipLocked: boolean): string {
+  return `WITH ends AS MATERIALIZED (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS e(job_id, leg_id, control_id, n)),
+  legs_locked AS MATERIALIZED (SELECT l.id FROM call_legs l WHERE l.id IN (SELECT e.leg_id FROM ends e) ORDER BY l.id FOR NO KEY UPDATE${skipLocked ? ' SKIP LOCKED' : ''}),
+  legs_kept AS (UPDATE call_legs l SET control_id = e.control_id FROM ends e JOIN legs_locked k ON k.id = e.leg_id
                  WHERE l.id = e.leg_id AND (l.control_id IS NULL OR l.control_id = e.control_id) AND l.ended_at IS NULL
                 RETURNING l.id, l.control_id),
   kept AS MATERIALIZED (SELECT e.n FROM ends e JOIN legs_kept k ON k.id = e.leg_id AND k.control_id = e.control_id),
+  held AS MATERIALIZED (SELECT e.n FROM ends e WHERE e.leg_id IS NOT NULL AND e.leg_id IN (SELECT l.id FROM call_legs l WHERE l.id IN (SELECT leg_id FROM ends)) AND e.leg_id NOT IN (SELECT id FROM legs_locked)),
   jobs_done AS (${completeJobsSql(`ARRAY(SELECT e.job_id FROM ends e WHERE e.job_id IS NOT NULL AND (e.leg_id IS NULL OR e.n IN (SELECT n FROM kept)))`)})
-SELECT n FROM kept`;
+SELECT n, n IN (SELECT n FROM kept) AS kept, n IN (SELECT n FROM held) AS held FROM ends WHERE leg_id IS NOT NULL`;
+}
+const BATCH_END_SQL = endSql(true);
+const ONE_END_SQL = endSql(false);
 
 /** Most ends one statement takes, and statements in flight at once (each holds a pooled connection). */
 const BATCH = { maxBatch: 128, maxInFlight: 2 };
@@ -45,34 +56,44 @@ const BATCH = { maxBatch: 128, maxInFlight: 2 };
  */
 @Injectable()
 export class CallCommandCompletions implements BeforeApplicationShutdown {
-  private readonly batches: GroupCommitter<CommandJobEnd, boolean>;
+  private readonly batches: GroupCommitter<CommandJobEnd, boolean | 'held'>;
 
   constructor(private readonly statements: Statements) {
     this.batches = new GroupCommitter((ends) => this.endAll(ends), BATCH);
   }
 
-  /** Writes `end`; true when its keep held (false without one). */
-  end(end: CommandJobEnd): Promise<boolean> {
-    return this.batches.submit(end);
+  /**
+   * Writes `end`; true when its keep held (false without one). A leg another statement holds is
+   * waited for by this end alone, after its batch: the batch's place is free by then.
+   */
+  async end(end: CommandJobEnd): Promise<boolean> {
+    const outcome = await this.batches.submit(end);
+    if (outcome !== 'held') return outcome;
+    return (await this.write([end], ONE_END_SQL)).some((row) => row.kept);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     await this.batches.drained();
   }
 
-  private async endAll(ends: CommandJobEnd[]): Promise<BatchOutcome<boolean>[]> {
+  private async endAll(ends: CommandJobEnd[]): Promise<BatchOutcome<boolean | 'held'>[]> {
     // In leg then job order, so two statements that share rows (twin runs) mostly lock them in one
     // order; a deadlock that happens anyway rolled the statement back whole and it runs again.
     const order = ends.map((_, i) => i).sort((a, b) => compare(ends[a].keep?.legId, ends[b].keep?.legId) || compare(ends[a].jobId, ends[b].jobId));
-    const rows = await retryingLockConflicts(() =>
-      this.statements.query<{ n: string }>(END_SQL, [
-        order.map((i) => ends[i].jobId ?? null),
-        order.map((i) => ends[i].keep?.legId ?? null),
-        order.map((i) => ends[i].keep?.controlId ?? null),
+    const rows = await this.write(order.map((i) => ends[i]), BATCH_END_SQL);
+    const outcomes: (boolean | 'held')[] = ends.map(() => false);
+    for (const row of rows) outcomes[order[Number(row.n) - 1]] = row.kept ? true : row.held ? 'held' : false;
+    return outcomes.map((value) => ({ ok: true, value }));
+  }
+
+  private write(ends: CommandJobEnd[], sql: string): Promise<{ n: string; kept: boolean; held: boolean }[]> {
+    return retryingLockConflicts(() =>
+      this.statements.query<{ n: string; kept: boolean; held: boolean }>(sql, [
+        ends.map((end) => end.jobId ?? null),
+        ends.map((end) => end.keep?.legId ?? null),
+        ends.map((end) => end.keep?.controlId ?? null),
       ]),
     );
-    const kept = new Set(rows.map((row) => order[Number(row.n) - 1]));
-    return ends.map((_, i) => ({ ok: true, value: kept.has(i) }));
   }
 }
 

@@ -47,6 +47,12 @@ describe('call commands claimed and ended in sets', () => {
   }
   const completed = async (jobId: string) => (await t.db.pool.query(`SELECT completed_at IS NOT NULL AS done FROM outbox_jobs WHERE job_id = $1`, [jobId])).rows[0].done as boolean;
   const legControl = async (legId: string) => (await t.db.pool.query(`SELECT control_id FROM call_legs WHERE id = $1`, [legId])).rows[0].control_id as string | null;
+  /** `promise`, or a failure naming `what` once `ms` have passed. */
+  const within = <T>(ms: number, promise: Promise<T>, what: string): Promise<T> => {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not settled within ${ms} ms`)), ms)));
+    return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+  };
   const claimStatements = (texts: string[]) => texts.filter((text) => text.includes('call_command_send('));
   const endStatements = (texts: string[]) => texts.filter((text) => text.startsWith('WITH ends AS MATERIALIZED'));
 
@@ -114,6 +120,30 @@ describe('call commands claimed and ended in sets', () => {
     expect(result).toEqual([true, false, false]);
     expect([await completed(keptJob), await completed(otherJob), await completed(plainJob)]).toEqual([true, false, true]);
     expect([await legControl(kept.leg0.id), await legControl(other.leg0.id)]).toEqual(['v3:kept', 'v3:first']);
+  });
+
+  it("a leg another statement holds does not hold up the ends it shares a statement with: they commit, and its own end waits alone for the leg, then finds it over", async () => {
+    const held = await ringingCall();
+    const free = await ringingCall();
+    const [heldJob, freeJob] = [await commandJob(), await commandJob()];
+    const pause = await pausePoint(t.db.url, { table: 'call_legs', on: 'UPDATE', when: `NEW.id = '${held.leg0.id}' AND NEW.ended_at IS NOT NULL` });
+    await pause.hold();
+    try {
+      const closing = uow().run((tx) => transitions().closeLegsOfEndedCall(tx, held.call.id, new Date().toISOString()));
+      await pause.waitUntilPaused();
+      const heldEnd = completions().end({ jobId: heldJob, keep: { legId: held.leg0.id, controlId: 'v3:held' } });
+      // In the same statement as the held leg's end (submitted together), and committed while that leg is still held.
+      expect(await within(5_000, completions().end({ jobId: freeJob, keep: { legId: free.leg0.id, controlId: 'v3:free' } }), 'the free leg\'s end, while the other leg is held')).toBe(true);
+      expect(await completed(freeJob)).toBe(true);
+      await waitFor(() => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH ends AS MATERIALIZED%'`), (n) => n === 1, { what: "the held leg's end waiting alone on its row lock" });
+      await pause.release();
+      await closing;
+      expect(await heldEnd).toBe(false);
+    } finally {
+      await pause.remove();
+    }
+    expect([await legControl(held.leg0.id), await legControl(free.leg0.id)]).toEqual([null, 'v3:free']);
+    expect(await completed(heldJob)).toBe(false);
   });
 
   it("a dial's answer ended with its job, behind the call closing its legs: it waits, finds the leg over, keeps nothing and leaves the job to the transaction that follows", async () => {

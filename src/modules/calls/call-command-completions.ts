@@ -25,20 +25,23 @@ export interface CommandJobEnd {
  * statement keeps the one it was set to, matched by control id. The completion decides nothing
  * (completeJobsSql).
  *
- * `skipLocked`: a leg another statement holds (its own event being decided) is left out, with its
- * job (`held` in the result): one leg's lock never holds up the ends of every job in the batch;
- * each such end is then written alone, waiting for its leg.
+ * `skipLocked` (a batch's statement): a leg another statement holds (its own event being decided)
+ * is left out, with its job (`held` in the result; so is a leg not found), so one leg's lock never holds up the ends of
+ * every job in the batch; each such end is then written alone by the statement without it, which
+ * waits for its leg.
  */
 function endSql(skipLocked: boolean): string {
+  const locked = skipLocked
+    ? `legs_locked AS MATERIALIZED (SELECT l.id FROM call_legs l WHERE l.id IN (SELECT e.leg_id FROM ends e) ORDER BY l.id FOR NO KEY UPDATE SKIP LOCKED),`
+    : '';
   return `WITH ends AS MATERIALIZED (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS e(job_id, leg_id, control_id, n)),
-  legs_locked AS MATERIALIZED (SELECT l.id FROM call_legs l WHERE l.id IN (SELECT e.leg_id FROM ends e) ORDER BY l.id FOR NO KEY UPDATE${skipLocked ? ' SKIP LOCKED' : ''}),
-  legs_kept AS (UPDATE call_legs l SET control_id = e.control_id FROM ends e JOIN legs_locked k ON k.id = e.leg_id
+  ${locked}
+  legs_kept AS (UPDATE call_legs l SET control_id = e.control_id FROM ends e${skipLocked ? ' JOIN legs_locked k ON k.id = e.leg_id' : ''}
                  WHERE l.id = e.leg_id AND (l.control_id IS NULL OR l.control_id = e.control_id) AND l.ended_at IS NULL
                 RETURNING l.id, l.control_id),
   kept AS MATERIALIZED (SELECT e.n FROM ends e JOIN legs_kept k ON k.id = e.leg_id AND k.control_id = e.control_id),
-  held AS MATERIALIZED (SELECT e.n FROM ends e WHERE e.leg_id IS NOT NULL AND e.leg_id IN (SELECT l.id FROM call_legs l WHERE l.id IN (SELECT leg_id FROM ends)) AND e.leg_id NOT IN (SELECT id FROM legs_locked)),
   jobs_done AS (${completeJobsSql(`ARRAY(SELECT e.job_id FROM ends e WHERE e.job_id IS NOT NULL AND (e.leg_id IS NULL OR e.n IN (SELECT n FROM kept)))`)})
-SELECT n, n IN (SELECT n FROM kept) AS kept, n IN (SELECT n FROM held) AS held FROM ends WHERE leg_id IS NOT NULL`;
+SELECT n, n IN (SELECT n FROM kept) AS kept, ${skipLocked ? 'leg_id NOT IN (SELECT id FROM legs_locked)' : 'false'} AS held FROM ends WHERE leg_id IS NOT NULL`;
 }
 const BATCH_END_SQL = endSql(true);
 const ONE_END_SQL = endSql(false);

@@ -23,7 +23,7 @@ export interface CommandJobEnd {
  * as it is once locked); a row it leaves alone changes nothing, and claimLegControl then decides in
  * a transaction with what follows (CallControlCommandsHandler.afterDial). A leg named twice in one
  * statement keeps the one it was set to, matched by control id. The completion decides nothing
- * (completeJobsSql).
+ * (completeJobsSql). The ends come as JSON rows (a generic plan, as CallCommandSends' claims).
  *
  * `skipLocked` (a batch's statement): a leg another statement holds (its own event being decided)
  * is left out, with its job (`held` in the result; so is a leg not found), so one leg's lock never holds up the ends of
@@ -34,7 +34,7 @@ function endSql(skipLocked: boolean): string {
   const locked = skipLocked
     ? `legs_locked AS MATERIALIZED (SELECT l.id FROM call_legs l WHERE l.id IN (SELECT e.leg_id FROM ends e) ORDER BY l.id FOR NO KEY UPDATE SKIP LOCKED),`
     : '';
-  return `WITH ends AS MATERIALIZED (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS e(job_id, leg_id, control_id, n)),
+  return `WITH ends AS MATERIALIZED (SELECT * FROM json_to_recordset($1::json) AS e(n int, job_id text, leg_id text, control_id text)),
   ${locked}
   legs_kept AS (UPDATE call_legs l SET control_id = e.control_id FROM ends e${skipLocked ? ' JOIN legs_locked k ON k.id = e.leg_id' : ''}
                  WHERE l.id = e.leg_id AND (l.control_id IS NULL OR l.control_id = e.control_id) AND l.ended_at IS NULL
@@ -85,16 +85,14 @@ export class CallCommandCompletions implements BeforeApplicationShutdown {
     const order = ends.map((_, i) => i).sort((a, b) => compare(ends[a].keep?.legId, ends[b].keep?.legId) || compare(ends[a].jobId, ends[b].jobId));
     const rows = await this.write(order.map((i) => ends[i]), BATCH_END_SQL);
     const outcomes: (boolean | 'held')[] = ends.map(() => false);
-    for (const row of rows) outcomes[order[Number(row.n) - 1]] = row.kept ? true : row.held ? 'held' : false;
+    for (const row of rows) outcomes[order[row.n - 1]] = row.kept ? true : row.held ? 'held' : false;
     return outcomes.map((value) => ({ ok: true, value }));
   }
 
-  private write(ends: CommandJobEnd[], sql: string): Promise<{ n: string; kept: boolean; held: boolean }[]> {
+  private write(ends: CommandJobEnd[], sql: string): Promise<{ n: number; kept: boolean; held: boolean }[]> {
     return retryingLockConflicts(() =>
-      this.statements.query<{ n: string; kept: boolean; held: boolean }>(sql, [
-        ends.map((end) => end.jobId ?? null),
-        ends.map((end) => end.keep?.legId ?? null),
-        ends.map((end) => end.keep?.controlId ?? null),
+      this.statements.query<{ n: number; kept: boolean; held: boolean }>(sql, [
+        JSON.stringify(ends.map((end, i) => ({ n: i + 1, job_id: end.jobId ?? null, leg_id: end.keep?.legId ?? null, control_id: end.keep?.controlId ?? null }))),
       ]),
     );
   }

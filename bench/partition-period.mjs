@@ -8,7 +8,10 @@
 // each holding BENCH_ROWS events spread over the 96 hours (ids, so created_at, of those times).
 // For each layout:
 //   1. ingest's guarded insert (carrier_event_twin: the key's advisory lock, a look for a twin in
-//      every partition), one new event per statement and 64 per statement (a group-commit batch);
+//      every partition: an event without a carrier time of its own, Twilio's), one new event per
+//      statement and 64 per statement (a group-commit batch); and in 64s as ingest writes an event
+//      the carrier stamped a moment ago (Telnyx's occurred_at): the look only in the partitions
+//      from that time less an hour on (migration 0056);
 //   2. the same for a duplicate of an event stored 90 hours ago (the twin found in an old partition);
 //   3. a lookup by id naming the partition key from the id (createdAtOfId), and the same lookup
 //      without it (every partition's index probed);
@@ -38,6 +41,7 @@ try {
       FROM json_to_recordset($1::json) AS e(id text, carrier text, carrier_event_id text)
      WHERE carrier_event_twin(carrier, carrier_event_id, NULL) IS NULL
     ON CONFLICT DO NOTHING RETURNING id`;
+  const INSERT_STAMPED = INSERT.replace('carrier_event_twin(carrier, carrier_event_id, NULL)', `carrier_event_twin(carrier, carrier_event_id, NULL, now() - interval '1 hour')`);
   const BY_ID = `SELECT normalized FROM carrier_events WHERE id = $1 AND created_at BETWEEN onceline_id_window_start($1) AND onceline_id_window_end($1)`;
   const BY_ID_UNNAMED = `SELECT normalized FROM carrier_events WHERE id = $1`;
 
@@ -81,16 +85,16 @@ try {
     }
     await q(`VACUUM ANALYZE ${table}`);
 
-    const perStatement = async (batch, rowsOf) => {
-      const text = plain ? PLAIN_INSERT : INSERT;
-      for (let i = 0; i < 50; i++) await q(text, [JSON.stringify(rowsOf(i))], `ins_${label}`); // warm, and past the generic plan switch
+    const perStatement = async (batch, rowsOf, text = plain ? PLAIN_INSERT : INSERT, name = `ins_${label}`) => {
+      for (let i = 0; i < 50; i++) await q(text, [JSON.stringify(rowsOf(i))], name); // warm, and past the generic plan switch
       const started = performance.now();
-      for (let i = 0; i < STATEMENTS / batch; i++) await q(text, [JSON.stringify(rowsOf(i))], `ins_${label}`);
+      for (let i = 0; i < STATEMENTS / batch; i++) await q(text, [JSON.stringify(rowsOf(i))], name);
       return ((performance.now() - started) * 1000) / STATEMENTS;
     };
     const fresh = (n) => () => Array.from({ length: n }, () => ({ id: newId('cev'), carrier: 'telnyx', carrier_event_id: randomUUID() }));
     const newOne = await perStatement(1, fresh(1));
     const new64 = await perStatement(64, fresh(64));
+    const stamped64 = plain ? undefined : await perStatement(64, fresh(64), INSERT_STAMPED, `ins_stamped_${label}`);
     // Duplicates of events stored about 90 hours ago (the first 6% of the window).
     const old = keys.slice(0, Math.ceil(ROWS * 0.06));
     const dup = await perStatement(1, (i) => [{ id: newId('cev'), carrier: 'telnyx', carrier_event_id: old[i % old.length].carrier_event_id }]);
@@ -119,7 +123,7 @@ try {
     await q(`ALTER TABLE carrier_events DETACH PARTITION ${oldest} CONCURRENTLY`);
     await q(`DROP TABLE ${oldest}`);
     const dropMs = performance.now() - startDrop;
-    return `  ${label.padEnd(6)} ${String(partitions).padStart(3)} partitions: insert (guard) ${fmt(newOne, 0)} us/event alone, ${fmt(new64, 0)} us/event in 64s; duplicate of a 90 h old event ${fmt(dup, 0)} us; `
+    return `  ${label.padEnd(6)} ${String(partitions).padStart(3)} partitions: insert (guard) ${fmt(newOne, 0)} us/event alone, ${fmt(new64, 0)} us/event in 64s, ${fmt(stamped64, 0)} us/event in 64s stamped by the carrier; duplicate of a 90 h old event ${fmt(dup, 0)} us; `
       + `lookup by id ${fmt(byId, 0)} us (key from the id), ${fmt(byIdUnnamed, 0)} us (without); make a partition ${fmt(addMs, 1)} ms; DETACH CONCURRENTLY + DROP (${oldestRows} rows) ${fmt(dropMs, 0)} ms`;
   }
 

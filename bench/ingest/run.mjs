@@ -10,7 +10,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fmt, freePort, freshDatabase, machine, percentile, PG_BASE, pgbench, REDIS_URL, startRole, telnyxHeaders, telnyxKeyPair } from '../lib.mjs';
+import pg from 'pg';
+import { cpuSecondsOf, fmt, freePort, freshDatabase, machine, percentile, PG_BASE, pgbench, REDIS_URL, startRole, telnyxHeaders, telnyxKeyPair } from '../lib.mjs';
 import { encodePost, rawClosedLoop } from '../raw-http-load.mjs';
 import { startE2eBeside } from './e2e-beside.mjs';
 
@@ -108,12 +109,41 @@ async function main() {
   }
 }
 
+/**
+ * CPU seconds used so far by the api process and by this database's PostgreSQL backends (a backend
+ * started since the last reading counts from 0; one gone keeps its last reading): the cost of a
+ * request, which a busy machine stretches far less than it stretches req/s.
+ */
+function cpuReader(db, api) {
+  const watcher = new pg.Client({ connectionString: db.url });
+  const backends = new Map();
+  let connected;
+  return {
+    async read() {
+      connected ??= watcher.connect();
+      await connected;
+      const { rows } = await watcher.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+      for (const { pid } of rows) {
+        try {
+          backends.set(pid, cpuSecondsOf(pid));
+        } catch {
+          // gone meanwhile: its last reading stands
+        }
+      }
+      return { app: cpuSecondsOf(api.child.pid), postgres: [...backends.values()].reduce((a, b) => a + b, 0) };
+    },
+    close: () => watcher.end(),
+  };
+}
+
 async function measure(pool, port, db, api, beside) {
   const url = `http://127.0.0.1:${port}/webhooks/telnyx`;
+  const cpu = cpuReader(db, api);
   const requests = pool.map((d) => encodePost(url, d.headers, d.body));
   let next = 0;
   const statuses = {};
   process.stderr.write(`ingest: ${CONNECTIONS} connections for ${SECONDS} s...\n`);
+  const cpuBefore = await cpu.read();
   const started = performance.now();
   const result = await rawClosedLoop({
     url,
@@ -127,6 +157,10 @@ async function measure(pool, port, db, api, beside) {
     },
   });
   const elapsed = (performance.now() - started) / 1000;
+  const cpuAfter = await cpu.read();
+  await cpu.close();
+  const served = result.latencies.length;
+  const cpuPerRequest = { app_us: ((cpuAfter.app - cpuBefore.app) / served) * 1e6, postgres_us: ((cpuAfter.postgres - cpuBefore.postgres) / served) * 1e6 };
   const batches = await batchSizes(`http://127.0.0.1:${port}/metrics`);
   await api.stop();
   process.stderr.write(`pgbench: ${CONNECTIONS} clients for ${SECONDS} s...\n`);
@@ -142,12 +176,14 @@ async function measure(pool, port, db, api, beside) {
       requests: result.latencies.length, errors: result.errors, wrapped_pool: next > pool.length, statuses,
       req_per_s: Math.round(rps), p50_ms: Number(fmt(percentile(result.latencies, 50), 2)), p99_ms: Number(fmt(percentile(result.latencies, 99), 2)),
     },
+    // Beside a busy machine's other work this is the steadier figure: what one request costs.
+    cpu_per_request_us: { app: Math.round(cpuPerRequest.app_us), postgres: Math.round(cpuPerRequest.postgres_us), total: Math.round(cpuPerRequest.app_us + cpuPerRequest.postgres_us) },
     batches,
     pgbench: { tps: Math.round(bench.tps), latency_avg_ms: bench.latencyMs, p50_ms: Number(fmt(bench.p50Ms, 2)), p99_ms: Number(fmt(bench.p99Ms, 2)), command: bench.command },
     ratio: Number(fmt(rps / bench.tps, 2)),
   };
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  process.stdout.write(`ingest ${fmt(rps, 0)} req/s (p50 ${fmt(percentile(result.latencies, 50), 2)} ms, p99 ${fmt(percentile(result.latencies, 99), 2)} ms), pgbench ${fmt(bench.tps, 0)} tps (p50 ${fmt(bench.p50Ms, 2)} ms, p99 ${fmt(bench.p99Ms, 2)} ms), ratio ${fmt(rps / bench.tps, 2)}${beside ? `, beside ${BESIDE_RATE} inbound SMS/s` : ''}\n`);
+  process.stdout.write(`ingest ${fmt(rps, 0)} req/s (p50 ${fmt(percentile(result.latencies, 50), 2)} ms, p99 ${fmt(percentile(result.latencies, 99), 2)} ms; CPU ${fmt(cpuPerRequest.app_us, 0)} us app + ${fmt(cpuPerRequest.postgres_us, 0)} us PostgreSQL a request), pgbench ${fmt(bench.tps, 0)} tps (p50 ${fmt(bench.p50Ms, 2)} ms, p99 ${fmt(bench.p99Ms, 2)} ms), ratio ${fmt(rps / bench.tps, 2)}${beside ? `, beside ${BESIDE_RATE} inbound SMS/s` : ''}\n`);
   if (beside) process.stdout.write(`\nThe load beside it:\n${await beside.report()}\n`);
 }
 

@@ -3,8 +3,8 @@
 WITH inserted AS (INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce, created_at)
        SELECT id, carrier, carrier_event_id, event_type, kind, payload::jsonb, normalized::jsonb, signature_nonce, onceline_id_time(id)
          FROM json_to_recordset($1::json)
-              AS e(id text, carrier text, carrier_event_id text, event_type text, kind text, payload text, normalized text, signature_nonce text)
-        WHERE carrier_event_twin(carrier, carrier_event_id, signature_nonce) IS NULL
+              AS e(id text, carrier text, carrier_event_id text, event_type text, kind text, payload text, normalized text, signature_nonce text, twin_since timestamptz)
+        WHERE carrier_event_twin(carrier, carrier_event_id, signature_nonce, twin_since) IS NULL
        ON CONFLICT DO NOTHING
        RETURNING id),
 jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)

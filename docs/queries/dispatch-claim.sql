@@ -91,9 +91,9 @@ dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, accou
          FROM dlv_endpoints
        ON CONFLICT DO NOTHING
        RETURNING id, status, round, attempt_count, round_first_attempt, endpoint_id, event_id),
-dlv_first_attempts AS (SELECT id, 1 AS round, 1 AS attempt FROM dlv_created WHERE status = 'pending'),
+dlv_first_attempts AS (SELECT id, event_id, 1 AS round, 1 AS attempt FROM dlv_created WHERE status = 'pending'),
 dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt), now() FROM dlv_first_attempts
+       SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'eventId', event_id, 'round', round, 'attempt', attempt), now() FROM dlv_first_attempts
        ON CONFLICT DO NOTHING RETURNING job_id, name),
 claimed AS (UPDATE messages m SET status = 'sending', claim_token = $11::text, claimed_until = now() + make_interval(secs => $12::int),
               outcome_unknown_since = CASE WHEN paced.reclaim AND paced.held_until IS NOT NULL THEN coalesce(m.outcome_unknown_since, now()) ELSE m.outcome_unknown_since END,

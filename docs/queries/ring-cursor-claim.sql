@@ -11,7 +11,7 @@ evt_turns AS MATERIALIZED (SELECT i.event_id, e.created_at AS received_at FROM e
 call_legs_decided AS MATERIALIZED (SELECT i.event_id, c.id AS call_id, l.id AS leg_id, i.control_id, i.kind, i.occurred_at, t.received_at, l.ended_at IS NULL AS first_case
          FROM evt_input i JOIN evt_turns t ON t.event_id = i.event_id
          JOIN calls c ON c.id = i.call_id AND c.carrier = i.carrier AND c.carrier_call_id = i.call_session_id
-         JOIN call_legs l ON l.call_id = c.id AND l.target_index = i.target_index AND l.attempt = i.attempt
+         JOIN call_legs l ON l.call_id = c.id AND onceline_id_time(l.call_id) BETWEEN (SELECT min(onceline_id_window_start(x)) FROM unnest($3::text[]) AS x) AND (SELECT max(onceline_id_window_end(x)) FROM unnest($3::text[]) AS x) AND l.target_index = i.target_index AND l.attempt = i.attempt
         WHERE c.id = ANY ($3::text[]) AND ((l.control_id = i.control_id AND l.ended_at IS NOT NULL AND (c.ended_at IS NOT NULL OR (c.ring_plan IS NOT NULL AND c.answered_leg IS DISTINCT FROM l.id))) OR (i.expected_plan IS NOT NULL AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = i.control_id)
   AND c.status = 'ringing' AND c.ended_at IS NULL AND c.answered_leg IS DISTINCT FROM l.id
   AND c.ring_plan = i.expected_plan AND c.caller_control_id IS NOT DISTINCT FROM i.caller_control_id))
@@ -41,7 +41,7 @@ call_legs_first AS (SELECT d.call_id, d.leg_id, d.control_id, d.occurred_at, i.h
          FROM call_legs_applied d JOIN cev_consumed k ON k.consumed_event_id = d.event_id JOIN evt_input i ON i.event_id = d.event_id),
 call_legs_handed_off AS (UPDATE call_legs l SET status = 'ended', ended_at = h.occurred_at, hangup_cause = h.hangup_cause, control_id = coalesce(l.control_id, h.control_id)
          FROM call_legs_first h
-        WHERE l.id = h.leg_id AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = h.control_id)
+        WHERE l.id = h.leg_id AND l.call_id = h.call_id AND onceline_id_time(l.call_id) BETWEEN onceline_id_window_start(h.call_id) AND onceline_id_window_end(h.call_id) AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = h.control_id)
        RETURNING l.id),
 calls_ring_turned AS (UPDATE calls c SET ring_plan = h.next_plan, updated_at = now()
          FROM call_legs_first h JOIN call_legs_handed_off e ON e.id = h.leg_id

@@ -29,6 +29,13 @@ export interface AcceptedWebhook {
   payloadJson: string;
   /** For carriers that sign with a nonce: the replay key under a partial unique index. */
   signatureNonce?: string;
+  /**
+   * When the carrier stamps its events with a time of its own that every retry of the event
+   * repeats (Telnyx's `occurred_at`, Vonage's `timestamp`): that time, ISO 8601. No copy of the
+   * event can have reached us before it (less the carrier's clock error), which spares the dedupe
+   * guard a look at older partitions. Absent where the time is ours (Twilio's callbacks carry none).
+   */
+  carrierEventTime?: string;
 }
 
 /** Verifies and normalizes one carrier's webhooks; the only code that knows its vocabulary. */

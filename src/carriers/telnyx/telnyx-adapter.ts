@@ -42,6 +42,8 @@ export class TelnyxAdapter implements CarrierAdapter, OnModuleDestroy {
       carrierEventType: envelope.eventType,
       // The signed bytes are already JSON: Postgres parses them into jsonb, no re-serialization.
       payloadJson: webhook.rawBody.toString('utf8'),
+      // data.occurred_at: when the event happened, the same in every retry of it.
+      carrierEventTime: envelope.occurredAt,
     };
   }
 

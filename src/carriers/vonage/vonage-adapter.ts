@@ -20,14 +20,17 @@ export class VonageAdapter implements CarrierAdapter {
     const verified = await verifyVonageWebhook(secret, header(webhook.headers, 'authorization'), webhook.rawBody, this.config.WEBHOOK_TOLERANCE_SECONDS);
     if ('problem' in verified) throw new SignatureRejected(verified.problem);
     const callback = readCallback(webhook.body);
+    const event = normalizeVonage(callback);
     return {
       // message_uuid + status: a new token for the same status (a re-signed retry) is a duplicate.
-      event: normalizeVonage(callback),
+      event,
       carrierEventType: callback.status,
       // The signed bytes are JSON already (payload_hash proved they are these).
       payloadJson: webhook.rawBody.toString('utf8'),
       // The token's nonce: a replayed token is refused by the partial unique index, whatever its body.
       signatureNonce: verified.jti,
+      // The body's timestamp: when the status happened, the same in every retry of it.
+      carrierEventTime: event.occurredAt,
     };
   }
 }

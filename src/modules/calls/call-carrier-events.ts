@@ -45,7 +45,7 @@ export class CallCarrierEvents {
       if (!found.leg) return NOT_OURS;
       const leg = await this.liveLeg(tx, found as Required<LockedCall>, event, context);
       if (!leg) return STALE;
-      await this.transitions.legRinging(tx, leg.id);
+      await this.transitions.legRinging(tx, leg);
       this.record(found, event, context, 'ignored', 'our own leg: creates nothing');
     });
   }
@@ -143,7 +143,7 @@ export class CallCarrierEvents {
     const control = await this.transitions.claimLockedLegControl(tx, found.leg, event.carrierCallId);
     if (!control.ours) return this.record(found, event, context, 'stale', 'the hangup of another physical leg than the one kept for this try: changes nothing');
     const leg = found.leg;
-    const legEnded = await this.transitions.endLeg(tx, leg.id, event.occurredAt, event.hangupCause ?? 'unspecified');
+    const legEnded = await this.transitions.endLeg(tx, leg, event.occurredAt, event.hangupCause ?? 'unspecified');
     if (call.answered_leg === leg.id || !call.ring_plan) {
       // The answered leg, or the only leg of a call we placed: its end is the call's end.
       const ended = await this.flow.endCall(tx, call, event.occurredAt, event.hangupCause, leg, { hangup: hangupOf(event, context) });

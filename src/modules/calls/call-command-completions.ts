@@ -3,6 +3,7 @@ import { GroupCommitter, type BatchOutcome } from '../../platform/database/group
 import { retryingLockConflicts } from '../../platform/database/pg-errors.js';
 import { Statements } from '../../platform/database/statements.js';
 import { completeJobsSql } from '../../platform/outbox/job-sql.js';
+import { createdAtOfId, createdAtOfIds } from '../../platform/retention/id-partition-key.js';
 
 /**
  * What a command job's run writes once the carrier has answered: the job's completion (`jobId`),
@@ -11,7 +12,7 @@ import { completeJobsSql } from '../../platform/outbox/job-sql.js';
  */
 export interface CommandJobEnd {
   jobId?: string;
-  keep?: { legId: string; controlId: string };
+  keep?: { legId: string; callId: string; controlId: string };
 }
 
 /**
@@ -30,14 +31,23 @@ export interface CommandJobEnd {
  * every job in the batch; each such end is then written alone by the statement without it, which
  * waits for its leg.
  */
+/**
+ * The leg of row `e` by its call's id too: call_legs is partitioned by its call's id time
+ * (migration 0055). The span of all the ends' calls' times, computed once from the statement's
+ * rows (uncorrelated subqueries), is what prunes the partitions when the plan starts; the row's
+ * own window does not (a join's value, not known then).
+ */
+const END_CALL_IDS = `ARRAY(SELECT x.call_id FROM json_to_recordset($1::json) AS x(call_id text) WHERE x.call_id IS NOT NULL)`;
+const LEG_OF_END = `l.id = e.leg_id AND l.call_id = e.call_id AND ${createdAtOfId('e.call_id', 'onceline_id_time(l.call_id)')} AND ${createdAtOfIds(END_CALL_IDS, 'onceline_id_time(l.call_id)')}`;
+
 function endSql(skipLocked: boolean): string {
   const locked = skipLocked
-    ? `legs_locked AS MATERIALIZED (SELECT l.id FROM call_legs l WHERE l.id IN (SELECT e.leg_id FROM ends e) ORDER BY l.id FOR NO KEY UPDATE SKIP LOCKED),`
+    ? `legs_locked AS MATERIALIZED (SELECT l.id FROM ends e JOIN call_legs l ON ${LEG_OF_END} ORDER BY l.id FOR NO KEY UPDATE OF l SKIP LOCKED),`
     : '';
-  return `WITH ends AS MATERIALIZED (SELECT * FROM json_to_recordset($1::json) AS e(n int, job_id text, leg_id text, control_id text)),
+  return `WITH ends AS MATERIALIZED (SELECT * FROM json_to_recordset($1::json) AS e(n int, job_id text, leg_id text, call_id text, control_id text)),
   ${locked}
   legs_kept AS (UPDATE call_legs l SET control_id = e.control_id FROM ends e${skipLocked ? ' JOIN legs_locked k ON k.id = e.leg_id' : ''}
-                 WHERE l.id = e.leg_id AND (l.control_id IS NULL OR l.control_id = e.control_id) AND l.ended_at IS NULL
+                 WHERE ${LEG_OF_END} AND (l.control_id IS NULL OR l.control_id = e.control_id) AND l.ended_at IS NULL
                 RETURNING l.id, l.control_id),
   kept AS MATERIALIZED (SELECT e.n FROM ends e JOIN legs_kept k ON k.id = e.leg_id AND k.control_id = e.control_id),
   jobs_done AS (${completeJobsSql(`ARRAY(SELECT e.job_id FROM ends e WHERE e.job_id IS NOT NULL AND (e.leg_id IS NULL OR e.n IN (SELECT n FROM kept)))`)})
@@ -92,7 +102,7 @@ export class CallCommandCompletions implements BeforeApplicationShutdown {
   private write(ends: CommandJobEnd[], sql: string): Promise<{ n: number; kept: boolean; held: boolean }[]> {
     return retryingLockConflicts(() =>
       this.statements.query<{ n: number; kept: boolean; held: boolean }>(sql, [
-        JSON.stringify(ends.map((end, i) => ({ n: i + 1, job_id: end.jobId ?? null, leg_id: end.keep?.legId ?? null, control_id: end.keep?.controlId ?? null }))),
+        JSON.stringify(ends.map((end, i) => ({ n: i + 1, job_id: end.jobId ?? null, leg_id: end.keep?.legId ?? null, call_id: end.keep?.callId ?? null, control_id: end.keep?.controlId ?? null }))),
       ]),
     );
   }

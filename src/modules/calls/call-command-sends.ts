@@ -1,6 +1,7 @@
 import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { GroupCommitter, type BatchOutcome } from '../../platform/database/group-commit.js';
 import { Statements } from '../../platform/database/statements.js';
+import { createdAtOfId } from '../../platform/retention/id-partition-key.js';
 import type { QueuedCommand } from './call-control-commands.js';
 
 /** A command we may (still) send: when its command_id first went out, and how often it has. */
@@ -19,9 +20,11 @@ export interface CommandSend {
  *  - always (a hangup).
  * Each over one row `w` of the claims (command_id, call_id, leg_id).
  */
+// The leg by its call's id too: call_legs is partitioned by its call's id time (migration 0055).
+const LEG_OF_CALL = `l.call_id = w.call_id AND ${createdAtOfId('w.call_id', 'onceline_id_time(l.call_id)')}`;
 const WANTED = {
-  dial: `EXISTS (SELECT FROM call_legs l JOIN calls c ON c.id = l.call_id WHERE l.id = w.leg_id AND l.ended_at IS NULL AND c.ended_at IS NULL AND c.status = 'ringing')`,
-  join: `EXISTS (SELECT FROM calls c JOIN call_legs l ON l.id = c.answered_leg WHERE c.id = w.call_id AND l.id = w.leg_id AND l.ended_at IS NULL AND c.ended_at IS NULL)`,
+  dial: `EXISTS (SELECT FROM call_legs l JOIN calls c ON c.id = l.call_id WHERE l.id = w.leg_id AND ${LEG_OF_CALL} AND l.ended_at IS NULL AND c.ended_at IS NULL AND c.status = 'ringing')`,
+  join: `EXISTS (SELECT FROM calls c JOIN call_legs l ON l.id = c.answered_leg WHERE c.id = w.call_id AND l.id = w.leg_id AND ${LEG_OF_CALL} AND l.ended_at IS NULL AND c.ended_at IS NULL)`,
   call: `EXISTS (SELECT FROM calls c WHERE c.id = w.call_id AND c.ended_at IS NULL)`,
 } as const;
 type Wanted = keyof typeof WANTED | 'always';

@@ -127,9 +127,9 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
       const controlId = result.controlId;
       if (!controlId) return false;
       // The usual answer (the live leg takes its physical leg, nothing follows) costs no transaction.
-      if (await this.completions.end({ jobId: completing, keep: { legId, controlId } })) return completing !== undefined;
+      if (await this.completions.end({ jobId: completing, keep: { legId, callId, controlId } })) return completing !== undefined;
       await this.uow.run(async (tx) => {
-        const control = await this.transitions.claimLegControl(tx, legId, controlId);
+        const control = await this.transitions.claimLegControl(tx, { id: legId, call_id: callId }, controlId);
         if (control.ours && !control.over) return;
         await this.flow.hangUpPhysicalLeg(tx, callId, legId, controlId, control.ours);
       });
@@ -145,7 +145,7 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
     const call = await this.transitions.lockById(tx, callId);
     if (!call) return;
     // Guarded on the carrier never having named the leg: one it reported rings on and ends by its own hangup.
-    const leg = await this.transitions.writeOffUnreportedLeg(tx, legId, new Date().toISOString(), cause);
+    const leg = await this.transitions.writeOffUnreportedLeg(tx, { id: legId, call_id: callId }, new Date().toISOString(), cause);
     if (!leg) return;
     if (!call.ring_plan) {
       await this.flow.endCall(tx, call, new Date().toISOString(), 'dial_failed', leg, { failed: true });

@@ -105,7 +105,7 @@ export class CallReplies {
     const { call, leg } = found;
     await this.transitions.claimLockedLegControl(tx, leg, event.carrierCallId);
     if (event.answered) return this.talkEnded(tx, call, leg, event, context);
-    const legEnded = await this.transitions.endLeg(tx, leg.id, event.occurredAt, event.hangupCause ?? 'unspecified');
+    const legEnded = await this.transitions.endLeg(tx, leg, event.occurredAt, event.hangupCause ?? 'unspecified');
     if (event.callerLeft) {
       // The caller hung up while this target rang: the plan must not move on (no phantom dial,
       // no voicemail answering a call that is over); the call ends missed, once.
@@ -134,7 +134,7 @@ export class CallReplies {
     const answeredAt = new Date(Date.parse(event.occurredAt) - (event.durationSeconds ?? 0) * 1000).toISOString();
     const won = await this.transitions.answerByLeg(tx, call.id, leg.id, answeredAt);
     if (won) await this.announceJoined(tx, won, leg, answeredAt);
-    await this.transitions.endLeg(tx, leg.id, event.occurredAt, 'completed');
+    await this.transitions.endLeg(tx, leg, event.occurredAt, 'completed');
     const outcome: FlowOutcome = won ? 'applied' : call.answered_leg === leg.id ? 'duplicate' : 'superseded';
     const note = outcome === 'superseded' ? 'the call had another winner or was over' : undefined;
     this.record(call, leg, event, context, outcome, note);

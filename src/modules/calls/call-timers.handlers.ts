@@ -23,7 +23,7 @@ export class CallJoinTimeoutHandler implements JobHandler<typeof CallJoinTimeout
     const call = await this.transitions.writeOffUnjoinedAnswer(tx!, callId, legId);
     if (!call) return;
     const leg = (await this.transitions.legs(tx!, callId)).find((l) => l.id === legId)!;
-    await this.transitions.endLeg(tx!, legId, new Date().toISOString(), 'join_timeout');
+    await this.transitions.endLeg(tx!, { id: legId, call_id: callId }, new Date().toISOString(), 'join_timeout');
     await this.flow.hangUpLeg(tx!, call, leg);
     await this.flow.advanceAfterLeg(tx!, call, leg, 'join_timeout');
   }

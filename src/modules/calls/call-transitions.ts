@@ -47,6 +47,19 @@ export interface LockedCall {
  */
 const CALL_BY_ID = `id = $1 AND ${createdAtOfId('$1')}`;
 
+/** A leg by its id and its call's (LegRow is one): what a leg UPDATE needs to find it in one partition. */
+export type LegKey = Pick<LegRow, 'id' | 'call_id'>;
+
+/**
+ * A leg by its id ($1) and its call's (`callId`, SQL text), in the one partition (two near a
+ * boundary) that can hold it: call_legs is partitioned by onceline_id_time(call_id) (migration
+ * 0055), and a leg's id carries the dial's time, not its call's, so the call id names the key.
+ */
+const legById = (callId: string) => `id = $1 AND call_id = ${callId} AND ${createdAtOfId(callId, 'onceline_id_time(call_id)')}`;
+
+/** The legs of a call `callId` (SQL text: a value, or a column of the row a leg is joined to), by the partition key. */
+const legsOfCall = (callId: string, legs = 'l') => `${legs}.call_id = ${callId} AND ${createdAtOfId(callId, `onceline_id_time(${legs}.call_id)`)}`;
+
 const columnsOf = (list: string) => list.split(',').map((column) => column.trim());
 const LEG_COLUMN_NAMES = columnsOf(LEG_COLUMNS);
 /** A call's columns and its leg's in one row: the call's as they are, the leg's prefixed `leg_`. */
@@ -120,7 +133,7 @@ export class CallTransitions {
     const { rows } = await exec<CallRow & Record<string, unknown>>(
       tx,
       `SELECT ${CALL_COLUMNS_OF_C}, ${LEG_COLUMNS_AS_PREFIXED}
-         FROM calls c JOIN call_legs l ON l.call_id = c.id AND l.target_index = $3 AND l.attempt = $4
+         FROM calls c JOIN call_legs l ON l.call_id = c.id AND ${createdAtOfId('$1', 'onceline_id_time(l.call_id)')} AND l.target_index = $3 AND l.attempt = $4
         WHERE c.id = $1 AND c.carrier = $2
           FOR UPDATE OF c FOR NO KEY UPDATE OF l`,
       [leg.callId, carrier, leg.target, leg.attempt],
@@ -140,14 +153,16 @@ export class CallTransitions {
    * and `columns` (SQL over the same rows, as the lock left them). `callIds`: the calls the input names.
    */
   lockedLegsCte(stmt: CteStatement, name: string, input: string, turns: string, decides: string, callIds: string[], columns = ''): string {
-    // c.id = ANY: the calls by their key, whatever the planner makes of the recordset.
+    // c.id = ANY: the calls by their key, whatever the planner makes of the recordset. The legs'
+    // partition key within the span of those calls' times: the legs' partitions of those calls only.
+    const ids = stmt.param(callIds, 'text[]');
     return stmt.with(
       name,
       `SELECT i.event_id, c.id AS call_id, l.id AS leg_id, i.control_id, i.kind, i.occurred_at, t.received_at${columns && `, ${columns}`}
          FROM ${input} i JOIN ${turns} t ON t.event_id = i.event_id
          JOIN calls c ON c.id = i.call_id AND c.carrier = i.carrier AND c.carrier_call_id = i.call_session_id
-         JOIN call_legs l ON l.call_id = c.id AND l.target_index = i.target_index AND l.attempt = i.attempt
-        WHERE c.id = ANY (${stmt.param(callIds, 'text[]')}) AND (${decides})
+         JOIN call_legs l ON l.call_id = c.id AND ${createdAtOfIds(ids, 'onceline_id_time(l.call_id)')} AND l.target_index = i.target_index AND l.attempt = i.attempt
+        WHERE c.id = ANY (${ids}) AND (${decides})
           FOR UPDATE OF c FOR NO KEY UPDATE OF l`,
       { materialized: true },
     );
@@ -164,7 +179,7 @@ export class CallTransitions {
       'call_legs_ringing',
       `UPDATE call_legs l SET control_id = coalesce(l.control_id, r.control_id), status = CASE WHEN l.status = 'dialing' THEN 'ringing' ELSE l.status END
          FROM ${legs} r JOIN ${consumed} k ON k.consumed_event_id = r.event_id
-        WHERE l.id = r.leg_id AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = r.control_id) AND (l.control_id IS NULL OR l.status = 'dialing')
+        WHERE l.id = r.leg_id AND ${legsOfCall('r.call_id')} AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = r.control_id) AND (l.control_id IS NULL OR l.status = 'dialing')
        RETURNING l.id`,
     );
   }
@@ -177,7 +192,7 @@ export class CallTransitions {
   async callsNow(callIds: string[]): Promise<Map<string, CallNow>> {
     const { rows } = await exec<CallNow>(
       this.dataSource.manager,
-      `SELECT ${CALL_COLUMNS}, (SELECT jsonb_object_agg(l.target_index || ':' || l.attempt, l.id) FROM call_legs l WHERE l.call_id = calls.id) AS leg_ids
+      `SELECT ${CALL_COLUMNS}, (SELECT jsonb_object_agg(l.target_index || ':' || l.attempt, l.id) FROM call_legs l WHERE ${legsOfCall('calls.id')}) AS leg_ids
          FROM calls WHERE id = ANY ($1::text[]) AND ${createdAtOfIds('$1::text[]')}`,
       [callIds],
     );
@@ -196,7 +211,7 @@ export class CallTransitions {
       'call_legs_answered',
       `UPDATE call_legs l SET status = 'answered', answered_at = coalesce(l.answered_at, a.occurred_at), control_id = coalesce(l.control_id, a.control_id)
          FROM ${answers} a
-        WHERE l.id = a.leg_id AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = a.control_id)
+        WHERE l.id = a.leg_id AND ${legsOfCall('a.call_id')} AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = a.control_id)
        RETURNING l.id, l.target_index, l.attempt`,
     );
     return stmt.with(
@@ -223,7 +238,7 @@ export class CallTransitions {
       'call_legs_handed_off',
       `UPDATE call_legs l SET status = 'ended', ended_at = h.occurred_at, hangup_cause = h.hangup_cause, control_id = coalesce(l.control_id, h.control_id)
          FROM ${handOffs} h
-        WHERE l.id = h.leg_id AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = h.control_id)
+        WHERE l.id = h.leg_id AND ${legsOfCall('h.call_id')} AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = h.control_id)
        RETURNING l.id`,
     );
     const turned = stmt.with(
@@ -276,12 +291,12 @@ export class CallTransitions {
    * ended (written off, or its call ended before the dial was answered), so a leg the carrier
    * says is up must be hung up. Read from the row this statement locked and changed.
    */
-  async claimLegControl(tx: Tx, legId: string, controlId: string): Promise<{ ours: boolean; over: boolean }> {
+  async claimLegControl(tx: Tx, leg: LegKey, controlId: string): Promise<{ ours: boolean; over: boolean }> {
     const { rows } = await exec<{ ours: boolean; over: boolean }>(
       tx,
-      `UPDATE call_legs SET control_id = coalesce(control_id, $2) WHERE id = $1
+      `UPDATE call_legs SET control_id = coalesce(control_id, $2) WHERE ${legById('$3')}
        RETURNING control_id = $2 AS ours, ended_at IS NOT NULL AS over`,
-      [legId, controlId],
+      [leg.id, controlId, leg.call_id],
     );
     return rows[0] ?? { ours: false, over: true };
   }
@@ -295,21 +310,21 @@ export class CallTransitions {
    */
   async claimLockedLegControl(tx: Tx, leg: LegRow, controlId: string): Promise<{ ours: boolean; over: boolean }> {
     if (leg.control_id !== null) return { ours: leg.control_id === controlId, over: leg.ended_at !== null };
-    return this.claimLegControl(tx, leg.id, controlId);
+    return this.claimLegControl(tx, leg, controlId);
   }
 
   /** dialing → ringing (the carrier reports the leg up); an answered or ended leg is left alone. */
-  async legRinging(tx: Tx, legId: string): Promise<boolean> {
-    const { affected } = await exec(tx, `UPDATE call_legs SET status = 'ringing' WHERE id = $1 AND status = 'dialing'`, [legId]);
+  async legRinging(tx: Tx, leg: LegKey): Promise<boolean> {
+    const { affected } = await exec(tx, `UPDATE call_legs SET status = 'ringing' WHERE ${legById('$2')} AND status = 'dialing'`, [leg.id, leg.call_id]);
     return affected === 1;
   }
 
   /** The leg is over (hung up, refused, written off); guarded by ended_at IS NULL, so only the first word counts. */
-  async endLeg(tx: Tx, legId: string, at: string, cause: string, status: 'ended' | 'failed' = 'ended'): Promise<boolean> {
+  async endLeg(tx: Tx, leg: LegKey, at: string, cause: string, status: 'ended' | 'failed' = 'ended'): Promise<boolean> {
     const { affected } = await exec(
       tx,
-      `UPDATE call_legs SET status = $4, ended_at = $2, hangup_cause = $3 WHERE id = $1 AND ended_at IS NULL`,
-      [legId, at, cause, status],
+      `UPDATE call_legs SET status = $4, ended_at = $2, hangup_cause = $3 WHERE ${legById('$5')} AND ended_at IS NULL`,
+      [leg.id, at, cause, status, leg.call_id],
     );
     return affected === 1;
   }
@@ -319,11 +334,11 @@ export class CallTransitions {
    * ended_at IS NULL AND control_id IS NULL, so a leg the carrier did create and tell us about
    * (its call.initiated, or the dial's answer, named it) rings on and ends by its own hangup.
    */
-  async writeOffUnreportedLeg(tx: Tx, legId: string, at: string, cause: string): Promise<LegRow | undefined> {
+  async writeOffUnreportedLeg(tx: Tx, leg: LegKey, at: string, cause: string): Promise<LegRow | undefined> {
     const { rows } = await exec<LegRow>(
       tx,
-      `UPDATE call_legs SET status = 'failed', ended_at = $2, hangup_cause = $3 WHERE id = $1 AND ended_at IS NULL AND control_id IS NULL RETURNING ${LEG_COLUMNS}`,
-      [legId, at, cause],
+      `UPDATE call_legs SET status = 'failed', ended_at = $2, hangup_cause = $3 WHERE ${legById('$4')} AND ended_at IS NULL AND control_id IS NULL RETURNING ${LEG_COLUMNS}`,
+      [leg.id, at, cause, leg.call_id],
     );
     return rows[0];
   }
@@ -339,7 +354,7 @@ export class CallTransitions {
       `UPDATE call_legs SET status = CASE WHEN control_id IS NULL THEN 'ended' ELSE status END,
               ended_at = CASE WHEN control_id IS NULL THEN $2::timestamptz END,
               hangup_cause = CASE WHEN control_id IS NULL THEN 'call_ended' END
-        WHERE call_id = $1 AND ended_at IS NULL
+        WHERE call_id = $1 AND ${createdAtOfId('$1', 'onceline_id_time(call_id)')} AND ended_at IS NULL
        RETURNING ${LEG_COLUMNS}`,
       [callId, at],
     );
@@ -379,7 +394,7 @@ export class CallTransitions {
       tx,
       `WITH live_leg AS (
          UPDATE call_legs SET status = 'answered', answered_at = coalesce(answered_at, $3::timestamptz)
-          WHERE id = $2 AND call_id = $1 AND ended_at IS NULL
+          WHERE id = $2 AND call_id = $1 AND ${createdAtOfId('$1', 'onceline_id_time(call_id)')} AND ended_at IS NULL
           RETURNING target_index, attempt)
        UPDATE calls SET status = 'in_progress', answered_leg = $2, answered_at = $3, updated_at = now()
          FROM live_leg
@@ -394,7 +409,7 @@ export class CallTransitions {
   /** The leg the plan rings now (its cursor's target and try), if it was dialed: what a carrier that does not name the leg answered with. */
   async currentTry(tx: Tx, call: CallRow): Promise<LegRow | undefined> {
     if (!call.ring_plan || !['targets', 'forward'].includes(call.ring_plan.phase)) return undefined;
-    const { rows } = await exec<LegRow>(tx, `SELECT ${LEG_COLUMNS} FROM call_legs WHERE call_id = $1 AND target_index = $2 AND attempt = $3`, [call.id, call.ring_plan.next - 1, call.ring_plan.attempt]);
+    const { rows } = await exec<LegRow>(tx, `SELECT ${LEG_COLUMNS} FROM call_legs WHERE call_id = $1 AND ${createdAtOfId('$1', 'onceline_id_time(call_id)')} AND target_index = $2 AND attempt = $3`, [call.id, call.ring_plan.next - 1, call.ring_plan.attempt]);
     return rows[0];
   }
 

@@ -19,6 +19,24 @@ export type IngestStatus = 'accepted' | 'duplicate';
 const LOCK_CONFLICT_ATTEMPTS = 3;
 
 /**
+ * How far a carrier's clock may be ahead of ours when it stamps an event: the dedupe guard looks
+ * for a twin stored no earlier than the event's own time less this (twinSince). An hour is far
+ * beyond what NTP-kept clocks drift, and costs at most one partition more a day.
+ */
+export const CARRIER_CLOCK_MARGIN_MS = 3_600_000;
+
+/**
+ * The earliest a twin of this event can have been stored: the carrier's own time for it (never
+ * later than now, whatever its clock says) less CARRIER_CLOCK_MARGIN_MS; null, so every
+ * partition is read, where the carrier gave no time of its own or one we cannot read.
+ */
+export function twinSince(accepted: AcceptedWebhook, now = Date.now()): string | null {
+  const stamped = accepted.carrierEventTime === undefined ? Number.NaN : Date.parse(accepted.carrierEventTime);
+  if (Number.isNaN(stamped)) return null;
+  return new Date(Math.min(stamped, now) - CARRIER_CLOCK_MARGIN_MS).toISOString();
+}
+
+/**
  * Stores accepted webhooks: concurrent deliveries share one statement (one multi-row insert and
  * an outbox job for each row that was new, committed together), and each delivery learns whether
  * it was the new one only after that commit. Calls' events and the rest (inbound SMS, receipts)
@@ -75,6 +93,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
 
   private async insert(items: AcceptedWebhook[]): Promise<IngestStatus[]> {
     const ids = items.map(() => newId(IdPrefix.CarrierEvent));
+    const now = Date.now();
     // Rows in key order, so two batches sharing keys lock them in the same order.
     const order = items.map((_, i) => i).sort((a, b) => compareKeys(items[a], items[b]));
     // The whole batch as one JSON parameter: JSON.stringify escapes the bodies natively, where
@@ -88,11 +107,13 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
       payload: items[i].payloadJson,
       normalized: JSON.stringify(items[i].event),
       signature_nonce: items[i].signatureNonce ?? null,
+      twin_since: twinSince(items[i], now),
     })));
     // One statement, so one round trip and atomic on its own: the rows, and a processing job for
-    // each row that was new. A row is new when carrier_event_twin (migration 0042) finds no stored
-    // twin in any partition, by key or by signature nonce, under the key's advisory lock: that is
-    // the dedupe guard across partition boundaries, also for two copies inside this one statement
+    // each row that was new. A row is new when carrier_event_twin (migrations 0042, 0056) finds no
+    // stored twin, by key or by signature nonce, under the key's advisory lock, in the partitions
+    // from twin_since on (all of them where the carrier gave no time of its own): that is the
+    // dedupe guard across partition boundaries, also for two copies inside this one statement
     // (the second sees the first). The partitions' own unique indexes stay as a backstop (ON
     // CONFLICT DO NOTHING, no target: any of them).
     const stmt = new CteStatement();
@@ -134,8 +155,8 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
       `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, signature_nonce, created_at)
        SELECT id, carrier, carrier_event_id, event_type, kind, payload::jsonb, normalized::jsonb, signature_nonce, onceline_id_time(id)
          FROM json_to_recordset(${stmt.param(batch, 'json')})
-              AS e(id text, carrier text, carrier_event_id text, event_type text, kind text, payload text, normalized text, signature_nonce text)
-        WHERE carrier_event_twin(carrier, carrier_event_id, signature_nonce) IS NULL
+              AS e(id text, carrier text, carrier_event_id text, event_type text, kind text, payload text, normalized text, signature_nonce text, twin_since timestamptz)
+        WHERE carrier_event_twin(carrier, carrier_event_id, signature_nonce, twin_since) IS NULL
        ON CONFLICT DO NOTHING
        RETURNING id`,
     );

@@ -34,6 +34,11 @@ export function recordAttemptsCtes(stmt: CteStatement, outcomes: AttemptOutcome[
       status_code: code ?? null, duration_ms: result.durationMs, excerpt: result.body.slice(0, EXCERPT_CHARS), at: at.toISOString(),
     };
   });
+  // The deliveries' partitions: those of their events' times, from the earliest event to the
+  // latest (ids of one prefix sort by time), so a batch of attempts of recent events reads one
+  // partition or two, not every one (webhook_deliveries is partitioned by its event's id time).
+  const eventIds = outcomes.map(({ ref }) => ref.eventId).sort();
+  const partitions = () => `onceline_id_key(d.event_id) BETWEEN onceline_id_key_of(${stmt.param(eventIds[0], 'text')}) AND onceline_id_key_of(${stmt.param(eventIds[eventIds.length - 1], 'text')})`;
   const outcomesCte = stmt.with(
     'dlv_outcomes',
     `SELECT * FROM json_to_recordset(${stmt.param(JSON.stringify(rows), 'json')})
@@ -56,7 +61,7 @@ export function recordAttemptsCtes(stmt: CteStatement, outcomes: AttemptOutcome[
             parked_at = CASE WHEN o.status = 'delivered' THEN NULL ELSE d.parked_at END,
             last_error = o.error, updated_at = now()
        FROM ${outcomesCte} o
-      WHERE d.id = ANY (${stmt.param(rows.map((row) => row.id), 'text[]')}) AND d.id = o.id
+      WHERE d.id = ANY (${stmt.param(rows.map((row) => row.id), 'text[]')}) AND ${partitions()} AND d.id = o.id
         AND d.round = o.round AND d.attempt_count = o.attempt - 1 AND d.status IN ('pending', 'parked')
       RETURNING d.id, d.status, d.endpoint_id, o.attempt, o.status_code, o.error, o.duration_ms, o.excerpt, o.at`,
   );

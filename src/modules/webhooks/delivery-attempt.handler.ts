@@ -12,7 +12,8 @@ import { HandlesJob, type JobContext, type JobHandler, type RunOutcome } from '.
 import { AddressPolicy, AddressRefused } from './address-policy.js';
 import { isSuccess, recordAttemptsCtes } from './attempt-records.js';
 import { DeliveredAttempts } from './delivered-attempts.js';
-import { DELIVERY_COLUMNS, DELIVERY_JOINS, deliveryFromJson, type DeliveryRow } from './delivery-row.js';
+import { DELIVERY_COLUMNS, DELIVERY_JOINS, deliveryByIdWhere, deliveryFromJson, type DeliveryRow } from './delivery-row.js';
+import { idKeyOf } from '../../platform/retention/id-partition-key.js';
 import { DeliveryScheduler, type AttemptRef } from './delivery-scheduler.js';
 import { EndpointHealth } from './endpoint-health.js';
 import { honourRetryAfter, scheduledDelayMs } from './retry-policy.js';
@@ -28,7 +29,7 @@ interface AttemptJob {
 }
 
 /** Stale is final (round and attempt_count only grow): an attempt is due only while this holds. */
-function isDue(row: DeliveryRow, ref: AttemptRef): boolean {
+function isDue(row: DeliveryRow, ref: Pick<AttemptRef, 'round' | 'attempt'>): boolean {
   return row.status === 'pending' && row.round === ref.round && row.attempt_count === ref.attempt - 1;
 }
 
@@ -71,7 +72,7 @@ export class DeliveryAttemptHandler implements JobHandler<typeof WebhookDelivery
     // guards (round, attempt_count, status) decide, with or without it.
     const row = prefetched ? deliveryFromJson<AttemptJob>(prefetched as never) : await this.readPending(jobId);
     if (!row) return undefined;
-    const ref = { id: row.id, round: row.job_round, attempt: row.job_attempt };
+    const ref = { id: row.id, eventId: row.event_id, round: row.job_round, attempt: row.job_attempt };
     if (!isDue(row, ref) || row.deleted || !row.enabled) return undefined;
     const { result, at } = await this.callFor(row);
     if (!isSuccess(result)) {
@@ -84,28 +85,38 @@ export class DeliveryAttemptHandler implements JobHandler<typeof WebhookDelivery
     return 'completed';
   }
 
-  /** The delivery of a job with no outcome yet, at the round and attempt the job names. */
+  /**
+   * The delivery of a job with no outcome yet, at the round and attempt the job names, found in
+   * the one partition of its event's time (the job's eventId). The job's values are scalar
+   * subqueries, so the partitions are pruned when they run (those of webhook_deliveries and
+   * outbound_events that cannot hold the row are never scanned). A job written before jobs
+   * carried eventId finds nothing here and takes the general path (handle, which probes every
+   * partition for it).
+   */
   private async readPending(jobId: string): Promise<(DeliveryRow & AttemptJob) | undefined> {
     const [row] = await this.statements.query<DeliveryRow & AttemptJob>(
       `WITH job AS (${pendingJobSql('$1')})
-       SELECT (job.data->>'round')::int AS job_round, (job.data->>'attempt')::int AS job_attempt, ${DELIVERY_COLUMNS}
-         FROM job JOIN webhook_deliveries d ON d.id = job.data->>'deliveryId' ${DELIVERY_JOINS}`,
+       SELECT (SELECT (data->>'round')::int FROM job) AS job_round, (SELECT (data->>'attempt')::int FROM job) AS job_attempt, ${DELIVERY_COLUMNS}
+         FROM webhook_deliveries d ${DELIVERY_JOINS}
+        WHERE ${deliveryByIdWhere(`(SELECT data->>'deliveryId' FROM job)`, `(SELECT data->>'eventId' FROM job)`)}`,
       [jobId],
     );
     return row;
   }
 
-  async handle({ deliveryId, round, attempt }: PayloadOf<typeof WebhookDeliveryAttemptJob>): Promise<void> {
-    const ref = { id: deliveryId, round, attempt };
-    let row = await this.load(deliveryId);
+  async handle({ deliveryId, eventId, round, attempt }: PayloadOf<typeof WebhookDeliveryAttemptJob>): Promise<void> {
+    // A job written before jobs carried eventId loads its delivery by id alone; once loaded, the
+    // row's event names the partition for every later statement (and for the next attempt's job).
+    let row = await this.load(deliveryId, eventId);
     // Stale is final (round and attempt_count only grow), so this earlier read may decide it: an
     // older round, an attempt already recorded, a delivery finished or parked does nothing.
-    while (row && isDue(row, ref)) {
+    while (row && isDue(row, { round, attempt })) {
+      const ref = { id: deliveryId, eventId: row.event_id, round, attempt };
       if (!row.deleted && row.enabled) return this.attempt(row, ref);
       // The guard decides from the endpoint as it is now; when it was enabled again since the
       // load (or the delivery moved on), load again: the next turn calls, or finds the job stale.
       if (await this.settleWithoutCalling(ref, row.endpoint_id)) return;
-      row = await this.load(deliveryId);
+      row = await this.load(deliveryId, row.event_id);
     }
   }
 
@@ -177,15 +188,17 @@ export class DeliveryAttemptHandler implements JobHandler<typeof WebhookDelivery
                 last_error = CASE WHEN e.deleted THEN 'endpoint deleted' ELSE d.last_error END,
                 next_attempt_at = NULL, updated_at = now()
            FROM endpoint e
-          WHERE d.id = $1 AND d.round = $2 AND d.status = 'pending' AND (e.deleted OR NOT e.enabled)`,
-        [ref.id, ref.round, endpointId],
+          WHERE d.id = $1 AND ${idKeyOf('$4', 'd.event_id')} AND d.round = $2 AND d.status = 'pending' AND (e.deleted OR NOT e.enabled)`,
+        [ref.id, ref.round, endpointId, ref.eventId],
       );
       return affected > 0;
     });
   }
 
-  private async load(deliveryId: string): Promise<DeliveryRow | undefined> {
-    const [row] = await queryRows(this.dataSource.manager, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d ${DELIVERY_JOINS} WHERE d.id = $1`, [deliveryId]);
+  /** The delivery with its endpoint and event; `eventId` (the job's, when it has one) prunes to its partition. */
+  private async load(deliveryId: string, eventId?: string): Promise<DeliveryRow | undefined> {
+    const where = deliveryByIdWhere('$1', eventId === undefined ? undefined : '$2');
+    const [row] = await queryRows(this.dataSource.manager, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d ${DELIVERY_JOINS} WHERE ${where}`, eventId === undefined ? [deliveryId] : [deliveryId, eventId]);
     return row;
   }
 }

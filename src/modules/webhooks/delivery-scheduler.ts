@@ -11,13 +11,15 @@ import { idKeyOf } from '../../platform/retention/id-partition-key.js';
 
 export interface AttemptRef {
   id: string;
+  /** The delivery's event: its id's time is the delivery's partition key (idKeyOf(eventId, 'event_id')). */
+  eventId: string;
   round: number;
   /** The attempt this job makes (attempt_count + 1 when it was scheduled). */
   attempt: number;
 }
 
 /** BullMQ jobIds may not contain ':'; one id per (delivery, round, attempt) so resumes never collide. */
-export function attemptJobId(ref: AttemptRef): string {
+export function attemptJobId(ref: Pick<AttemptRef, 'id' | 'round' | 'attempt'>): string {
   return `dlv-${ref.id}-${ref.round}-${ref.attempt}`;
 }
 
@@ -45,7 +47,7 @@ export class DeliveryScheduler {
       tx,
       refs.map((ref) => ({
         job: WebhookDeliveryAttemptJob,
-        data: { deliveryId: ref.id, round: ref.round, attempt: ref.attempt },
+        data: { deliveryId: ref.id, eventId: ref.eventId, round: ref.round, attempt: ref.attempt },
         jobId: attemptJobId(ref),
         runAt,
       })),
@@ -98,10 +100,10 @@ export class DeliveryScheduler {
        ON CONFLICT DO NOTHING
        RETURNING id, status, round, attempt_count, round_first_attempt, endpoint_id, event_id`,
     );
-    stmt.with('dlv_first_attempts', `SELECT id, 1 AS round, 1 AS attempt FROM ${created} WHERE status = 'pending'`);
+    stmt.with('dlv_first_attempts', `SELECT id, event_id, 1 AS round, 1 AS attempt FROM ${created} WHERE status = 'pending'`);
     const jobs = this.outbox.jobsFromCte(stmt, 'dlv_jobs', 'dlv_first_attempts', WebhookDeliveryAttemptJob, {
       id: ATTEMPT_JOB_ID_SQL,
-      data: `jsonb_build_object('deliveryId', id, 'round', round, 'attempt', attempt)`,
+      data: `jsonb_build_object('deliveryId', id, 'eventId', event_id, 'round', round, 'attempt', attempt)`,
       // Named by deliveries this statement created with new ids (dlv_created).
       newIds: true,
     });
@@ -173,16 +175,16 @@ export class DeliveryScheduler {
   async resumeEndpoint(tx: Tx, endpointId: string): Promise<number> {
     await this.expireParked(tx, endpointId);
     // WHERE status = 'parked': each parked delivery is resumed by exactly one enable.
-    const { rows } = await exec<{ id: string; round: number; attempt_count: number }>(
+    const { rows } = await exec<{ id: string; event_id: string; round: number; attempt_count: number }>(
       tx,
       `UPDATE webhook_deliveries
           SET status = 'pending', parked_at = NULL, round = round + 1, round_first_attempt = attempt_count + 1,
               next_attempt_at = now(), updated_at = now()
         WHERE endpoint_id = $1 AND status = 'parked'
-        RETURNING id, round, attempt_count`,
+        RETURNING id, event_id, round, attempt_count`,
       [endpointId],
     );
-    await this.enqueueAttempts(tx, rows.map((row) => ({ id: row.id, round: row.round, attempt: row.attempt_count + 1 })));
+    await this.enqueueAttempts(tx, rows.map((row) => ({ id: row.id, eventId: row.event_id, round: row.round, attempt: row.attempt_count + 1 })));
     return rows.length;
   }
 
@@ -193,7 +195,7 @@ export class DeliveryScheduler {
   async redeliverEvent(tx: Tx, eventId: string, accountId: string, type: string): Promise<number> {
     // WHERE status IN ('delivered','failed'): a delivery already under way is not doubled; its
     // endpoint is read FOR SHARE (as in createForEvent), so a disable in flight is waited for.
-    const { rows } = await exec<{ id: string; round: number; attempt_count: number }>(
+    const { rows } = await exec<{ id: string; event_id: string; round: number; attempt_count: number }>(
       tx,
       `WITH endpoint AS (
          SELECT id, enabled FROM webhook_endpoints
@@ -206,10 +208,10 @@ export class DeliveryScheduler {
          FROM endpoint e
         WHERE d.event_id = $1 AND ${idKeyOf('$1', 'd.event_id')} AND d.account_id = $2 AND d.status IN ('delivered', 'failed')
           AND e.id = d.endpoint_id AND e.enabled
-        RETURNING d.id, d.round, d.attempt_count`,
+        RETURNING d.id, d.event_id, d.round, d.attempt_count`,
       [eventId, accountId],
     );
-    await this.enqueueAttempts(tx, rows.map((row) => ({ id: row.id, round: row.round, attempt: row.attempt_count + 1 })));
+    await this.enqueueAttempts(tx, rows.map((row) => ({ id: row.id, eventId: row.event_id, round: row.round, attempt: row.attempt_count + 1 })));
     return rows.length + (await this.createForEvent(tx, eventId, accountId, type));
   }
 

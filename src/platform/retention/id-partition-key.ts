@@ -10,6 +10,19 @@ export function createdAtOfId(id: string, column = 'created_at'): string {
   return `${column} BETWEEN onceline_id_window_start(${id}) AND onceline_id_window_end(${id})`;
 }
 
+/**
+ * createdAtOfId for a row whose `column` is its transaction's now() and whose id was minted later
+ * in that transaction (usage_records: created_at defaults to now(), the id is onceline_id() of the
+ * INSERT): the column is at most the id's time, and earlier by at most the transaction's age, so
+ * the window reaches `before` (an SQL interval) back from the id's time and 5 minutes after it
+ * (onceline_id_window_start/end: clock steps, ids minted in JS just before the transaction began).
+ * A row outside it (a transaction older than `before`) is not found through this window: the
+ * caller looks again without it.
+ */
+export function createdAtUpToId(id: string, before: string, column = 'created_at'): string {
+  return `${column} BETWEEN onceline_id_window_start(${id}) - interval '${before}' AND onceline_id_window_end(${id})`;
+}
+
 /** createdAtOfId for a lookup by any of several ids (`ids`: SQL text[]): the span of their windows. */
 export function createdAtOfIds(ids: string, column = 'created_at'): string {
   return `${column} BETWEEN (SELECT min(onceline_id_window_start(x)) FROM unnest(${ids}) AS x) AND (SELECT max(onceline_id_window_end(x)) FROM unnest(${ids}) AS x)`;

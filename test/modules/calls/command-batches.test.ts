@@ -95,10 +95,12 @@ describe('call commands claimed and ended in sets', () => {
       await held.query('BEGIN');
       await held.query(`SELECT * FROM call_command_send($1, $2)`, [dial.commandId, call.id]);
       const claim = sends().claim(call.id, dial);
-      await waitFor(() => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%call_command_send(w.command_id%'`), (n) => n === 1, { what: "the claim waiting on the twin's command id lock" });
+      await waitFor(() => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE 'SELECT w.n, s.first_sent_at%'`), (n) => n === 1, { what: "the claim waiting on the twin's command id lock" });
       await held.query('COMMIT');
       expect((await claim)?.sends).toBe(2);
     } finally {
+      // A failure above leaves the twin's transaction open: ended here, so its lock goes with it.
+      await held.query('ROLLBACK').catch(() => undefined);
       held.release();
     }
     expect(await t.db.count(`SELECT count(*) FROM call_command_sends WHERE command_id = $1`, [dial.commandId])).toBe(1);
@@ -107,12 +109,12 @@ describe('call commands claimed and ended in sets', () => {
   it("ends made together are one statement: a job whose dial's leg is kept is completed, one whose leg names another physical leg is not, one without a dial is", async () => {
     const kept = await ringingCall();
     const other = await ringingCall();
-    await uow().run((tx) => transitions().claimLegControl(tx, other.leg0.id, 'v3:first'));
+    await uow().run((tx) => transitions().claimLegControl(tx, other.leg0, 'v3:first'));
     const [keptJob, otherJob, plainJob] = [await commandJob(), await commandJob(), await commandJob()];
     const { result, texts } = await captured(() =>
       Promise.all([
-        completions().end({ jobId: keptJob, keep: { legId: kept.leg0.id, controlId: 'v3:kept' } }),
-        completions().end({ jobId: otherJob, keep: { legId: other.leg0.id, controlId: 'v3:second' } }),
+        completions().end({ jobId: keptJob, keep: { legId: kept.leg0.id, callId: kept.call.id, controlId: 'v3:kept' } }),
+        completions().end({ jobId: otherJob, keep: { legId: other.leg0.id, callId: other.call.id, controlId: 'v3:second' } }),
         completions().end({ jobId: plainJob }),
       ]),
     );
@@ -131,11 +133,11 @@ describe('call commands claimed and ended in sets', () => {
     try {
       const closing = uow().run((tx) => transitions().closeLegsOfEndedCall(tx, held.call.id, new Date().toISOString()));
       await pause.waitUntilPaused();
-      const heldEnd = completions().end({ jobId: heldJob, keep: { legId: held.leg0.id, controlId: 'v3:held' } });
+      const heldEnd = completions().end({ jobId: heldJob, keep: { legId: held.leg0.id, callId: held.call.id, controlId: 'v3:held' } });
       // In the same statement as the held leg's end (submitted together), and committed while that leg is still held.
-      expect(await within(5_000, completions().end({ jobId: freeJob, keep: { legId: free.leg0.id, controlId: 'v3:free' } }), 'the free leg\'s end, while the other leg is held')).toBe(true);
+      expect(await within(5_000, completions().end({ jobId: freeJob, keep: { legId: free.leg0.id, callId: free.call.id, controlId: 'v3:free' } }), 'the free leg\'s end, while the other leg is held')).toBe(true);
       expect(await completed(freeJob)).toBe(true);
-      await waitFor(() => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH ends AS MATERIALIZED%'`), (n) => n === 1, { what: "the held leg's end waiting alone on its row lock" });
+      await waitFor(() => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH ends AS MATERIALIZED%'`), (n) => n === 1, { what: "the held leg's end waiting alone on its row lock" });
       await pause.release();
       await closing;
       expect(await heldEnd).toBe(false);
@@ -154,8 +156,8 @@ describe('call commands claimed and ended in sets', () => {
     try {
       const closing = uow().run((tx) => transitions().closeLegsOfEndedCall(tx, call.id, new Date().toISOString()));
       await pause.waitUntilPaused();
-      const ended = completions().end({ jobId, keep: { legId: leg0.id, controlId: 'v3:leg-0' } });
-      await waitFor(() => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH ends AS MATERIALIZED%'`), (n) => n === 1, { what: "the end waiting on the leg's row lock" });
+      const ended = completions().end({ jobId, keep: { legId: leg0.id, callId: call.id, controlId: 'v3:leg-0' } });
+      await waitFor(() => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH ends AS MATERIALIZED%'`), (n) => n === 1, { what: "the end waiting on the leg's row lock" });
       await pause.release();
       await closing;
       expect(await ended).toBe(false);

@@ -22,7 +22,7 @@ describe('call guards under interleaving', () => {
   const uow = () => t.app.app.get(UnitOfWork);
   const flow = () => t.app.app.get(CallFlow);
   /** A dial's answer kept outside any transaction (CallCommandCompletions: the keep without a job). */
-  const keep = (legId: string, controlId: string) => t.app.app.get(CallCommandCompletions).end({ keep: { legId, controlId } });
+  const keep = (call: CallRow & { leg0: string }, controlId: string) => t.app.app.get(CallCommandCompletions).end({ keep: { legId: call.leg0, callId: call.id, controlId } });
 
   /** A ringing call whose plan rings target 0 (try 1), with that leg dialed: `leg0`; `leg1` is target 1's leg, not the current try. */
   async function ringingCall(): Promise<CallRow & { leg0: string; leg1: string }> {
@@ -50,6 +50,8 @@ describe('call guards under interleaving', () => {
       await pause.remove();
     }
   }
+  /** A leg as the leg UPDATEs name it: its id and its call's (the partition key). */
+  const legOf = (call: { id: string; leg0: string }) => ({ id: call.leg0, call_id: call.id });
   const onCall = (callId: string, when: string) => `NEW.id = '${callId}' AND ${when}`;
   const answer = (callId: string, legId: string) => async () => (await uow().run((tx) => transitions().answerByLeg(tx, callId, legId, new Date().toISOString())))?.answered_leg ?? null;
 
@@ -81,7 +83,7 @@ describe('call guards under interleaving', () => {
 
   it('a dead leg never wins: its answer loses to its own hangup committed in between', async () => {
     const call = await ringingCall();
-    const hangup = () => uow().run((tx) => transitions().endLeg(tx, call.leg0, new Date().toISOString(), 'normal_clearing'));
+    const hangup = () => uow().run((tx) => transitions().endLeg(tx, legOf(call), new Date().toISOString(), 'normal_clearing'));
     // The hangup holds the leg row; the answer waits on it, then finds the leg ended.
     const [ended, won] = await interleave('call_legs', `NEW.id = '${call.leg0}' AND NEW.ended_at IS NOT NULL`, hangup, answer(call.id, call.leg0));
     expect([ended, won]).toEqual([true, null]);
@@ -90,7 +92,7 @@ describe('call guards under interleaving', () => {
 
   it('a hangup of the leg held behind its answer finds the leg answered: the answer stands', async () => {
     const call = await ringingCall();
-    const hangup = () => uow().run((tx) => transitions().endLeg(tx, call.leg0, new Date().toISOString(), 'normal_clearing'));
+    const hangup = () => uow().run((tx) => transitions().endLeg(tx, legOf(call), new Date().toISOString(), 'normal_clearing'));
     const [won, ended] = await interleave('calls', onCall(call.id, `NEW.status = 'in_progress'`), answer(call.id, call.leg0), hangup);
     expect([won, ended]).toEqual([call.leg0, true]);
   });
@@ -98,15 +100,15 @@ describe('call guards under interleaving', () => {
   it('a leg that is not the plan\'s current try never wins, nor one written off', async () => {
     const call = await ringingCall();
     expect(await answer(call.id, call.leg1)()).toBeNull();
-    await uow().run((tx) => transitions().writeOffUnreportedLeg(tx, call.leg0, new Date().toISOString(), 'dial refused'));
+    await uow().run((tx) => transitions().writeOffUnreportedLeg(tx, legOf(call), new Date().toISOString(), 'dial refused'));
     expect(await answer(call.id, call.leg0)()).toBeNull();
     expect((await t.db.pool.query(`SELECT status FROM calls WHERE id = $1`, [call.id])).rows[0].status).toBe('ringing');
   });
 
   it('a dial is written off only while the carrier never named its leg: the leg\'s first event committed in between wins', async () => {
     const call = await ringingCall();
-    const named = () => uow().run((tx) => transitions().claimLegControl(tx, call.leg0, 'v3:leg-0'));
-    const writeOff = async () => Boolean(await uow().run((tx) => transitions().writeOffUnreportedLeg(tx, call.leg0, new Date().toISOString(), 'dial not answered')));
+    const named = () => uow().run((tx) => transitions().claimLegControl(tx, legOf(call), 'v3:leg-0'));
+    const writeOff = async () => Boolean(await uow().run((tx) => transitions().writeOffUnreportedLeg(tx, legOf(call), new Date().toISOString(), 'dial not answered')));
     const [control, writtenOff] = await interleave('call_legs', `NEW.id = '${call.leg0}' AND NEW.control_id IS NOT NULL`, named, writeOff);
     expect([control, writtenOff]).toEqual([{ ours: true, over: false }, false]);
   });
@@ -114,7 +116,7 @@ describe('call guards under interleaving', () => {
   it('a call that ends while a dial is in flight: the dial\'s answer finds its leg over', async () => {
     const call = await ringingCall();
     const close = () => uow().run((tx) => transitions().closeLegsOfEndedCall(tx, call.id, new Date().toISOString()));
-    const named = () => uow().run((tx) => transitions().claimLegControl(tx, call.leg0, 'v3:leg-0'));
+    const named = () => uow().run((tx) => transitions().claimLegControl(tx, legOf(call), 'v3:leg-0'));
     const [legsUp, control] = await interleave('call_legs', `NEW.id = '${call.leg0}' AND NEW.ended_at IS NOT NULL`, close, named);
     expect([legsUp, control]).toEqual([[], { ours: true, over: true }]);
   });
@@ -147,7 +149,7 @@ describe('call guards under interleaving', () => {
   /** Until one keep statement (CallCommandCompletions) is seen waiting on a row lock (pg_stat_activity). */
   const keepWaitingOnLock = (what: string) =>
     waitFor(
-      () => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH ends AS MATERIALIZED%'`),
+      () => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH ends AS MATERIALIZED%'`),
       (n) => n === 1,
       { what },
     );
@@ -163,7 +165,7 @@ describe('call guards under interleaving', () => {
     try {
       const held = first();
       await pause.waitUntilPaused();
-      const kept = keep(call.leg0, controlId);
+      const kept = keep(call, controlId);
       await keepWaitingOnLock('the keep waiting on the leg\'s row lock');
       await pause.release();
       return [await held, await kept];
@@ -175,18 +177,18 @@ describe('call guards under interleaving', () => {
 
   it('a leg event decides its claim off the leg it holds locked: a repeat of the dial\'s answer waits for its commit, and another physical leg is not ours', async () => {
     const call = await ringingCall();
-    await keep(call.leg0, 'v3:leg-0');
+    await keep(call, 'v3:leg-0');
     let kept: Promise<boolean> | undefined;
     const decided = await uow().run(async (tx) => {
       const found = await transitions().lockByLeg(tx, 'telnyx', { callId: call.id, target: 0, attempt: 1 });
       // The same physical leg named again (a repeated answer to the dial) matches its WHERE, so it waits on the leg's lock.
-      kept = keep(call.leg0, 'v3:leg-0');
+      kept = keep(call, 'v3:leg-0');
       await keepWaitingOnLock('the dial\'s answer waiting on the leg the event holds');
       return [await transitions().claimLockedLegControl(tx, found!.leg!, 'v3:leg-0'), await transitions().claimLockedLegControl(tx, found!.leg!, 'v3:leg-0-second')];
     });
     expect(decided).toEqual([{ ours: true, over: false }, { ours: false, over: false }]);
     expect(await kept).toBe(true);
-    expect(await keep(call.leg0, 'v3:leg-0-second')).toBe(false);
+    expect(await keep(call, 'v3:leg-0-second')).toBe(false);
     expect(await legControl(call.leg0)).toBe('v3:leg-0');
   });
 
@@ -198,15 +200,15 @@ describe('call guards under interleaving', () => {
     });
     expect(await claim('v3:leg-0')).toEqual({ ours: true, over: false });
     expect(await legControl(call.leg0)).toBe('v3:leg-0');
-    await uow().run((tx) => transitions().endLeg(tx, call.leg0, new Date().toISOString(), 'normal_clearing'));
+    await uow().run((tx) => transitions().endLeg(tx, legOf(call), new Date().toISOString(), 'normal_clearing'));
     expect(await claim('v3:leg-0')).toEqual({ ours: true, over: true });
     expect(await claim('v3:leg-0-other')).toEqual({ ours: false, over: true });
   });
 
   it("a dial's answer kept in one statement: the live leg takes its physical leg, and a repeat of that answer keeps it too", async () => {
     const call = await ringingCall();
-    expect(await keep(call.leg0, 'v3:leg-0')).toBe(true);
-    expect(await keep(call.leg0, 'v3:leg-0')).toBe(true);
+    expect(await keep(call, 'v3:leg-0')).toBe(true);
+    expect(await keep(call, 'v3:leg-0')).toBe(true);
     expect(await legControl(call.leg0)).toBe('v3:leg-0');
   });
 
@@ -217,12 +219,12 @@ describe('call guards under interleaving', () => {
     expect(kept).toBe(false);
     expect(await legControl(call.leg0)).toBeNull();
     // What afterDial does then: the claim in a transaction, which finds the leg over (and hangs up the physical leg).
-    expect(await uow().run((tx) => transitions().claimLegControl(tx, call.leg0, 'v3:leg-0'))).toEqual({ ours: true, over: true });
+    expect(await uow().run((tx) => transitions().claimLegControl(tx, legOf(call), 'v3:leg-0'))).toEqual({ ours: true, over: true });
   });
 
   it("a dial's answer kept in one statement, behind the leg's first event naming another physical leg: it waits and changes nothing", async () => {
     const call = await ringingCall();
-    const named = () => uow().run((tx) => transitions().claimLegControl(tx, call.leg0, 'v3:leg-0-first'));
+    const named = () => uow().run((tx) => transitions().claimLegControl(tx, legOf(call), 'v3:leg-0-first'));
     const [control, kept] = await keepBehind(call, `NEW.id = '${call.leg0}' AND NEW.control_id IS NOT NULL`, named, 'v3:leg-0-second');
     expect([control, kept]).toEqual([{ ours: true, over: false }, false]);
     expect(await legControl(call.leg0)).toBe('v3:leg-0-first');
@@ -232,7 +234,7 @@ describe('call guards under interleaving', () => {
     const call = await ringingCall();
     const endLegUnderCallLock = () => uow().run(async (tx) => {
       await transitions().lockById(tx, call.id);
-      return transitions().endLeg(tx, call.leg0, new Date().toISOString(), 'normal_clearing');
+      return transitions().endLeg(tx, legOf(call), new Date().toISOString(), 'normal_clearing');
     });
     const found = await lockByLegBehind(call, `NEW.id = '${call.leg0}' AND NEW.ended_at IS NOT NULL`, endLegUnderCallLock);
     expect(found?.call.id).toBe(call.id);
@@ -242,7 +244,7 @@ describe('call guards under interleaving', () => {
 
   it('lockByLeg behind a transaction holding only the leg (a dial\'s answer naming it): it waits, then returns the leg as named', async () => {
     const call = await ringingCall();
-    const named = () => uow().run((tx) => transitions().claimLegControl(tx, call.leg0, 'v3:leg-0'));
+    const named = () => uow().run((tx) => transitions().claimLegControl(tx, legOf(call), 'v3:leg-0'));
     const found = await lockByLegBehind(call, `NEW.id = '${call.leg0}' AND NEW.control_id IS NOT NULL`, named);
     expect(found?.leg).toMatchObject({ id: call.leg0, control_id: 'v3:leg-0' });
     expect(found?.call).not.toHaveProperty('leg_id');

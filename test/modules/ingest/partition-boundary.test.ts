@@ -143,6 +143,72 @@ describe('dedupe across a partition boundary', () => {
   });
 });
 
+/**
+ * carrier_event_twin looks for a twin only in the partitions from `twin_since` on (migration 0056):
+ * the carrier's own time for the event, which every retry repeats (Telnyx's occurred_at), less an
+ * hour for its clock. A copy cannot have reached us before the event happened, so the partitions
+ * before that hold no twin; an event without a carrier time of its own (Twilio's callbacks) is
+ * looked for in every partition.
+ */
+describe('where the dedupe guard looks: from the event\'s own time on', () => {
+  let db: TestDatabase;
+  let app: TestApp;
+  const DAY = 86_400_000;
+  const threeDaysAgo = Date.now() - 3 * DAY;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    app = await startTestApp({ databaseUrl: db.url, env: { TELNYX_PUBLIC_KEY: signer.publicKey, TWILIO_AUTH_TOKEN: AUTH_TOKEN, PUBLIC_BASE_URL: PUBLIC_BASE } });
+    // The day of three days ago, as retention keeps it (a fresh database starts today).
+    const day = Math.floor(threeDaysAgo / DAY) * DAY;
+    await db.pool.query(`SELECT onceline_add_partition('carrier_events', $1, $2)`, [new Date(day), new Date(day + DAY)]);
+  });
+  afterAll(async () => {
+    await app.close();
+    await db.drop();
+  });
+
+  /** A row stored three days ago (its id, so its partition, of that time), as ingest stores one. */
+  async function storedThreeDaysAgo(carrier: string, key: string): Promise<string> {
+    const id = newId(IdPrefix.CarrierEvent, threeDaysAgo);
+    await db.pool.query(
+      `INSERT INTO carrier_events (id, carrier, carrier_event_id, event_type, kind, payload, normalized, processed_at, created_at)
+       VALUES ($1, $2, $3, 'message.received', 'message.received', '{}', '{}', now(), onceline_id_time($1))`,
+      [id, carrier, key],
+    );
+    return id;
+  }
+  const rowsOf = (carrier: string, key: string) =>
+    db.pool.query<{ id: string }>(`SELECT id FROM carrier_events WHERE carrier = $1 AND carrier_event_id = $2 ORDER BY id`, [carrier, key]).then((r) => r.rows.map((row) => row.id));
+  const postTelnyx = async (body: string) => ((await (await fetch(`${app.url}/webhooks/telnyx`, { method: 'POST', headers: signer.headers(body), body })).json()) as { status?: string }).status;
+
+  it('a Telnyx retry three days after its event (occurred_at repeated) finds its twin in the three-day-old partition: a duplicate', async () => {
+    const key = randomUUID();
+    const twin = await storedThreeDaysAgo('telnyx', key);
+    const occurredAt = new Date(threeDaysAgo - 60_000).toISOString();
+    expect(await postTelnyx(telnyxFixture('message.received.json', { id: key, attempt: 5, occurredAt }))).toBe('duplicate');
+    expect(await rowsOf('telnyx', key)).toEqual([twin]);
+  });
+
+  it('an event the carrier stamps with today\'s time is not looked for three days back: a row stored there under its key (which no real copy of it can be) is not met', async () => {
+    const key = randomUUID();
+    const planted = await storedThreeDaysAgo('telnyx', key);
+    expect(await postTelnyx(telnyxFixture('message.received.json', { id: key, occurredAt: new Date().toISOString() }))).toBe('accepted');
+    const rows = await rowsOf('telnyx', key);
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toBe(planted);
+  });
+
+  it('a Twilio callback (no time of the carrier\'s) is looked for in every partition: its twin three days old makes it a duplicate', async () => {
+    const fields = { ...parseForm(carrierFixture('twilio/status-delivered.form')), MessageSid: `SM${randomUUID().replace(/-/g, '')}` };
+    const twin = await storedThreeDaysAgo('twilio', `${fields.MessageSid}:delivered`);
+    const path = '/webhooks/twilio/messaging';
+    const res = await fetch(app.url + path, { method: 'POST', headers: twilioHeaders(AUTH_TOKEN, PUBLIC_BASE + path, fields, `tok-${randomUUID()}`), body: formBody(fields) });
+    expect(((await res.json()) as { status?: string }).status).toBe('duplicate');
+    expect(await rowsOf('twilio', `${fields.MessageSid}:delivered`)).toEqual([twin]);
+  });
+});
+
 async function partitionOfHeld(client: { query: (sql: string, params: unknown[]) => Promise<{ rows: { name: string }[] }> }, id: string): Promise<string> {
   const { rows } = await client.query(`SELECT tableoid::regclass::text AS name FROM carrier_events WHERE id = $1`, [id]);
   return rows[0].name;

@@ -29,7 +29,7 @@ describe('successful delivery attempts recorded together', () => {
   async function firstAttemptSucceeded(durationMs = 12): Promise<DeliveredAttempt> {
     const eventId = await t.app.app.get(UnitOfWork).run((tx) => t.app.app.get(CustomerEvents).emit(tx, customer.accountId, 'message.delivered', { id: 'msg_batch' }));
     const { rows } = await t.db.pool.query<{ id: string }>(`SELECT id FROM webhook_deliveries WHERE event_id = $1`, [eventId]);
-    const ref = { id: rows[0].id, round: 1, attempt: 1 };
+    const ref = { id: rows[0].id, eventId, round: 1, attempt: 1 };
     return { outcome: { ref, status: 'delivered', nextAt: null, result: { statusCode: 200, body: 'ok', durationMs }, at: new Date() }, jobId: attemptJobId(ref) };
   }
 

@@ -7,6 +7,7 @@ import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { PayloadOf } from '../../platform/outbox/job-definition.js';
 import { CallControlCommandsJob } from './calls.jobs.js';
 import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
+import { CallCommandCompletions } from './call-command-completions.js';
 import { CallCommandSends, type CommandSend } from './call-command-sends.js';
 import type { QueuedCommand } from './call-control-commands.js';
 import { CallFlow } from './call-flow.js';
@@ -52,21 +53,33 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
     private readonly transitions: CallTransitions,
     private readonly flow: CallFlow,
     private readonly sends: CallCommandSends,
+    private readonly completions: CallCommandCompletions,
     telnyx: TelnyxCallControl,
   ) {
     this.control = telnyx;
   }
 
-  async handle({ callId, commands }: Payload, { signal }: Partial<JobContext> = {}): Promise<void> {
-    for (const command of commands as QueuedCommand[]) {
+  /**
+   * Gives the job its outcome itself (`completed`), once every command is sent and decided: in
+   * the statement that keeps the last dial's leg when the job ends with one the carrier answered,
+   * else in one of its own; either is shared with the other jobs ending meanwhile
+   * (CallCommandCompletions). Without a job id (a run outside the outbox) nothing is completed.
+   */
+  async handle({ callId, commands }: Payload, { jobId, signal }: Partial<JobContext> = {}): Promise<'completed' | void> {
+    const queued = commands as QueuedCommand[];
+    let completed = false;
+    for (const [i, command] of queued.entries()) {
       const result = await this.send(callId, command, signal);
       if (result === 'not_wanted') continue;
       // The carrier has it: what the result records (a dial's leg) goes before the leg's own
       // events, which come next (a new call's first dial waits for its send as `next`).
       hurry('now');
-      if (command.action === 'dial' && command.legId) await this.afterDial(command.leg.callId, command.legId, result);
+      if (command.action === 'dial' && command.legId) completed = await this.afterDial(command.leg.callId, command.legId, result, i === queued.length - 1 ? jobId : undefined);
       else if (result.outcome !== 'done') this.logger.warn(`${command.action} ${command.commandId} ${result.outcome}: ${describe(result)}`);
     }
+    if (!jobId) return;
+    if (!completed) await this.completions.end({ jobId });
+    return 'completed';
   }
 
   /** The carrier never answered (attempts spent): a dial in the batch counts as not answered, so the plan moves on. */
@@ -110,22 +123,25 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
    * A dial's outcome. Done: the leg the carrier created is named on our row; if the row already
    * names another physical leg, or the leg or its call ended while the dial was in flight, the
    * one just created is hung up. Refused or not answered: the leg is written off unless the
-   * carrier has told us about it, and the plan moves on.
+   * carrier has told us about it, and the plan moves on. `completing`: the job whose last command
+   * this dial is, completed in the statement that keeps its leg; returns whether it was.
    */
-  private async afterDial(callId: string, legId: string, result: CallCommandResult): Promise<void> {
+  private async afterDial(callId: string, legId: string, result: CallCommandResult, completing?: string): Promise<boolean> {
     if (result.outcome === 'done') {
       const controlId = result.controlId;
-      if (!controlId) return;
-      if (await this.transitions.keepLiveLegControl({ id: legId, call_id: callId }, controlId)) return;
+      if (!controlId) return false;
+      // The usual answer (the live leg takes its physical leg, nothing follows) costs no transaction.
+      if (await this.completions.end({ jobId: completing, keep: { legId, callId, controlId } })) return completing !== undefined;
       await this.uow.run(async (tx) => {
         const control = await this.transitions.claimLegControl(tx, { id: legId, call_id: callId }, controlId);
         if (control.ours && !control.over) return;
         await this.flow.hangUpPhysicalLeg(tx, callId, legId, controlId, control.ours);
       });
-      return;
+      return false;
     }
     const cause = result.outcome === 'refused' ? `dial refused: ${result.status} ${result.code}` : `dial not answered: ${result.detail}`;
     await this.uow.run((tx) => this.dialFailed(tx, callId, legId, cause.slice(0, 500)));
+    return false;
   }
 
   /** A dial that created no leg we know of: that leg is over, and the plan takes its turn from it (a placed call fails). */

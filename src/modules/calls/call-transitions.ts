@@ -313,23 +313,6 @@ export class CallTransitions {
     return this.claimLegControl(tx, leg, controlId);
   }
 
-  /**
-   * claimLegControl's usual answer to a dial, as one statement of its own outside any transaction:
-   * true when the leg takes (or already has) `controlId` as its physical leg and is not over, the
-   * one outcome nothing follows from. False changes nothing (another physical leg named, the leg
-   * over, no such leg): then claimLegControl decides, in a transaction with what follows. Spares a
-   * successful dial's answer its START and COMMIT.
-   */
-  async keepLiveLegControl(leg: LegKey, controlId: string): Promise<boolean> {
-    // WHERE: the leg names no physical leg or this one, and is not over (re-read after a row-lock wait).
-    const { affected } = await exec(
-      this.dataSource.manager,
-      `UPDATE call_legs SET control_id = $2 WHERE ${legById('$3')} AND (control_id IS NULL OR control_id = $2) AND ended_at IS NULL`,
-      [leg.id, controlId, leg.call_id],
-    );
-    return affected === 1;
-  }
-
   /** dialing → ringing (the carrier reports the leg up); an answered or ended leg is left alone. */
   async legRinging(tx: Tx, leg: LegKey): Promise<boolean> {
     const { affected } = await exec(tx, `UPDATE call_legs SET status = 'ringing' WHERE ${legById('$2')} AND status = 'dialing'`, [leg.id, leg.call_id]);

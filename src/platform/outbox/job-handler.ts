@@ -30,7 +30,13 @@ export type RunOutcome = 'completed' | 'skipped';
 
 /** The one provider that runs job `J` (a JobDefinition of its module). */
 export interface JobHandler<J extends JobDefinition> {
-  handle(data: PayloadOf<J>, context: JobContext): Promise<void>;
+  /**
+   * An external job's handler may give the job its outcome itself and return `completed`: its
+   * completion rides in a statement it sends anyway once its work is done (completeJobsSql, with
+   * other jobs' or with its last write), and the runner sends none. Otherwise (and for a
+   * transactional job, always) the runner completes the job.
+   */
+  handle(data: PayloadOf<J>, context: JobContext): Promise<void | 'completed'>;
   /**
    * Optional fast path, tried first: the whole job (reads aside) as ONE autocommit statement that
    * also gives the job its outcome (the fragments of job-sql.ts), so the common case costs no

@@ -82,8 +82,8 @@ export class JobRunner {
     // on the path of a call's next command, the read would be one more round trip before the send.
     const data = payload !== undefined ? payload : (await queryRows(this.dataSource.manager, pendingJobSql('$1'), [jobId]))[0]?.data;
     if (data === undefined) return 'skipped';
-    await handler.handle(data as never, { jobId, attempt, signal });
-    await exec(this.dataSource.manager, completeJobSql('$1'), [jobId]);
+    // A handler that completed the job itself (in a statement it sent anyway) leaves nothing to send here.
+    if ((await handler.handle(data as never, { jobId, attempt, signal })) !== 'completed') await exec(this.dataSource.manager, completeJobSql('$1'), [jobId]);
     return 'completed';
   }
 

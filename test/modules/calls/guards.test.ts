@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { AccountsService } from '../../../src/modules/accounts/accounts.service.js';
+import { CallCommandCompletions } from '../../../src/modules/calls/call-command-completions.js';
 import { CallFlow } from '../../../src/modules/calls/call-flow.js';
 import { CallTransitions } from '../../../src/modules/calls/call-transitions.js';
 import type { CallRow } from '../../../src/modules/calls/call-view.js';
@@ -20,6 +21,8 @@ describe('call guards under interleaving', () => {
   const transitions = () => t.app.app.get(CallTransitions);
   const uow = () => t.app.app.get(UnitOfWork);
   const flow = () => t.app.app.get(CallFlow);
+  /** A dial's answer kept outside any transaction (CallCommandCompletions: the keep without a job). */
+  const keep = (call: CallRow & { leg0: string }, controlId: string) => t.app.app.get(CallCommandCompletions).end({ keep: { legId: call.leg0, callId: call.id, controlId } });
 
   /** A ringing call whose plan rings target 0 (try 1), with that leg dialed: `leg0`; `leg1` is target 1's leg, not the current try. */
   async function ringingCall(): Promise<CallRow & { leg0: string; leg1: string }> {
@@ -143,16 +146,16 @@ describe('call guards under interleaving', () => {
     }
   }
 
-  /** Until one keepLiveLegControl statement is seen waiting on a row lock (pg_stat_activity). */
+  /** Until one keep statement (CallCommandCompletions) is seen waiting on a row lock (pg_stat_activity). */
   const keepWaitingOnLock = (what: string) =>
     waitFor(
-      () => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE call_legs SET control_id = $2 WHERE id = $1 AND %(control_id IS NULL OR control_id = $2)%'`),
+      () => t.db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH ends AS MATERIALIZED%'`),
       (n) => n === 1,
       { what },
     );
 
   /**
-   * keepLiveLegControl of leg0 started behind `first` (held after its UPDATE of leg0's row) and
+   * the keep of leg0 started behind `first` (held after its UPDATE of leg0's row) and
    * seen waiting on that row's lock before `first` commits: its WHERE is evaluated on the row as
    * `first` committed it, not as it was when the statement began.
    */
@@ -162,8 +165,8 @@ describe('call guards under interleaving', () => {
     try {
       const held = first();
       await pause.waitUntilPaused();
-      const kept = transitions().keepLiveLegControl(legOf(call), controlId);
-      await keepWaitingOnLock('keepLiveLegControl waiting on the leg\'s row lock');
+      const kept = keep(call, controlId);
+      await keepWaitingOnLock('the keep waiting on the leg\'s row lock');
       await pause.release();
       return [await held, await kept];
     } finally {
@@ -174,18 +177,18 @@ describe('call guards under interleaving', () => {
 
   it('a leg event decides its claim off the leg it holds locked: a repeat of the dial\'s answer waits for its commit, and another physical leg is not ours', async () => {
     const call = await ringingCall();
-    await transitions().keepLiveLegControl(legOf(call), 'v3:leg-0');
+    await keep(call, 'v3:leg-0');
     let kept: Promise<boolean> | undefined;
     const decided = await uow().run(async (tx) => {
       const found = await transitions().lockByLeg(tx, 'telnyx', { callId: call.id, target: 0, attempt: 1 });
       // The same physical leg named again (a repeated answer to the dial) matches its WHERE, so it waits on the leg's lock.
-      kept = transitions().keepLiveLegControl(legOf(call), 'v3:leg-0');
+      kept = keep(call, 'v3:leg-0');
       await keepWaitingOnLock('the dial\'s answer waiting on the leg the event holds');
       return [await transitions().claimLockedLegControl(tx, found!.leg!, 'v3:leg-0'), await transitions().claimLockedLegControl(tx, found!.leg!, 'v3:leg-0-second')];
     });
     expect(decided).toEqual([{ ours: true, over: false }, { ours: false, over: false }]);
     expect(await kept).toBe(true);
-    expect(await transitions().keepLiveLegControl(legOf(call), 'v3:leg-0-second')).toBe(false);
+    expect(await keep(call, 'v3:leg-0-second')).toBe(false);
     expect(await legControl(call.leg0)).toBe('v3:leg-0');
   });
 
@@ -204,8 +207,8 @@ describe('call guards under interleaving', () => {
 
   it("a dial's answer kept in one statement: the live leg takes its physical leg, and a repeat of that answer keeps it too", async () => {
     const call = await ringingCall();
-    expect(await transitions().keepLiveLegControl(legOf(call), 'v3:leg-0')).toBe(true);
-    expect(await transitions().keepLiveLegControl(legOf(call), 'v3:leg-0')).toBe(true);
+    expect(await keep(call, 'v3:leg-0')).toBe(true);
+    expect(await keep(call, 'v3:leg-0')).toBe(true);
     expect(await legControl(call.leg0)).toBe('v3:leg-0');
   });
 

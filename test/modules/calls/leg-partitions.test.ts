@@ -56,7 +56,7 @@ describe('call legs: every lookup of a leg reads its call\'s partition only', ()
     // The paths of a call's life were all read: the legs' UPDATEs by id, the set statements' CTEs, the dial's guard.
     const seen = (pattern: RegExp) => statements.filter((s) => pattern.test(s.text) && s.scanned.call_legs.length > 0).length;
     const paths = {
-      claimOrKeepControl: seen(/UPDATE call_legs SET control_id = /),
+      claimOrKeepControl: seen(/UPDATE call_legs (l )?SET control_id = /),
       ringing: seen(/call_legs_ringing AS/),
       handedOff: seen(/call_legs_handed_off AS/),
       answered: seen(/call_legs_answered AS|UPDATE call_legs SET status = 'answered'/),
@@ -64,7 +64,7 @@ describe('call legs: every lookup of a leg reads its call\'s partition only', ()
       ended: seen(/UPDATE call_legs SET status = \$4/),
       closed: seen(/UPDATE call_legs SET status = CASE WHEN control_id IS NULL/),
       legsOfCall: seen(/FROM call_legs WHERE call_id = (\$1|ANY)/),
-      dialWanted: seen(/FROM call_legs l JOIN calls c ON c\.id = l\.call_id WHERE l\.id = \$3/),
+      dialWanted: seen(/FROM call_legs l JOIN calls c ON c\.id = l\.call_id WHERE l\.id = w\.leg_id/),
       joinWanted: seen(/FROM calls c JOIN call_legs l ON l\.id = c\.answered_leg/),
     };
     expect(Object.entries(paths).filter(([, n]) => n === 0)).toEqual([]);

@@ -34,7 +34,7 @@ describe('Gate (a lane budget)', () => {
     expect(gate.held).toBe(1);
   });
 
-  it('within an urgency, gives a freed place to what sends a decision (a call's commands to the carrier) before what decides, each in arrival order', async () => {
+  it('within an urgency, gives a freed place to what sends a decision (the commands a call sends to its carrier) before what decides, each in arrival order', async () => {
     const gate = new Gate(1);
     await gate.acquire();
     const given: string[] = [];

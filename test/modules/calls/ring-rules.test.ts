@@ -13,10 +13,11 @@ describe('ring plan rules: retry table, declined targets, fallbacks, the join ti
   let voice: VoicePipeline;
 
   beforeAll(async () => {
-    // 3 s, not 1: the racing test below holds the winning answer's statement at its end, after
+    // 6 s, not 1: the racing test below holds the winning answer's statement at its end, after
     // it wrote the join timeout (counted from the win, inside the statement), for as long as the
-    // late hangup takes to arrive.
-    voice = await VoicePipeline.start({ DIAL_JOIN_TIMEOUT_SECONDS: '3' });
+    // late hangup takes to arrive; in a full suite on two loaded cores that passed 3 s once, and
+    // the join timeout then wrote the winner off before its bridge was sent.
+    voice = await VoicePipeline.start({ DIAL_JOIN_TIMEOUT_SECONDS: '6' });
     await voice.number('+15550200001', { ring_plan: { targets: [{ to: A }, { to: B }], fallback: { action: 'hangup' } } });
     await voice.number('+15550200002', { ring_plan: { targets: [{ to: A }, { to: B }, { to: A }], fallback: { action: 'forward', to: A } } });
     await voice.number('+15550200003', { ring_plan: { targets: [{ to: A }], fallback: { action: 'forward', to: FORWARD } } });
@@ -157,7 +158,7 @@ describe('ring plan rules: retry table, declined targets, fallbacks, the join ti
     expect(next.clientState).toMatchObject({ target: 1, attempt: 1 });
     // the hangup of leg 0 and the next dial are two command jobs: either may reach the carrier first
     const hangups = () => voice.telnyx.distinct('hangup', (c) => c.controlId === first.controlId);
-    await waitFor(async () => hangups(), (h) => h.length >= 1, { what: 'the unjoined leg hung up' });
+    await waitFor(async () => hangups(), (h) => h.length >= 1, { what: 'the unjoined leg hung up', timeoutMs: 30_000 });
     expect(hangups()).toHaveLength(1);
     const call2 = await voice.call(callId);
     expect(call2.status).toBe('ringing');

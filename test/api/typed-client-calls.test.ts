@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { LEG_COLUMNS, LEG_VIEW_JSON, toLegView, type LegRow } from '../../src/modules/calls/call-view.js';
 import { DescribedApi, typedClient, type OpenApiDocument, type TypedClient } from '../support/described-api.js';
 import { VoicePipeline } from '../support/voice-pipeline.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -62,6 +63,17 @@ describe('the typed client on calls, against the running app', () => {
     for (const delivery of deliveries) expect(described.checkWebhook(delivery.headers, delivery.body)).toEqual([]);
     const events = (await api.GET('/v2/events', { params: { query: { type: 'call.completed' } } })).data!.data;
     expect(events.map((e) => (e.data as { id: string }).id)).toEqual([callId]);
+
+    // A customer event's legs are built in SQL (LEG_VIEW_JSON), the API's in JS (toLegView): one
+    // shape, to the millisecond (the rows' timestamps carry microseconds, which both truncate).
+    const legRows = (await voice.db.pool.query<LegRow>(`SELECT ${LEG_COLUMNS} FROM call_legs WHERE call_id = $1`, [callId])).rows;
+    const inSql = (await voice.db.pool.query(`SELECT ${LEG_VIEW_JSON} AS view FROM call_legs WHERE call_id = $1`, [callId])).rows;
+    expect(legRows).toHaveLength(1);
+    expect(legRows[0].answered_at).toBeInstanceOf(Date);
+    expect(inSql.map((r) => r.view)).toEqual(legRows.map((leg) => JSON.parse(JSON.stringify(toLegView(leg)))));
+    const completed = (await voice.db.pool.query(`SELECT payload FROM outbound_events WHERE type = 'call.completed' AND payload->>'id' = $1`, [callId])).rows[0].payload;
+    expect(completed.legs).toEqual([expect.objectContaining({ id: legRows[0].id, to: TARGET, status: 'answered', ended_at: null })]);
+    expect(Object.keys(completed).sort()).toEqual(Object.keys(shown).sort());
   });
 
   it('places an outbound call: 202 with the call, replayed with its Idempotency-Key', async () => {

@@ -6,7 +6,7 @@ import type { CteStatement } from '../../platform/database/cte-statement.js';
 import { createdAtOfId, createdAtOfIds } from '../../platform/retention/id-partition-key.js';
 import type { CarrierName } from '../../carriers/carrier-name.js';
 import type { RingPlanState } from '../sequential-ring/ring-plan.js';
-import { CALL_COLUMNS, LEG_COLUMNS, type CallDirection, type CallRow, type CallStatus, type LegRow } from './call-view.js';
+import { CALL_COLUMNS, LEG_COLUMNS, LEG_ORDER, LEG_VIEW_JSON, type CallDirection, type CallRow, type CallStatus, type LegRow } from './call-view.js';
 
 /** Whole seconds from the answer to the hangup ($2), both carrier times (SET reads the row before the change). */
 const SECONDS_ANSWERED = `greatest(0, round(extract(epoch FROM $2::timestamptz - answered_at)))::int`;
@@ -362,8 +362,14 @@ export class CallTransitions {
   }
 
   async legs(tx: Tx, callId: string): Promise<LegRow[]> {
-    const { rows } = await exec<LegRow>(tx, `SELECT ${LEG_COLUMNS} FROM call_legs WHERE call_id = $1 AND ${createdAtOfId('$1', 'onceline_id_time(call_id)')} ORDER BY dialed_at, target_index, attempt`, [callId]);
+    const { rows } = await exec<LegRow>(tx, `SELECT ${LEG_COLUMNS} FROM call_legs WHERE call_id = $1 AND ${createdAtOfId('$1', 'onceline_id_time(call_id)')} ORDER BY ${LEG_ORDER}`, [callId]);
     return rows;
+  }
+
+  /** legs as the customer events show them, a jsonb array (SQL, for a fragment of `stmt`): read by the statement that writes the event. */
+  legsViewSql(stmt: CteStatement, callId: string): string {
+    const id = stmt.param(callId, 'text');
+    return `(SELECT coalesce(jsonb_agg(${LEG_VIEW_JSON} ORDER BY ${LEG_ORDER}), '[]'::jsonb) FROM call_legs WHERE call_id = ${id} AND ${createdAtOfId(id, 'onceline_id_time(call_id)')})`;
   }
 
   /**

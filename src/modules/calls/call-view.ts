@@ -2,6 +2,7 @@ import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import type { CarrierName } from '../../carriers/carrier-name.js';
 import { RingSettingsView } from '../sequential-ring/voice-settings.view.js';
 import type { RingPlanState } from '../sequential-ring/ring-plan.js';
+import { isoTimestampSql } from '../../platform/database/cte-statement.js';
 
 export const CALL_STATUSES = ['ringing', 'in_progress', 'completed', 'missed', 'failed'] as const;
 export type CallStatus = (typeof CALL_STATUSES)[number];
@@ -53,6 +54,16 @@ export interface LegRow {
 }
 
 export const LEG_COLUMNS = `id, call_id, target_index, attempt, to_number, status, control_id, dialed_at, answered_at, ended_at, hangup_cause`;
+
+/**
+ * toLegView in SQL, over a call_legs row: a customer event's legs, read by the statement that
+ * writes the event. A spec holds the two to one shape.
+ */
+export const LEG_VIEW_JSON = `jsonb_build_object('id', id, 'target_index', target_index, 'attempt', attempt, 'to', to_number, 'status', status,
+  'dialed_at', ${isoTimestampSql('dialed_at')}, 'answered_at', ${isoTimestampSql('answered_at')}, 'ended_at', ${isoTimestampSql('ended_at')}, 'hangup_cause', hangup_cause)`;
+
+/** The order a call's legs are shown in (the API's and the customer events'). */
+export const LEG_ORDER = `dialed_at, target_index, attempt`;
 
 const at = (example: string | null) => ({ type: 'string' as const, format: 'date-time', nullable: true, example });
 

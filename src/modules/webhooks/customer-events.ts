@@ -23,11 +23,16 @@ export class CustomerEvents {
   /**
    * Returns the event id (`evt_…`), which is also the `webhook-id` of every delivery attempt.
    * One statement: the event, a delivery per subscribed endpoint and their first jobs.
+   * `readInSql`: fields of the payload the statement reads itself (keys of `data` it replaces),
+   * each an SQL jsonb expression built on `stmt` (a row's related rows, say): the event's
+   * contents come from the same round trip that writes it.
    */
-  async emit(tx: Tx, accountId: string, type: CustomerEventType, data: object): Promise<string> {
+  async emit(tx: Tx, accountId: string, type: CustomerEventType, data: object, readInSql?: (stmt: CteStatement) => Record<string, string>): Promise<string> {
     assertInTransaction(tx);
     const stmt = new CteStatement();
-    stmt.with('evt_source', `SELECT ${stmt.param(accountId)}::text AS account_id, ${stmt.param(JSON.stringify(data))}::jsonb AS payload`);
+    const fields = Object.entries(readInSql?.(stmt) ?? {});
+    const read = fields.length === 0 ? '' : ` || jsonb_build_object(${fields.map(([key, sql]) => `${stmt.param(key, 'text')}, ${sql}`).join(', ')})`;
+    stmt.with('evt_source', `SELECT ${stmt.param(accountId)}::text AS account_id, ${stmt.param(JSON.stringify(data))}::jsonb${read} AS payload`);
     const event = this.emitFromCte(stmt, 'evt_source', type, 'payload');
     const { rows } = await exec<{ id: string; jobs: number }>(tx, stmt.text(`SELECT (SELECT id FROM ${event}) AS id, (${newJobsCount(stmt)})::int AS jobs`), stmt.params);
     this.outbox.jobsWritten(rows[0].jobs, tx);

@@ -32,6 +32,8 @@ interface LaneRun {
   sends: boolean;
   /** Connections this run holds through its lane's budget (a nested one goes straight to the pool). */
   holding: number;
+  /** While it waits for its lane's connection: moves that wait to a more urgent place (Gate.acquire's `queued`). */
+  raiseWaiting?: (urgency: Urgency) => void;
 }
 
 const currentRun = new AsyncLocalStorage<LaneRun>();
@@ -41,8 +43,37 @@ const currentRun = new AsyncLocalStorage<LaneRun>();
  * budget, and it waits for them by its `urgency`: a call's commands and events never wait behind
  * an inbound SMS burst's processing, and a call's next command behind no other call's events.
  */
-export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgency = 'later' as Urgency, sends = false } = {}): Promise<T> {
-  return currentRun.run({ lane, holding: 0, urgency, sends }, work);
+export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgency = 'later' as Urgency, sends = false, pace }: { urgency?: Urgency; sends?: boolean; pace?: Pace } = {}): Promise<T> {
+  const run: LaneRun = { lane, holding: 0, urgency: pace?.raised ? mostUrgent([urgency, pace.raised]) : urgency, sends };
+  if (!pace) return currentRun.run(run, work);
+  pace.runs.add(run);
+  return currentRun.run(run, work).finally(() => pace.runs.delete(run));
+}
+
+/** The run waits for its connections as `urgency` from now on if that is more urgent, the one it waits for now included. */
+function raiseRun(run: LaneRun, urgency: Urgency): void {
+  if (mostUrgent([run.urgency, urgency]) === run.urgency) return;
+  run.urgency = urgency;
+  run.raiseWaiting?.(urgency);
+}
+
+/**
+ * An urgency raised from outside the runs given it (inLane's `pace`), by what waits for them to
+ * end: priority inheritance. A call's answer (`now`) waiting in its call's turn behind the call's
+ * earlier event (`soon`) raises that run's pace to `now`: the earlier run then gets its
+ * connection ahead of other calls' `soon` work, the connection it is waiting for now included,
+ * instead of the answer waiting behind those too. Runs given the pace later start at it.
+ */
+export class Pace {
+  /** The most urgent urgency raised so far (none: the runs keep their own). */
+  raised: Urgency | undefined;
+  /** The runs given this pace that have not ended. */
+  readonly runs = new Set<LaneRun>();
+
+  raise(urgency: Urgency): void {
+    this.raised = this.raised ? mostUrgent([this.raised, urgency]) : urgency;
+    for (const run of this.runs) raiseRun(run, urgency);
+  }
 }
 
 /**
@@ -52,7 +83,7 @@ export function inLane<T>(lane: Lane, work: () => Promise<T>, { urgency = 'later
  */
 export function hurry(urgency: Urgency): void {
   const run = currentRun.getStore();
-  if (run) run.urgency = mostUrgent([run.urgency, urgency]);
+  if (run) raiseRun(run, urgency);
 }
 
 /**
@@ -86,12 +117,28 @@ export class Gate {
     return this.holders;
   }
 
-  acquire(urgency: Urgency = 'later', { sends = false } = {}): Promise<void> {
+  /**
+   * `queued`: told, if this has to wait, how to move the wait to a more urgent urgency (to the end
+   * of that urgency's waiters, as if it arrived now; a no-op once the place is given or for one
+   * no more urgent than where it waits).
+   */
+  acquire(urgency: Urgency = 'later', { sends = false, queued }: { sends?: boolean; queued?: (raise: (to: Urgency) => void) => void } = {}): Promise<void> {
     if (this.holders < this.limit) {
       this.holders++;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiters[urgency][sends ? 'sends' : 'decides'].push(resolve));
+    const kind = sends ? 'sends' : 'decides';
+    return new Promise((resolve) => {
+      this.waiters[urgency][kind].push(resolve);
+      let at = urgency;
+      queued?.((to) => {
+        const place = this.waiters[at][kind].indexOf(resolve);
+        if (place < 0 || mostUrgent([at, to]) === at) return;
+        this.waiters[at][kind].splice(place, 1);
+        this.waiters[to][kind].push(resolve);
+        at = to;
+      });
+    });
   }
 
   release(): void {
@@ -140,7 +187,9 @@ export class ConnectionBudget {
         run.holding--;
         gate.release();
       };
-      const acquired = gate.acquire(run.urgency, { sends: run.sends });
+      const acquired = gate.acquire(run.urgency, { sends: run.sends, queued: (raise) => (run.raiseWaiting = raise) }).then(() => {
+        run.raiseWaiting = undefined;
+      });
       if (cb) {
         void acquired.then(() => {
           connect((err, client, release) => {

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
-import type { Lane, Urgency } from '../database/connection-budget.js';
+import { Pace, type Lane, type Urgency } from '../database/connection-budget.js';
 import type { CteStatement } from '../database/cte-statement.js';
 import type { Tx } from '../database/tx.js';
 import { afterCommit, afterRollback } from '../database/unit-of-work.js';
@@ -70,8 +70,11 @@ export class AfterCommitJobs {
   /** Places held per lane: by statements not yet returned, and by their jobs until these have run. */
   private readonly reserved: Record<Lane, number> = { realtime: 0, bulk: 0 };
   private idleWaiters: (() => void)[] = [];
-  /** The last run of each turn handed over here and not yet ended: the next one of that turn starts after it. */
-  private readonly turns = new Map<string, Promise<void>>();
+  /**
+   * Per turn handed over here with runs not yet ended: the last run (the next one of that turn
+   * starts after it) and the paces of the runs not yet ended, which a more urgent newcomer raises.
+   */
+  private readonly turns = new Map<string, { last: Promise<void>; paces: Set<Pace> }>();
   /** Jobs handed over here and not yet ended (how many times each): their rows' leases are renewed. */
   private readonly leased = new Map<string, number>();
   private renewal?: NodeJS.Timeout;
@@ -263,23 +266,34 @@ export class AfterCommitJobs {
     if (this.held === 0) for (const wake of this.idleWaiters.splice(0)) wake();
   }
 
-  /** Runs the job once the previous run of its turn has ended (at once without a turn). */
+  /**
+   * Runs the job once the previous run of its turn has ended (at once without a turn). The runs
+   * ahead of it in its turn inherit its urgency where it is more urgent (Pace): they keep their
+   * order, and the job waits for them no longer than it would wait for a connection itself.
+   */
   private inTurn(job: AfterCommitJob): Promise<void> {
     if (job.turn === undefined) return this.runOne(job);
     const key = job.turn;
-    const run = (this.turns.get(key) ?? Promise.resolve()).then(() => this.runOne(job));
-    this.turns.set(key, run);
+    const turn = this.turns.get(key) ?? { last: Promise.resolve(), paces: new Set<Pace>() };
+    const spec = this.registry.spec(job.name);
+    const urgency = job.urgency ?? (job.payload !== undefined ? spec.urgencyOf?.(job.payload as never) : undefined) ?? spec.urgency;
+    if (urgency) for (const ahead of turn.paces) ahead.raise(urgency);
+    const pace = new Pace();
+    turn.paces.add(pace);
+    const run = turn.last.then(() => this.runOne(job, pace)).finally(() => turn.paces.delete(pace));
+    turn.last = run;
+    this.turns.set(key, turn);
     // The last of a turn forgets it, so the map holds only turns with runs pending.
     void run.then(() => {
-      if (this.turns.get(key) === run) this.turns.delete(key);
+      if (this.turns.get(key)?.last === run) this.turns.delete(key);
     });
     return run;
   }
 
-  private async runOne({ name, jobId, prefetched, payload, urgency }: AfterCommitJob): Promise<void> {
+  private async runOne({ name, jobId, prefetched, payload, urgency }: AfterCommitJob, pace?: Pace): Promise<void> {
     const queue = this.registry.spec(name).queue;
     try {
-      const outcome = await this.runner.run(name, jobId, 1, { prefetched, payload, urgency });
+      const outcome = await this.runner.run(name, jobId, 1, { prefetched, payload, urgency, pace });
       this.metrics.jobOutcomes.inc({ queue, name, outcome });
     } catch (err) {
       try {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { inLane, type Urgency } from '../database/connection-budget.js';
+import { inLane, type Pace, type Urgency } from '../database/connection-budget.js';
 import { storedMessage } from '../database/pg-errors.js';
 import { exec, queryRows } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -15,6 +15,8 @@ export interface RunOptions {
   payload?: unknown;
   /** How soon it gets its lane's connections (AfterCommitJob.urgency); default: the job's spec's, from `payload` where it has urgencyOf. */
   urgency?: Urgency;
+  /** Raised by what waits for this run to end (AfterCommitJobs: a more urgent job of its turn). */
+  pace?: Pace;
 }
 
 /**
@@ -38,10 +40,10 @@ export class JobRunner {
    * external job the read of its row. The run's connections count against its job's lane budget
    * (ConnectionBudget), in the order its `urgency` (else its spec's) gives.
    */
-  run(name: string, jobId: string, attempt: number, { prefetched, payload, urgency }: RunOptions = {}): Promise<RunOutcome> {
+  run(name: string, jobId: string, attempt: number, { prefetched, payload, urgency, pace }: RunOptions = {}): Promise<RunOutcome> {
     const spec = this.registry.spec(name);
     urgency ??= payload !== undefined ? spec.urgencyOf?.(payload as never) : undefined;
-    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: urgency ?? spec.urgency ?? 'later', sends: spec.mode === 'external' });
+    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: urgency ?? spec.urgency ?? 'later', sends: spec.mode === 'external', pace });
   }
 
   private async runInLane(name: string, jobId: string, attempt: number, prefetched?: unknown, payload?: unknown): Promise<RunOutcome> {

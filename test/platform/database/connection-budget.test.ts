@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { ConnectionBudget, hurry, inLane, type Urgency } from '../../../src/platform/database/connection-budget.js';
+import { ConnectionBudget, hurry, inLane, Pace, type Urgency } from '../../../src/platform/database/connection-budget.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 
 /**
@@ -98,6 +98,35 @@ describe('ConnectionBudget', () => {
     letGo();
     await Promise.all([first, dial, event]);
     expect(served).toEqual(['dial-result', 'leg-event']);
+  });
+
+  it("a run whose pace a more urgent waiter raises (a call's answer behind the call's earlier event) is served ahead of the others of its old urgency, the wait it is in included", async () => {
+    const { first, letGo } = await holdRealtimeConnection(pool);
+    const served: string[] = [];
+    const waitIn = (name: string, urgency: Urgency, pace?: Pace) =>
+      inLane('realtime', () => pool.query(`SELECT $1::text AS n`, [name]), { urgency, pace }).then(({ rows }) => served.push(rows[0].n));
+    // The call's earlier event waits for the lane's connection behind other calls' events.
+    const earlierEventsPace = new Pace();
+    const waiting = [waitIn('other-call-1', 'soon'), waitIn('other-call-2', 'soon'), waitIn('earlier-event', 'soon', earlierEventsPace), waitIn('other-call-3', 'soon'), waitIn('sms', 'later')];
+    const nowAhead = [budget.gates.realtime.waitingAhead('now')];
+    // The call's answer (`now`) waits for that run to end: the run inherits its urgency.
+    earlierEventsPace.raise('now');
+    nowAhead.push(budget.gates.realtime.waitingAhead('now'));
+    // A less urgent raise never lowers it.
+    earlierEventsPace.raise('later');
+    nowAhead.push(budget.gates.realtime.waitingAhead('now'));
+    letGo();
+    await Promise.all([first, ...waiting]);
+    expect(nowAhead).toEqual([0, 1, 1]);
+    expect(served).toEqual(['earlier-event', 'other-call-1', 'other-call-2', 'other-call-3', 'sms']);
+    // A run given the raised pace later starts at it.
+    const { first: again, letGo: letGoAgain } = await holdRealtimeConnection(pool);
+    served.length = 0;
+    const later = [waitIn('other-call-4', 'soon'), waitIn('next-earlier-event', 'later', earlierEventsPace)];
+    letGoAgain();
+    await Promise.all([again, ...later]);
+    expect(served).toEqual(['next-earlier-event', 'other-call-4']);
+    expect(budget.gates.realtime.held).toBe(0);
   });
 
   it('a run that holds its lane\'s only connection takes a second one straight from the pool, never waiting on itself', async () => {

@@ -3,7 +3,7 @@ import { CteStatement } from '../../database/cte-statement.js';
 import { AfterCommitJobs } from '../after-commit-jobs.js';
 import { defineJob, type JobDefinition } from '../job-definition.js';
 import type { JobRegistry } from '../job-registry.js';
-import type { JobRunner } from '../job-runner.js';
+import type { JobRunner, RunOptions } from '../job-runner.js';
 import { StatementJobs } from '../statement-jobs.js';
 import type { AppConfig } from '../../config/app-config.js';
 import type { OutboxMetrics } from '../outbox-metrics.js';
@@ -145,6 +145,38 @@ describe('AfterCommitJobs lanes and turns', () => {
     await settled();
     expect(held.runningIds()).toEqual(['a2']);
     held.finishAll();
+    await settled();
+    expect(jobsHere.held).toBe(0);
+  });
+
+  it("the runs ahead in a turn inherit a newcomer's urgency where it is more urgent (their paces), in their order; other turns keep theirs", async () => {
+    const pending: { jobId: string; options: RunOptions; finish: () => void }[] = [];
+    const runner = {
+      run: (_name: string, jobId: string, _attempt: number, options: RunOptions) => new Promise<'completed'>((resolve) => pending.push({ jobId, options, finish: () => resolve('completed') })),
+    } as unknown as JobRunner;
+    const jobsHere = afterCommitJobs(8, runner);
+    jobsHere.start([Realtime.queue]);
+    jobsHere.reserve(Realtime, 3, { urgency: 'soon' })!.run([
+      { name: Realtime.name, jobId: 'a-hangup', turn: 'call-a', urgency: 'soon' },
+      { name: Realtime.name, jobId: 'a-receipt', turn: 'call-a', urgency: 'later' },
+      { name: Realtime.name, jobId: 'b-hangup', turn: 'call-b', urgency: 'soon' },
+    ]);
+    await settled();
+    expect(pending.map((run) => run.jobId)).toEqual(['a-hangup', 'b-hangup']);
+    const paceOf = (jobId: string) => pending.find((run) => run.jobId === jobId)!.options.pace!;
+    expect(paceOf('a-hangup').raised).toBe('later'); // a less urgent newcomer: the run keeps its own `soon`
+    jobsHere.reserve(Realtime, 1, { urgency: 'now' })!.run([{ name: Realtime.name, jobId: 'a-answer', turn: 'call-a', urgency: 'now' }]);
+    await settled();
+    expect(paceOf('a-hangup').raised).toBe('now');
+    expect(paceOf('b-hangup').raised).toBeUndefined();
+    // Still in order: the answer waits for the call's runs ahead of it, which now run at its urgency.
+    pending.splice(0).forEach((run) => run.finish());
+    await settled();
+    expect(pending.map((run) => [run.jobId, run.options.pace!.raised])).toEqual([['a-receipt', 'now']]);
+    pending.splice(0).forEach((run) => run.finish());
+    await settled();
+    expect(pending.map((run) => [run.jobId, run.options.pace!.raised])).toEqual([['a-answer', undefined]]);
+    pending.splice(0).forEach((run) => run.finish());
     await settled();
     expect(jobsHere.held).toBe(0);
   });

@@ -16,6 +16,15 @@ export interface CommandJobEnd {
 }
 
 /**
+ * The leg of row `e` by its call's id too: call_legs is partitioned by its call's id time
+ * (migration 0055). The span of all the ends' calls' times, computed once from the statement's
+ * rows (uncorrelated subqueries), is what prunes the partitions when the plan starts; the row's
+ * own window does not (a join's value, not known then).
+ */
+const END_CALL_IDS = `ARRAY(SELECT x.call_id FROM json_to_recordset($1::json) AS x(call_id text) WHERE x.call_id IS NOT NULL)`;
+const LEG_OF_END = `l.id = e.leg_id AND l.call_id = e.call_id AND ${createdAtOfId('e.call_id', 'onceline_id_time(l.call_id)')} AND ${createdAtOfIds(END_CALL_IDS, 'onceline_id_time(l.call_id)')}`;
+
+/**
  * The keeps of every row of `ends` that keeps a leg, and the completion of every job of a row with
  * no keep or whose keep held, in one statement; returns each keep row (n) and whether it held. A
  * keep is claimLegControl's usual answer to a dial outside any transaction: the live leg takes (or
@@ -31,15 +40,6 @@ export interface CommandJobEnd {
  * every job in the batch; each such end is then written alone by the statement without it, which
  * waits for its leg.
  */
-/**
- * The leg of row `e` by its call's id too: call_legs is partitioned by its call's id time
- * (migration 0055). The span of all the ends' calls' times, computed once from the statement's
- * rows (uncorrelated subqueries), is what prunes the partitions when the plan starts; the row's
- * own window does not (a join's value, not known then).
- */
-const END_CALL_IDS = `ARRAY(SELECT x.call_id FROM json_to_recordset($1::json) AS x(call_id text) WHERE x.call_id IS NOT NULL)`;
-const LEG_OF_END = `l.id = e.leg_id AND l.call_id = e.call_id AND ${createdAtOfId('e.call_id', 'onceline_id_time(l.call_id)')} AND ${createdAtOfIds(END_CALL_IDS, 'onceline_id_time(l.call_id)')}`;
-
 function endSql(skipLocked: boolean): string {
   const locked = skipLocked
     ? `legs_locked AS MATERIALIZED (SELECT l.id FROM ends e JOIN call_legs l ON ${LEG_OF_END} ORDER BY l.id FOR NO KEY UPDATE OF l SKIP LOCKED),`

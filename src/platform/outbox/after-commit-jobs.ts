@@ -5,7 +5,7 @@ import { Pace, type Lane, type Urgency } from '../database/connection-budget.js'
 import type { CteStatement } from '../database/cte-statement.js';
 import type { Tx } from '../database/tx.js';
 import { afterCommit, afterRollback } from '../database/unit-of-work.js';
-import type { JobDefinition } from './job-definition.js';
+import { runUrgency, type JobDefinition } from './job-definition.js';
 import { JobRegistry } from './job-registry.js';
 import { JobRunner } from './job-runner.js';
 import { StatementJobs } from './statement-jobs.js';
@@ -275,8 +275,7 @@ export class AfterCommitJobs {
     if (job.turn === undefined) return this.runOne(job);
     const key = job.turn;
     const turn = this.turns.get(key) ?? { last: Promise.resolve(), paces: new Set<Pace>() };
-    const spec = this.registry.spec(job.name);
-    const urgency = job.urgency ?? (job.payload !== undefined ? spec.urgencyOf?.(job.payload as never) : undefined) ?? spec.urgency;
+    const urgency = runUrgency(this.registry.spec(job.name), job.payload, job.urgency);
     if (urgency) for (const ahead of turn.paces) ahead.raise(urgency);
     const pace = new Pace();
     turn.paces.add(pace);

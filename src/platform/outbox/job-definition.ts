@@ -49,6 +49,15 @@ export interface JobSpec {
   runsAfterCommit?: boolean;
 }
 
+/**
+ * How soon one run of `spec` gets its lane's connections: the urgency it was given (a run after
+ * commit: AfterCommitJob.urgency), else its payload's (`urgencyOf`), else the spec's; undefined
+ * where none says (the lane's default, `later`).
+ */
+export function runUrgency(spec: JobSpec, payload: unknown, given?: Urgency): Urgency | undefined {
+  return given ?? (payload !== undefined ? spec.urgencyOf?.(payload as never) : undefined) ?? spec.urgency;
+}
+
 /** One kind of job: its stored name (outbox_jobs.name, the BullMQ job name), how it runs, and (as a type) its payload. */
 export interface JobDefinition<P = unknown> extends JobSpec {
   readonly name: string;

@@ -6,6 +6,7 @@ import { exec, queryRows } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 import { PermanentJobError, RecordAfterRollbackError, type RunOutcome } from './job-handler.js';
 import { JobRegistry } from './job-registry.js';
+import { runUrgency } from './job-definition.js';
 import { claimJobSql, completeJobSql, pendingJobSql } from './job-sql.js';
 
 
@@ -42,8 +43,7 @@ export class JobRunner {
    */
   run(name: string, jobId: string, attempt: number, { prefetched, payload, urgency, pace }: RunOptions = {}): Promise<RunOutcome> {
     const spec = this.registry.spec(name);
-    urgency ??= payload !== undefined ? spec.urgencyOf?.(payload as never) : undefined;
-    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: urgency ?? spec.urgency ?? 'later', sends: spec.mode === 'external', pace });
+    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: runUrgency(spec, payload, urgency) ?? 'later', sends: spec.mode === 'external', pace });
   }
 
   private async runInLane(name: string, jobId: string, attempt: number, prefetched?: unknown, payload?: unknown): Promise<RunOutcome> {

@@ -22,6 +22,7 @@ export class UsageRetention implements OnModuleInit {
       table: 'usage_records',
       unfinished: 'false',
       releasable: 'usage_partition_exported(p.name::regclass, p.from_at, p.to_at)',
+      heldUntil: 'exports whose counts match cover its period (usage:export)',
       retentionHours: this.config.USAGE_RETENTION_HOURS,
       periodSeconds: this.config.USAGE_PARTITION_PERIOD_SECONDS,
     });

@@ -27,7 +27,7 @@ export class CallsRetention implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    const common = { retentionHours: this.config.CALLS_RETENTION_HOURS, periodSeconds: this.config.CALLS_PARTITION_PERIOD_SECONDS };
+    const common = { retentionHours: this.config.CALLS_RETENTION_HOURS, periodSeconds: this.config.CALLS_PARTITION_PERIOD_SECONDS, heldUntil: 'no call begun in its period is live' };
     this.tables.register({ table: 'calls', unfinished: 'ended_at IS NULL', ...common });
     for (const table of ['call_legs', 'call_timeline', 'call_transcript_fragments']) {
       this.tables.register({ table, unfinished: 'false', releasable: `NOT ${liveCallBegun(true)}`, ...common });

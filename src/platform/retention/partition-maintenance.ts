@@ -27,6 +27,8 @@ export interface TableRetention {
   plan: PartitionPlan;
   /** Of plan.expired: those holding unfinished work now, or not releasable (kept until it is done). */
   held: string[];
+  /** What a held partition waits for (PartitionedTable.heldUntil). */
+  heldUntil: string;
 }
 
 /**
@@ -75,10 +77,11 @@ export class PartitionMaintenance {
     const out: TableRetention[] = [];
     for (const table of this.tables.all()) {
       const partitions = await readPartitions(manager, table.table);
-      const plan = partitionPlan(partitions, now, this.settings(table));
+      const settings = this.settings(table);
+      const plan = partitionPlan(partitions, now, settings);
       const held: string[] = [];
       for (const p of plan.expired) if (await this.mustKeep(manager, p, table)) held.push(p.name);
-      out.push({ table: table.table, retentionHours: table.retentionHours, periodSeconds: this.settings(table).periodSeconds, partitions, plan, held });
+      out.push({ table: table.table, retentionHours: table.retentionHours, periodSeconds: settings.periodSeconds, partitions, plan, held, heldUntil: table.heldUntil ?? 'its unfinished work is done' });
     }
     return out;
   }

@@ -22,6 +22,8 @@ export interface PartitionedTable {
    * covers its period). Checked before the detach and again, finally, after it.
    */
   releasable?: string;
+  /** What a partition past retention waits for, as retention:status says it (default: unfinished work). */
+  heldUntil?: string;
 }
 
 /** The partitioned tables modules register; the relay's maintenance and retention:status read them. */

@@ -39,7 +39,7 @@ export class RetentionStatusCommand extends JsonCommand {
 function human(t: TableRetention): string {
   const held = new Set(t.held);
   const lines = t.partitions.map((p) => {
-    const fate = t.plan.expired.some((e) => e.name === p.name) ? (held.has(p.name) ? '  past retention, kept: unfinished work (usage_records: no matching export)' : '  next run drops it') : '';
+    const fate = t.plan.expired.some((e) => e.name === p.name) ? (held.has(p.name) ? `  past retention, kept until ${t.heldUntil}` : '  next run drops it') : '';
     return `  ${p.name}  ${p.from?.toISOString() ?? '-∞'} .. ${p.to.toISOString()}  ${mib(p.bytes)}  ~${p.rowsEstimate ?? '?'} rows${fate}`;
   });
   const create = t.plan.create.length === 0 ? 'nothing' : t.plan.create.map((c) => `${c.from.toISOString()} .. ${c.to.toISOString()}`).join(', ');

@@ -63,11 +63,12 @@ export class IngestService {
   /**
    * The realtime lane of this process has more runs waiting for a database connection than
    * INGEST_LANE_BACKLOG_MAX, counting those a new event of `urgency` would wait behind (a call's
-   * event: calls' runs only; an SMS: all): the carrier is asked to send it later (503 +
+   * event: calls' runs only; an SMS: all; a new call or an SMS: also the new calls waiting for the
+   * lane's pace, ConnectionBudget.waitingAhead): the carrier is asked to send it later (503 +
    * Retry-After) before anything here waits long enough to time out.
    */
   private laneBacklogged(urgency: Urgency): boolean {
-    return this.budget.gates.realtime.waitingAhead(urgency) > this.config.INGEST_LANE_BACKLOG_MAX;
+    return this.budget.waitingAhead('realtime', urgency) > this.config.INGEST_LANE_BACKLOG_MAX;
   }
 
   /**

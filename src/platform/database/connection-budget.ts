@@ -1,5 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Pool, PoolClient } from 'pg';
+import { NEW_WORK_PACE, NewWorkPace, type PaceClock } from './new-work-pace.js';
+import { mostUrgent, URGENCIES, type Urgency } from './urgency.js';
 
 /**
  * A lane of background work: `realtime` is what a caller hears (call events, call commands, join
@@ -9,21 +11,7 @@ import type { Pool, PoolClient } from 'pg';
  */
 export type Lane = 'realtime' | 'bulk';
 
-/**
- * How soon a run of a lane gets the lane's next free connection, a person on the line first:
- * `now` (someone picked up and hears silence: a leg's answer and the join's commands), `soon`
- * (a call in progress: its other events, a hand-off's dial, hangups, join timeouts), `next` (a
- * new call's first dial: decided, only its send is left), `new` (a new call's first event: the
- * caller's call.initiated, which decides that dial), `later` (the rest: an inbound SMS's
- * processing). Each in arrival order.
- */
-export type Urgency = 'now' | 'soon' | 'next' | 'new' | 'later';
-const URGENCIES: readonly Urgency[] = ['now', 'soon', 'next', 'new', 'later'];
-
-/** The most urgent of `urgencies` (Urgency's order); `later` for none. */
-export function mostUrgent(urgencies: readonly Urgency[]): Urgency {
-  return URGENCIES.find((level) => urgencies.includes(level)) ?? 'later';
-}
+export { mostUrgent, type Urgency } from './urgency.js';
 
 interface LaneRun {
   lane: Lane;
@@ -69,10 +57,17 @@ export class Pace {
   raised: Urgency | undefined;
   /** The runs given this pace that have not ended. */
   readonly runs = new Set<LaneRun>();
+  /** Told of every raise: a run still waiting to be let in as new work (NewWorkPace.admit). */
+  private readonly listeners: (() => void)[] = [];
 
   raise(urgency: Urgency): void {
     this.raised = this.raised ? mostUrgent([this.raised, urgency]) : urgency;
     for (const run of this.runs) raiseRun(run, urgency);
+    for (const listener of this.listeners) listener();
+  }
+
+  onRaise(listener: () => void): void {
+    this.listeners.push(listener);
   }
 }
 
@@ -97,7 +92,14 @@ export class Gate {
     now: { sends: [], decides: [] }, soon: { sends: [], decides: [] }, next: { sends: [], decides: [] }, new: { sends: [], decides: [] }, later: { sends: [], decides: [] },
   };
 
-  constructor(readonly limit: number) {}
+  /**
+   * `waited`: told how long each holder waited for its place (0: none), by its urgency at the
+   * time it got it (the lane's NewWorkPace reads the calls in progress' waits from it).
+   */
+  constructor(
+    readonly limit: number,
+    private readonly waited: (urgency: Urgency, ms: number) => void = () => undefined,
+  ) {}
 
   get waiting(): number {
     return this.waitingAhead('later');
@@ -125,12 +127,14 @@ export class Gate {
   acquire(urgency: Urgency = 'later', { sends = false, queued }: { sends?: boolean; queued?: (raise: (to: Urgency) => void) => void } = {}): Promise<void> {
     if (this.holders < this.limit) {
       this.holders++;
+      this.waited(urgency, 0);
       return Promise.resolve();
     }
     const kind = sends ? 'sends' : 'decides';
-    return new Promise((resolve) => {
+    const since = performance.now();
+    let at = urgency;
+    return new Promise<void>((resolve) => {
       this.waiters[urgency][kind].push(resolve);
-      let at = urgency;
       queued?.((to) => {
         const place = this.waiters[at][kind].indexOf(resolve);
         if (place < 0 || mostUrgent([at, to]) === at) return;
@@ -138,7 +142,7 @@ export class Gate {
         this.waiters[to][kind].push(resolve);
         at = to;
       });
-    });
+    }).then(() => this.waited(at, performance.now() - since));
   }
 
   release(): void {
@@ -162,9 +166,31 @@ type ConnectCallback = (err: Error | undefined, client: PoolClient | undefined, 
  */
 export class ConnectionBudget {
   readonly gates: Record<Lane, Gate>;
+  /** The pace at which each lane lets new work in (NewWorkPace), read from its gate's waits. */
+  readonly paces: Record<Lane, NewWorkPace>;
 
-  constructor(budgets: Record<Lane, number>) {
-    this.gates = { realtime: new Gate(budgets.realtime), bulk: new Gate(budgets.bulk) };
+  /** `paceClock`: the paces' clock (a test's; default the process's). */
+  constructor(budgets: Record<Lane, number>, paceClock?: PaceClock) {
+    this.paces = { realtime: new NewWorkPace(NEW_WORK_PACE, paceClock), bulk: new NewWorkPace(NEW_WORK_PACE, paceClock) };
+    const gate = (lane: Lane) => new Gate(budgets[lane], (urgency, ms) => this.paces[lane].waited(urgency, ms));
+    this.gates = { realtime: gate('realtime'), bulk: gate('bulk') };
+  }
+
+  /**
+   * Resolves when a run of `lane` at `urgency` may start: at once, but for new work (`new`), which
+   * waits for its lane's pace (NewWorkPace; `pace`: see NewWorkPace.admit).
+   */
+  admit(lane: Lane, urgency: Urgency, pace?: Pace): Promise<void> {
+    return urgency === 'new' ? this.paces[lane].admit(pace) : Promise.resolve();
+  }
+
+  /**
+   * The runs of `lane` a newcomer of `urgency` would wait behind: for a connection, and for new
+   * work (`new` and less urgent) also the new work waiting for the lane's pace.
+   */
+  waitingAhead(lane: Lane, urgency: Urgency): number {
+    const paced = mostUrgent([urgency, 'new']) === 'new' ? this.paces[lane].waiting : 0;
+    return this.gates[lane].waitingAhead(urgency) + paced;
   }
 
   /** A lane whose connections are all in use and that has work waiting for one: a sign to take on less. */

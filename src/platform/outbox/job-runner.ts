@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { inLane, type Pace, type Urgency } from '../database/connection-budget.js';
+import { ConnectionBudget, inLane, type Pace, type Urgency } from '../database/connection-budget.js';
 import { storedMessage } from '../database/pg-errors.js';
 import { exec, queryRows } from '../database/tx.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
@@ -33,17 +33,21 @@ export class JobRunner {
     private readonly registry: JobRegistry,
     private readonly uow: UnitOfWork,
     private readonly dataSource: DataSource,
+    private readonly budget: ConnectionBudget,
   ) {}
 
   /**
    * `prefetched`: see JobContext.prefetched (a run right after the commit that created the job).
    * `payload`: the job's data as that commit wrote it (AfterCommitJob.payload), which spares an
    * external job the read of its row. The run's connections count against its job's lane budget
-   * (ConnectionBudget), in the order its `urgency` (else its spec's) gives.
+   * (ConnectionBudget), in the order its `urgency` (else its spec's) gives; new work (`new`: a new
+   * call's first event) starts at its lane's pace (ConnectionBudget.admit).
    */
-  run(name: string, jobId: string, attempt: number, { prefetched, payload, urgency, pace }: RunOptions = {}): Promise<RunOutcome> {
+  async run(name: string, jobId: string, attempt: number, { prefetched, payload, urgency, pace }: RunOptions = {}): Promise<RunOutcome> {
     const spec = this.registry.spec(name);
-    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: runUrgency(spec, payload, urgency) ?? 'later', sends: spec.mode === 'external', pace });
+    const runAt = runUrgency(spec, payload, urgency) ?? 'later';
+    await this.budget.admit(spec.lane, runAt, pace);
+    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: runAt, sends: spec.mode === 'external', pace });
   }
 
   private async runInLane(name: string, jobId: string, attempt: number, prefetched?: unknown, payload?: unknown): Promise<RunOutcome> {

@@ -1,0 +1,159 @@
+import type { Urgency } from './urgency.js';
+
+/** What the pace needs of a run's Pace (connection-budget.ts): whether, and when, it is raised. */
+interface Raisable {
+  readonly raised: Urgency | undefined;
+  onRaise(listener: () => void): void;
+}
+
+/**
+ * How the pace adapts (issue #43). A wait of more urgent work for a connection of over
+ * TARGET_WAIT_MS, in more than LATE_SHARE of a window's runs, is congestion: the rate falls by
+ * DECREASE. A window without congestion in which new work waited for the pace raises it by STEP
+ * a window (additive increase, multiplicative decrease: it settles just under the knee and backs off
+ * fast when the work in progress outgrows the lane). MIN_RATE: a new call is never starved.
+ */
+export const NEW_WORK_PACE = {
+  targetWaitMs: 10,
+  lateShare: 0.1,
+  windowMs: 100,
+  initialRate: 50,
+  minRate: 5,
+  maxRate: 5000,
+  step: 2,
+  decrease: 0.8,
+  /** Admissions taken at once by a lane that has been quiet: a lone new call never waits. */
+  burst: 8,
+};
+
+export type NewWorkPaceSettings = typeof NEW_WORK_PACE;
+
+/** A clock and a timer, so a unit test can drive the pace by hand. */
+export interface PaceClock {
+  now(): number;
+  after(ms: number, fn: () => void): { cancel(): void };
+}
+
+const realClock: PaceClock = {
+  now: () => performance.now(),
+  after: (ms, fn) => {
+    const timer = setTimeout(fn, ms);
+    timer.unref();
+    return { cancel: () => clearTimeout(timer) };
+  },
+};
+
+/** The urgencies whose waits say whether the lane has room: the work of calls in progress. */
+const IN_PROGRESS: readonly Urgency[] = ['now', 'soon', 'next'];
+
+/**
+ * The pace at which a lane takes on new work (urgency `new`: a new call's first event, which
+ * brings every later event of that call with it). The lane serves more urgent work first
+ * (Gate), but that order only decides who gets the next free connection: whenever the lane is
+ * free for a moment (all calls in progress are ringing), every new call waiting took it, and 200
+ * calls starting in one second all became calls in progress at once, each hand-off then waiting
+ * behind the other calls' (p99 0.4-0.5 s at 2 cores, issue #43). New work is let in at a rate
+ * instead (a token bucket), adapted to what the calls in progress wait for a connection (AIMD,
+ * NEW_WORK_PACE): as fast as the lane keeps its promise to them, no faster. New calls wait for
+ * their first dial instead (by the order of Urgency: hand-offs before new calls' first dials).
+ * Admission is the only thing paced: an admitted call's later events are never held here.
+ */
+export class NewWorkPace {
+  /** Admissions a second, now. */
+  rate: number;
+  private tokens: number;
+  private refilledAt: number;
+  private readonly waiters: { admit: () => void }[] = [];
+  private timer?: { cancel(): void };
+  private window: { startedAt: number; runs: number; late: number; held: boolean };
+
+  constructor(
+    private readonly settings: NewWorkPaceSettings = NEW_WORK_PACE,
+    private readonly clock: PaceClock = realClock,
+  ) {
+    this.rate = settings.initialRate;
+    this.tokens = settings.burst;
+    this.refilledAt = clock.now();
+    this.window = { startedAt: this.refilledAt, runs: 0, late: 0, held: false };
+  }
+
+  /** New work waiting to be let in. */
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
+  /**
+   * A run of the lane got its connection after `waitedMs` (Gate): a run of a call in progress
+   * counts toward the window's verdict; other urgencies say nothing about the calls' room.
+   */
+  waited(urgency: Urgency, waitedMs: number): void {
+    if (!IN_PROGRESS.includes(urgency)) return;
+    this.adapt();
+    this.window.runs++;
+    if (waitedMs > this.settings.targetWaitMs) this.window.late++;
+  }
+
+  /**
+   * Resolves when one more piece of new work may start. `pace`: a run raised above `new` while it
+   * waits here (a later event of the same call needs it done: priority inheritance, Pace) goes at
+   * once, as does one raised before it came.
+   */
+  admit(pace?: Raisable): Promise<void> {
+    if (pace?.raised && IN_PROGRESS.includes(pace.raised)) return Promise.resolve();
+    this.adapt();
+    this.refill();
+    if (this.waiters.length === 0 && this.tokens >= 1) {
+      this.tokens -= 1;
+      return Promise.resolve();
+    }
+    this.window.held = true;
+    return new Promise<void>((resolve) => {
+      const waiter = { admit: resolve };
+      this.waiters.push(waiter);
+      pace?.onRaise(() => {
+        const at = this.waiters.indexOf(waiter);
+        if (at < 0) return;
+        this.waiters.splice(at, 1);
+        resolve();
+      });
+      this.schedule();
+    });
+  }
+
+  private refill(): void {
+    const now = this.clock.now();
+    this.tokens = Math.min(this.settings.burst, this.tokens + ((now - this.refilledAt) * this.rate) / 1000);
+    this.refilledAt = now;
+  }
+
+  /** Lets in as many waiters as the tokens allow; wakes again for the next one. */
+  private release(): void {
+    this.timer = undefined;
+    this.adapt();
+    this.refill();
+    while (this.waiters.length > 0 && this.tokens >= 1) {
+      this.tokens -= 1;
+      this.waiters.shift()!.admit();
+    }
+    if (this.waiters.length > 0) this.window.held = true;
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.timer || this.waiters.length === 0) return;
+    const ms = Math.max(1, ((1 - this.tokens) * 1000) / this.rate);
+    this.timer = this.clock.after(ms, () => this.release());
+  }
+
+  /** Closes the window once it is over: the rate falls if the calls in progress waited, rises if new work did. */
+  private adapt(): void {
+    const now = this.clock.now();
+    const { windowMs, lateShare, decrease, step, minRate, maxRate } = this.settings;
+    if (now - this.window.startedAt < windowMs) return;
+    this.refill();
+    const { runs, late, held } = this.window;
+    if (runs > 0 && late > runs * lateShare) this.rate = Math.max(minRate, this.rate * decrease);
+    else if (held) this.rate = Math.min(maxRate, this.rate + step);
+    this.window = { startedAt: now, runs: 0, late: 0, held: this.waiters.length > 0 };
+  }
+}

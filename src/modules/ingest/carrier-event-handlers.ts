@@ -157,6 +157,8 @@ export interface BatchHandling {
  * it at all (`when`, a hint: none, every event).
  */
 export interface SetsHandling extends BatchHandling {
+  /** The method that decides them (`Provider.method`): its batches are kept apart from another set handler's of the kind. */
+  name?: string;
   when?: (event: NormalizedEvent) => boolean;
   /**
    * The job this process runs right after the statement commits, when the statement creates one
@@ -174,7 +176,16 @@ export function ignoredNote(event: IgnoredEvent): string {
 export type EventHandling =
   | { shape: 'ignored'; /** Kept on the event: why nothing was done. */ note: string }
   | ({ shape: 'batch' } & BatchHandling)
-  | { shape: 'transaction'; handler: CarrierEventHandler<HandledKind>; /** Decided in sets first, where it can. */ sets?: SetsHandling }
+  | {
+      shape: 'transaction';
+      handler: CarrierEventHandler<HandledKind>;
+      /**
+       * Decided in sets first, where it can: a kind may have several set handlers, each for the
+       * events its `when` takes (a leg's call.initiated, a caller's); an event goes to the first,
+       * in registration order, whose `when` takes it (setsFor).
+       */
+      sets?: readonly SetsHandling[];
+    }
   | { shape: 'none' };
 
 /**
@@ -216,7 +227,7 @@ export class CarrierEventHandlers implements OnModuleInit {
   private readonly logger = new Logger(CarrierEventHandlers.name);
   private readonly handlers = new UniqueRegistry<HandledKind, CarrierEventHandler<HandledKind>>('carrier event handler for');
   private readonly batchHandlers = new UniqueRegistry<HandledKind, BatchHandling>('carrier event handler for');
-  private readonly setsHandlers = new UniqueRegistry<HandledKind, SetsHandling>('carrier event set handler for');
+  private readonly setsHandlers = new UniqueRegistry<HandledKind, SetsHandling[]>('carrier event set handlers for');
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -238,19 +249,26 @@ export class CarrierEventHandlers implements OnModuleInit {
       const key = this.reflector.get<BatchKey<HandledKind> | undefined>(BATCH_KEY_METADATA, method);
       this.batchHandlers.register(found.value, { handler: method.bind(found.instance), key });
     }
+    const sets = new Map<HandledKind, SetsHandling[]>();
     for (const found of findDecoratedMethods<HandledKind>(this.discovery, this.scanner, this.reflector, SETS_HANDLER_METADATA)) {
       if (!this.handlers.has(found.value)) throw new Error(`${found.name} decides "${found.value}" in sets, which has no handler in a transaction for what it leaves`);
       const instance = found.instance as Record<string, (...args: never[]) => unknown>;
       const method = instance[found.method];
       const { key, when, afterCommit } = this.reflector.get<{ key?: BatchKey<HandledKind>; when?: string; afterCommit?: JobDefinition }>(SETS_OPTIONS_METADATA, method);
       if (when !== undefined && typeof instance[when] !== 'function') throw new Error(`${found.name}: no method ${when} to choose its events`);
-      this.setsHandlers.register(found.value, {
+      const ofKind = sets.get(found.value) ?? [];
+      // Several set handlers of one kind each choose their events; one that takes every event would hide the others.
+      if (ofKind.length > 0 && (when === undefined || ofKind.some((other) => other.when === undefined))) throw new Error(`${found.name}: "${found.value}" has several set handlers, each needs its own \`when\``);
+      ofKind.push({
+        name: found.name,
         handler: method.bind(found.instance) as BatchCarrierEventHandler<HandledKind>,
         key,
         when: when === undefined ? undefined : (instance[when].bind(found.instance) as (event: NormalizedEvent) => boolean),
         afterCommit,
       });
+      sets.set(found.value, ofKind);
     }
+    for (const [kind, handlings] of sets) this.setsHandlers.register(kind, handlings);
     const waiting = HANDLED_KINDS.filter((kind) => !this.has(kind));
     if (waiting.length > 0) this.logger.log(`no handler yet for ${waiting.join(', ')}: such events are kept unprocessed`);
   }
@@ -284,5 +302,15 @@ export class CarrierEventHandlers implements OnModuleInit {
     const inTransaction = this.handlers.get(kind);
     if (inTransaction) return { shape: 'transaction', handler: inTransaction, sets: this.setsHandlers.get(kind) };
     return { shape: 'none' };
+  }
+
+  /**
+   * The set handler an event is offered to (the first of its kind's whose `when` takes it), or
+   * none: it goes straight to its transaction. Each `when` is asked once per run (they may
+   * remember what they were asked: CallEventSets).
+   */
+  setsFor(handling: EventHandling, event: NormalizedEvent): SetsHandling | undefined {
+    if (handling.shape !== 'transaction') return undefined;
+    return handling.sets?.find((sets) => sets.when?.(event) ?? true);
   }
 }

@@ -145,6 +145,29 @@ export class PhoneNumbers {
     return row ? { accountId: row.account_id, carrier: row.carrier, voice: row.voice } : undefined;
   }
 
+  /**
+   * findVoiceRoute for several numbers at once, outside any transaction: what a statement that
+   * starts many calls decides their plans from before it runs (CallStartsInSets). A hint: that
+   * statement reads the routes again (voiceRoutesCte) and acts only where they are as read.
+   */
+  async voiceRoutes(phoneNumbers: string[]): Promise<Map<string, VoiceRoute>> {
+    const rows = await queryRows<{ phone_number: string; account_id: string; carrier: CarrierName; voice: VoiceSettings | null }>(
+      this.dataSource.manager,
+      `SELECT phone_number, account_id, carrier, voice FROM phone_numbers WHERE phone_number = ANY ($1::text[]) AND ${ROUTES}`,
+      [[...new Set(phoneNumbers)]],
+    );
+    return new Map(rows.map((row) => [row.phone_number, { accountId: row.account_id, carrier: row.carrier, voice: row.voice }]));
+  }
+
+  /**
+   * findVoiceRoute for every row of CTE `rows` as a CTE of a statement: (event_id, account_id,
+   * carrier, voice) for each row whose `numberColumn` a number of ours is; none for a number
+   * nobody owns. Read in the statement's snapshot, without a lock (as findVoiceRoute reads).
+   */
+  voiceRoutesCte(stmt: CteStatement, name: string, rows: string, numberColumn: string): string {
+    return stmt.with(name, `SELECT r.event_id, p.account_id, p.carrier, p.voice FROM ${rows} r JOIN phone_numbers p ON p.phone_number = r.${numberColumn} AND p.${ROUTES}`);
+  }
+
   /** Who receives messages to this number (inbound routing), if anyone. */
   /**
    * findOwner for every row of CTE `rows` as a CTE of a statement: (event_id, account_id, carrier)

@@ -67,6 +67,30 @@ describe('new calls started in sets', () => {
   /** The start statement of `session`, held after it inserted the call (its turn, its key's lock and its rows held). */
   const startHeld = (session: string): PausePointSpec => ({ table: 'calls', on: 'INSERT', when: `NEW.carrier_call_id = '${session}'` });
 
+  /**
+   * The call's start in sets held after its insert, while the competitor `deliver` stores the
+   * `count`th event of `kind` of the session; that event's run here and another worker's (as
+   * from Redis) wait for the call's turn; `whileWaiting` checks what is written meanwhile. Then
+   * the start commits and the competitor decides on what it left.
+   */
+  async function competingWithHeldStart(call: TestCall, kind: string, count: number, deliver: () => Promise<number>, whileWaiting: () => Promise<void> = async () => undefined): Promise<void> {
+    const pause = await pausePoint(voice.db.url, startHeld(call.session));
+    try {
+      await pause.hold();
+      expect(await initiated(call)).toBe(200);
+      await pause.waitUntilPaused();
+      expect(await setStatementsWaiting()).toBe(1);
+      expect(await deliver()).toBe(200);
+      const elsewhere = runElsewhere(await waitFor(() => lastStored(call.session, kind, count), Boolean, { what: `the ${kind} stored` }));
+      await waitFor(transactionsWaiting, (n) => n >= 1, { what: `the ${kind} waiting for the call's turn` });
+      await whileWaiting();
+      await pause.release();
+      expect(['processed', 'already_processed']).toContain((await elsewhere).outcome);
+    } finally {
+      await pause.remove();
+    }
+  }
+
   it('a new call starts in one statement after one read: the call, its first leg and dial, call.initiated and the timeline entry, no transaction', async () => {
     const call = newCall();
     const { texts } = await captured(async () => {
@@ -159,24 +183,10 @@ describe('new calls started in sets', () => {
 
   it("two call.initiated of one session under two event ids, the first's statement held after its insert: the second waits for the call's turn, then is a duplicate", async () => {
     const call = newCall();
-    const pause = await pausePoint(voice.db.url, startHeld(call.session));
-    let elsewhere: Promise<unknown> | undefined;
-    try {
-      await pause.hold();
-      expect(await initiated(call)).toBe(200);
-      await pause.waitUntilPaused();
-      expect(await setStatementsWaiting()).toBe(1);
-      // The twin, re-signed under a new event id; another worker's run of it too.
-      expect(await initiated(call)).toBe(200);
-      elsewhere = runElsewhere(await waitFor(() => lastStored(call.session, 'call.initiated', 2), Boolean, { what: 'the twin stored' }));
-      await waitFor(transactionsWaiting, (n) => n >= 1, { what: "the twin waiting for the call's turn" });
-      // Nothing of the twin's is written while the first holds the turn.
-      expect(await voice.db.count(`SELECT count(*) FROM call_timeline WHERE event_type = 'call.initiated' AND call_id IN (SELECT id FROM calls WHERE carrier_call_id = $1)`, [call.session])).toBe(0);
-      await pause.release();
-      expect(['processed', 'already_processed']).toContain((await elsewhere as { outcome: string }).outcome);
-    } finally {
-      await pause.remove();
-    }
+    // The twin, re-signed under a new event id. Nothing of its is written while the first holds the turn.
+    await competingWithHeldStart(call, 'call.initiated', 2, () => initiated(call), async () =>
+      expect(await voice.db.count(`SELECT count(*) FROM call_timeline WHERE event_type = 'call.initiated' AND call_id IN (SELECT id FROM calls WHERE carrier_call_id = $1)`, [call.session])).toBe(0),
+    );
     const [callId, ...others] = await callsOf(call.session);
     expect(others).toEqual([]);
     await voice.dialOfTarget(callId, 0);
@@ -218,20 +228,7 @@ describe('new calls started in sets', () => {
 
   it("the start racing the caller's hangup: the hangup waits for the call's turn the held start has, then ends the call missed; no leg is left up", async () => {
     const call = newCall();
-    const pause = await pausePoint(voice.db.url, startHeld(call.session));
-    let elsewhere: Promise<unknown> | undefined;
-    try {
-      await pause.hold();
-      expect(await initiated(call)).toBe(200);
-      await pause.waitUntilPaused();
-      expect(await voice.callerEvent(call, 'call.hangup', { hangup_cause: 'normal_clearing' })).toBe(200);
-      elsewhere = runElsewhere(await waitFor(() => lastStored(call.session, 'call.hangup'), Boolean, { what: 'the hangup stored' }));
-      await waitFor(transactionsWaiting, (n) => n >= 1, { what: "the hangup waiting for the call's turn" });
-      await pause.release();
-      expect(['processed', 'already_processed']).toContain((await elsewhere as { outcome: string }).outcome);
-    } finally {
-      await pause.remove();
-    }
+    await competingWithHeldStart(call, 'call.hangup', 1, () => voice.callerEvent(call, 'call.hangup', { hangup_cause: 'normal_clearing' }));
     const [callId] = await callsOf(call.session);
     await voice.callUntil(callId, (c) => c.status === 'missed', 'the call missed');
     await voice.settled();

@@ -7,6 +7,7 @@ import { CarrierEventProcessor } from '../../../src/modules/ingest/carrier-event
 import { PhoneNumbers } from '../../../src/modules/numbers/phone-numbers.service.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { captured } from '../../support/captured-statements.js';
+import { boundaryIn } from '../../support/partitions.js';
 import { pausePoint, type PausePointSpec } from '../../support/pause.js';
 import { VoicePipeline, type TestCall } from '../../support/voice-pipeline.js';
 import { waitFor } from '../../support/wait.js';
@@ -179,6 +180,24 @@ describe('new calls started in sets', () => {
     expect(await noteOf(call.session)).toEqual([null, 'duplicate call.initiated']);
     expect(await voice.events('call.initiated', callId)).toBe(1);
     expect(voice.telnyx.dials(callId)).toHaveLength(1);
+  });
+
+  it("a repeat after a partition boundary, its call before it: the start's guard (call_twin) finds the call in the other partition, whose unique index the new one's would not meet", async () => {
+    const { before, after, passed } = await boundaryIn(voice.db.pool, 'calls', 1000);
+    const call = newCall();
+    expect(await initiated(call)).toBe(200);
+    const callId = await voice.callId(call);
+    await voice.dialOfTarget(callId, 0);
+    await voice.settled();
+    const partition = async () => (await voice.db.pool.query(`SELECT tableoid::regclass::text AS part FROM calls WHERE id = $1`, [callId])).rows[0].part;
+    expect(await partition()).toBe(before);
+    await passed();
+    expect(await initiated(call)).toBe(200);
+    await voice.settled();
+    expect(await callsOf(call.session)).toEqual([callId]);
+    expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.initiated:duplicate']);
+    expect(voice.telnyx.dials(callId)).toHaveLength(1);
+    expect(after).not.toBe(before);
   });
 
   it("two call.initiated of one session under two event ids, the first's statement held after its insert: the second waits for the call's turn, then is a duplicate", async () => {

@@ -11,6 +11,7 @@ import { SequentialRingModule } from '../sequential-ring/sequential-ring.module.
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { CallCarrierEvents } from './call-carrier-events.js';
 import { CallEventSets } from './call-event-sets.js';
+import { CallEndsInSets } from './call-ends-in-sets.js';
 import { CallControlCommands } from './call-control-commands.js';
 import { CallCommandCompletions } from './call-command-completions.js';
 import { CallCommandSends } from './call-command-sends.js';
@@ -43,7 +44,7 @@ import './calls.events.js';
   imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, RetentionModule, SequentialRingModule, WebhooksModule],
   controllers: [CallsController, VoiceWebhooksController],
   providers: [
-    CallCarrierEvents, CallEventSets, CallControlCommands, CallCommandSends, CallCommandCompletions, declareJobs(CallControlCommandsJob, CallJoinTimeoutJob, CallTranscriptJob), CallControlCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
+    CallCarrierEvents, CallEventSets, CallEndsInSets, CallControlCommands, CallCommandSends, CallCommandCompletions, declareJobs(CallControlCommandsJob, CallJoinTimeoutJob, CallTranscriptJob), CallControlCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
     CallReplies, IncomingCalls, CallsInvariants, CallsAudit, CallsRetention,
   ],
   exports: [CallsQuery, CallsAudit],

@@ -165,6 +165,9 @@ export interface SetsHandling extends BatchHandling {
   afterCommit?: JobDefinition;
 }
 
+/** A set handler as registered: `name`, the deciding method's (`Class.method`), keeps its statements apart from another's of the kind. */
+export type NamedSetsHandling = SetsHandling & { name: string };
+
 /** The note an event no module acts on is consumed with. */
 export function ignoredNote(event: IgnoredEvent): string {
   return `ignored: carrier event type ${event.carrierEventType}`;
@@ -174,7 +177,7 @@ export function ignoredNote(event: IgnoredEvent): string {
 export type EventHandling =
   | { shape: 'ignored'; /** Kept on the event: why nothing was done. */ note: string }
   | ({ shape: 'batch' } & BatchHandling)
-  | { shape: 'transaction'; handler: CarrierEventHandler<HandledKind>; /** Decided in sets first, where it can. */ sets?: SetsHandling }
+  | { shape: 'transaction'; handler: CarrierEventHandler<HandledKind>; /** Decided in sets first, where it can (setsFor picks which). */ sets?: NamedSetsHandling[] }
   | { shape: 'none' };
 
 /**
@@ -201,6 +204,9 @@ export const HandlesCarrierEventsInOneStatement = <K extends HandledKind>(kind: 
  * `afterCommit`: the job its statement creates that this process runs once it commits
  * (SetsHandling.afterCommit). The method may read before it builds (an async method): what it
  * read is a hint its statement's guards check under the row locks.
+ * A kind may have several such methods (a call's hangup: a leg's hand-off, the call's end), one
+ * per case: each then needs its `when`, and their `when`s are exclusive (setsFor offers an event
+ * to the first, in the order they were found, whose `when` takes it).
  */
 export const DecidesCarrierEventsInSets = <K extends HandledKind>(kind: K, { key, when, afterCommit }: { key?: BatchKey<K>; when?: string; afterCommit?: JobDefinition } = {}) =>
   applyDecorators(SetMetadata(SETS_HANDLER_METADATA, kind), SetMetadata(SETS_OPTIONS_METADATA, { key, when, afterCommit }));
@@ -216,7 +222,7 @@ export class CarrierEventHandlers implements OnModuleInit {
   private readonly logger = new Logger(CarrierEventHandlers.name);
   private readonly handlers = new UniqueRegistry<HandledKind, CarrierEventHandler<HandledKind>>('carrier event handler for');
   private readonly batchHandlers = new UniqueRegistry<HandledKind, BatchHandling>('carrier event handler for');
-  private readonly setsHandlers = new UniqueRegistry<HandledKind, SetsHandling>('carrier event set handler for');
+  private readonly setsHandlers = new UniqueRegistry<HandledKind, NamedSetsHandling[]>('carrier event set handlers for');
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -244,12 +250,17 @@ export class CarrierEventHandlers implements OnModuleInit {
       const method = instance[found.method];
       const { key, when, afterCommit } = this.reflector.get<{ key?: BatchKey<HandledKind>; when?: string; afterCommit?: JobDefinition }>(SETS_OPTIONS_METADATA, method);
       if (when !== undefined && typeof instance[when] !== 'function') throw new Error(`${found.name}: no method ${when} to choose its events`);
-      this.setsHandlers.register(found.value, {
+      if (!this.setsHandlers.has(found.value)) this.setsHandlers.register(found.value, []);
+      this.setsHandlers.get(found.value)!.push({
+        name: found.name,
         handler: method.bind(found.instance) as BatchCarrierEventHandler<HandledKind>,
         key,
         when: when === undefined ? undefined : (instance[when].bind(found.instance) as (event: NormalizedEvent) => boolean),
         afterCommit,
       });
+    }
+    for (const [kind, sets] of this.setsHandlers) {
+      if (sets.length > 1 && sets.some((set) => !set.when)) throw new Error(`"${kind}" is decided in sets by ${sets.map((set) => set.name).join(', ')}: each needs its \`when\``);
     }
     const waiting = HANDLED_KINDS.filter((kind) => !this.has(kind));
     if (waiting.length > 0) this.logger.log(`no handler yet for ${waiting.join(', ')}: such events are kept unprocessed`);
@@ -269,6 +280,11 @@ export class CarrierEventHandlers implements OnModuleInit {
       undoSets();
       undoBatch();
     };
+  }
+
+  /** The set handler an event is offered to (DecidesCarrierEventsInSets): the first whose `when` takes it; none: the transaction decides. */
+  static setsFor(handling: EventHandling, event: NormalizedEvent): NamedSetsHandling | undefined {
+    return handling.shape === 'transaction' ? handling.sets?.find((sets) => sets.when?.(event) ?? true) : undefined;
   }
 
   /**

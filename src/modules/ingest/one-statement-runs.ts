@@ -53,7 +53,8 @@ export class OneStatementRuns {
     if (handling.shape === 'ignored') return this.batches.run('ignored', IGNORING, jobId, row);
     // A call event of a case decided in sets (a leg's report, a repeat): one statement for many
     // calls' events; one it leaves (not ready) goes down the general path, to the transaction.
-    if (handling.shape === 'transaction' && handling.sets && (handling.sets.when?.(event) ?? true)) return this.batches.run(`sets:${event.kind}`, handling.sets, jobId, row);
+    const sets = CarrierEventHandlers.setsFor(handling, event);
+    if (sets) return this.batches.run(`sets:${sets.name}`, sets, jobId, row);
     return undefined;
   }
 

@@ -18,18 +18,18 @@ import { CallControlCommandsJob, CallTranscriptJob } from './calls.jobs.js';
 const INPUT_COLUMNS = `kind text, carrier text, call_session_id text, control_id text, call_id text, target_index int, attempt int, occurred_at timestamptz,
   hangup_cause text, carrier_event_ref text`;
 
-/** A call that a hangup ends in sets: answered and joined, so its end announces `call.completed` alone (CallFlow.endCall announces a join it never saw). */
-const JOINED = `c.status = 'in_progress' AND c.bridged_at IS NOT NULL`;
+/** A call that a hangup ends in sets: answered (in progress), so it ends completed. */
+const ANSWERED = `c.status = 'in_progress'`;
 
 /**
  * The answered leg's hangup (its physical leg kept): the call's end while the call is joined and
  * the leg live, or a repeat once the call is over (CallCarrierEvents.hangupOnCall then ends the leg,
  * if it still runs, and ends nothing else: `duplicate`).
  */
-const ANSWERED_LEG = `l.control_id = i.control_id AND c.answered_leg = l.id AND (c.ended_at IS NOT NULL OR (l.ended_at IS NULL AND ${JOINED}))`;
+const ANSWERED_LEG = `l.control_id = i.control_id AND c.answered_leg = l.id AND (c.ended_at IS NOT NULL OR (l.ended_at IS NULL AND ${ANSWERED}))`;
 
-/** The caller's hangup: the call's end while it is joined, or a repeat once it is over (`duplicate`, nothing written). */
-const CALLER = `c.caller_control_id = i.control_id AND (c.ended_at IS NOT NULL OR (${JOINED}))`;
+/** The caller's hangup: the call's end while it is answered, or a repeat once it is over (`duplicate`, nothing written). */
+const CALLER = `c.caller_control_id = i.control_id AND (c.ended_at IS NOT NULL OR (${ANSWERED}))`;
 
 /** The columns of a decided row (both kinds of leg): what the timeline, the consumption and the end read; `ends`: the call not ended when locked (the event's note). */
 const DECIDED = 'event_id, call_id, leg_id, kind, occurred_at, received_at, ends, status_before, ending_leg_id';
@@ -38,17 +38,18 @@ const DECIDED = 'event_id, call_id, leg_id, kind, occurred_at, received_at, ends
 const CALL_COLUMNS_OF_C = CALL_COLUMNS.split(',').map((column) => `c.${column.trim()}`).join(', ');
 
 /**
- * A call's end decided in sets: the hangup that ends a joined call (the caller's, or the answered
- * leg's) for many calls in one statement, under each call's turn and its row's lock, as
+ * A call's end decided in sets: the hangup that ends an answered call (the caller's, or the
+ * answered leg's) for many calls in one statement, under each call's turn and its row's lock, as
  * CallCarrierEvents.hangupOnCall and CallFlow.endCall decide it in a transaction, which keeps
- * every other case (a call still ringing, answered but not joined, a leg written off, a call we
- * placed whose session is not named yet: not ready here, decided there at once).
+ * every other case (a call still ringing, a leg that lost or was written off, a call we placed
+ * whose session is not named yet: not ready here, decided there at once).
  *
  * Two cases, exclusive on the locked call row:
  *  - the end: the call not ended. The hangup guard (`ended_at IS NULL`, endSetSql) ends it; only
  *    for the calls it changed: the ending leg ended and every leg the carrier has not named yet
  *    (closeLegsOfEndedCall), the minutes billed (UsageLedger.recordFromCte, the cause endCall's
- *    bill gives), `call.completed` with the call and its legs as endCall announces them, the other
+ *    bill gives), `call.completed` with the call and its legs as endCall announces them (and
+ *    `call.answered` before it for a call whose join the carrier never reported), the other
  *    legs (and the caller, when a leg ended it) hung up, the transcript queued; `applied`;
  *  - a repeat: the call over. Nothing ends, the answered leg's own row aside (its hangup after
  *    the caller's ends it once); `duplicate`, the cost of one probe.
@@ -203,9 +204,11 @@ export class CallEndsInSets {
   }
 
   /**
-   * endCall's `call.completed`: the call as ended, its legs as endCall's announce reads them
-   * (after the ending leg's end, before the others are closed: this statement's snapshot, with
-   * the ending leg as this statement ends it).
+   * endCall's `call.completed`, and `call.answered` before it for a call never announced joined
+   * (bridged_at, which the end leaves as it was): the call as ended, its legs as endCall's
+   * announce reads them (after the ending leg's end, before the others are closed: this
+   * statement's snapshot, with the ending leg as this statement ends it). In that order, so
+   * their ids (minted in order) are too.
    */
   private announce(stmt: CteStatement, ended: string): void {
     const legs = `(SELECT coalesce(jsonb_agg(${LEG_VIEW_JSON} ORDER BY ${LEG_ORDER}), '[]'::jsonb) FROM (
@@ -214,7 +217,14 @@ export class CallEndsInSets {
                CASE WHEN l.id = x.ending_leg_id THEN x.ended_at ELSE l.ended_at END AS ended_at,
                CASE WHEN l.id = x.ending_leg_id THEN coalesce(x.cause, 'unspecified') ELSE l.hangup_cause END AS hangup_cause
           FROM call_legs l WHERE l.call_id = x.id AND ${createdAtOfId('x.id', 'onceline_id_time(l.call_id)')}) v)`;
-    const source = stmt.with('call_end_announced', `SELECT account_id, ${CALL_VIEW_JSON} || jsonb_build_object('legs', ${legs}) AS payload FROM ${ended} x WHERE status = 'completed'`);
-    this.events.emitFromCte(stmt, source, 'call.completed', 'payload');
+    const source = stmt.with(
+      'call_end_announced',
+      `SELECT account_id, type, payload FROM (
+         SELECT account_id, id, t.n, t.type, ${CALL_VIEW_JSON} || jsonb_build_object('legs', ${legs}) AS payload
+           FROM ${ended} x CROSS JOIN LATERAL (VALUES (0, 'call.answered'), (1, 'call.completed')) AS t(n, type)
+          WHERE status = 'completed' AND (t.n = 1 OR bridged_at IS NULL)) a
+        ORDER BY id, n`,
+    );
+    this.events.emitFromCte(stmt, source, ['call.answered', 'call.completed'], 'payload');
   }
 }

@@ -64,16 +64,17 @@ describe('call ends decided in sets', () => {
   const callerHangup = (call: TestCall, id?: string) => voice.callerEvent(call, 'call.hangup', { hangup_cause: 'normal_clearing', hangup_source: 'caller' }, { occurredAt: at(97.6), id });
   const legHangup = (call: TestCall, dial: ReceivedCommand) => voice.legEvent(call, dial, 'call.hangup', { hangup_cause: 'normal_clearing', hangup_source: 'callee' }, { occurredAt: at(97.6) });
 
-  /** What a call's end wrote: its call.completed payload, its usage cause and its hangups' job, each with the call's own ids and clock-made times named generically. */
+  /** What a call's end wrote: its call.completed payload (and call.answered's), its usage cause and its hangups' job, each with the call's own ids and clock-made times named generically. */
   async function whatEnded(callId: string): Promise<unknown> {
-    const [payload] = (await voice.db.pool.query(`SELECT payload FROM outbound_events WHERE type = 'call.completed' AND payload->>'id' = $1`, [callId])).rows.map((r) => r.payload);
+    const { rows } = await voice.db.pool.query(`SELECT type, payload FROM outbound_events WHERE type IN ('call.answered', 'call.completed') AND payload->>'id' = $1`, [callId]);
+    const [payload, answered] = ['call.completed', 'call.answered'].map((type) => rows.find((r) => r.type === type)?.payload);
     const [cause] = (await voice.db.pool.query(`SELECT cause FROM usage_records WHERE kind = 'call_minutes' AND resource_id = $1`, [callId])).rows.map((r) => r.cause);
     const [hangups] = (await voice.db.pool.query(`SELECT data FROM outbox_jobs WHERE job_id = $1`, [`cmd-${callId}-ended`])).rows.map((r) => r.data);
     const names = new Map<string, string>([[callId, 'CALL'], [payload.carrier_call_id, 'SESSION'], [payload.created_at, 'CREATED']]);
     for (const l of payload.legs) names.set(l.id, `LEG${l.target_index}`).set(l.dialed_at, 'DIALED');
     for (const e of cause.carrier_events) names.set(e.id, 'EVENT').set(e.carrier_event_id, 'CARRIER_EVENT');
     for (const c of hangups?.commands ?? []) names.set(c.controlId, 'CONTROL');
-    return JSON.parse(JSON.stringify({ payload, cause, hangups }), (_key, value) => (typeof value === 'string' && names.has(value) ? names.get(value) : typeof value === 'string' ? [...names].reduce((s, [from, to]) => s.split(from).join(to), value) : value));
+    return JSON.parse(JSON.stringify({ payload, answered, cause, hangups }), (_key, value) => (typeof value === 'string' && names.has(value) ? names.get(value) : typeof value === 'string' ? [...names].reduce((s, [from, to]) => s.split(from).join(to), value) : value));
   }
 
   /** Runs `act` with call.hangup decided by its transaction only (no set statement), as before CallEndsInSets. */
@@ -108,16 +109,16 @@ describe('call ends decided in sets', () => {
   });
 
   it('writes what the transaction writes: call.completed, the usage cause and the hangups alike, ended by the caller or by the answered leg', async () => {
-    for (const by of ['caller', 'leg'] as const) {
+    for (const [by, bridged] of [['caller', true], ['leg', true], ['caller', false]] as const) {
       const end = ({ call, dial }: { call: TestCall; dial: ReceivedCommand }) => (by === 'caller' ? callerHangup(call) : legHangup(call, dial));
-      const inSets = await joined();
+      const inSets = await joined({ bridged });
       const { texts } = await captured(async () => {
         expect(await end(inSets)).toBe(200);
         await voice.settled();
       });
       expect(endStatements(texts)).toHaveLength(1);
       expect(transactionEnds(texts)).toEqual([]);
-      const inTransaction = await joined();
+      const inTransaction = await joined({ bridged });
       await inTransactionOnly(async () => {
         expect(await end(inTransaction)).toBe(200);
         await voice.settled();
@@ -126,6 +127,8 @@ describe('call ends decided in sets', () => {
       const expected = await whatEnded(inTransaction.callId);
       expect(await whatEnded(inSets.callId)).toEqual(expected);
       expect(expected).toMatchObject({ payload: { status: 'completed', duration_seconds: 96, billable_minutes: 2, legs: [{ status: by === 'leg' ? 'ended' : 'answered' }] },
+        // Announced at the join, or (never reported joined) by the end, with the call as it ended.
+        answered: { status: bridged ? 'in_progress' : 'completed' },
         hangups: { commands: [{ action: 'hangup', commandId: by === 'leg' ? 'CALL-hangup-caller' : 'LEG0-hangup', controlId: 'CONTROL' }] } });
       expect(await timeline(inSets.callId)).toEqual(await timeline(inTransaction.callId));
     }
@@ -250,18 +253,32 @@ describe('call ends decided in sets', () => {
     expect(await voice.usageRows(callId)).toBe(1);
   });
 
-  it("the caller's hangup of a call answered but not joined is left to the transaction, which announces call.answered before call.completed", async () => {
+  it("the caller's hangup of a call answered but never reported joined ends it in sets, announcing call.answered before call.completed", async () => {
     const { call, callId } = await joined({ bridged: false });
     const { texts } = await captured(async () => {
       expect(await callerHangup(call)).toBe(200);
       await voice.settled();
     });
-    // Offered to the set statement, not ready there: its transaction ends the call.
+    expect(endStatements(texts)).toHaveLength(1);
+    expect(transactionEnds(texts)).toEqual([]);
+    expect(await row(callId)).toMatchObject({ status: 'completed', bridged_at: null });
+    const { rows } = await voice.db.pool.query(`SELECT type FROM outbound_events WHERE payload->>'id' = $1 AND type IN ('call.answered', 'call.completed') ORDER BY id`, [callId]);
+    expect(rows.map((r) => r.type)).toEqual(['call.answered', 'call.completed']);
+    expect(await voice.usageRows(callId)).toBe(1);
+  });
+
+  it("the caller's hangup of a call still ringing is left to the transaction: missed, call.missed, nothing billed", async () => {
+    const { call, callId } = await joined({ answered: false, bridged: false });
+    const { texts } = await captured(async () => {
+      expect(await callerHangup(call)).toBe(200);
+      await voice.settled();
+    });
+    // Offered to the set statement, not ready there (not answered): its transaction ends the call.
     expect(endStatements(texts)).toHaveLength(1);
     expect(transactionEnds(texts).length).toBeGreaterThan(0);
-    expect(await row(callId)).toMatchObject({ status: 'completed' });
-    expect(await voice.events('call.answered', callId)).toBe(1);
-    expect(await voice.events('call.completed', callId)).toBe(1);
-    expect(await voice.usageRows(callId)).toBe(1);
+    expect(await row(callId)).toMatchObject({ status: 'missed', billable_minutes: 0 });
+    expect(await voice.events('call.missed', callId)).toBe(1);
+    expect(await voice.events('call.completed', callId)).toBe(0);
+    expect(await voice.usageRows(callId)).toBe(0);
   });
 });

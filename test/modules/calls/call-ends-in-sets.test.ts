@@ -236,6 +236,29 @@ describe('call ends decided in sets', () => {
     expect(await voice.db.count(`SELECT count(*) FROM carrier_events WHERE normalized->>'callSessionId' = $1 AND kind = 'call.hangup' AND note = 'duplicate'`, [call.session])).toBe(1);
   });
 
+  it("the caller's hangup in sets waits for the call row the join timeout holds as it writes the answer off, and decides on the ringing call it left: not its end to decide; the transaction ends it missed", async () => {
+    const { call, callId } = await joined({ bridged: false });
+    const legId = (await leg(callId)).id;
+    // The join timeout's write-off (in_progress → ringing), held after its UPDATE of the call.
+    let writingOff: Promise<unknown> | undefined;
+    const startWriteOff = async () => {
+      writingOff = voice.app.app.get(UnitOfWork).run((tx) => voice.app.app.get(CallTransitions).writeOffUnjoinedAnswer(tx, callId, legId));
+      writingOff.catch(() => undefined);
+    };
+    await whileHeld({ table: 'calls', on: 'UPDATE', when: `NEW.id = '${callId}' AND NEW.status = 'ringing'` }, startWriteOff, async () => {
+      expect(await callerHangup(call)).toBe(200);
+      await waitFor(() => setStatementsWaiting('transactionid'), (n) => n === 1, { what: 'the set statement waiting for the call row' });
+    });
+    expect(await writingOff).toBeTruthy();
+    await voice.settled();
+    // The row re-read after the wait rings: the set statement left it, its transaction ended it missed.
+    expect(await row(callId)).toMatchObject({ status: 'missed', billable_minutes: 0 });
+    expect(await voice.events('call.missed', callId)).toBe(1);
+    expect(await voice.events('call.completed', callId)).toBe(0);
+    expect(await voice.usageRows(callId)).toBe(0);
+    expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.answered:applied', 'call.hangup:applied']);
+  });
+
   it("a repeat of the caller's hangup on an ended call is one probe in sets: a duplicate, nothing written but its timeline entry", async () => {
     const { call, callId } = await joined();
     expect(await callerHangup(call)).toBe(200);

@@ -22,8 +22,8 @@ const INPUT_COLUMNS = `kind text, carrier text, call_session_id text, control_id
 const ANSWERED = `c.status = 'in_progress'`;
 
 /**
- * The answered leg's hangup (its physical leg kept): the call's end while the call is joined and
- * the leg live, or a repeat once the call is over (CallCarrierEvents.hangupOnCall then ends the leg,
+ * The answered leg's hangup (its physical leg kept): the call's end while the call is answered
+ * and the leg live, or a repeat once the call is over (CallCarrierEvents.hangupOnCall then ends the leg,
  * if it still runs, and ends nothing else: `duplicate`).
  */
 const ANSWERED_LEG = `l.control_id = i.control_id AND c.answered_leg = l.id AND (c.ended_at IS NOT NULL OR (l.ended_at IS NULL AND ${ANSWERED}))`;
@@ -44,15 +44,17 @@ const CALL_COLUMNS_OF_C = CALL_COLUMNS.split(',').map((column) => `c.${column.tr
  * every other case (a call still ringing, a leg that lost or was written off, a call we placed
  * whose session is not named yet: not ready here, decided there at once).
  *
- * Two cases, exclusive on the locked call row:
- *  - the end: the call not ended. The hangup guard (`ended_at IS NULL`, endSetSql) ends it; only
- *    for the calls it changed: the ending leg ended and every leg the carrier has not named yet
+ * The events whose call (and leg) a case below holds on, locked, are consumed; the hangup guard
+ * (`UPDATE calls … WHERE ended_at IS NULL`, endSetSql) is tried for each, and decides which:
+ *  - the end: the calls it changed. For those only: the ending leg ended and every leg the carrier has not named yet
  *    (closeLegsOfEndedCall), the minutes billed (UsageLedger.recordFromCte, the cause endCall's
  *    bill gives), `call.completed` with the call and its legs as endCall announces them (and
  *    `call.answered` before it for a call whose join the carrier never reported), the other
  *    legs (and the caller, when a leg ended it) hung up, the transcript queued; `applied`;
  *  - a repeat: the call over. Nothing ends, the answered leg's own row aside (its hangup after
  *    the caller's ends it once); `duplicate`, the cost of one probe.
+ * The event's note (`duplicate`) is read off the row as locked, the one thing written before the
+ * guard (the consumption); under the lock the two agree.
  */
 @Injectable()
 export class CallEndsInSets {

@@ -157,6 +157,8 @@ export interface BatchHandling {
  * it at all (`when`, a hint: none, every event).
  */
 export interface SetsHandling extends BatchHandling {
+  /** The method that decides them (`Provider.method`): its batches are kept apart from another set handler's of the kind. */
+  name?: string;
   when?: (event: NormalizedEvent) => boolean;
   /**
    * The job this process runs right after the statement commits, when the statement creates one
@@ -164,9 +166,6 @@ export interface SetsHandling extends BatchHandling {
    */
   afterCommit?: JobDefinition;
 }
-
-/** A set handler as registered: `name`, the deciding method's (`Class.method`), keeps its statements apart from another's of the kind. */
-export type NamedSetsHandling = SetsHandling & { name: string };
 
 /** The note an event no module acts on is consumed with. */
 export function ignoredNote(event: IgnoredEvent): string {
@@ -177,7 +176,16 @@ export function ignoredNote(event: IgnoredEvent): string {
 export type EventHandling =
   | { shape: 'ignored'; /** Kept on the event: why nothing was done. */ note: string }
   | ({ shape: 'batch' } & BatchHandling)
-  | { shape: 'transaction'; handler: CarrierEventHandler<HandledKind>; /** Decided in sets first, where it can (setsFor picks which). */ sets?: NamedSetsHandling[] }
+  | {
+      shape: 'transaction';
+      handler: CarrierEventHandler<HandledKind>;
+      /**
+       * Decided in sets first, where it can: a kind may have several set handlers, each for the
+       * events its `when` takes (a leg's call.initiated, a caller's); an event goes to the first,
+       * in registration order, whose `when` takes it (setsFor).
+       */
+      sets?: readonly SetsHandling[];
+    }
   | { shape: 'none' };
 
 /**
@@ -204,9 +212,6 @@ export const HandlesCarrierEventsInOneStatement = <K extends HandledKind>(kind: 
  * `afterCommit`: the job its statement creates that this process runs once it commits
  * (SetsHandling.afterCommit). The method may read before it builds (an async method): what it
  * read is a hint its statement's guards check under the row locks.
- * A kind may have several such methods (a call's hangup: a leg's hand-off, the call's end), one
- * per case: each then needs its `when`, and their `when`s are exclusive (setsFor offers an event
- * to the first, in the order they were found, whose `when` takes it).
  */
 export const DecidesCarrierEventsInSets = <K extends HandledKind>(kind: K, { key, when, afterCommit }: { key?: BatchKey<K>; when?: string; afterCommit?: JobDefinition } = {}) =>
   applyDecorators(SetMetadata(SETS_HANDLER_METADATA, kind), SetMetadata(SETS_OPTIONS_METADATA, { key, when, afterCommit }));
@@ -222,7 +227,7 @@ export class CarrierEventHandlers implements OnModuleInit {
   private readonly logger = new Logger(CarrierEventHandlers.name);
   private readonly handlers = new UniqueRegistry<HandledKind, CarrierEventHandler<HandledKind>>('carrier event handler for');
   private readonly batchHandlers = new UniqueRegistry<HandledKind, BatchHandling>('carrier event handler for');
-  private readonly setsHandlers = new UniqueRegistry<HandledKind, NamedSetsHandling[]>('carrier event set handlers for');
+  private readonly setsHandlers = new UniqueRegistry<HandledKind, SetsHandling[]>('carrier event set handlers for');
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -244,24 +249,26 @@ export class CarrierEventHandlers implements OnModuleInit {
       const key = this.reflector.get<BatchKey<HandledKind> | undefined>(BATCH_KEY_METADATA, method);
       this.batchHandlers.register(found.value, { handler: method.bind(found.instance), key });
     }
+    const sets = new Map<HandledKind, SetsHandling[]>();
     for (const found of findDecoratedMethods<HandledKind>(this.discovery, this.scanner, this.reflector, SETS_HANDLER_METADATA)) {
       if (!this.handlers.has(found.value)) throw new Error(`${found.name} decides "${found.value}" in sets, which has no handler in a transaction for what it leaves`);
       const instance = found.instance as Record<string, (...args: never[]) => unknown>;
       const method = instance[found.method];
       const { key, when, afterCommit } = this.reflector.get<{ key?: BatchKey<HandledKind>; when?: string; afterCommit?: JobDefinition }>(SETS_OPTIONS_METADATA, method);
       if (when !== undefined && typeof instance[when] !== 'function') throw new Error(`${found.name}: no method ${when} to choose its events`);
-      if (!this.setsHandlers.has(found.value)) this.setsHandlers.register(found.value, []);
-      this.setsHandlers.get(found.value)!.push({
+      const ofKind = sets.get(found.value) ?? [];
+      // Several set handlers of one kind each choose their events; one that takes every event would hide the others.
+      if (ofKind.length > 0 && (when === undefined || ofKind.some((other) => other.when === undefined))) throw new Error(`${found.name}: "${found.value}" has several set handlers, each needs its own \`when\``);
+      ofKind.push({
         name: found.name,
         handler: method.bind(found.instance) as BatchCarrierEventHandler<HandledKind>,
         key,
         when: when === undefined ? undefined : (instance[when].bind(found.instance) as (event: NormalizedEvent) => boolean),
         afterCommit,
       });
+      sets.set(found.value, ofKind);
     }
-    for (const [kind, sets] of this.setsHandlers) {
-      if (sets.length > 1 && sets.some((set) => !set.when)) throw new Error(`"${kind}" is decided in sets by ${sets.map((set) => set.name).join(', ')}: each needs its \`when\``);
-    }
+    for (const [kind, handlings] of sets) this.setsHandlers.register(kind, handlings);
     const waiting = HANDLED_KINDS.filter((kind) => !this.has(kind));
     if (waiting.length > 0) this.logger.log(`no handler yet for ${waiting.join(', ')}: such events are kept unprocessed`);
   }
@@ -282,11 +289,6 @@ export class CarrierEventHandlers implements OnModuleInit {
     };
   }
 
-  /** The set handler an event is offered to (DecidesCarrierEventsInSets): the first whose `when` takes it; none: the transaction decides. */
-  static setsFor(handling: EventHandling, event: NormalizedEvent): NamedSetsHandling | undefined {
-    return handling.shape === 'transaction' ? handling.sets?.find((sets) => sets.when?.(event) ?? true) : undefined;
-  }
-
   /**
    * The one dispatch by kind: the event's handler and its shape, or `ignored` (no module acts on
    * it) or `none` (no module handles it yet). A job's one-statement run (OneStatementRuns) and the
@@ -300,5 +302,15 @@ export class CarrierEventHandlers implements OnModuleInit {
     const inTransaction = this.handlers.get(kind);
     if (inTransaction) return { shape: 'transaction', handler: inTransaction, sets: this.setsHandlers.get(kind) };
     return { shape: 'none' };
+  }
+
+  /**
+   * The set handler an event is offered to (the first of its kind's whose `when` takes it), or
+   * none: it goes straight to its transaction. Each `when` is asked once per run (they may
+   * remember what they were asked: CallEventSets).
+   */
+  setsFor(handling: EventHandling, event: NormalizedEvent): SetsHandling | undefined {
+    if (handling.shape !== 'transaction') return undefined;
+    return handling.sets?.find((sets) => sets.when?.(event) ?? true);
   }
 }

@@ -53,8 +53,9 @@ export class OneStatementRuns {
     if (handling.shape === 'ignored') return this.batches.run('ignored', IGNORING, jobId, row);
     // A call event of a case decided in sets (a leg's report, a repeat): one statement for many
     // calls' events; one it leaves (not ready) goes down the general path, to the transaction.
-    const sets = CarrierEventHandlers.setsFor(handling, event);
-    if (sets) return this.batches.run(`sets:${sets.name}`, sets, jobId, row);
+    // Several set handlers of a kind (a leg's call.initiated, a caller's) batch apart, by name.
+    const sets = this.handlers.setsFor(handling, event);
+    if (sets) return this.batches.run(`sets:${event.kind}:${sets.name}`, sets, jobId, row);
     return undefined;
   }
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { LEG_COLUMNS, LEG_VIEW_JSON, toLegView, type LegRow } from '../../src/modules/calls/call-view.js';
+import { CALL_COLUMNS, CALL_VIEW_JSON, LEG_COLUMNS, LEG_VIEW_JSON, toCallView, toLegView, type CallRow, type LegRow } from '../../src/modules/calls/call-view.js';
 import { DescribedApi, typedClient, type OpenApiDocument, type TypedClient } from '../support/described-api.js';
 import { VoicePipeline } from '../support/voice-pipeline.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -71,6 +71,11 @@ describe('the typed client on calls, against the running app', () => {
     expect(legRows).toHaveLength(1);
     expect(legRows[0].answered_at).toBeInstanceOf(Date);
     expect(inSql.map((r) => r.view)).toEqual(legRows.map((leg) => JSON.parse(JSON.stringify(toLegView(leg)))));
+    // The call itself likewise (CALL_VIEW_JSON, toCallView), for the events a set statement writes.
+    const callRow = (await voice.db.pool.query<CallRow>(`SELECT ${CALL_COLUMNS} FROM calls WHERE id = $1`, [callId])).rows[0];
+    const callInSql = (await voice.db.pool.query(`SELECT ${CALL_VIEW_JSON} AS view FROM calls WHERE id = $1`, [callId])).rows[0].view;
+    expect(callRow.ring_plan).not.toBeNull();
+    expect(callInSql).toEqual(JSON.parse(JSON.stringify(toCallView(callRow, []))));
     const completed = (await voice.db.pool.query(`SELECT payload FROM outbound_events WHERE type = 'call.completed' AND payload->>'id' = $1`, [callId])).rows[0].payload;
     expect(completed.legs).toEqual([expect.objectContaining({ id: legRows[0].id, to: TARGET, status: 'answered', ended_at: null })]);
     expect(Object.keys(completed).sort()).toEqual(Object.keys(shown).sort());

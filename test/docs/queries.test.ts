@@ -41,7 +41,8 @@ const QUERIES: Query[] = [
   { file: 'delivery-attempt.sql', title: 'A customer webhook delivery attempt recorded (the attempt claims its delivery)', source: 'src/modules/webhooks/attempt-records.ts', pick: /INSERT INTO webhook_delivery_attempts/ },
   { file: 'ring-cursor-claim.sql', title: "Leg hangups decided in sets: each leg ended once, each call's ring plan moved by compare-and-set from the plan read (ring_plan = expected), the next leg and its dial once", source: 'src/modules/calls/call-event-sets.ts (legHangups), call-transitions.ts (handOffsCte; claimRingTurn in a transaction)', pick: /calls_ring_turned AS \(UPDATE calls c SET ring_plan/ },
   { file: 'call-start.sql', title: "New calls started in sets: each call once per carrier session (call_twin), started only on the number's settings as read before (the route compared), its first leg and dial, call.initiated and the timeline, in one statement", source: 'src/modules/calls/call-starts-in-sets.ts (callStarts)', pick: /calls_started AS \(INSERT INTO calls/ },
-  { file: 'call-hangup.sql', title: 'A call ends once: status, duration, billable minutes', source: 'src/modules/calls/call-transitions.ts (end)', pick: /^UPDATE calls SET\s+status = CASE/ },
+  { file: 'call-hangup.sql', title: 'A call ends once: status, duration, billable minutes', source: 'src/modules/calls/call-transitions.ts (end, endSetSql)', pick: /^UPDATE calls c SET\s+status = CASE/ },
+  { file: 'call-end-in-sets.sql', title: "Answered calls' ends decided in sets: each call ended once (ended_at IS NULL), and for the calls it ended their legs, minutes, call.completed, hangups and transcript; a repeat a duplicate", source: 'src/modules/calls/call-ends-in-sets.ts (ends), call-transitions.ts (endSetSql)', pick: /calls_ended AS \(UPDATE calls c SET/ },
   { file: 'entitlement-grant.sql', title: 'A paid invoice grants each bundle once', source: 'src/modules/entitlements/invoice-grants.ts (claim)', pick: /INSERT INTO entitlements/ },
 ];
 
@@ -112,6 +113,15 @@ describe('docs/queries: the hot statements as reviewed text', () => {
       expect(await voice.legEvent(call, first, 'call.hangup', { hangup_cause: 'timeout', sip_hangup_cause: '487' })).toBe(200);
       await voice.dial(callId, 2);
       expect(await voice.callerEvent(call, 'call.hangup', { hangup_cause: 'normal_clearing' })).toBe(200);
+      await voice.settled();
+      // A call answered, then ended by its caller: decided in sets.
+      const answered = await voice.incoming('+15550009100', '+15550009101');
+      const answeredId = await voice.callId(answered);
+      const leg = await voice.dial(answeredId);
+      expect(await voice.legEvent(answered, leg, 'call.answered')).toBe(200);
+      await voice.callUntil(answeredId, (c) => c.status === 'in_progress', 'the call answered');
+      expect(await voice.callerEvent(answered, 'call.hangup', { hangup_cause: 'normal_clearing' })).toBe(200);
+      await voice.callUntil(answeredId, (c) => c.status === 'completed', 'the call completed');
       await voice.settled();
     })));
   }, 120_000);

@@ -70,6 +70,11 @@ export class CallControlCommands {
     return { action: 'hangup', commandId: `${leg.id}-hangup`, controlId: leg.control_id };
   }
 
+  /** hangupLeg in SQL, the same object from a leg's `id` and `controlId` (SQL text): a set statement's commands (CallEndsInSets). */
+  hangupLegSql(id: string, controlId: string): string {
+    return `jsonb_build_object('action', 'hangup', 'commandId', ${id} || '-hangup', 'controlId', ${controlId})`;
+  }
+
   /** A second physical leg of one try (or a stray one): hung up by the id the carrier named it with. */
   hangupStray(legId: string, controlId: string): QueuedCommand {
     return { action: 'hangup', commandId: `${legId}-hangup-${createHash('sha256').update(controlId).digest('hex').slice(0, 12)}`, controlId };
@@ -78,6 +83,11 @@ export class CallControlCommands {
   /** The caller's leg (or a call nobody recorded: `key` names it then). */
   hangupCaller(controlId: string, key: string): QueuedCommand {
     return { action: 'hangup', commandId: `${key}-hangup-caller`, controlId };
+  }
+
+  /** hangupCaller in SQL, the same object from `controlId` and `key` (SQL text). */
+  hangupCallerSql(controlId: string, key: string): string {
+    return `jsonb_build_object('action', 'hangup', 'commandId', ${key} || '-hangup-caller', 'controlId', ${controlId})`;
   }
 
   recordVoicemail(call: CallRow): QueuedCommand {

@@ -33,7 +33,7 @@ class RecentKeys {
 }
 
 /** Events of one call never share a set statement: the later one goes into the next, in arrival order. */
-const byCall = (event: CallEvent) => event.callSessionId;
+export const byCall = (event: CallEvent) => event.callSessionId;
 
 /** A leg we dialed on Telnyx (the carrier whose call events reach these handlers, CallCarrierEvents). */
 const ourTelnyxLeg = (event: CallEvent) => event.carrier === 'telnyx' && event.ourLeg !== undefined;
@@ -287,6 +287,6 @@ const HAND_OFF = `i.expected_plan IS NOT NULL AND l.ended_at IS NULL AND (l.cont
   AND c.ring_plan = i.expected_plan AND c.caller_control_id IS NOT DISTINCT FROM i.caller_control_id`;
 
 /** An input row `i` is ready when the locked rows decided it (`decided`: CTE with event_id). */
-function readyIn(decided: string): (row: string) => string {
+export function readyIn(decided: string): (row: string) => string {
   return (row) => `EXISTS (SELECT FROM ${decided} d WHERE d.event_id = ${row}.event_id)`;
 }

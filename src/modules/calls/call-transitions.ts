@@ -8,8 +8,23 @@ import type { CarrierName } from '../../carriers/carrier-name.js';
 import type { RingPlanState } from '../sequential-ring/ring-plan.js';
 import { CALL_COLUMNS, LEG_COLUMNS, LEG_ORDER, LEG_VIEW_JSON, type CallDirection, type CallRow, type CallStatus, type LegRow } from './call-view.js';
 
-/** Whole seconds from the answer to the hangup ($2), both carrier times (SET reads the row before the change). */
-const SECONDS_ANSWERED = `greatest(0, round(extract(epoch FROM $2::timestamptz - answered_at)))::int`;
+/**
+ * The SET list of the hangup guard's UPDATE of call `c` (CallTransitions.end, and the set
+ * statement's, CallEndsInSets), each value SQL: `at` (timestamptz) the hangup's carrier time,
+ * `cause` its cause, `reportedSeconds` (int, NULL: none) the carrier's own duration, `failed`
+ * (boolean) a refused dial of a call we placed. SET reads the row before the change.
+ */
+export function endSetSql(c: string, { at, cause, reportedSeconds, failed }: { at: string; cause: string; reportedSeconds: string; failed: string }): string {
+  const answered = `(${c}.answered_at IS NOT NULL OR coalesce(${reportedSeconds}, 0) > 0)`;
+  // Whole seconds from the answer to the hangup, both carrier times.
+  const seconds = `coalesce(${reportedSeconds}, CASE WHEN ${c}.answered_at IS NULL THEN 0 ELSE greatest(0, round(extract(epoch FROM ${at} - ${c}.answered_at)))::int END)`;
+  // failed: a call our side placed whose dial the carrier refused ends failed, not missed.
+  return `status = CASE WHEN ${c}.status = 'in_progress' OR (${c}.status = 'ringing' AND ${answered}) THEN 'completed' WHEN ${c}.status = 'ringing' AND ${failed} THEN 'failed' WHEN ${c}.status = 'ringing' THEN 'missed' ELSE ${c}.status END,
+              ended_at = ${at}, hangup_cause = ${cause}, updated_at = now(),
+              answered_at = coalesce(${c}.answered_at, CASE WHEN ${reportedSeconds} > 0 THEN ${at} - make_interval(secs => ${reportedSeconds}) END),
+              duration_seconds = CASE WHEN ${answered} THEN ${seconds} ELSE 0 END,
+              billable_minutes = CASE WHEN ${answered} THEN greatest(1, ceil(${seconds} / 60.0))::int ELSE 0 END`;
+}
 
 export interface NewCall {
   accountId: string;
@@ -489,17 +504,9 @@ export class CallTransitions {
    * end), even if the report of which target answered has not reached us yet.
    */
   async end(tx: Tx, callId: string, at: string, cause: string | undefined, { reportedSeconds, failed = false }: { reportedSeconds?: number; failed?: boolean } = {}): Promise<CallRow | undefined> {
-    const answered = `(answered_at IS NOT NULL OR coalesce($4::int, 0) > 0)`;
-    const seconds = `coalesce($4::int, CASE WHEN answered_at IS NULL THEN 0 ELSE ${SECONDS_ANSWERED} END)`;
-    // $5 (failed): a call our side placed whose dial the carrier refused ends failed, not missed.
     const { rows } = await exec<CallRow>(
       tx,
-      `UPDATE calls SET
-              status = CASE WHEN status = 'in_progress' OR (status = 'ringing' AND ${answered}) THEN 'completed' WHEN status = 'ringing' AND $5 THEN 'failed' WHEN status = 'ringing' THEN 'missed' ELSE status END,
-              ended_at = $2, hangup_cause = $3, updated_at = now(),
-              answered_at = coalesce(answered_at, CASE WHEN $4::int > 0 THEN $2::timestamptz - make_interval(secs => $4::int) END),
-              duration_seconds = CASE WHEN ${answered} THEN ${seconds} ELSE 0 END,
-              billable_minutes = CASE WHEN ${answered} THEN greatest(1, ceil(${seconds} / 60.0))::int ELSE 0 END
+      `UPDATE calls c SET ${endSetSql('c', { at: '$2::timestamptz', cause: '$3', reportedSeconds: '$4::int', failed: '$5' })}
         WHERE ${CALL_BY_ID} AND ended_at IS NULL
        RETURNING ${CALL_COLUMNS}`,
       [callId, at, cause ?? null, reportedSeconds ?? null, failed],

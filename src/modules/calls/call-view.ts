@@ -62,6 +62,18 @@ export const LEG_COLUMNS = `id, call_id, target_index, attempt, to_number, statu
 export const LEG_VIEW_JSON = `jsonb_build_object('id', id, 'target_index', target_index, 'attempt', attempt, 'to', to_number, 'status', status,
   'dialed_at', ${isoTimestampSql('dialed_at')}, 'answered_at', ${isoTimestampSql('answered_at')}, 'ended_at', ${isoTimestampSql('ended_at')}, 'hangup_cause', hangup_cause)`;
 
+/**
+ * toCallView in SQL, over a calls row, without its legs (`legs` empty, as the customer events'
+ * statements add them): a customer event written by a set statement (CallEndsInSets). The plan
+ * shows only the keys it has of targets, next and fallback, as toCallView's object does. A test
+ * holds the two to one shape.
+ */
+export const CALL_VIEW_JSON = `jsonb_build_object('id', id, 'record_type', 'call', 'direction', direction, 'from', from_number, 'to', to_number, 'status', status, 'carrier', carrier,
+  'carrier_call_id', CASE WHEN carrier_call_id = id THEN NULL ELSE carrier_call_id END, 'answered_at', ${isoTimestampSql('answered_at')}, 'ended_at', ${isoTimestampSql('ended_at')},
+  'duration_seconds', duration_seconds, 'billable_minutes', billable_minutes, 'hangup_cause', hangup_cause, 'transcribe', transcribe, 'voicemail_url', voicemail_url,
+  'transcript', transcript, 'ring_plan', (SELECT jsonb_object_agg(p.key, p.value) FROM jsonb_each(ring_plan) p WHERE p.key IN ('targets', 'next', 'fallback')),
+  'legs', '[]'::jsonb, 'created_at', ${isoTimestampSql('created_at')})`;
+
 /** The order a call's legs are shown in (the API's and the customer events'). */
 export const LEG_ORDER = `dialed_at, target_index, attempt`;
 

@@ -12,6 +12,7 @@ import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { CallCarrierEvents } from './call-carrier-events.js';
 import { CallEventSets } from './call-event-sets.js';
 import { CallStartsInSets } from './call-starts-in-sets.js';
+import { CallEndsInSets } from './call-ends-in-sets.js';
 import { CallControlCommands } from './call-control-commands.js';
 import { CallCommandCompletions } from './call-command-completions.js';
 import { CallCommandSends } from './call-command-sends.js';
@@ -44,7 +45,7 @@ import './calls.events.js';
   imports: [AccountsModule, BillingModule, CarriersModule, IdempotencyModule, IngestModule, NumbersModule, OutboxModule, RetentionModule, SequentialRingModule, WebhooksModule],
   controllers: [CallsController, VoiceWebhooksController],
   providers: [
-    CallCarrierEvents, CallEventSets, CallStartsInSets, CallControlCommands, CallCommandSends, CallCommandCompletions, declareJobs(CallControlCommandsJob, CallJoinTimeoutJob, CallTranscriptJob), CallControlCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
+    CallCarrierEvents, CallEventSets, CallStartsInSets, CallEndsInSets, CallControlCommands, CallCommandSends, CallCommandCompletions, declareJobs(CallControlCommandsJob, CallJoinTimeoutJob, CallTranscriptJob), CallControlCommandsHandler, CallFlow, CallJoinTimeoutHandler, CallTranscriptHandler, CallTimeline, CallTransitions, CallsQuery, CallsService,
     CallReplies, IncomingCalls, CallsInvariants, CallsAudit, CallsRetention,
   ],
   exports: [CallsQuery, CallsAudit],

@@ -61,8 +61,9 @@ describe('call legs: every lookup of a leg reads its call\'s partition only', ()
       handedOff: seen(/call_legs_handed_off AS/),
       answered: seen(/call_legs_answered AS|UPDATE call_legs SET status = 'answered'/),
       lockedLegs: seen(/call_legs_decided AS|FOR UPDATE OF c FOR NO KEY UPDATE OF l/),
-      ended: seen(/UPDATE call_legs SET status = \$4/),
-      closed: seen(/UPDATE call_legs SET status = CASE WHEN control_id IS NULL/),
+      // The call's end, in a transaction or decided in sets (CallEndsInSets: the caller's hangup ends it, the answered leg's after it is a repeat).
+      ended: seen(/UPDATE call_legs SET status = \$4|call_legs_ended_after_call AS/),
+      closed: seen(/UPDATE call_legs SET status = CASE WHEN control_id IS NULL|call_legs_of_ended AS/),
       legsOfCall: seen(/FROM call_legs WHERE call_id = (\$1|ANY)/),
       dialWanted: seen(/FROM call_legs l JOIN calls c ON c\.id = l\.call_id WHERE l\.id = w\.leg_id/),
       joinWanted: seen(/FROM calls c JOIN call_legs l ON l\.id = c\.answered_leg/),

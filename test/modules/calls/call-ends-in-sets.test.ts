@@ -70,11 +70,13 @@ describe('call ends decided in sets', () => {
     const [payload, answered] = ['call.completed', 'call.answered'].map((type) => rows.find((r) => r.type === type)?.payload);
     const [cause] = (await voice.db.pool.query(`SELECT cause FROM usage_records WHERE kind = 'call_minutes' AND resource_id = $1`, [callId])).rows.map((r) => r.cause);
     const [hangups] = (await voice.db.pool.query(`SELECT data FROM outbox_jobs WHERE job_id = $1`, [`cmd-${callId}-ended`])).rows.map((r) => r.data);
-    const names = new Map<string, string>([[callId, 'CALL'], [payload.carrier_call_id, 'SESSION'], [payload.created_at, 'CREATED']]);
-    for (const l of payload.legs) names.set(l.id, `LEG${l.target_index}`).set(l.dialed_at, 'DIALED');
+    const names = new Map<string, string>([[callId, 'CALL'], [payload.carrier_call_id, 'SESSION']]);
+    // The clock-made times by their field: a call started in sets was created and first dialed by one statement (one now()).
+    const clockFields: Record<string, string> = { created_at: 'CREATED', dialed_at: 'DIALED' };
+    for (const l of payload.legs) names.set(l.id, `LEG${l.target_index}`);
     for (const e of cause.carrier_events) names.set(e.id, 'EVENT').set(e.carrier_event_id, 'CARRIER_EVENT');
     for (const c of hangups?.commands ?? []) names.set(c.controlId, 'CONTROL');
-    return JSON.parse(JSON.stringify({ payload, answered, cause, hangups }), (_key, value) => (typeof value === 'string' && names.has(value) ? names.get(value) : typeof value === 'string' ? [...names].reduce((s, [from, to]) => s.split(from).join(to), value) : value));
+    return JSON.parse(JSON.stringify({ payload, answered, cause, hangups }), (key, value) => (key in clockFields && typeof value === 'string' ? clockFields[key] : typeof value === 'string' && names.has(value) ? names.get(value) : typeof value === 'string' ? [...names].reduce((s, [from, to]) => s.split(from).join(to), value) : value));
   }
 
   /** Runs `act` with call.hangup decided by its transaction only (no set statement), as before CallEndsInSets. */

@@ -55,6 +55,19 @@ export class ServerSettings {
   @Transform(toBoolean) @IsBoolean()
   DATABASE_PREPARED_STATEMENTS = true;
 
+  /**
+   * PostgreSQL's plan_cache_mode for the app's connections (a startup option). The hot path's
+   * prepared statements are CTEs of ten or more steps over partitioned tables: planned with their
+   * values (`auto`'s first five runs on each connection, and for good where the generic plan's
+   * estimate is higher, as with arrays) each run cost more to plan than to execute, 1.1 of the
+   * 2.2 ms of PostgreSQL CPU a call event took at 5 calls (issue #43, docs/benchmarks.md). Their
+   * keys are parameters of STABLE functions, so a generic plan prunes partitions as it starts.
+   * `auto` sends no option: behind PgBouncer, which refuses startup options it is not told to
+   * ignore (`ignore_startup_parameters = options`).
+   */
+  @IsIn(['force_generic_plan', 'auto', 'force_custom_plan'])
+  DATABASE_PLAN_CACHE_MODE: 'force_generic_plan' | 'auto' | 'force_custom_plan' = 'force_generic_plan';
+
   /** Database connections one process keeps at most (one pool: the lanes' budgets and the reserve below share it). */
   @Transform(toInt) @Min(3) @Max(1000) @IsInt()
   DATABASE_POOL_SIZE = 20;

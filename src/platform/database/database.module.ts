@@ -28,7 +28,12 @@ import { ConnectionBudget } from './connection-budget.js';
           synchronize: false,
           migrationsRun: false,
           entities: [],
-          extra: { max: config.DATABASE_POOL_SIZE, connectionTimeoutMillis: 5000 },
+          extra: {
+            max: config.DATABASE_POOL_SIZE,
+            connectionTimeoutMillis: 5000,
+            // A startup option, so every connection has it before its first statement (DATABASE_PLAN_CACHE_MODE).
+            ...(config.DATABASE_PLAN_CACHE_MODE !== 'auto' ? { options: `-c plan_cache_mode=${config.DATABASE_PLAN_CACHE_MODE}` } : {}),
+          },
         });
         await dataSource.initialize();
         if (config.DATABASE_PREPARED_STATEMENTS) prepareStatementsOf(dataSource);

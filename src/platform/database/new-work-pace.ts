@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Urgency } from './urgency.js';
 
 /** What the pace needs of a run's Pace (connection-budget.ts): whether, and when, it is raised. */
@@ -8,8 +9,8 @@ interface Raisable {
 
 /**
  * How the pace adapts (issue #43). A wait of more urgent work for a connection of over
- * TARGET_WAIT_MS, in more than LATE_SHARE of a window's runs, is congestion: the rate falls by
- * DECREASE. A window without congestion in which new work waited for the pace raises it by STEP
+ * TARGET_WAIT_MS, in more than LATE_SHARE of a window's runs, or the machine's CPUs busier than
+ * CPU_BUSY_MAX over the window, is congestion: the rate falls by DECREASE. A window without congestion in which new work waited for the pace raises it by STEP
  * a window (additive increase, multiplicative decrease: it settles just under the knee and backs off
  * fast when the work in progress outgrows the lane). MIN_RATE: a new call is never starved.
  */
@@ -24,24 +25,55 @@ export const NEW_WORK_PACE = {
   decrease: 0.8,
   /** Admissions taken at once by a lane that has been quiet: a lone new call never waits. */
   burst: 8,
+  /**
+   * A window in which this machine's CPUs were busier than this is congestion too: with
+   * PostgreSQL on the same cores (one `all` process beside its database, as `npm start` runs),
+   * the calls in progress wait for CPU, not for connections, and no connection wait shows it
+   * (200 calls: gate waits near 0 while each hand-off stage took 30-40 ms, issue #43).
+   */
+  cpuBusyMax: 0.85,
 };
 
 export type NewWorkPaceSettings = typeof NEW_WORK_PACE;
 
-/** A clock and a timer, so a unit test can drive the pace by hand. */
+/** A clock, a timer and the machine's CPU, so a unit test can drive the pace by hand. */
 export interface PaceClock {
   now(): number;
   after(ms: number, fn: () => void): { cancel(): void };
+  /** The share of the machine's CPU time busy since the last call (undefined: unknown here). */
+  cpuBusy(): number | undefined;
 }
 
-const realClock: PaceClock = {
-  now: () => performance.now(),
-  after: (ms, fn) => {
-    const timer = setTimeout(fn, ms);
-    timer.unref();
-    return { cancel: () => clearTimeout(timer) };
-  },
-};
+/** CPU times since boot from /proc/stat's first line (Linux): busy and all, in ticks. */
+function cpuTicks(): { busy: number; all: number } | undefined {
+  try {
+    const fields = readFileSync('/proc/stat', 'latin1').slice(0, 200).split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number);
+    const all = fields.reduce((sum, n) => sum + n, 0);
+    // idle and iowait are the idle ones.
+    return { busy: all - fields[3] - fields[4], all };
+  } catch {
+    return undefined;
+  }
+}
+
+function realClock(): PaceClock {
+  let last = cpuTicks();
+  return {
+    now: () => performance.now(),
+    after: (ms, fn) => {
+      const timer = setTimeout(fn, ms);
+      timer.unref();
+      return { cancel: () => clearTimeout(timer) };
+    },
+    cpuBusy: () => {
+      const now = cpuTicks();
+      const [before, after] = [last, now];
+      last = now;
+      if (!before || !after || after.all <= before.all) return undefined;
+      return (after.busy - before.busy) / (after.all - before.all);
+    },
+  };
+}
 
 /** The urgencies whose waits say whether the lane has room: the work of calls in progress. */
 const IN_PROGRESS: readonly Urgency[] = ['now', 'soon', 'next'];
@@ -69,7 +101,7 @@ export class NewWorkPace {
 
   constructor(
     private readonly settings: NewWorkPaceSettings = NEW_WORK_PACE,
-    private readonly clock: PaceClock = realClock,
+    private readonly clock: PaceClock = realClock(),
   ) {
     this.rate = settings.initialRate;
     this.tokens = settings.burst;
@@ -148,11 +180,12 @@ export class NewWorkPace {
   /** Closes the window once it is over: the rate falls if the calls in progress waited, rises if new work did. */
   private adapt(): void {
     const now = this.clock.now();
-    const { windowMs, lateShare, decrease, step, minRate, maxRate } = this.settings;
+    const { windowMs, lateShare, decrease, step, minRate, maxRate, cpuBusyMax } = this.settings;
     if (now - this.window.startedAt < windowMs) return;
     this.refill();
     const { runs, late, held } = this.window;
-    if (runs > 0 && late > runs * lateShare) this.rate = Math.max(minRate, this.rate * decrease);
+    const cpuBusy = this.clock.cpuBusy() ?? 0;
+    if ((runs > 0 && late > runs * lateShare) || cpuBusy > cpuBusyMax) this.rate = Math.max(minRate, this.rate * decrease);
     else if (held) this.rate = Math.min(maxRate, this.rate + step);
     this.window = { startedAt: now, runs: 0, late: 0, held: this.waiters.length > 0 };
   }

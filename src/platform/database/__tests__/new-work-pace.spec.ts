@@ -5,6 +5,8 @@ import { NEW_WORK_PACE, NewWorkPace, type PaceClock } from '../new-work-pace.js'
 /** A clock moved by hand: timers fire, in order, as `advance` passes their time. */
 class HandClock implements PaceClock {
   private t = 0;
+  /** The machine's CPU busy share each window reads. */
+  busy: number | undefined = 0.5;
   private timers: { at: number; fn: () => void; cancelled: boolean }[] = [];
 
   now(): number {
@@ -15,6 +17,10 @@ class HandClock implements PaceClock {
     const timer = { at: this.t + ms, fn, cancelled: false };
     this.timers.push(timer);
     return { cancel: () => void (timer.cancelled = true) };
+  }
+
+  cpuBusy(): number | undefined {
+    return this.busy;
   }
 
   async advance(ms: number): Promise<void> {
@@ -71,6 +77,20 @@ describe('NewWorkPace (the rate at which a lane lets new calls in)', () => {
     }
     pace.waited('soon', 0);
     expect(pace.rate).toBe(settings.minRate);
+  });
+
+  it("slows down when the machine's CPUs are busier than the most it allows, though no run waited for a connection; a CPU it cannot read says nothing", async () => {
+    const clock = new HandClock();
+    const pace = new NewWorkPace(settings, clock);
+    clock.busy = settings.cpuBusyMax + 0.01;
+    pace.waited('soon', 0);
+    await clock.advance(settings.windowMs);
+    pace.waited('soon', 0);
+    expect(pace.rate).toBe(settings.initialRate * settings.decrease);
+    clock.busy = undefined;
+    await clock.advance(settings.windowMs);
+    pace.waited('soon', 0);
+    expect(pace.rate).toBe(settings.initialRate * settings.decrease);
   });
 
   it('does not slow down for late new work or SMS (they say nothing of the calls in progress), nor for a few late runs', async () => {

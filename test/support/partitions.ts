@@ -56,3 +56,13 @@ export function waitingOnAdvisoryLock(pool: pg.Pool, what: string): Promise<numb
     Number((await pool.query(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)).rows[0].count);
   return waitFor(waiting, (n) => n === 1, { what });
 }
+
+/**
+ * Takes, in the open transaction `query` runs in, the advisory lock a twin guard takes for `key` (the
+ * guard's name and key, as 0052's onceline_twin_lock spelled it: 'usage-record:<kind>:<resource>',
+ * 'call:<carrier>:<session>', 'call-timeline:<carrier event id>'): a lock the test owns, which the
+ * guard must wait on, by the key every version of it locks.
+ */
+export async function lockTwinKey(query: (sql: string, params: unknown[]) => Promise<unknown>, key: string): Promise<void> {
+  await query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [key]);
+}

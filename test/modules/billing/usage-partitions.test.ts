@@ -3,11 +3,12 @@ import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type pg from 'pg';
 import { UsageLedger } from '../../../src/modules/billing/usage-ledger.js';
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { PartitionMaintenance } from '../../../src/platform/retention/partition-maintenance.js';
 import { TEST_REDIS_URL } from '../../support/env.js';
-import { boundaryIn as boundaryOf, waitingOnAdvisoryLock } from '../../support/partitions.js';
+import { boundaryIn as boundaryOf, lockTwinKey, waitingOnAdvisoryLock } from '../../support/partitions.js';
 import { runCliHere } from '../../support/run-cli.js';
 import { withTestApp } from '../../support/with-test-app.js';
 
@@ -30,6 +31,14 @@ describe('usage_records: one fact per (kind, resource) across partitions; never 
   const partsOf = (resourceId: string) =>
     t.db.pool.query<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM usage_records WHERE resource_id = $1`, [resourceId]).then((r) => r.rows.map((row) => row.part));
   const env = () => ({ DATABASE_URL: t.db.url, REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'error' });
+
+  /** A ledger row of `resource` as the ledger writes it (created_at: now() of `client`'s transaction), in `client`'s transaction. */
+  const insertTwin = (client: pg.PoolClient, resource: string) =>
+    client.query(
+      `INSERT INTO usage_records (id, account_id, kind, resource_id, quantity, unit_price_micros, amount_micros, cause)
+       VALUES (onceline_id('use'), $1, 'sms_inbound_segments', $2, 1, 0, 0, $3)`,
+      [ACCOUNT, resource, JSON.stringify({ ...CAUSE, legacy: false, price_rule: { quantity: 1, unit_price_micros: 0 } })],
+    );
 
   const account = () => t.db.pool.query(`INSERT INTO accounts (id, name) VALUES ($1, 'usage partitions') ON CONFLICT DO NOTHING`, [ACCOUNT]);
   const boundaryIn = async (ms: number) => (await account(), boundaryOf(t.db.pool, 'usage_records', ms));
@@ -54,17 +63,34 @@ describe('usage_records: one fact per (kind, resource) across partitions; never 
       await holder.query('BEGIN');
       // As the ledger's INSERT does: no stored twin, so the key's lock is taken; then the row, before the boundary.
       expect((await holder.query(`SELECT usage_record_twin('sms_inbound_segments', $1) AS twin`, [resource])).rows[0].twin).toBeNull();
-      await holder.query(
-        `INSERT INTO usage_records (id, account_id, kind, resource_id, quantity, unit_price_micros, amount_micros, cause)
-         VALUES (onceline_id('use'), $1, 'sms_inbound_segments', $2, 1, 0, 0, $3)`,
-        [ACCOUNT, resource, JSON.stringify({ ...CAUSE, legacy: false, price_rule: { quantity: 1, unit_price_micros: 0 } })],
-      );
+      await insertTwin(holder, resource);
       await passed();
       const racing = record(resource);
       await waitingOnAdvisoryLock(t.db.pool, "the ledger's insert to wait on the key's lock the test holds");
       await holder.query(ending === 'commits' ? 'COMMIT' : 'ROLLBACK');
       expect(await racing).toBe(recorded);
       expect(await partsOf(resource)).toEqual([side === 'before' ? before : after]);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
+  }, 30_000);
+
+  it('the key\'s lock held by the test before any look, the twin written only once the ledger waits on it (after the boundary): the ledger looks after the lock, finds it, bills nothing', async () => {
+    const { before, passed } = await boundaryIn(1000);
+    const resource = `msg_${randomUUID()}`;
+    const holder = await t.db.pool.connect();
+    try {
+      // The test's transaction begins before the boundary: its row's created_at (now()) falls before it.
+      await holder.query('BEGIN');
+      await lockTwinKey((sql, params) => holder.query(sql, params), `usage-record:sms_inbound_segments:${resource}`);
+      await passed();
+      const racing = record(resource);
+      await waitingOnAdvisoryLock(t.db.pool, "the ledger's insert to wait on the key's lock the test holds");
+      await insertTwin(holder, resource);
+      await holder.query('COMMIT');
+      expect(await racing).toBe(false);
+      expect(await partsOf(resource)).toEqual([before]);
     } finally {
       await holder.query('ROLLBACK').catch(() => undefined);
       holder.release();

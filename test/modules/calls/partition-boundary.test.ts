@@ -10,7 +10,7 @@ import { IdPrefix, newId } from '../../../src/platform/ids.js';
 import { createdAtOfId } from '../../../src/platform/retention/id-partition-key.js';
 import { PartitionMaintenance } from '../../../src/platform/retention/partition-maintenance.js';
 import { VerifyService } from '../../../src/platform/verify/verify.service.js';
-import { boundaryIn as boundaryOf, waitingOnAdvisoryLock } from '../../support/partitions.js';
+import { boundaryIn as boundaryOf, lockTwinKey, waitingOnAdvisoryLock } from '../../support/partitions.js';
 import { withTestApp } from '../../support/with-test-app.js';
 
 const ACCOUNT = 'acc_call_partitions';
@@ -30,13 +30,17 @@ describe('call history: one fact per key across partitions; a call and its histo
   const account = () => t.db.pool.query(`INSERT INTO accounts (id, name) VALUES ($1, 'call partitions') ON CONFLICT DO NOTHING`, [ACCOUNT]);
   const boundaryIn = async (table: string, ms: number) => (await account(), boundaryOf(t.db.pool, table, ms));
 
-  /** Runs `body` in a transaction the test holds open until `end` says how it ends. */
-  async function holding<T>(body: (q: (sql: string, params?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>) => Promise<T>) {
+  type Q = (sql: string, params?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>;
+
+  /** Runs `body` in a transaction the test holds open (`q` runs more in it) until `end` says how it ends. */
+  async function holding<T>(body: (q: Q) => Promise<T>) {
     const holder = await t.db.pool.connect();
     await holder.query('BEGIN');
-    const value = await body((sql, params) => holder.query(sql, params));
+    const q: Q = (sql, params) => holder.query(sql, params);
+    const value = await body(q);
     return {
       value,
+      q,
       end: async (how: 'COMMIT' | 'ROLLBACK') => {
         try {
           await holder.query(how);
@@ -48,12 +52,26 @@ describe('call history: one fact per key across partitions; a call and its histo
   }
 
   const partsOf = async (sql: string, params: unknown[]) => (await t.db.pool.query(sql, params)).rows.map((r) => r.part as string);
+  const timelineParts = (eventId: string) => partsOf(`SELECT tableoid::regclass::text AS part FROM call_timeline WHERE carrier_event_id = $1`, [eventId]);
+  const insertEntry = (q: Q, callId: string, eventId: string) =>
+    q(`INSERT INTO call_timeline (call_id, carrier_event_id, event_type, outcome, occurred_at, received_at) VALUES ($1, $2, 'call.hangup', 'applied', now(), now())`, [callId, eventId]);
+  /** An entry as the app records one: a CTE of its own statement (CallTimeline.recordIn). */
+  const recordEntry = (entry: Parameters<CallTimeline['recordIn']>[1]) =>
+    uow().run(async (tx) => {
+      const stmt = new CteStatement();
+      t.app.app.get(CallTimeline).recordIn(stmt, entry);
+      await exec(tx, stmt.text('SELECT 1'), stmt.params);
+    });
 
   describe('calls: one call per carrier call (call_twin)', () => {
     const create = (carrierCallId: string) =>
       uow().run((tx) =>
         t.app.app.get(CallTransitions).create(tx, { accountId: ACCOUNT, direction: 'inbound', from: '+13125550100', to: '+13125550101', carrier: 'telnyx', carrierCallId, transcribe: false, status: 'ringing' }),
       );
+    /** A call of `session` as create writes it, in the partition of its id's time. */
+    const insertCall = (q: Q, id: string, session: string) =>
+      q(`INSERT INTO calls (id, account_id, direction, from_number, to_number, status, carrier, carrier_call_id, created_at)
+         VALUES ($1, $2, 'inbound', '+13125550100', '+13125550101', 'ringing', 'telnyx', $3, onceline_id_time($1))`, [id, ACCOUNT, session]);
     const callParts = (carrierCallId: string) => partsOf(`SELECT tableoid::regclass::text AS part FROM calls WHERE carrier = 'telnyx' AND carrier_call_id = $1`, [carrierCallId]);
 
     it('the carrier call again just after the boundary is the same call: nothing created, one row, before it', async () => {
@@ -74,9 +92,7 @@ describe('call history: one fact per key across partitions; a call and its histo
       const held = await holding(async (q) => {
         // As create's INSERT does: no stored twin, so the key's lock is taken; then the call, before the boundary.
         expect((await q(`SELECT call_twin('telnyx', $1) AS twin`, [session])).rows[0].twin).toBeNull();
-        const id = newId(IdPrefix.Call);
-        await q(`INSERT INTO calls (id, account_id, direction, from_number, to_number, status, carrier, carrier_call_id, created_at)
-                 VALUES ($1, $2, 'inbound', '+13125550100', '+13125550101', 'ringing', 'telnyx', $3, onceline_id_time($1))`, [id, ACCOUNT, session]);
+        await insertCall(q, newId(IdPrefix.Call), session);
       });
       await passed();
       const racing = create(session);
@@ -84,6 +100,19 @@ describe('call history: one fact per key across partitions; a call and its histo
       await held.end(ending === 'commits' ? 'COMMIT' : 'ROLLBACK');
       expect((await racing) !== undefined).toBe(created);
       expect(await callParts(session)).toEqual([side === 'before' ? before : after]);
+    }, 30_000);
+
+    it('the key\'s lock held by the test before any look, the twin written only once create waits on it: create looks after the lock, finds it, creates nothing', async () => {
+      const { at, before, passed } = await boundaryIn('calls', 1000);
+      const session = `v3:${randomUUID()}`;
+      const held = await holding((q) => lockTwinKey(q, `call:telnyx:${session}`));
+      await passed();
+      const racing = create(session);
+      await waiting();
+      await insertCall(held.q, newId(IdPrefix.Call, at.getTime() - 100), session);
+      await held.end('COMMIT');
+      expect(await racing).toBeUndefined();
+      expect(await callParts(session)).toEqual([before]);
     }, 30_000);
   });
 
@@ -98,18 +127,27 @@ describe('call history: one fact per key across partitions; a call and its histo
     const entry = (callId: string) => ({ callId, carrierEventId: eventId, eventType: 'call.hangup', leg: null, outcome: 'applied' as const, occurredAt: new Date().toISOString(), receivedAt: new Date() });
     const held = await holding(async (q) => {
       expect((await q(`SELECT call_timeline_twin($1) AS twin`, [eventId])).rows[0].twin).toBeNull();
-      await q(`INSERT INTO call_timeline (call_id, carrier_event_id, event_type, outcome, occurred_at, received_at) VALUES ($1, $2, 'call.hangup', 'applied', now(), now())`, [earlyCall, eventId]);
+      await insertEntry(q, earlyCall, eventId);
     });
     await passed();
-    const racing = uow().run(async (tx) => {
-      const stmt = new CteStatement();
-      t.app.app.get(CallTimeline).recordIn(stmt, entry(lateCall));
-      await exec(tx, stmt.text('SELECT 1'), stmt.params);
-    });
+    const racing = recordEntry(entry(lateCall));
     await waiting();
     await held.end(ending === 'commits' ? 'COMMIT' : 'ROLLBACK');
     await racing;
-    expect(await partsOf(`SELECT tableoid::regclass::text AS part FROM call_timeline WHERE carrier_event_id = $1`, [eventId])).toEqual([side === 'before' ? before : after]);
+    expect(await timelineParts(eventId)).toEqual([side === 'before' ? before : after]);
+  }, 30_000);
+
+  it('call_timeline: the key\'s lock held by the test before any look, the entry written only once the app\'s waits on it: the app looks after the lock, finds it, records none', async () => {
+    const { at, before } = await boundaryIn('call_timeline', 1000);
+    const [earlyCall, lateCall] = [newId(IdPrefix.Call, at.getTime() - 100), newId(IdPrefix.Call, at.getTime() + 100)];
+    const eventId = newId(IdPrefix.CarrierEvent);
+    const held = await holding((q) => lockTwinKey(q, `call-timeline:${eventId}`));
+    const racing = recordEntry({ callId: lateCall, carrierEventId: eventId, eventType: 'call.hangup', leg: null, outcome: 'applied', occurredAt: new Date().toISOString(), receivedAt: new Date() });
+    await waiting();
+    await insertEntry(held.q, earlyCall, eventId);
+    await held.end('COMMIT');
+    await racing;
+    expect(await timelineParts(eventId)).toEqual([before]);
   }, 30_000);
 
   it.each([

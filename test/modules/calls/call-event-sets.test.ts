@@ -235,7 +235,8 @@ describe('call events decided in sets, interleaved', () => {
     expect((await voice.call(callId)).status).toBe('ringing');
     expect(voice.telnyx.distinct('hangup', (c) => c.controlId === first.controlId)).toHaveLength(1);
     expect(voice.telnyx.of('bridge', (c) => c.controlId === call.caller)).toEqual([]);
-    expect(voice.telnyx.dials(callId)).toHaveLength(2);
+    // Distinct command ids: a dial resent under its command_id on a loaded machine is one dial (as Telnyx takes it).
+    expect(voice.telnyx.distinct('dial', (c) => c.clientState?.call_id === callId)).toHaveLength(2);
   });
 
   it('the same hangup under a new event id while the hand-off in sets holds its turn: decided after it, a duplicate, and the next target dialed once', async () => {

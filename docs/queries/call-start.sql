@@ -55,22 +55,31 @@ dlv_created AS (INSERT INTO webhook_deliveries (id, event_id, endpoint_id, accou
        RETURNING id, status, round, attempt_count, round_first_attempt, endpoint_id, event_id),
 dlv_first_attempts AS (SELECT id, event_id, 1 AS round, 1 AS attempt FROM dlv_created WHERE status = 'pending'),
 dlv_jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
-       SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'eventId', event_id, 'round', round, 'attempt', attempt), now() FROM dlv_first_attempts
+       SELECT 'dlv-' || id || '-' || round || '-' || attempt, 'webhooks', 'webhook-delivery-attempt', jsonb_build_object('deliveryId', id, 'eventId', event_id, 'round', round, 'attempt', attempt), now() + make_interval(secs => $10::int) FROM dlv_first_attempts
        ON CONFLICT DO NOTHING RETURNING job_id, name),
+dlv_prefetched AS MATERIALIZED (SELECT 'dlv-' || id || '-' || round || '-' || attempt AS job_id, prefetched FROM (
+             SELECT f.id, f.round, f.attempt,
+                    jsonb_build_object('id', d.id, 'status', d.status, 'round', d.round, 'attempt_count', d.attempt_count,
+            'round_first_attempt', d.round_first_attempt, 'endpoint_id', d.endpoint_id, 'url', w.url, 'enabled', w.enabled,
+            'deleted', false, 'secrets', to_jsonb(array_remove(ARRAY[w.secret, CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END], NULL)), 'event_id', e.id, 'type', e.type, 'payload', e.payload,
+            'event_created_at', to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) || jsonb_build_object('job_round', f.round, 'job_attempt', f.attempt) AS prefetched
+               FROM dlv_first_attempts f JOIN dlv_created d ON d.id = f.id
+               JOIN dlv_endpoints w ON w.endpoint_id = d.endpoint_id AND w.event_id = d.event_id
+               JOIN evt_emitted e ON e.id = d.event_id) AS first_attempt),
 call_starts_applied AS (SELECT i.event_id, s.call_id AS call_id, 'caller' AS leg_id, i.kind, i.occurred_at, p.received_at
          FROM evt_input i JOIN call_start_probed p ON p.event_id = i.event_id JOIN calls_started s ON s.call_id = i.call_id),
 call_timeline_entries AS (INSERT INTO call_timeline (call_id, carrier_event_id, event_type, leg, outcome, note, occurred_at, received_at)
-       SELECT e.* FROM (SELECT r.call_id, r.event_id, r.kind, r.leg_id, $10::text, $11::text, r.occurred_at, r.received_at
+       SELECT e.* FROM (SELECT r.call_id, r.event_id, r.kind, r.leg_id, $11::text, $12::text, r.occurred_at, r.received_at
                           FROM call_starts_applied r JOIN cev_consumed k ON k.consumed_event_id = r.event_id ORDER BY r.event_id) e
         WHERE call_timeline_twin(e.event_id) IS NULL
        ON CONFLICT DO NOTHING),
 call_starts_repeated AS (SELECT i.event_id, p.twin AS call_id, 'caller' AS leg_id, i.kind, i.occurred_at, p.received_at
          FROM evt_input i JOIN call_start_probed p ON p.event_id = i.event_id WHERE p.twin IS NOT NULL),
 call_timeline_repeats AS (INSERT INTO call_timeline (call_id, carrier_event_id, event_type, leg, outcome, note, occurred_at, received_at)
-       SELECT e.* FROM (SELECT r.call_id, r.event_id, r.kind, r.leg_id, $12::text, $13::text, r.occurred_at, r.received_at
+       SELECT e.* FROM (SELECT r.call_id, r.event_id, r.kind, r.leg_id, $13::text, $14::text, r.occurred_at, r.received_at
                           FROM call_starts_repeated r JOIN cev_consumed k ON k.consumed_event_id = r.event_id ORDER BY r.event_id) e
         WHERE call_timeline_twin(e.event_id) IS NULL
        ON CONFLICT DO NOTHING)
 SELECT (SELECT coalesce(jsonb_agg(job_id), '[]'::jsonb) FROM job_claimed) AS claimed, (SELECT coalesce(jsonb_agg(i.job_id), '[]'::jsonb) FROM evt_input i WHERE NOT EXISTS (SELECT FROM evt_ready r WHERE r.event_id = i.event_id)) AS unready,
-                  ((SELECT count(*) FROM dlv_jobs))::int AS jobs, (SELECT coalesce(jsonb_agg(jsonb_build_object('name', name, 'jobId', job_id) || CASE WHEN payload IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('payload', payload) END), '[]'::jsonb)
-               FROM (SELECT name, job_id, data AS payload FROM call_commands_queued) AS after_commit) AS "afterCommit";
+                  (0)::int AS jobs, (SELECT coalesce(jsonb_agg(jsonb_build_object('name', a.name, 'jobId', a.job_id, 'prefetched', p.prefetched) || CASE WHEN a.payload IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('payload', a.payload) END), '[]'::jsonb)
+               FROM (SELECT name, job_id, data AS payload FROM call_commands_queued UNION ALL SELECT name, job_id, NULL::jsonb AS payload FROM dlv_jobs) AS a LEFT JOIN (SELECT job_id, prefetched FROM dlv_prefetched) AS p ON p.job_id = a.job_id) AS "afterCommit";

@@ -10,4 +10,4 @@ WITH inserted AS (INSERT INTO carrier_events (id, carrier, carrier_event_id, eve
 jobs AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT id, 'carrier-events', 'process-carrier-event', jsonb_build_object('carrierEventId', id), now() + make_interval(secs => $2::int) FROM inserted
        ON CONFLICT DO NOTHING RETURNING job_id, name)
-SELECT id, (0)::int AS jobs, (SELECT coalesce(jsonb_agg(jsonb_build_object('name', name, 'jobId', job_id)), '[]'::jsonb) FROM (SELECT name, job_id FROM jobs) AS after_commit) AS "afterCommit" FROM inserted;
+SELECT id, (0)::int AS jobs, (SELECT coalesce(jsonb_agg(jsonb_build_object('name', a.name, 'jobId', a.job_id)), '[]'::jsonb) FROM (SELECT name, job_id, NULL::jsonb AS payload FROM jobs) AS a) AS "afterCommit" FROM inserted;

@@ -58,5 +58,4 @@ call_commands_queued AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run
         WHERE outbox_job_twin('cmd-' || batch) IS NULL
        ON CONFLICT DO NOTHING RETURNING job_id, name, data)
 SELECT (SELECT coalesce(jsonb_agg(job_id), '[]'::jsonb) FROM job_claimed) AS claimed, (SELECT coalesce(jsonb_agg(i.job_id), '[]'::jsonb) FROM evt_input i WHERE NOT EXISTS (SELECT FROM evt_ready r WHERE r.event_id = i.event_id)) AS unready,
-                  (0)::int AS jobs, (SELECT coalesce(jsonb_agg(jsonb_build_object('name', name, 'jobId', job_id) || CASE WHEN payload IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('payload', payload) END), '[]'::jsonb)
-               FROM (SELECT name, job_id, data AS payload FROM call_commands_queued) AS after_commit) AS "afterCommit";
+                  (0)::int AS jobs, (SELECT coalesce(jsonb_agg(jsonb_build_object('name', a.name, 'jobId', a.job_id) || CASE WHEN a.payload IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('payload', a.payload) END), '[]'::jsonb) FROM (SELECT name, job_id, data AS payload FROM call_commands_queued) AS a) AS "afterCommit";

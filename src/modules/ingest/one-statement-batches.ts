@@ -125,11 +125,11 @@ export class OneStatementBatches implements BeforeApplicationShutdown {
   /** The batch's statement; returns the jobs whose claims it won, and those of events not ready. */
   private async write(handling: SetsHandling, runs: BatchedRun[]): Promise<{ claimed: Set<string>; unready: Set<string> }> {
     const stmt = new CteStatement();
-    // The first webhook attempts of the events' customer events (or the handler's own job: a
-    // hand-off's dial) run here once the statement returns; with too few places free they are
+    // The first webhook attempts of the events' customer events, and the handler's own job (a
+    // hand-off's dial), run here once the statement returns; a kind with too few places free is
     // written due now, for the relay.
-    const job = handling.afterCommit ?? WebhookDeliveryAttemptJob;
-    const result = await this.afterCommit.aroundStatement(job, runs.length, stmt, () => this.writeStatement(stmt, handling, runs), (written) => written.afterCommit, { urgency: handling.afterCommit?.urgency });
+    const jobs = handling.afterCommit ? [handling.afterCommit, WebhookDeliveryAttemptJob] : [WebhookDeliveryAttemptJob];
+    const result = await this.afterCommit.aroundStatement(jobs, runs.length, stmt, () => this.writeStatement(stmt, handling, runs), (written) => written.afterCommit, { urgency: handling.afterCommit?.urgency });
     this.outbox.jobsWritten(result.jobs);
     return { claimed: new Set(result.claimed), unready: new Set(result.unready ?? []) };
   }

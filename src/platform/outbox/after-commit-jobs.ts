@@ -142,35 +142,43 @@ export class AfterCommitJobs {
   }
 
   /**
-   * The after-commit protocol around one autocommit statement that may create jobs `job`
-   * (at most `places` expected): reserve the places, so `stmt` writes those jobs a lease ahead for
-   * this process instead of due now for the relay (OutboxService.jobsFromCte reads
-   * StatementJobs.runAfterCommit: build the statement inside `execute`); run the statement; hand the
-   * jobs `handOver` picks from its result to this process's runs, or give the places back if it
-   * threw or handed nothing over. The statement's caller never waits for those runs. `urgency`
-   * (of the most urgent job it may create): see reserve.
+   * The after-commit protocol around one autocommit statement that may create jobs of the kinds
+   * `jobs` (at most `places` of each expected): reserve the places of each kind, so `stmt` writes
+   * those jobs a lease ahead for this process instead of due now for the relay
+   * (OutboxService.jobsFromCte reads StatementJobs.runAfterCommit: build the statement inside
+   * `execute`); run the statement; hand the jobs `handOver` picks from its result to this
+   * process's runs, each kind on its own places, or give the places back if it threw or handed
+   * none of that kind over. The statement's caller never waits for those runs. `urgency` (of the
+   * most urgent job it may create): see reserve. Several kinds: a call's set statement runs both
+   * its commands (realtime) and its customer events' first webhook attempts (bulk) here, neither
+   * round the relay and Redis.
    */
   async aroundStatement<R>(
-    job: JobDefinition,
+    jobs: JobDefinition | readonly JobDefinition[],
     places: number,
     stmt: CteStatement,
     execute: () => Promise<R>,
     handOver: (result: R) => AfterCommitJob[],
     { urgency }: { urgency?: Urgency } = {},
   ): Promise<R> {
-    const slot = this.reserve(job, places, { urgency });
-    if (slot) StatementJobs.of(stmt).runAfterCommit = job.name;
+    const kinds = Array.isArray(jobs) ? (jobs as readonly JobDefinition[]) : [jobs as JobDefinition];
+    const slots = kinds.map((job) => ({ job, slot: this.reserve(job, places, { urgency: job.lane === 'realtime' ? urgency : undefined }) }));
+    for (const { job, slot } of slots) if (slot) StatementJobs.of(stmt).runAfterCommit.add(job.name);
     let result: R;
     try {
       result = await execute();
     } catch (err) {
-      slot?.release();
+      for (const { slot } of slots) slot?.release();
       throw err;
     }
-    // The statement has committed: its after-commit jobs run now.
-    const jobs = slot ? handOver(result) : [];
-    if (jobs.length > 0) slot!.run(jobs);
-    else slot?.release();
+    // The statement has committed: its after-commit jobs run now, each on its kind's places.
+    const handed = slots.some(({ slot }) => slot) ? handOver(result) : [];
+    for (const { job, slot } of slots) {
+      if (!slot) continue;
+      const own = handed.filter((run) => run.name === job.name);
+      if (own.length > 0) slot.run(own);
+      else slot.release();
+    }
     return result;
   }
 

@@ -107,7 +107,7 @@ export class OutboxService {
     const jobs = StatementJobs.of(stmt);
     // A job due now that this process runs right after the statement (StatementJobs.runAfterCommit):
     // its row is leased (renewed while the run lasts) before the relay may take it, the backstop if that run never ends.
-    const afterCommit = jobs.runAfterCommit === definition.name && definition.runsAfterCommit === true && job.runAt === undefined;
+    const afterCommit = jobs.runAfterCommit.has(definition.name) && definition.runsAfterCommit === true && job.runAt === undefined;
     const runAt = afterCommit ? `now() + make_interval(secs => ${stmt.param(this.config.WORKER_AFTER_COMMIT_GRACE_SECONDS, 'int')})` : (job.runAt ?? 'now()');
     // queue and name are lowercase words and dashes (defineJob checks): safe literals.
     const cte = stmt.with(

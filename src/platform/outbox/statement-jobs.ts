@@ -11,11 +11,11 @@ export class StatementJobs {
   /** CTEs that insert outbox jobs, each returning one row per new job (OutboxService.jobsFromCte). */
   readonly jobCtes: string[] = [];
   /**
-   * Set by the caller before the fragments are added: the job (by name) whose new rows this
+   * Set by the caller before the fragments are added: the jobs (by name) whose new rows this
    * process will run right after the statement returns (AfterCommitJobs). Only for an autocommit
    * statement, which has committed when it returns.
    */
-  runAfterCommit?: string;
+  readonly runAfterCommit = new Set<string>();
   /** CTEs that insert jobs this process runs after commit, each returning job_id and name per new job. */
   readonly afterCommitJobCtes: string[] = [];
   /** Of afterCommitJobCtes, those that also return their jobs' `data`: the run here starts from it (AfterCommitJob.payload). */
@@ -46,17 +46,12 @@ export function newJobsCount(stmt: CteStatement): string {
 export function afterCommitJobs(stmt: CteStatement): string {
   const { afterCommitJobCtes, afterCommitPrefetchCtes, afterCommitPayloadCtes } = StatementJobs.of(stmt);
   if (afterCommitJobCtes.length === 0) return `'[]'::jsonb`;
-  if (afterCommitPayloadCtes.size > 0) {
-    if (afterCommitPrefetchCtes.length > 0) throw new Error('after-commit jobs with payloads and prefetches in one statement are not built');
-    const withPayload = afterCommitJobCtes.map((cte) => `SELECT name, job_id, ${afterCommitPayloadCtes.has(cte) ? 'data' : 'NULL::jsonb'} AS payload FROM ${cte}`).join(' UNION ALL ');
-    return `(SELECT coalesce(jsonb_agg(jsonb_build_object('name', name, 'jobId', job_id) || CASE WHEN payload IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('payload', payload) END), '[]'::jsonb)
-               FROM (${withPayload}) AS after_commit)`;
-  }
-  const rows = afterCommitJobCtes.map((cte) => `SELECT name, job_id FROM ${cte}`).join(' UNION ALL ');
+  const rows = afterCommitJobCtes.map((cte) => `SELECT name, job_id, ${afterCommitPayloadCtes.has(cte) ? 'data' : 'NULL::jsonb'} AS payload FROM ${cte}`).join(' UNION ALL ');
+  const withPayload = afterCommitPayloadCtes.size > 0 ? ` || CASE WHEN a.payload IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('payload', a.payload) END` : '';
   if (afterCommitPrefetchCtes.length === 0) {
-    return `(SELECT coalesce(jsonb_agg(jsonb_build_object('name', name, 'jobId', job_id)), '[]'::jsonb) FROM (${rows}) AS after_commit)`;
+    return `(SELECT coalesce(jsonb_agg(jsonb_build_object('name', a.name, 'jobId', a.job_id)${withPayload}), '[]'::jsonb) FROM (${rows}) AS a)`;
   }
   const prefetched = afterCommitPrefetchCtes.map((cte) => `SELECT job_id, prefetched FROM ${cte}`).join(' UNION ALL ');
-  return `(SELECT coalesce(jsonb_agg(jsonb_build_object('name', a.name, 'jobId', a.job_id, 'prefetched', p.prefetched)), '[]'::jsonb)
+  return `(SELECT coalesce(jsonb_agg(jsonb_build_object('name', a.name, 'jobId', a.job_id, 'prefetched', p.prefetched)${withPayload}), '[]'::jsonb)
                FROM (${rows}) AS a LEFT JOIN (${prefetched}) AS p ON p.job_id = a.job_id)`;
 }

@@ -147,7 +147,7 @@ describe('first webhook attempts run by the worker right after the commit that c
     // The statement a worker's one-statement run makes, with its after-commit jobs, committed,
     // and then no run: exactly what a worker killed between the two leaves behind.
     const stmt = new CteStatement();
-    StatementJobs.of(stmt).runAfterCommit = WebhookDeliveryAttemptJob.name;
+    StatementJobs.of(stmt).runAfterCommit.add(WebhookDeliveryAttemptJob.name);
     stmt.with('evt_source', `SELECT ${stmt.param(customer.accountId)}::text AS account_id, ${stmt.param(JSON.stringify({ id: 'msg_orphan' }))}::jsonb AS payload`);
     const event = app.app.get(CustomerEvents).emitFromCte(stmt, 'evt_source', 'message.delivered', 'payload');
     const [row] = await app.app.get(DataSource).query(stmt.text(`SELECT (SELECT id FROM ${event}) AS id, ${afterCommitJobs(stmt)} AS "afterCommit"`), stmt.params);

@@ -31,7 +31,7 @@ describe('the delivery a first attempt run after commit starts from', () => {
   /** Emits one event as a statement whose process runs the first attempts after commit; returns its after-commit jobs. */
   async function emitRunningAfterCommit(payload: object): Promise<{ name: string; jobId: string; prefetched: never }[]> {
     const stmt = new CteStatement();
-    StatementJobs.of(stmt).runAfterCommit = WebhookDeliveryAttemptJob.name;
+    StatementJobs.of(stmt).runAfterCommit.add(WebhookDeliveryAttemptJob.name);
     stmt.with('evt_source', `SELECT ${stmt.param(customer.accountId)}::text AS account_id, ${stmt.param(JSON.stringify(payload))}::jsonb AS payload`);
     t.app.app.get(CustomerEvents).emitFromCte(stmt, 'evt_source', 'message.received', 'payload');
     const { rows } = await t.db.pool.query(stmt.text(`SELECT ${afterCommitJobs(stmt)} AS jobs`), stmt.params);

@@ -84,8 +84,8 @@ describe('AfterCommitJobs around one statement', () => {
     const jobsHere = afterCommitJobs(4, held.runner);
     jobsHere.start([Realtime.queue]);
     const stmt = new CteStatement();
-    const result = await jobsHere.aroundStatement(Realtime, 3, stmt, async () => ({ written: StatementJobs.of(stmt).runAfterCommit }), () => jobs(2));
-    expect(result).toEqual({ written: Realtime.name });
+    const result = await jobsHere.aroundStatement(Realtime, 3, stmt, async () => ({ written: [...StatementJobs.of(stmt).runAfterCommit] }), () => jobs(2));
+    expect(result).toEqual({ written: [Realtime.name] });
     expect(held.runningIds()).toEqual(['cev_0', 'cev_1']);
     expect(jobsHere.held).toBe(2);
     held.finishAll();
@@ -103,8 +103,31 @@ describe('AfterCommitJobs around one statement', () => {
     expect(jobsHere.held).toBe(0);
     const stmt = new CteStatement();
     await jobsHere.aroundStatement(Realtime, 3, stmt, async () => undefined, () => jobs(3));
-    expect(StatementJobs.of(stmt).runAfterCommit).toBeUndefined();
+    expect([...StatementJobs.of(stmt).runAfterCommit]).toEqual([]);
     expect(held.running()).toBe(0);
+  });
+
+  it('several kinds: each has its own places in its own lane, runs the jobs of its kind handed over, and a kind with no place free is written for the relay', async () => {
+    const held = heldRunner();
+    const jobsHere = afterCommitJobs(4, held.runner, 1);
+    jobsHere.start([Realtime.queue, Bulk.queue]);
+    const stmt = new CteStatement();
+    const handed = [...jobs(2), { name: Bulk.name, jobId: 'dlv_0' }];
+    await jobsHere.aroundStatement([Realtime, Bulk], 2, stmt, async () => undefined, () => handed);
+    // The bulk lane has one place: two asked, none reserved, so its jobs were due now for the relay.
+    expect([...StatementJobs.of(stmt).runAfterCommit]).toEqual([Realtime.name]);
+    expect(held.runningIds()).toEqual(['cev_0', 'cev_1']);
+    held.finishAll();
+    await settled();
+    const both = new CteStatement();
+    await jobsHere.aroundStatement([Realtime, Bulk], 1, both, async () => undefined, () => [{ name: Bulk.name, jobId: 'dlv_1' }]);
+    expect([...StatementJobs.of(both).runAfterCommit]).toEqual([Realtime.name, Bulk.name]);
+    expect(held.runningIds()).toEqual(['dlv_1']);
+    // The realtime kind handed nothing over: its place came back at once.
+    expect(jobsHere.held).toBe(1);
+    held.finishAll();
+    await settled();
+    expect(jobsHere.held).toBe(0);
   });
 });
 

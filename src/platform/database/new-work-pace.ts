@@ -8,11 +8,12 @@ interface Raisable {
 }
 
 /**
- * How the pace adapts (issue #43). A wait of more urgent work for a connection of over
- * TARGET_WAIT_MS, in more than LATE_SHARE of a window's runs, or the machine's CPUs busier than
- * CPU_BUSY_MAX over the window, is congestion: the rate falls by DECREASE. A window without congestion in which new work waited for the pace raises it by STEP
- * a window (additive increase, multiplicative decrease: it settles just under the knee and backs off
- * fast when the work in progress outgrows the lane). MIN_RATE: a new call is never starved.
+ * How the pace adapts (issue #43), once a window (`windowMs`): a wait of the calls in progress
+ * for a connection longer than `targetWaitMs` in more than `lateShare` of the window's runs, or
+ * the machine's CPUs busier than `cpuBusyMax`, is congestion, and the rate falls to `decrease` of
+ * itself; a window without congestion in which new work waited raises it by `step` (additive
+ * increase, multiplicative decrease: it settles just under the knee and backs off fast when the
+ * work in progress outgrows the machine). `minRate`: a new call is never starved.
  */
 export const NEW_WORK_PACE = {
   targetWaitMs: 10,

@@ -27,6 +27,13 @@ export const NEW_WORK_PACE = {
   /** Admissions taken at once by a lane that has been quiet: a lone new call never waits. */
   burst: 8,
   /**
+   * New calls let in together when more wait (at most `burst`): calls that start together ring,
+   * hand off and answer together, so the set statements decide their events together. Let in one
+   * by one, 200 calls' events came spread out and were decided in sets of ~1.2, at 5.3-7 ms of
+   * CPU a call event; in groups of 8, 3.0-3.6 ms (issue #43, docs/benchmarks.md).
+   */
+  cohort: 8,
+  /**
    * A window in which this machine's CPUs were busier than this is congestion too: with
    * PostgreSQL on the same cores (one `all` process beside its database, as `npm start` runs),
    * the calls in progress wait for CPU, not for connections, and no connection wait shows it
@@ -104,6 +111,7 @@ export class NewWorkPace {
     private readonly settings: NewWorkPaceSettings = NEW_WORK_PACE,
     private readonly clock: PaceClock = realClock(),
   ) {
+    if (settings.cohort > settings.burst) throw new Error('a cohort larger than the burst would never be let in');
     this.rate = settings.initialRate;
     this.tokens = settings.burst;
     this.refilledAt = clock.now();
@@ -159,14 +167,21 @@ export class NewWorkPace {
     this.refilledAt = now;
   }
 
-  /** Lets in as many waiters as the tokens allow; wakes again for the next one. */
+  /** The waiters let in at once next: a cohort, or all of them when fewer wait. */
+  private get nextGroup(): number {
+    return Math.min(this.waiters.length, this.settings.cohort);
+  }
+
+  /** Lets in the next group once the tokens cover it (and any more they cover); wakes again for the next. */
   private release(): void {
     this.timer = undefined;
     this.adapt();
     this.refill();
-    while (this.waiters.length > 0 && this.tokens >= 1) {
-      this.tokens -= 1;
-      this.waiters.shift()!.admit();
+    if (this.tokens >= this.nextGroup) {
+      while (this.waiters.length > 0 && this.tokens >= 1) {
+        this.tokens -= 1;
+        this.waiters.shift()!.admit();
+      }
     }
     if (this.waiters.length > 0) this.window.held = true;
     this.schedule();
@@ -174,7 +189,7 @@ export class NewWorkPace {
 
   private schedule(): void {
     if (this.timer || this.waiters.length === 0) return;
-    const ms = Math.max(1, ((1 - this.tokens) * 1000) / this.rate);
+    const ms = Math.max(1, ((this.nextGroup - this.tokens) * 1000) / this.rate);
     this.timer = this.clock.after(ms, () => this.release());
   }
 

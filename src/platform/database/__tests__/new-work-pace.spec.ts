@@ -50,7 +50,7 @@ function admitMany(pace: NewWorkPace, n: number, raisedBy: Pace[] = []): { admit
 }
 
 describe('NewWorkPace (the rate at which a lane lets new calls in)', () => {
-  const settings = { ...NEW_WORK_PACE, initialRate: 10, burst: 2 };
+  const settings = { ...NEW_WORK_PACE, initialRate: 10, burst: 2, cohort: 1 };
 
   it('lets a lone new call in at once, and a crowd at the rate: two at once (the burst), then one every 1/rate s', async () => {
     const clock = new HandClock();
@@ -66,6 +66,26 @@ describe('NewWorkPace (the rate at which a lane lets new calls in)', () => {
     await clock.advance(200);
     expect(crowd.admitted()).toBe(5);
     expect(pace.waiting).toBe(0);
+  });
+
+  it('lets a crowd in by cohorts: a cohort once the tokens cover it, then all that wait when fewer than a cohort are left', async () => {
+    const clock = new HandClock();
+    const pace = new NewWorkPace({ ...settings, burst: 4, cohort: 4, step: 0 }, clock);
+    const crowd = admitMany(pace, 10);
+    await settle();
+    expect(crowd.admitted()).toBe(4);
+    await clock.advance(300);
+    expect(crowd.admitted()).toBe(4);
+    await clock.advance(100);
+    expect(crowd.admitted()).toBe(8);
+    await clock.advance(100);
+    expect(crowd.admitted()).toBe(8);
+    await clock.advance(100);
+    expect(crowd.admitted()).toBe(10);
+  });
+
+  it('refuses a cohort larger than its burst (it would wait for ever)', () => {
+    expect(() => new NewWorkPace({ ...settings, burst: 2, cohort: 3 }, new HandClock())).toThrow('cohort');
   });
 
   it('slows down when the calls in progress wait for connections past the target, and never below the least rate', async () => {

@@ -45,9 +45,9 @@ export class JobRunner {
    */
   async run(name: string, jobId: string, attempt: number, { prefetched, payload, urgency, pace }: RunOptions = {}): Promise<RunOutcome> {
     const spec = this.registry.spec(name);
-    const runAt = runUrgency(spec, payload, urgency) ?? 'later';
-    await this.budget.admit(spec.lane, runAt, pace);
-    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: runAt, sends: spec.mode === 'external', pace });
+    const urgencyOfRun = runUrgency(spec, payload, urgency) ?? 'later';
+    await this.budget.admit(spec.lane, urgencyOfRun, pace);
+    return inLane(spec.lane, () => this.runInLane(name, jobId, attempt, prefetched, payload), { urgency: urgencyOfRun, sends: spec.mode === 'external', pace });
   }
 
   private async runInLane(name: string, jobId: string, attempt: number, prefetched?: unknown, payload?: unknown): Promise<RunOutcome> {

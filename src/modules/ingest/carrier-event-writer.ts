@@ -126,7 +126,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
     // ahead of other realtime work waiting for a connection.
     const stored = new Map(ids.map((id, i) => [id, { id, normalized: items[i].event }]));
     const rows = await this.afterCommit.aroundStatement(
-      ProcessCarrierEventJob,
+      [ProcessCarrierEventJob],
       items.length,
       stmt,
       () => this.insertStatement(stmt, batch),

@@ -166,30 +166,32 @@ type ConnectCallback = (err: Error | undefined, client: PoolClient | undefined, 
  */
 export class ConnectionBudget {
   readonly gates: Record<Lane, Gate>;
-  /** The pace at which each lane lets new work in (NewWorkPace), read from its gate's waits. */
-  readonly paces: Record<Lane, NewWorkPace>;
+  /**
+   * The pace at which the realtime lane lets new work in (NewWorkPace), read from its gate's
+   * waits: new work (`new`) is a new call's first event, realtime work; the bulk lane has none.
+   */
+  readonly newWork: NewWorkPace;
 
-  /** `paceClock`: the paces' clock (a test's; default the process's). */
+  /** `paceClock`: the pace's clock (a test's; default the process's). */
   constructor(budgets: Record<Lane, number>, paceClock?: PaceClock) {
-    this.paces = { realtime: new NewWorkPace(NEW_WORK_PACE, paceClock), bulk: new NewWorkPace(NEW_WORK_PACE, paceClock) };
-    const gate = (lane: Lane) => new Gate(budgets[lane], (urgency, ms) => this.paces[lane].waited(urgency, ms));
-    this.gates = { realtime: gate('realtime'), bulk: gate('bulk') };
+    this.newWork = new NewWorkPace(NEW_WORK_PACE, paceClock);
+    this.gates = { realtime: new Gate(budgets.realtime, (urgency, ms) => this.newWork.waited(urgency, ms)), bulk: new Gate(budgets.bulk) };
   }
 
   /**
    * Resolves when a run of `lane` at `urgency` may start: at once, but for new work (`new`), which
-   * waits for its lane's pace (NewWorkPace; `pace`: see NewWorkPace.admit).
+   * waits for the pace (NewWorkPace; `pace`: see NewWorkPace.admit).
    */
   admit(lane: Lane, urgency: Urgency, pace?: Pace): Promise<void> {
-    return urgency === 'new' ? this.paces[lane].admit(pace) : Promise.resolve();
+    return urgency === 'new' && lane === 'realtime' ? this.newWork.admit(pace) : Promise.resolve();
   }
 
   /**
-   * The runs of `lane` a newcomer of `urgency` would wait behind: for a connection, and for new
-   * work (`new` and less urgent) also the new work waiting for the lane's pace.
+   * The runs of `lane` a newcomer of `urgency` would wait behind: for a connection, and on the
+   * realtime lane for new work (`new` and less urgent) also the new work waiting for the pace.
    */
   waitingAhead(lane: Lane, urgency: Urgency): number {
-    const paced = mostUrgent([urgency, 'new']) === 'new' ? this.paces[lane].waiting : 0;
+    const paced = lane === 'realtime' && mostUrgent([urgency, 'new']) === 'new' ? this.newWork.waiting : 0;
     return this.gates[lane].waitingAhead(urgency) + paced;
   }
 

@@ -47,7 +47,7 @@ export type NewWorkPaceSettings = typeof NEW_WORK_PACE;
 /** A clock, a timer and the machine's CPU, so a unit test can drive the pace by hand. */
 export interface PaceClock {
   now(): number;
-  after(ms: number, fn: () => void): { cancel(): void };
+  after(ms: number, fn: () => void): void;
   /** The share of the machine's CPU time busy since the last call (undefined: unknown here). */
   cpuBusy(): number | undefined;
 }
@@ -68,11 +68,7 @@ function realClock(): PaceClock {
   let last = cpuTicks();
   return {
     now: () => performance.now(),
-    after: (ms, fn) => {
-      const timer = setTimeout(fn, ms);
-      timer.unref();
-      return { cancel: () => clearTimeout(timer) };
-    },
+    after: (ms, fn) => void setTimeout(fn, ms).unref(),
     cpuBusy: () => {
       const now = cpuTicks();
       const [before, after] = [last, now];
@@ -93,8 +89,9 @@ const IN_PROGRESS: readonly Urgency[] = ['now', 'soon', 'next'];
  * free for a moment (all calls in progress are ringing), every new call waiting took it, and 200
  * calls starting in one second all became calls in progress at once, each hand-off then waiting
  * behind the other calls' (p99 0.4-0.5 s at 2 cores, issue #43). New work is let in at a rate
- * instead (a token bucket), adapted to what the calls in progress wait for a connection (AIMD,
- * NEW_WORK_PACE): as fast as the lane keeps its promise to them, no faster. New calls wait for
+ * instead (a token bucket, in cohorts), adapted to what the calls in progress wait for a
+ * connection and to the machine's CPU (AIMD, NEW_WORK_PACE): as fast as the lane keeps its
+ * promise to them, no faster. New calls wait for
  * their first dial instead (by the order of Urgency: hand-offs before new calls' first dials).
  * Admission is the only thing paced: an admitted call's later events are never held here.
  */
@@ -104,7 +101,8 @@ export class NewWorkPace {
   private tokens: number;
   private refilledAt: number;
   private readonly waiters: { admit: () => void }[] = [];
-  private timer?: { cancel(): void };
+  /** A wake-up for the next group is set. */
+  private woken = false;
   private window: { startedAt: number; runs: number; late: number; held: boolean };
 
   constructor(
@@ -174,7 +172,7 @@ export class NewWorkPace {
 
   /** Lets in the next group once the tokens cover it (and any more they cover); wakes again for the next. */
   private release(): void {
-    this.timer = undefined;
+    this.woken = false;
     this.adapt();
     this.refill();
     if (this.tokens >= this.nextGroup) {
@@ -188,9 +186,10 @@ export class NewWorkPace {
   }
 
   private schedule(): void {
-    if (this.timer || this.waiters.length === 0) return;
+    if (this.woken || this.waiters.length === 0) return;
     const ms = Math.max(1, ((this.nextGroup - this.tokens) * 1000) / this.rate);
-    this.timer = this.clock.after(ms, () => this.release());
+    this.woken = true;
+    this.clock.after(ms, () => this.release());
   }
 
   /** Closes the window once it is over: the rate falls if the calls in progress waited, rises if new work did. */

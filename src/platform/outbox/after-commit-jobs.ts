@@ -143,26 +143,26 @@ export class AfterCommitJobs {
 
   /**
    * The after-commit protocol around one autocommit statement that may create jobs of the kinds
-   * `jobs` (at most `places` of each expected): reserve the places of each kind, so `stmt` writes
+   * `kinds` (at most `places` of each expected): reserve the places of each kind, so `stmt` writes
    * those jobs a lease ahead for this process instead of due now for the relay
    * (OutboxService.jobsFromCte reads StatementJobs.runAfterCommit: build the statement inside
    * `execute`); run the statement; hand the jobs `handOver` picks from its result to this
    * process's runs, each kind on its own places, or give the places back if it threw or handed
-   * none of that kind over. The statement's caller never waits for those runs. `urgency` (of the
-   * most urgent job it may create): see reserve. Several kinds: a call's set statement runs both
-   * its commands (realtime) and its customer events' first webhook attempts (bulk) here, neither
-   * round the relay and Redis.
+   * none of that kind over. The statement's caller never waits for those runs. `urgency`: of the
+   * most urgent job of the first kind (the statement's own) it may create, see reserve; the other
+   * kinds reserve at their specs'. Several kinds: a call's set statement runs both its commands
+   * (realtime) and its customer events' first webhook attempts (bulk) here, neither round the
+   * relay and Redis.
    */
   async aroundStatement<R>(
-    jobs: JobDefinition | readonly JobDefinition[],
+    kinds: readonly JobDefinition[],
     places: number,
     stmt: CteStatement,
     execute: () => Promise<R>,
     handOver: (result: R) => AfterCommitJob[],
     { urgency }: { urgency?: Urgency } = {},
   ): Promise<R> {
-    const kinds = Array.isArray(jobs) ? (jobs as readonly JobDefinition[]) : [jobs as JobDefinition];
-    const slots = kinds.map((job) => ({ job, slot: this.reserve(job, places, { urgency: job.lane === 'realtime' ? urgency : undefined }) }));
+    const slots = kinds.map((job, i) => ({ job, slot: this.reserve(job, places, { urgency: i === 0 ? urgency : job.urgency }) }));
     for (const { job, slot } of slots) if (slot) StatementJobs.of(stmt).runAfterCommit.add(job.name);
     let result: R;
     try {

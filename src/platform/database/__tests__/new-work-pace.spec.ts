@@ -7,16 +7,14 @@ class HandClock implements PaceClock {
   private t = 0;
   /** The machine's CPU busy share each window reads. */
   busy: number | undefined = 0.5;
-  private timers: { at: number; fn: () => void; cancelled: boolean }[] = [];
+  private timers: { at: number; fn: () => void }[] = [];
 
   now(): number {
     return this.t;
   }
 
-  after(ms: number, fn: () => void): { cancel(): void } {
-    const timer = { at: this.t + ms, fn, cancelled: false };
-    this.timers.push(timer);
-    return { cancel: () => void (timer.cancelled = true) };
+  after(ms: number, fn: () => void): void {
+    this.timers.push({ at: this.t + ms, fn });
   }
 
   cpuBusy(): number | undefined {
@@ -26,7 +24,7 @@ class HandClock implements PaceClock {
   async advance(ms: number): Promise<void> {
     const end = this.t + ms;
     for (;;) {
-      const due = this.timers.filter((x) => !x.cancelled && x.at <= end).sort((a, b) => a.at - b.at)[0];
+      const due = this.timers.filter((x) => x.at <= end).sort((a, b) => a.at - b.at)[0];
       if (!due) break;
       this.timers.splice(this.timers.indexOf(due), 1);
       this.t = due.at;
@@ -177,7 +175,7 @@ describe('NewWorkPace (the rate at which a lane lets new calls in)', () => {
     void budget.admit('realtime', 'soon').then(() => void (urgentIn = true));
     await settle();
     expect(urgentIn).toBe(true);
-    expect(budget.paces.realtime.waiting).toBe(3);
+    expect(budget.newWork.waiting).toBe(3);
     expect(['now', 'soon', 'next', 'new', 'later'].map((urgency) => budget.waitingAhead('realtime', urgency as 'now'))).toEqual([0, 0, 0, 3, 3]);
     await budget.gates.realtime.acquire('later');
     await budget.gates.realtime.acquire('later');

@@ -84,7 +84,7 @@ describe('AfterCommitJobs around one statement', () => {
     const jobsHere = afterCommitJobs(4, held.runner);
     jobsHere.start([Realtime.queue]);
     const stmt = new CteStatement();
-    const result = await jobsHere.aroundStatement(Realtime, 3, stmt, async () => ({ written: [...StatementJobs.of(stmt).runAfterCommit] }), () => jobs(2));
+    const result = await jobsHere.aroundStatement([Realtime], 3, stmt, async () => ({ written: [...StatementJobs.of(stmt).runAfterCommit] }), () => jobs(2));
     expect(result).toEqual({ written: [Realtime.name] });
     expect(held.runningIds()).toEqual(['cev_0', 'cev_1']);
     expect(jobsHere.held).toBe(2);
@@ -97,12 +97,12 @@ describe('AfterCommitJobs around one statement', () => {
     const held = heldRunner();
     const jobsHere = afterCommitJobs(2, held.runner);
     jobsHere.start([Realtime.queue]);
-    await expect(jobsHere.aroundStatement(Realtime, 2, new CteStatement(), async () => Promise.reject(new Error('refused')), () => jobs(2))).rejects.toThrow('refused');
+    await expect(jobsHere.aroundStatement([Realtime], 2, new CteStatement(), async () => Promise.reject(new Error('refused')), () => jobs(2))).rejects.toThrow('refused');
     expect(jobsHere.held).toBe(0);
-    await jobsHere.aroundStatement(Realtime, 2, new CteStatement(), async () => undefined, () => []);
+    await jobsHere.aroundStatement([Realtime], 2, new CteStatement(), async () => undefined, () => []);
     expect(jobsHere.held).toBe(0);
     const stmt = new CteStatement();
-    await jobsHere.aroundStatement(Realtime, 3, stmt, async () => undefined, () => jobs(3));
+    await jobsHere.aroundStatement([Realtime], 3, stmt, async () => undefined, () => jobs(3));
     expect([...StatementJobs.of(stmt).runAfterCommit]).toEqual([]);
     expect(held.running()).toBe(0);
   });

@@ -14,6 +14,8 @@ type AnyCallEvent = CallEvent | CallRecordingSaved | CallTranscription;
 
 const NOT_OURS = 'not a leg of a call of ours: nothing to do';
 const STALE = 'stale: the leg is not live: hung up';
+/** The note of a repeated caller's call.initiated (the call exists): here and in CallStartsInSets. */
+export const DUPLICATE_START_NOTE = 'duplicate call.initiated';
 
 /**
  * What Calls does with the carrier's call events. Each handler first locks the call the event
@@ -83,7 +85,7 @@ export class CallCarrierEvents {
     // ON CONFLICT waited for the first insert's commit, so the call is there and this lock finds it.
     const call = await this.transitions.lockBySession(tx, event.carrier, event.callSessionId);
     if (call) this.record({ call }, event, context, 'duplicate');
-    return 'duplicate call.initiated';
+    return DUPLICATE_START_NOTE;
   }
 
   @HandlesCarrierEvent('call.answered')

@@ -10,7 +10,7 @@ import { CustomerEvents } from '../webhooks/customer-events.js';
 import { CallControlCommands } from './call-control-commands.js';
 import { byCall, CallEventSets, readyIn } from './call-event-sets.js';
 import { CallTimeline } from './call-timeline.js';
-import { CallTransitions, endSetSql } from './call-transitions.js';
+import { CALL_COLUMNS_OF_C, CallTransitions, endSetSql } from './call-transitions.js';
 import { CALL_COLUMNS, CALL_VIEW_JSON, LEG_ORDER, LEG_VIEW_JSON } from './call-view.js';
 import { CallControlCommandsJob, CallTranscriptJob } from './calls.jobs.js';
 
@@ -33,9 +33,9 @@ const CALLER = `c.caller_control_id = i.control_id AND (c.ended_at IS NOT NULL O
 
 /** The columns of a decided row (both kinds of leg): what the timeline, the consumption and the end read; `ends`: the call not ended when locked (the event's note). */
 const DECIDED = 'event_id, call_id, leg_id, kind, occurred_at, received_at, ends, status_before, ending_leg_id';
+/** DECIDED, of `d`. */
+const DECIDED_OF_D = DECIDED.split(', ').map((column) => `d.${column}`).join(', ');
 
-/** The calls row's columns, of `c`: an UPDATE ... FROM's RETURNING, beside the event's. */
-const CALL_COLUMNS_OF_C = CALL_COLUMNS.split(',').map((column) => `c.${column.trim()}`).join(', ');
 
 /**
  * A call's end decided in sets: the hangup that ends an answered call (the caller's, or the
@@ -113,7 +113,7 @@ export class CallEndsInSets {
       data: `jsonb_build_object('callId', id)`,
       runAt: `clock_timestamp() + make_interval(secs => ${stmt.param(this.config.CALL_TRANSCRIPT_SETTLE_MS / 1000, 'float8')})`,
     });
-    const applied = stmt.with('call_ends_applied', `SELECT ${DECIDED.split(', ').map((column) => `d.${column}`).join(', ')} FROM ${decided} d JOIN ${ended} x ON x.event_id = d.event_id`);
+    const applied = stmt.with('call_ends_applied', `SELECT ${DECIDED_OF_D} FROM ${decided} d JOIN ${ended} x ON x.event_id = d.event_id`);
     this.timeline.recordManyIn(stmt, applied, consumed, { outcome: 'applied', name: 'call_end_timeline_applied' });
     this.timeline.recordManyIn(stmt, repeats, consumed, { outcome: 'duplicate' });
   }

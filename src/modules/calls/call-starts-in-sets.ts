@@ -6,17 +6,13 @@ import { DecidesCarrierEventsInSets, type EventBatchRun } from '../ingest/carrie
 import { PhoneNumbers, type VoiceRoute } from '../numbers/phone-numbers.service.js';
 import { startPlan } from '../sequential-ring/ring-plan.js';
 import { CustomerEvents } from '../webhooks/customer-events.js';
+import { DUPLICATE_START_NOTE } from './call-carrier-events.js';
 import { CallControlCommands } from './call-control-commands.js';
 import { CallFlow } from './call-flow.js';
 import { CallTimeline } from './call-timeline.js';
 import { toCallView, type CallRow, type LegRow } from './call-view.js';
 import { CallControlCommandsJob } from './calls.jobs.js';
 
-/** A caller's call.initiated on Telnyx: a call to one of our numbers, maybe (the leg of no call we dialed, not our own endpoint calling out). */
-const callerCallingIn = (event: CallEvent) => event.carrier === 'telnyx' && event.ourLeg === undefined && event.direction !== 'outbound';
-
-/** The note the transaction path (CallCarrierEvents.duplicateStart) keeps on a repeated start. */
-const DUPLICATE_NOTE = 'duplicate call.initiated';
 
 /** The start's columns of an input row (startRow). */
 const START_COLUMNS = `kind text, carrier text, call_session_id text, control_id text, from_number text, to_number text, occurred_at timestamptz,
@@ -52,9 +48,13 @@ export class CallStartsInSets {
     private readonly events: CustomerEvents,
   ) {}
 
-  /** Which call.initiated are offered to the set statement (callStarts): a caller's, on Telnyx. Our own legs' go to CallEventSets.legsUp. */
+  /**
+   * Which call.initiated are offered to the set statement (callStarts): a caller's on Telnyx, a
+   * call to one of our numbers maybe (the leg of no call we dialed, not our own endpoint calling
+   * out). Our own legs' go to CallEventSets.legsUp.
+   */
   callerStart(event: CallEvent): boolean {
-    return callerCallingIn(event);
+    return event.carrier === 'telnyx' && event.ourLeg === undefined && event.direction !== 'outbound';
   }
 
   @DecidesCarrierEventsInSets('call.initiated', { key: (event) => event.callSessionId, when: 'callerStart', afterCommit: CallControlCommandsJob })
@@ -77,7 +77,7 @@ export class CallStartsInSets {
     const probe = (row: string, holds: string) => `EXISTS (SELECT FROM ${probed} p WHERE p.event_id = ${row}.event_id AND ${holds})`;
     const consumed = run.consume({
       ready: (row) => probe(row, '(p.twin IS NOT NULL OR p.as_read)'),
-      note: (row) => `CASE WHEN ${probe(row, 'p.twin IS NOT NULL')} THEN ${stmt.param(DUPLICATE_NOTE, 'text')} END`,
+      note: (row) => `CASE WHEN ${probe(row, 'p.twin IS NOT NULL')} THEN ${stmt.param(DUPLICATE_START_NOTE, 'text')} END`,
     });
     // The guard: no call for the session (p.twin IS NULL, call_twin's). ON CONFLICT: the
     // partition's own unique index, as create's.

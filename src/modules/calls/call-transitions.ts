@@ -78,7 +78,7 @@ const legsOfCall = (callId: string, legs = 'l') => `${legs}.call_id = ${callId} 
 const columnsOf = (list: string) => list.split(',').map((column) => column.trim());
 const LEG_COLUMN_NAMES = columnsOf(LEG_COLUMNS);
 /** A call's columns and its leg's in one row: the call's as they are, the leg's prefixed `leg_`. */
-const CALL_COLUMNS_OF_C = columnsOf(CALL_COLUMNS).map((column) => `c.${column}`).join(', ');
+export const CALL_COLUMNS_OF_C = columnsOf(CALL_COLUMNS).map((column) => `c.${column}`).join(', ');
 const LEG_COLUMNS_AS_PREFIXED = LEG_COLUMN_NAMES.map((column) => `l.${column} AS leg_${column}`).join(', ');
 
 function splitCallAndLeg(row: CallRow & Record<string, unknown>): { call: CallRow; leg: LegRow } {

@@ -306,8 +306,10 @@ export class CarrierEventHandlers implements OnModuleInit {
 
   /**
    * The set handler an event is offered to (the first of its kind's whose `when` takes it), or
-   * none: it goes straight to its transaction. Each `when` is asked once per run (they may
-   * remember what they were asked: CallEventSets).
+   * none: it goes straight to its transaction. Each `when` is asked at most once per run here;
+   * one may also consult another's (CallEndsInSets.endOfCall is hangupOfOurLeg's complement), so
+   * a `when` that remembers what it was asked (CallEventSets) answers the same when asked again
+   * about the same event.
    */
   setsFor(handling: EventHandling, event: NormalizedEvent): SetsHandling | undefined {
     if (handling.shape !== 'transaction') return undefined;

@@ -46,6 +46,15 @@ export interface VoiceRoute {
 /** PhoneNumbers.ownersCte bound to a statement and a CTE name: (rows, numberColumn) → the owners' CTE. */
 export type OwnersOf = (rows: string, numberColumn: string) => string;
 
+/** A number's route as its row holds it (findVoiceRoute, voiceRoutes). */
+interface VoiceRouteRow {
+  account_id: string;
+  carrier: CarrierName;
+  voice: VoiceSettings | null;
+}
+
+const toVoiceRoute = (row: VoiceRouteRow): VoiceRoute => ({ accountId: row.account_id, carrier: row.carrier, voice: row.voice });
+
 @Injectable()
 export class PhoneNumbers {
   /** numberColumns with this process's MESSAGE_SEND_RATE_DEFAULT. */
@@ -141,8 +150,8 @@ export class PhoneNumbers {
 
   /** Who takes calls to this number and with which settings, if anyone owns it. */
   async findVoiceRoute(tx: Tx, phoneNumber: string): Promise<VoiceRoute | undefined> {
-    const [row] = await queryRows(tx, `SELECT account_id, carrier, voice FROM phone_numbers WHERE phone_number = $1 AND ${ROUTES}`, [phoneNumber]);
-    return row ? { accountId: row.account_id, carrier: row.carrier, voice: row.voice } : undefined;
+    const [row] = await queryRows<VoiceRouteRow>(tx, `SELECT account_id, carrier, voice FROM phone_numbers WHERE phone_number = $1 AND ${ROUTES}`, [phoneNumber]);
+    return row ? toVoiceRoute(row) : undefined;
   }
 
   /**
@@ -151,12 +160,12 @@ export class PhoneNumbers {
    * statement reads the routes again (voiceRoutesCte) and acts only where they are as read.
    */
   async voiceRoutes(phoneNumbers: string[]): Promise<Map<string, VoiceRoute>> {
-    const rows = await queryRows<{ phone_number: string; account_id: string; carrier: CarrierName; voice: VoiceSettings | null }>(
+    const rows = await queryRows<VoiceRouteRow & { phone_number: string }>(
       this.dataSource.manager,
       `SELECT phone_number, account_id, carrier, voice FROM phone_numbers WHERE phone_number = ANY ($1::text[]) AND ${ROUTES}`,
       [[...new Set(phoneNumbers)]],
     );
-    return new Map(rows.map((row) => [row.phone_number, { accountId: row.account_id, carrier: row.carrier, voice: row.voice }]));
+    return new Map(rows.map((row) => [row.phone_number, toVoiceRoute(row)]));
   }
 
   /**
@@ -165,18 +174,23 @@ export class PhoneNumbers {
    * nobody owns. Read in the statement's snapshot, without a lock (as findVoiceRoute reads).
    */
   voiceRoutesCte(stmt: CteStatement, name: string, rows: string, numberColumn: string): string {
-    return stmt.with(name, `SELECT r.event_id, p.account_id, p.carrier, p.voice FROM ${rows} r JOIN phone_numbers p ON p.phone_number = r.${numberColumn} AND p.${ROUTES}`);
+    return this.routesCte(stmt, name, rows, numberColumn, 'p.account_id, p.carrier, p.voice');
   }
 
-  /** Who receives messages to this number (inbound routing), if anyone. */
   /**
    * findOwner for every row of CTE `rows` as a CTE of a statement: (event_id, account_id, carrier)
    * for each row whose `numberColumn` a number of ours is; none for a number nobody owns.
    */
   ownersCte(stmt: CteStatement, name: string, rows: string, numberColumn: string): string {
-    return stmt.with(name, `SELECT r.event_id, p.account_id, p.carrier FROM ${rows} r JOIN phone_numbers p ON p.phone_number = r.${numberColumn} AND p.${ROUTES}`);
+    return this.routesCte(stmt, name, rows, numberColumn, 'p.account_id, p.carrier');
   }
 
+  /** (event_id, `columns` of p) for each row of CTE `rows` whose `numberColumn` a number of ours is. */
+  private routesCte(stmt: CteStatement, name: string, rows: string, numberColumn: string, columns: string): string {
+    return stmt.with(name, `SELECT r.event_id, ${columns} FROM ${rows} r JOIN phone_numbers p ON p.phone_number = r.${numberColumn} AND p.${ROUTES}`);
+  }
+
+  /** Who receives messages to this number (inbound routing), if anyone. */
   async findOwner(tx: Tx, phoneNumber: string): Promise<{ accountId: string; carrier: CarrierName } | undefined> {
     const [row] = await queryRows(tx, `SELECT account_id, carrier FROM phone_numbers WHERE phone_number = $1 AND ${ROUTES}`, [phoneNumber]);
     return row ? { accountId: row.account_id, carrier: row.carrier } : undefined;

@@ -238,6 +238,38 @@ describe('call ends decided in sets', () => {
     expect(await voice.db.count(`SELECT count(*) FROM carrier_events WHERE normalized->>'callSessionId' = $1 AND kind = 'call.hangup' AND note = 'duplicate'`, [call.session])).toBe(1);
   });
 
+  it("the answered leg's hangup in sets waits for the call row a competitor holds while it ends the call, and finds it ended: a duplicate, nothing ended or billed twice", async () => {
+    const { call, callId, dial } = await joined();
+    let ending: Promise<boolean> | undefined;
+    const startEnding = async () => {
+      ending = voice.app.app.get(UnitOfWork).run(async (tx) => {
+        const locked = (await voice.app.app.get(CallTransitions).lockById(tx, callId))!;
+        return voice.app.app.get(CallFlow).endCall(tx, locked, at(50), 'competitor', 'caller');
+      });
+      ending.catch(() => undefined);
+    };
+    await whileHeld(
+      endHeld(callId),
+      startEnding,
+      async () => {
+        const { texts } = await captured(async () => {
+          expect(await legHangup(call, dial)).toBe(200);
+          await waitFor(() => setStatementsWaiting('transactionid'), (n) => n === 1, { what: 'the set statement waiting for the call row' });
+        });
+        expect(endStatements(texts)).toHaveLength(1);
+      },
+    );
+    expect(await ending).toBe(true);
+    await voice.settled();
+    // Decided on the row as the competitor left it: its end stands, the leg's hangup is a repeat.
+    expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.answered:applied', 'call.bridged:applied', 'call.hangup:duplicate']);
+    expect((await row(callId)).ended_at.toISOString()).toBe(at(50));
+    expect((await leg(callId)).status).toBe('ended');
+    expect(await voice.events('call.completed', callId)).toBe(1);
+    expect(await voice.usageRows(callId)).toBe(1);
+    expect(await voice.db.count(`SELECT count(*) FROM carrier_events WHERE normalized->>'callSessionId' = $1 AND kind = 'call.hangup' AND note = 'duplicate'`, [call.session])).toBe(1);
+  });
+
   it("the caller's hangup in sets waits for the call row the join timeout holds as it writes the answer off, and decides on the ringing call it left: not its end to decide; the transaction ends it missed", async () => {
     const { call, callId } = await joined({ bridged: false });
     const legId = (await leg(callId)).id;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import pg from 'pg';
 import { AccountsService } from '../../../src/modules/accounts/accounts.service.js';
 import { CallCommandCompletions } from '../../../src/modules/calls/call-command-completions.js';
 import { CallCommandSends } from '../../../src/modules/calls/call-command-sends.js';
@@ -122,6 +123,48 @@ describe('call commands claimed and ended in sets', () => {
     expect(result).toEqual([true, false, false]);
     expect([await completed(keptJob), await completed(otherJob), await completed(plainJob)]).toEqual([true, false, true]);
     expect([await legControl(kept.leg0.id), await legControl(other.leg0.id)]).toEqual(['v3:kept', 'v3:first']);
+  });
+
+  it("a dial's end finds its leg by index under the generic plan the app runs it with, not by scanning its call's partition", async () => {
+    const { call, leg0 } = await ringingCall();
+    // A young partition (a few dozen legs, never analyzed): the generic plan (100 rows guessed for
+    // the ends' JSON) hashed the ends and scanned every leg of it, computing each one's call time.
+    await t.db.pool.query(
+      `INSERT INTO call_legs (id, call_id, target_index, attempt, to_number, status) SELECT $1 || '-' || g, $2, g, 1, '+15550000001', 'ended' FROM generate_series(1, 60) AS g`,
+      [leg0.id, call.id],
+    );
+    const jobId = await commandJob();
+    const sent: { text: string; values: unknown[] }[] = [];
+    const prototype = pg.Client.prototype as unknown as { query: (config: unknown, ...rest: unknown[]) => unknown };
+    const original = prototype.query;
+    prototype.query = function (this: unknown, config: unknown, ...rest: unknown[]) {
+      const text = typeof config === 'string' ? config : (config as { text?: string }).text;
+      if (text?.startsWith('WITH ends AS MATERIALIZED')) sent.push({ text, values: (Array.isArray(rest[0]) ? rest[0] : (config as { values?: unknown[] }).values) ?? [] });
+      return original.call(this, config, ...rest);
+    };
+    try {
+      expect(await completions().end({ jobId, keep: { legId: leg0.id, callId: call.id, controlId: 'v3:kept' } })).toBe(true);
+    } finally {
+      prototype.query = original;
+    }
+    expect(sent).toHaveLength(1);
+    const client = await t.db.pool.connect();
+    try {
+      await client.query(`BEGIN; SET LOCAL plan_cache_mode = force_generic_plan`);
+      await client.query(`PREPARE end_plan AS ${sent[0].text}`);
+      const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE end_plan(${sent[0].values.map((value) => client.escapeLiteral(String(value))).join(', ')})`);
+      const scans: string[] = [];
+      const walk = (node: Record<string, unknown>) => {
+        if (String(node['Relation Name'] ?? '').startsWith('call_legs_') && Number(node['Actual Loops']) > 0) scans.push(String(node['Node Type']));
+        for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
+      };
+      walk(rows[0]['QUERY PLAN'][0].Plan);
+      expect(scans.length).toBeGreaterThan(0);
+      expect(scans.filter((type) => type === 'Seq Scan')).toEqual([]);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
   });
 
   it("a leg another statement holds does not hold up the ends it shares a statement with: they commit, and its own end waits alone for the leg, then finds it over", async () => {

@@ -65,11 +65,12 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
    * else in one of its own; either is shared with the other jobs ending meanwhile
    * (CallCommandCompletions). Without a job id (a run outside the outbox) nothing is completed.
    */
-  async handle({ callId, commands }: Payload, { jobId, signal }: Partial<JobContext> = {}): Promise<'completed' | void> {
+  async handle({ callId, commands }: Payload, { jobId, signal, prefetched }: Partial<JobContext> = {}): Promise<'completed' | void> {
     const queued = commands as QueuedCommand[];
+    const firstSend = recordedFirstSend(prefetched);
     let completed = false;
     for (const [i, command] of queued.entries()) {
-      const result = await this.send(callId, command, signal);
+      const result = await this.send(callId, command, signal, i === 0 ? firstSend : undefined);
       if (result === 'not_wanted') continue;
       // The carrier has it: what the result records (a dial's leg) goes before the leg's own
       // events, which come next (a new call's first dial waits for its send as `next`).
@@ -94,11 +95,14 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
    * A process that stops (`signal`) sends nothing more and throws: the job's retry asks again under
    * the same command id, inside the same window (its sends are counted in Postgres).
    */
-  private async send(callId: string | null, command: QueuedCommand, signal: AbortSignal | undefined): Promise<CallCommandResult | 'not_wanted'> {
+  private async send(callId: string | null, command: QueuedCommand, signal: AbortSignal | undefined, recorded?: CommandSend): Promise<CallCommandResult | 'not_wanted'> {
     const unanswered = { answered: 0, silent: 0 };
+    // `recorded`: this send was recorded by the statement that decided the command (CallControlCommands.recordFirstSendsIn).
+    let firstSend = recorded;
     for (;;) {
       signal?.throwIfAborted();
-      const send = await this.sends.claim(callId, command);
+      const send = firstSend ?? (await this.sends.claim(callId, command));
+      firstSend = undefined;
       if (!send) return 'not_wanted';
       if (!this.insideWindow(send, 0)) return { outcome: 'unanswered', detail: `not resent: ${send.sends - 1} sends already, the carrier's command_id window is closing` };
       const result = await this.control.send(command);
@@ -157,6 +161,12 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
     }
     await this.flow.advanceAfterLeg(tx, call, leg, 'dial_refused');
   }
+}
+
+/** The first command's send as the deciding statement recorded it (JobContext.prefetched of a run right after it), if it did. */
+function recordedFirstSend(prefetched: unknown): CommandSend | undefined {
+  const firstSend = (prefetched as { firstSend?: { firstSentAt: string; sends: number } } | null | undefined)?.firstSend;
+  return firstSend ? { firstSentAt: new Date(firstSend.firstSentAt), sends: firstSend.sends } : undefined;
 }
 
 /**

@@ -17,9 +17,10 @@ export interface JobContext {
   /** Present for transactional jobs: the transaction that also marks the job completed. */
   tx?: Tx;
   /**
-   * For runInOneStatement, in a run right after the commit that created the job (AfterCommitJobs):
-   * what its creator already held about the job's subject (a new carrier event), so the fast path
-   * need not read it back. A hint, never a guard: the statement's own guards decide.
+   * For runInOneStatement, and handle of an external job, in a run right after the commit that
+   * created the job (AfterCommitJobs): what its creator already held about the job's subject (a new
+   * carrier event), or already did for it (a call command's first send, recorded), so the run need
+   * not read or write it again. A hint, never a guard: the statement's own guards decide.
    */
   prefetched?: unknown;
   /** For a transactional job whose handler has withClaim: its value, computed by the claim's statement. */

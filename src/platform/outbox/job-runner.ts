@@ -89,7 +89,7 @@ export class JobRunner {
     const data = payload !== undefined ? payload : (await queryRows(this.dataSource.manager, pendingJobSql('$1'), [jobId]))[0]?.data;
     if (data === undefined) return 'skipped';
     // A handler that completed the job itself (in a statement it sent anyway) leaves nothing to send here.
-    if ((await handler.handle(data as never, { jobId, attempt, signal })) !== 'completed') await exec(this.dataSource.manager, completeJobSql('$1'), [jobId]);
+    if ((await handler.handle(data as never, { jobId, attempt, signal, prefetched })) !== 'completed') await exec(this.dataSource.manager, completeJobSql('$1'), [jobId]);
     return 'completed';
   }
 

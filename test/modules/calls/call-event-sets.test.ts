@@ -159,6 +159,9 @@ describe('call events decided in sets, interleaved', () => {
     run.catch(() => undefined);
     return run;
   };
+  /** CallCommandSends.claim's statement (a command's send recorded before it goes out). */
+  const isClaimStatement = (text: string) => text.startsWith('SELECT w.n, s.first_sent_at');
+  const sendsOf = async (commandId: string) => (await voice.db.pool.query<{ sends: number }>(`SELECT sends FROM call_command_sends WHERE command_id = $1`, [commandId])).rows[0]?.sends;
   /** Transactions (not set statements) waiting for a call's turn. */
   const transactionsWaitingForTurns = () =>
     voice.db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory' AND query NOT LIKE 'WITH evt_input%'`);
@@ -184,6 +187,9 @@ describe('call events decided in sets, interleaved', () => {
     expect(voice.telnyx.dials(callId).map((d) => d.clientState?.target)).toEqual([0, 1]);
     // The cursor names the try it dialed: B's answer wins the race.
     expect((await voice.db.pool.query(`SELECT ring_plan->>'next' AS next FROM calls WHERE id = $1`, [callId])).rows[0].next).toBe('2');
+    // The dial's send was recorded by the statement that decided it: no claim statement of its own.
+    expect(texts.filter(isClaimStatement)).toEqual([]);
+    expect(await sendsOf(`${(await leg(callId, 1)).id}-dial`)).toBe(1);
   });
 
   it('a hand-off in sets waits for the call row a competitor holds and, the call ended meanwhile, loses its compare-and-set: the transaction ends the leg, nothing is dialed', async () => {
@@ -269,6 +275,10 @@ describe('call events decided in sets, interleaved', () => {
     expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.answered:applied']);
     expect(voice.telnyx.distinct('bridge', (c) => c.controlId === call.caller)).toHaveLength(1);
     expect(voice.telnyx.distinct('answer', (c) => c.controlId === call.caller)).toHaveLength(1);
+    // The answer, the join's first command, went out as the statement recorded it; the bridge after
+    // it was claimed under its guard (the leg still the live winner), in a statement of its own.
+    expect(texts.filter(isClaimStatement)).toHaveLength(1);
+    expect([await sendsOf(`${callId}-answer`), await sendsOf(`${callId}-bridge-${(await leg(callId, 0)).id}`)]).toEqual([1, 1]);
     // The join timeout waits, a lease of DIAL_JOIN_TIMEOUT_SECONDS ahead.
     expect(await voice.db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id = $1 AND run_at > now() AND completed_at IS NULL`, [`join-timeout-${(await leg(callId, 0)).id}`])).toBe(1);
   });

@@ -48,6 +48,13 @@ export function twinSince(accepted: AcceptedWebhook, now = Date.now()): string |
 export class CarrierEventWriter implements BeforeApplicationShutdown {
   private readonly logger = new Logger(CarrierEventWriter.name);
   private readonly batches: Record<'soon' | 'later', GroupCommitter<AcceptedWebhook, IngestStatus>>;
+  /**
+   * Per batch class, the hand-over of the latest statement begun (settled once its runs are handed
+   * over, or it failed): each statement hands its runs over after the one begun before it, so a
+   * call's events reach their turns in the order of their ids however the concurrent statements'
+   * commits fall (see insert).
+   */
+  private readonly handOvers: Record<'soon' | 'later', Promise<void>> = { soon: Promise.resolve(), later: Promise.resolve() };
 
   constructor(
     private readonly statements: Statements,
@@ -67,7 +74,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
 
   /** Resolves after the commit that holds this delivery's row (or shows it was already stored). */
   write(accepted: AcceptedWebhook): Promise<IngestStatus> {
-    return this.batches[urgencyOf(accepted.event) === 'later' ? 'later' : 'soon'].submit(accepted);
+    return this.batches[batchClass(accepted)].submit(accepted);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -94,6 +101,24 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
 
   private async insert(items: AcceptedWebhook[]): Promise<IngestStatus[]> {
     const ids = items.map(() => newId(IdPrefix.CarrierEvent));
+    // This statement's place in its class's order, taken as its ids are minted (each attempt its
+    // own: a retried batch mints later ids). Two statements run at once (INGEST_BATCH_CONCURRENCY)
+    // and the later one may commit first: handing its runs over then, a call's later event would
+    // run first, find the earlier one committed and untried (untriedEarlierEventSql), and leave
+    // the set statement for a transaction that takes both (seen as the slowest 1-2 % of hand-offs,
+    // issue #43). Its runs wait for the earlier statement's instead; its commit does not.
+    const lane = batchClass(items[0]);
+    const earlier = this.handOvers[lane];
+    let handedOver!: () => void;
+    this.handOvers[lane] = new Promise((resolve) => (handedOver = resolve));
+    try {
+      return await this.insertInOrder(items, ids, earlier);
+    } finally {
+      handedOver();
+    }
+  }
+
+  private async insertInOrder(items: AcceptedWebhook[], ids: string[], earlier: Promise<void>): Promise<IngestStatus[]> {
     const now = Date.now();
     // Rows in key order, so two batches sharing keys lock them in the same order.
     const order = items.map((_, i) => i).sort((a, b) => compareKeys(items[a], items[b]));
@@ -129,7 +154,11 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
       [ProcessCarrierEventJob],
       items.length,
       stmt,
-      () => this.insertStatement(stmt, batch),
+      async () => {
+        const rows = await this.insertStatement(stmt, batch);
+        await earlier;
+        return rows;
+      },
       // In arrival order (the ids', minted in it), not the rows' key order: a call's events then run
       // in the order a run of one of them takes the others in (untriedEarlierEventSql), so a set
       // statement never finds its event behind an untried twin stored with it.
@@ -165,6 +194,11 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
     this.outbox.jobsFromCte(stmt, 'jobs', newEvents, ProcessCarrierEventJob, { id: 'id', data: `jsonb_build_object('carrierEventId', id)`, newIds: true });
     return this.statements.query(stmt.text(`SELECT id, (${newJobsCount(stmt)})::int AS jobs, ${afterCommitJobs(stmt)} AS "afterCommit" FROM ${newEvents}`), stmt.params);
   }
+}
+
+/** Calls' events and the rest are batched apart (CarrierEventWriter). */
+function batchClass(accepted: AcceptedWebhook): 'soon' | 'later' {
+  return urgencyOf(accepted.event) === 'later' ? 'later' : 'soon';
 }
 
 function compareKeys(a: AcceptedWebhook, b: AcceptedWebhook): number {

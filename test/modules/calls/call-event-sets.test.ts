@@ -260,6 +260,41 @@ describe('call events decided in sets, interleaved', () => {
     expect(await voice.db.count(`SELECT count(*) FROM call_legs WHERE call_id = $1`, [callId])).toBe(2);
   });
 
+  it("a hangup and its twin stored by two ingest statements, the earlier one's commit last: the twin waits for it, so the earlier is the hand-off in sets and the later its duplicate, no transaction", async () => {
+    const { call, callId, first } = await dialed();
+    const [earlierId, laterId] = [`hangup-earlier-${callId}`, `hangup-later-${callId}`];
+    const pause = await pausePoint(voice.db.url, { table: 'carrier_events', on: 'INSERT', when: `NEW.carrier_event_id = '${earlierId}'` });
+    await pause.hold();
+    let earlier: Promise<number> | undefined;
+    let later: Promise<number> | undefined;
+    try {
+      const { texts } = await captured(async () => {
+        // The earlier statement mints its ids first and is held before its commit.
+        earlier = voice.legEvent(call, first, 'call.hangup', noAnswer, { id: earlierId });
+        await pause.waitUntilPaused();
+        // The later one, beside it, commits first and returns.
+        later = voice.legEvent(call, first, 'call.hangup', noAnswer, { id: laterId });
+        await waitFor(() => voice.db.count(`SELECT count(*) FROM carrier_events WHERE carrier_event_id = $1`, [laterId]), (n) => n === 1, { what: 'the later statement committed' });
+        await waitFor(
+          () => voice.db.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'WITH inserted AS (INSERT INTO carrier_events%'`),
+          (n) => n === 1,
+          { what: 'the later statement returned, the earlier still held' },
+        );
+        await pause.release();
+        expect([await earlier, await later]).toEqual([200, 200]);
+        await voice.dial(callId, 2);
+        await voice.settled();
+      });
+      expect(transactionTexts(texts)).toEqual([]);
+    } finally {
+      await pause.release().catch(() => undefined);
+      await Promise.allSettled([earlier, later]);
+      await pause.remove();
+    }
+    expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.hangup:applied', 'call.hangup:duplicate']);
+    expect(voice.telnyx.distinct('dial', (c) => c.clientState?.call_id === callId).map((d) => d.clientState?.target)).toEqual([0, 1]);
+  });
+
   it("a leg's first answer wins in sets: one read and one statement answer the leg and the call, queue the join and its timeout, no transaction", async () => {
     const { call, callId, first } = await dialed();
     const { texts } = await captured(async () => {

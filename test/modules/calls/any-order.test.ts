@@ -154,7 +154,12 @@ describe('voice in any carrier order (Telnyx Call Control)', () => {
     voice.telnyx.holdNext('dial');
     const { callId } = await ringing();
     const leg0 = await voice.dial(callId);
-    // the first send went out 70 s ago as far as our record says (the process was stopped, say)
+    // the first send went out 70 s ago as far as our record says (the process was stopped, say);
+    // in the first 70 s of a day that is yesterday, which a database made today has no partition for
+    await voice.db.pool.query(
+      `SELECT onceline_add_partition('call_command_sends', d, d + interval '1 day') FROM (SELECT date_trunc('day', now() - interval '70 seconds') AS d) AS x
+        WHERE d < date_trunc('day', now()) AND to_regclass('call_command_sends_p' || to_char(d AT TIME ZONE 'UTC', 'YYYYMMDD"t"HH24MISS')) IS NULL`,
+    );
     await voice.db.pool.query(`UPDATE call_command_sends SET first_sent_at = now() - interval '70 seconds' WHERE command_id = $1`, [leg0.body.command_id]);
     voice.telnyx.releaseHeld();
     const next = await voice.dial(callId, 2);

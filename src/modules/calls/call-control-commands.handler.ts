@@ -68,9 +68,20 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
   async handle({ callId, commands }: Payload, { jobId, signal, prefetched }: Partial<JobContext> = {}): Promise<'completed' | void> {
     const queued = commands as QueuedCommand[];
     const firstSend = recordedFirstSend(prefetched);
+    let claimed: Promise<CommandSend | undefined> | undefined = firstSend && Promise.resolve(firstSend);
     let completed = false;
     for (const [i, command] of queued.entries()) {
-      const result = await this.send(callId, command, signal, i === 0 ? firstSend : undefined);
+      // The next command's claim (its guard, read by its own statement) goes beside this one's
+      // send, not a round trip after its answer: a join's bridge follows the caller's answer with
+      // no claim between. Not after a dial, whose outcome (afterDial) bears on what follows. A
+      // bridge so claimed while the carrier is slow to answer the answer may reach a leg that hung
+      // up meanwhile: the carrier refuses it (a 4xx, an answer), as any command in flight then.
+      const next = queued[i + 1];
+      const nextClaim = next && command.action !== 'dial' ? this.sends.claim(callId, next) : undefined;
+      // Awaited by the next turn; a stop that ends this one first must not leave its failure unhandled.
+      nextClaim?.catch(() => undefined);
+      const result = await this.send(callId, command, signal, claimed);
+      claimed = nextClaim;
       if (result === 'not_wanted') continue;
       // The carrier has it: what the result records (a dial's leg) goes before the leg's own
       // events, which come next (a new call's first dial waits for its send as `next`).
@@ -95,14 +106,15 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
    * A process that stops (`signal`) sends nothing more and throws: the job's retry asks again under
    * the same command id, inside the same window (its sends are counted in Postgres).
    */
-  private async send(callId: string | null, command: QueuedCommand, signal: AbortSignal | undefined, recorded?: CommandSend): Promise<CallCommandResult | 'not_wanted'> {
+  private async send(callId: string | null, command: QueuedCommand, signal: AbortSignal | undefined, claimed?: Promise<CommandSend | undefined>): Promise<CallCommandResult | 'not_wanted'> {
     const unanswered = { answered: 0, silent: 0 };
-    // `recorded`: this send was recorded by the statement that decided the command (CallControlCommands.recordFirstSendsIn).
-    let firstSend = recorded;
+    // `claimed`: the first send's claim, already made (recorded by the statement that decided the
+    // command, CallControlCommands.recordFirstSendsIn, or beside the previous command's send).
+    let firstClaim = claimed;
     for (;;) {
       signal?.throwIfAborted();
-      const send = firstSend ?? (await this.sends.claim(callId, command));
-      firstSend = undefined;
+      const send = await (firstClaim ?? this.sends.claim(callId, command));
+      firstClaim = undefined;
       if (!send) return 'not_wanted';
       if (!this.insideWindow(send, 0)) return { outcome: 'unanswered', detail: `not resent: ${send.sends - 1} sends already, the carrier's command_id window is closing` };
       const result = await this.control.send(command);

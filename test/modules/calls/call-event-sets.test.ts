@@ -318,6 +318,24 @@ describe('call events decided in sets, interleaved', () => {
     expect(await voice.db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id = $1 AND run_at > now() AND completed_at IS NULL`, [`join-timeout-${(await leg(callId, 0)).id}`])).toBe(1);
   });
 
+  it("a join's bridge is claimed while the caller's answer is still at the carrier: it goes out as soon as the answer comes back", async () => {
+    const { call, callId, first } = await dialed();
+    voice.telnyx.holdNext('answer');
+    try {
+      expect(await voice.legEvent(call, first, 'call.answered')).toBe(200);
+      await voice.telnyx.next((c) => c.action === 'answer' && c.controlId === call.caller);
+      const bridgeId = `${callId}-bridge-${(await leg(callId, 0)).id}`;
+      // The answer is held at the carrier; the bridge's send is recorded already, under its guard.
+      await waitFor(() => sendsOf(bridgeId), (sends) => sends === 1, { what: "the bridge's claim while the answer is held" });
+      expect(voice.telnyx.of('bridge', (c) => c.controlId === call.caller)).toEqual([]);
+    } finally {
+      voice.telnyx.releaseHeld();
+    }
+    await voice.telnyx.next((c) => c.action === 'bridge' && c.controlId === call.caller);
+    await voice.settled();
+    expect(voice.telnyx.distinct('bridge', (c) => c.controlId === call.caller)).toHaveLength(1);
+  });
+
   it('an answer in sets waits for the call row a competitor holds and, the caller gone meanwhile, wins nothing: the transaction finds the call over, hangs the leg up, no bridge', async () => {
     const { call, callId, first } = await dialed();
     await whileCallEndingHeld(callId, async () => {

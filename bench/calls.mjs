@@ -330,7 +330,9 @@ try {
   )).rows;
   // Where a hand-off's time goes, from the first of its two leg hangups: sent → stored (ingest's
   // statement) → its processing began (the transaction's now()) → the next dial's first send
-  // recorded (call_command_sends) → the dial at the carrier. Database and bench clocks are one machine's.
+  // recorded (call_command_sends; a hand-off decided in sets records it in its own statement, so
+  // this stage is 0 and the next holds the statement, its commit and the send) → the dial at the
+  // carrier. Database and bench clocks are one machine's.
   const { rows: stageRows } = await pool.query(
     `SELECT h.i, extract(epoch FROM min(e.created_at)) * 1000 AS stored, extract(epoch FROM min(e.processed_at)) * 1000 AS processed,
             extract(epoch FROM (SELECT first_sent_at FROM call_command_sends s WHERE s.command_id = h.dial)) * 1000 AS claimed

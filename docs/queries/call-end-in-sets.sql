@@ -55,6 +55,8 @@ call_commands_queued AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run
        SELECT 'cmd-' || batch, 'calls', 'call-commands', jsonb_build_object('callId', call_id, 'commands', commands), now() + make_interval(secs => $6::int) FROM call_end_hangups
         WHERE outbox_job_twin('cmd-' || batch) IS NULL
        ON CONFLICT DO NOTHING RETURNING job_id, name, data),
+call_commands_first_sends AS MATERIALIZED (SELECT q.job_id, jsonb_build_object('firstSend', jsonb_build_object('firstSentAt', s.first_sent_at, 'sends', s.sends)) AS prefetched
+           FROM call_commands_queued q CROSS JOIN LATERAL call_command_send(q.data->'commands'->0->>'commandId', q.data->>'callId') s),
 call_end_usage AS (SELECT account_id, id AS resource_id, billable_minutes AS quantity,
               jsonb_build_object('resource', jsonb_build_object('type', 'call', 'id', id), 'transition', status_before || ' → ' || status, 'settled_by', NULL,
                 'carrier', carrier, 'carrier_resource_id', carrier_call_id,
@@ -129,4 +131,4 @@ call_timeline_entries AS (INSERT INTO call_timeline (call_id, carrier_event_id, 
        ON CONFLICT DO NOTHING)
 SELECT (SELECT coalesce(jsonb_agg(job_id), '[]'::jsonb) FROM job_claimed) AS claimed, (SELECT coalesce(jsonb_agg(i.job_id), '[]'::jsonb) FROM evt_input i WHERE NOT EXISTS (SELECT FROM evt_ready r WHERE r.event_id = i.event_id)) AS unready,
                   ((SELECT count(*) FROM call_end_transcripts))::int AS jobs, (SELECT coalesce(jsonb_agg(jsonb_build_object('name', a.name, 'jobId', a.job_id, 'prefetched', p.prefetched) || CASE WHEN a.payload IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('payload', a.payload) END), '[]'::jsonb)
-               FROM (SELECT name, job_id, data AS payload FROM call_commands_queued UNION ALL SELECT name, job_id, NULL::jsonb AS payload FROM dlv_jobs) AS a LEFT JOIN (SELECT job_id, prefetched FROM dlv_prefetched) AS p ON p.job_id = a.job_id) AS "afterCommit";
+               FROM (SELECT name, job_id, data AS payload FROM call_commands_queued UNION ALL SELECT name, job_id, NULL::jsonb AS payload FROM dlv_jobs) AS a LEFT JOIN (SELECT job_id, prefetched FROM call_commands_first_sends UNION ALL SELECT job_id, prefetched FROM dlv_prefetched) AS p ON p.job_id = a.job_id) AS "afterCommit";

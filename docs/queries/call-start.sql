@@ -37,6 +37,8 @@ call_commands_queued AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run
        SELECT 'cmd-' || batch, 'calls', 'call-commands', jsonb_build_object('callId', call_id, 'commands', commands), now() + make_interval(secs => $6::int) FROM call_start_commands
         WHERE outbox_job_twin('cmd-' || batch) IS NULL
        ON CONFLICT DO NOTHING RETURNING job_id, name, data),
+call_commands_first_sends AS MATERIALIZED (SELECT q.job_id, jsonb_build_object('firstSend', jsonb_build_object('firstSentAt', s.first_sent_at, 'sends', s.sends)) AS prefetched
+           FROM call_commands_queued q CROSS JOIN LATERAL call_command_send(q.data->'commands'->0->>'commandId', q.data->>'callId') s),
 call_start_announced AS (SELECT i.account_id, i.payload || jsonb_build_object('created_at', to_char(s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) AS payload FROM evt_input i JOIN calls_started s ON s.call_id = i.call_id),
 evt_emitted AS (INSERT INTO outbound_events (id, account_id, type, event_version, payload)
        SELECT onceline_id('evt'), account_id, $7::text, $8::int, payload FROM call_start_announced
@@ -82,4 +84,4 @@ call_timeline_repeats AS (INSERT INTO call_timeline (call_id, carrier_event_id, 
        ON CONFLICT DO NOTHING)
 SELECT (SELECT coalesce(jsonb_agg(job_id), '[]'::jsonb) FROM job_claimed) AS claimed, (SELECT coalesce(jsonb_agg(i.job_id), '[]'::jsonb) FROM evt_input i WHERE NOT EXISTS (SELECT FROM evt_ready r WHERE r.event_id = i.event_id)) AS unready,
                   (0)::int AS jobs, (SELECT coalesce(jsonb_agg(jsonb_build_object('name', a.name, 'jobId', a.job_id, 'prefetched', p.prefetched) || CASE WHEN a.payload IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('payload', a.payload) END), '[]'::jsonb)
-               FROM (SELECT name, job_id, data AS payload FROM call_commands_queued UNION ALL SELECT name, job_id, NULL::jsonb AS payload FROM dlv_jobs) AS a LEFT JOIN (SELECT job_id, prefetched FROM dlv_prefetched) AS p ON p.job_id = a.job_id) AS "afterCommit";
+               FROM (SELECT name, job_id, data AS payload FROM call_commands_queued UNION ALL SELECT name, job_id, NULL::jsonb AS payload FROM dlv_jobs) AS a LEFT JOIN (SELECT job_id, prefetched FROM call_commands_first_sends UNION ALL SELECT job_id, prefetched FROM dlv_prefetched) AS p ON p.job_id = a.job_id) AS "afterCommit";

@@ -56,6 +56,9 @@ call_hand_off_commands AS (SELECT h.call_id, h.batch, h.commands FROM call_legs_
 call_commands_queued AS (INSERT INTO outbox_jobs (job_id, queue, name, data, run_at)
        SELECT 'cmd-' || batch, 'calls', 'call-commands', jsonb_build_object('callId', call_id, 'commands', commands), now() + make_interval(secs => $10::int) FROM call_hand_off_commands
         WHERE outbox_job_twin('cmd-' || batch) IS NULL
-       ON CONFLICT DO NOTHING RETURNING job_id, name, data)
+       ON CONFLICT DO NOTHING RETURNING job_id, name, data),
+call_commands_first_sends AS MATERIALIZED (SELECT q.job_id, jsonb_build_object('firstSend', jsonb_build_object('firstSentAt', s.first_sent_at, 'sends', s.sends)) AS prefetched
+           FROM call_commands_queued q CROSS JOIN LATERAL call_command_send(q.data->'commands'->0->>'commandId', q.data->>'callId') s)
 SELECT (SELECT coalesce(jsonb_agg(job_id), '[]'::jsonb) FROM job_claimed) AS claimed, (SELECT coalesce(jsonb_agg(i.job_id), '[]'::jsonb) FROM evt_input i WHERE NOT EXISTS (SELECT FROM evt_ready r WHERE r.event_id = i.event_id)) AS unready,
-                  (0)::int AS jobs, (SELECT coalesce(jsonb_agg(jsonb_build_object('name', a.name, 'jobId', a.job_id) || CASE WHEN a.payload IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('payload', a.payload) END), '[]'::jsonb) FROM (SELECT name, job_id, data AS payload FROM call_commands_queued) AS a) AS "afterCommit";
+                  (0)::int AS jobs, (SELECT coalesce(jsonb_agg(jsonb_build_object('name', a.name, 'jobId', a.job_id, 'prefetched', p.prefetched) || CASE WHEN a.payload IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('payload', a.payload) END), '[]'::jsonb)
+               FROM (SELECT name, job_id, data AS payload FROM call_commands_queued) AS a LEFT JOIN (SELECT job_id, prefetched FROM call_commands_first_sends) AS p ON p.job_id = a.job_id) AS "afterCommit";

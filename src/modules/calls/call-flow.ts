@@ -128,6 +128,7 @@ export class CallFlow {
       data: `jsonb_build_object('callId', call_id, 'legId', leg_id)`,
       // clock_timestamp(): from the win, after the statement's waits for its rows' locks, not from its start.
       runAt: `clock_timestamp() + make_interval(secs => ${stmt.param(this.config.DIAL_JOIN_TIMEOUT_SECONDS, 'int')})`,
+      runAtLeastSeconds: this.config.DIAL_JOIN_TIMEOUT_SECONDS,
     });
   }
 

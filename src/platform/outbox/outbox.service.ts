@@ -102,8 +102,19 @@ export class OutboxService {
    * `newIds`: every job id is made from a row this very statement created with a new id (an
    * event's processing job, named by the event): no stored job can hold it, so the look across
    * partitions (outbox_job_twin) is skipped; the partition's UNIQUE (job_id) still holds.
+   *
+   * `runAtLeastSeconds`: `runAt` is at least this far ahead. Beyond the relay's poll
+   * (OUTBOX_POLL_MS, the longest it sleeps) a relay's poll reads the job before it falls due, so
+   * its jobs are not counted by newJobsCount and wake no relay (a join timeout 30 s ahead, written
+   * with every answer, otherwise cost a NOTIFY and a relay's poll for nothing).
    */
-  jobsFromCte(stmt: CteStatement, cteName: string, source: string, definition: JobDefinition, job: { id: string; data: string; runAt?: string; newIds?: boolean; payload?: boolean }): string {
+  jobsFromCte(
+    stmt: CteStatement,
+    cteName: string,
+    source: string,
+    definition: JobDefinition,
+    job: { id: string; data: string; runAt?: string; runAtLeastSeconds?: number; newIds?: boolean; payload?: boolean },
+  ): string {
     const jobs = StatementJobs.of(stmt);
     // A job due now that this process runs right after the statement (StatementJobs.runAfterCommit):
     // its row is leased (renewed while the run lasts) before the relay may take it, the backstop if that run never ends.
@@ -117,7 +128,9 @@ export class OutboxService {
         WHERE outbox_job_twin(${job.id}) IS NULL`}
        ON CONFLICT DO NOTHING RETURNING job_id, name${afterCommit && job.payload ? ', data' : ''}`,
     );
-    (afterCommit ? jobs.afterCommitJobCtes : jobs.jobCtes).push(cte);
+    const foundByPoll = job.runAt !== undefined && (job.runAtLeastSeconds ?? 0) * 1000 > this.config.OUTBOX_POLL_MS;
+    if (afterCommit) jobs.afterCommitJobCtes.push(cte);
+    else if (!foundByPoll) jobs.jobCtes.push(cte);
     if (afterCommit && job.payload) jobs.afterCommitPayloadCtes.add(cte);
     return cte;
   }

@@ -8,7 +8,10 @@ const parts = new WeakMap<CteStatement, StatementJobs>();
  * Kept here, keyed by the statement, so the database layer knows nothing of jobs.
  */
 export class StatementJobs {
-  /** CTEs that insert outbox jobs, each returning one row per new job (OutboxService.jobsFromCte). */
+  /**
+   * CTEs that insert outbox jobs a relay must be woken for, each returning one row per new job
+   * (OutboxService.jobsFromCte; not those a relay's poll finds before they fall due).
+   */
   readonly jobCtes: string[] = [];
   /**
    * Set by the caller before the fragments are added: the jobs (by name) whose new rows this
@@ -33,7 +36,7 @@ export class StatementJobs {
   }
 }
 
-/** SQL counting the outbox jobs `stmt` inserted (0 when none of its CTEs can). */
+/** SQL counting the outbox jobs `stmt` inserted that a relay must be woken for (0 when none of its CTEs can). */
 export function newJobsCount(stmt: CteStatement): string {
   const { jobCtes } = StatementJobs.of(stmt);
   return jobCtes.length === 0 ? '0' : jobCtes.map((name) => `(SELECT count(*) FROM ${name})`).join(' + ');

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { RelayWakeup } from '../../../src/platform/outbox/relay-wakeup.js';
 import { CallFlow } from '../../../src/modules/calls/call-flow.js';
 import { CallTransitions } from '../../../src/modules/calls/call-transitions.js';
 import { CarrierEventProcessor } from '../../../src/modules/ingest/carrier-event-processor.js';
@@ -297,10 +298,15 @@ describe('call events decided in sets, interleaved', () => {
 
   it("a leg's first answer wins in sets: one read and one statement answer the leg and the call, queue the join and its timeout, no transaction", async () => {
     const { call, callId, first } = await dialed();
+    const hint = jest.spyOn(voice.app.app.get(RelayWakeup), 'hint');
+    let hints = -1;
     const { texts } = await captured(async () => {
       expect(await voice.legEvent(call, first, 'call.answered')).toBe(200);
       await voice.telnyx.next((c) => c.action === 'bridge' && c.controlId === call.caller);
       await voice.settled();
+    }).finally(() => {
+      hints = hint.mock.calls.length;
+      hint.mockRestore();
     });
     expect(texts.filter((text) => text.startsWith('WITH evt_input') && text.includes('calls_answered'))).toHaveLength(1);
     expect(texts.filter((text) => !text.startsWith('WITH evt_input') && (text.includes('FOR UPDATE OF c FOR NO KEY UPDATE OF l') || text.includes('WITH live_leg')))).toEqual([]);
@@ -314,7 +320,9 @@ describe('call events decided in sets, interleaved', () => {
     // it was claimed under its guard (the leg still the live winner), in a statement of its own.
     expect(texts.filter(isClaimStatement)).toHaveLength(1);
     expect([await sendsOf(`${callId}-answer`), await sendsOf(`${callId}-bridge-${(await leg(callId, 0)).id}`)]).toEqual([1, 1]);
-    // The join timeout waits, a lease of DIAL_JOIN_TIMEOUT_SECONDS ahead.
+    // The join timeout waits, a lease of DIAL_JOIN_TIMEOUT_SECONDS ahead; no relay was woken for
+    // it (a relay's poll reads it long before it falls due).
+    expect(hints).toBe(0);
     expect(await voice.db.count(`SELECT count(*) FROM outbox_jobs WHERE job_id = $1 AND run_at > now() AND completed_at IS NULL`, [`join-timeout-${(await leg(callId, 0)).id}`])).toBe(1);
   });
 

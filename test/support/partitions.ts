@@ -41,6 +41,28 @@ export async function splitPartitionAt(pool: pg.Pool, at: Date, table = 'carrier
 }
 
 /**
+ * Makes sure a partition of `table` holds the instant `at`: a test that plants a row in the past
+ * (an hour old, a minute old) needs yesterday's partition in the first hour of a day, which a
+ * database made today has none of. Adds the part of `at`'s UTC day that no partition holds.
+ */
+export async function partitionHolding(pool: pg.Pool, table: string, at: Date): Promise<void> {
+  const { rows } = await pool.query<{ from: string; to: string }>(
+    `SELECT b[1] AS "from", b[2] AS "to" FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), $$FROM \\(([^)]*)\\) TO \\(([^)]*)\\)$$) AS b
+      WHERE i.inhparent = $1::regclass AND b IS NOT NULL`,
+    [table],
+  );
+  const bound = (value: string) => (value === 'MINVALUE' ? -Infinity : value === 'MAXVALUE' ? Infinity : new Date(value.replace(/^'|'$/g, '')).getTime());
+  const ranges = rows.map((r) => ({ from: bound(r.from), to: bound(r.to) }));
+  const t = at.getTime();
+  if (ranges.some((r) => r.from <= t && t < r.to)) return;
+  const day = Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate());
+  const from = Math.max(day, ...ranges.filter((r) => r.to <= t).map((r) => r.to));
+  const to = Math.min(day + 86_400_000, ...ranges.filter((r) => r.from > t).map((r) => r.from));
+  await pool.query(`SELECT onceline_add_partition($1, $2, $3)`, [table, new Date(from), new Date(to)]);
+}
+
+/**
  * A partition boundary of `table` `ms` from now (splitPartitionAt): its time, the partitions
  * either side, and passed(), which resolves once the clock is past it.
  */

@@ -6,6 +6,7 @@ import { CallTransitions } from '../../../src/modules/calls/call-transitions.js'
 import { UnitOfWork } from '../../../src/platform/database/unit-of-work.js';
 import { VoicePipeline, type TestCall } from '../../support/voice-pipeline.js';
 import { waitFor } from '../../support/wait.js';
+import { partitionHolding } from '../../support/partitions.js';
 
 const CALLER = '+15557790501';
 const A = '+15557790601';
@@ -156,10 +157,7 @@ describe('voice in any carrier order (Telnyx Call Control)', () => {
     const leg0 = await voice.dial(callId);
     // the first send went out 70 s ago as far as our record says (the process was stopped, say);
     // in the first 70 s of a day that is yesterday, which a database made today has no partition for
-    await voice.db.pool.query(
-      `SELECT onceline_add_partition('call_command_sends', d, d + interval '1 day') FROM (SELECT date_trunc('day', now() - interval '70 seconds') AS d) AS x
-        WHERE d < date_trunc('day', now()) AND to_regclass('call_command_sends_p' || to_char(d AT TIME ZONE 'UTC', 'YYYYMMDD"t"HH24MISS')) IS NULL`,
-    );
+    await partitionHolding(voice.db.pool, 'call_command_sends', new Date(Date.now() - 75_000));
     await voice.db.pool.query(`UPDATE call_command_sends SET first_sent_at = now() - interval '70 seconds' WHERE command_id = $1`, [leg0.body.command_id]);
     voice.telnyx.releaseHeld();
     const next = await voice.dial(callId, 2);

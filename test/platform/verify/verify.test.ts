@@ -14,6 +14,7 @@ import { FakeCallControl } from '../../support/fake-call-control.js';
 import { FakeCarrier } from '../../support/fake-carrier.js';
 import { telnyxRouter } from '../../support/telnyx-router.js';
 import { type NodeRun } from '../../support/run-node.js';
+import { partitionHolding } from '../../support/partitions.js';
 import { waitFor } from '../../support/wait.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.js';
 import { runCliHere } from '../../support/run-cli.js';
@@ -393,6 +394,8 @@ describe('onceline verify: one read-only pass over what exactly-once means', () 
                  CASE WHEN $4 THEN now() - make_interval(secs => $3) END)`,
         [id, error, ageSeconds, unhandled],
       );
+    // An hour old: yesterday's partition in the first hour of a day.
+    await partitionHolding(db.pool, 'carrier_events', new Date(Date.now() - (DEADLINE_SECONDS + 120) * 1000));
     await insertEvent('cev_planted_late', DEADLINE_SECONDS + 60, 'retry deadline of 3600 s passed: no message carries it');
     await insertEvent('cev_planted_retrying', DEADLINE_SECONDS + 60, null);
     await insertEvent('cev_planted_young', DEADLINE_SECONDS - 600, null);

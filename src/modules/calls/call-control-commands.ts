@@ -93,6 +93,19 @@ export class CallControlCommands {
     return { action: 'bridge', commandId: `${call.id}-bridge-${leg.id}`, controlId: call.caller_control_id!, otherControlId: leg.control_id, legId: leg.id };
   }
 
+  /**
+   * answerCaller (for a leg), bridge and startTranscription in SQL, the same objects from SQL text
+   * naming the call's id, the caller's leg, the winning leg's id and its physical leg: a set
+   * statement's join (CallFlow.joinCommandsSql).
+   */
+  joinSql(callId: string, callerControlId: string, legId: string, legControlId: string): { answer: string; bridge: string; transcription: string } {
+    return {
+      answer: `jsonb_build_object('action', 'answer', 'commandId', ${callId} || '-answer', 'controlId', ${callerControlId}, 'legId', ${legId})`,
+      bridge: `jsonb_build_object('action', 'bridge', 'commandId', ${callId} || '-bridge-' || ${legId}, 'controlId', ${callerControlId}, 'otherControlId', ${legControlId}, 'legId', ${legId})`,
+      transcription: `jsonb_build_object('action', 'transcription_start', 'commandId', ${callId} || '-transcribe', 'controlId', ${callerControlId}, 'legId', ${legId})`,
+    };
+  }
+
   hangupLeg(leg: Pick<LegRow, 'id'> & { control_id: string }): QueuedCommand {
     return { action: 'hangup', commandId: `${leg.id}-hangup`, controlId: leg.control_id };
   }

@@ -4,7 +4,7 @@ import { DecidesCarrierEventsInSets, type EventBatchRun } from '../ingest/carrie
 import { IdPrefix, newId } from '../../platform/ids.js';
 import { afterLegEnded } from '../sequential-ring/ring-plan.js';
 import { CallControlCommands } from './call-control-commands.js';
-import { CallFlow, type KnownLeg } from './call-flow.js';
+import { CallFlow } from './call-flow.js';
 import { CallTimeline } from './call-timeline.js';
 import { CallTransitions, onCursor, type CallNow } from './call-transitions.js';
 import type { LegRow } from './call-view.js';
@@ -54,7 +54,7 @@ const legKey = (event: CallEvent, kind: string = event.kind) => `${kind} ${event
  *    compare-and-set, the next try's leg and its commands;
  *  - a leg's answer that wins the race on a call with a caller to join (legAnswers): the leg and
  *    the call answered, the join's commands and its timeout.
- * A duplicate then costs a share of one statement, a hand-off or a win a share of two (a read and
+ * A duplicate or a win then costs a share of one statement, a hand-off a share of two (a read and
  * the statement), not a transaction of its own.
  */
 @Injectable()
@@ -72,8 +72,8 @@ export class CallEventSets {
   /**
    * Whether a leg's hangup or answer repeats one this process ran before under another event id
    * (the twin of an event delivered twice runs after the first, in its call's turn); remembers
-   * the first. A hint only: the set statements read the call for a first event (its hand-off, its
-   * win), not for a repeat; what is a repeat is decided by the statement, under the row locks.
+   * the first. A hint only: the hand-off statement reads the call for a first hangup, not for a
+   * repeat; what is a repeat is decided by the statement, under the row locks.
    */
   repeatOfOurLeg(event: CallEvent): boolean {
     return ourTelnyxLeg(event) && this.seen.seenBefore(legKey(event), event.carrierEventId);
@@ -118,7 +118,7 @@ export class CallEventSets {
   @DecidesCarrierEventsInSets('call.hangup', { key: byCall, when: 'hangupOfOurLeg', afterCommit: CallControlCommandsJob })
   async legHangups(events: CallEvent[], run: EventBatchRun): Promise<void> {
     const handOffs = await this.repeatOrFirst(run, events, {
-      columns: HAND_OFF_COLUMNS, row: (call, event) => handOffRow(this.flow, call, event), repeated: REPEATED_HANGUP, first: HAND_OFF, firstCase: 'l.ended_at IS NULL',
+      decided: { columns: HAND_OFF_COLUMNS, row: (call, event) => handOffRow(this.flow, call, event) }, repeated: REPEATED_HANGUP, first: HAND_OFF, firstCase: 'l.ended_at IS NULL',
     });
     const { turned, dialed } = this.transitions.handOffsCte(run.stmt, handOffs);
     // The step's commands, once its cursor moved (and, for a dial, its leg was added).
@@ -141,39 +141,37 @@ export class CallEventSets {
    *    CallCarrierEvents.answeredOnCall records `duplicate`;
    *  - the answer that wins the race (answeredOnCall's winner on a call with a caller to join):
    *    the leg live and ours, its call ringing, not ended, the plan's cursor on this leg's try
-   *    (answerByLeg's guard). The join's commands are built in JS from the call as read before the
-   *    statement (one read for the batch, of the first answers only), which the statement checks
-   *    again under the lock (the caller's leg, transcription, the leg's id); the statement answers
-   *    the leg and the call, queues the join's commands (sent here once it commits) and the join
-   *    timeout, and records `applied`. Anything else (a stale answer, a call of ours without a
-   *    caller's leg, a call that moved since the read) goes to its transaction.
+   *    (answerByLeg's guard). The statement answers the leg and the call, queues the join's
+   *    commands, built from the call and leg as it locked them (CallFlow.joinCommandsSql; sent
+   *    here once it commits), and the join timeout, and records `applied`: no read before it.
+   *    Anything else (a stale answer, a call of ours without a caller's leg) goes to its transaction.
    */
   @DecidesCarrierEventsInSets('call.answered', { key: byCall, when: 'answerOfOurLeg', afterCommit: CallControlCommandsJob })
   async legAnswers(events: CallEvent[], run: EventBatchRun): Promise<void> {
-    const answers = await this.repeatOrFirst(run, events, {
-      columns: WIN_COLUMNS, row: (call, event) => winRow(this.flow, call, event), repeated: REPEATED_ANSWER, first: WINS, firstCase: 'c.answered_leg IS NULL',
-    });
+    const answers = await this.repeatOrFirst(run, events, { repeated: REPEATED_ANSWER, first: WINS, firstCase: 'c.answered_leg IS NULL' });
     const won = this.transitions.answersCte(run.stmt, answers);
-    this.commands.queueManyIn(run.stmt, run.stmt.with('call_join_commands', `SELECT a.call_id, a.batch, a.commands FROM ${answers} a JOIN ${won} w ON w.call_id = a.call_id`));
+    const join = this.flow.joinCommandsSql('w');
+    this.commands.queueManyIn(run.stmt, run.stmt.with('call_join_commands', `SELECT w.call_id, ${join.batch} AS batch, ${join.commands} AS commands FROM ${won} w`));
     this.flow.joinTimeoutsIn(run.stmt, won);
   }
 
   /**
    * The frame of a statement that decides a leg's event as a repeat or as its first (legHangups,
-   * legAnswers), two cases exclusive on the locked rows: the input rows with `columns`, built by
-   * `row` from the event's call as read now (first events only); the calls and legs where
-   * `repeated` or `first` holds, locked (`firstCase`: SQL over them saying which); the
-   * consumption (a repeat noted `duplicate`) and the timeline entries (`applied`, `duplicate`).
-   * Returns the CTE of the first events consumed: call_id, leg_id, control_id, occurred_at and
-   * the input's `columns`.
+   * legAnswers), two cases exclusive on the locked rows: the input rows, with `columns` built by
+   * `row` from the event's call as read now (first events only; none, and no read, without
+   * `decided`); the calls and legs where `repeated` or `first` holds, locked (`firstCase`: SQL
+   * over them saying which); the consumption (a repeat noted `duplicate`) and the timeline
+   * entries (`applied`, `duplicate`). Returns the CTE of the first events consumed: call_id,
+   * leg_id, control_id, occurred_at and the input's `columns`.
    */
   private async repeatOrFirst(
     run: EventBatchRun,
     events: CallEvent[],
-    { columns, row, repeated, first, firstCase }: { columns: string; row: (call: CallNow | undefined, event: CallEvent) => object; repeated: string; first: string; firstCase: string },
+    { decided, repeated, first, firstCase }: { decided?: { columns: string; row: (call: CallNow | undefined, event: CallEvent) => object }; repeated: string; first: string; firstCase: string },
   ): Promise<string> {
-    const calls = await this.firstsCalls(events);
-    const input = this.legsInput(run, events, columns, (event) => row(calls.get(event), event));
+    const columns = decided?.columns ?? '';
+    const calls = decided ? await this.firstsCalls(events) : new Map<CallEvent, CallNow>();
+    const input = this.legsInput(run, events, columns, (event) => decided?.row(calls.get(event), event) ?? {});
     const legs = this.lockedLegs(run, events, `(${repeated}) OR (${first})`, input, `${firstCase} AS first_case`);
     const consumed = run.consume({ ready: readyIn(legs), note: (r) => `CASE WHEN EXISTS (SELECT FROM ${legs} d WHERE d.event_id = ${r}.event_id AND NOT d.first_case) THEN 'duplicate' END` });
     const repeats = run.stmt.with('call_legs_repeated', `SELECT * FROM ${legs} WHERE NOT first_case`);
@@ -181,10 +179,10 @@ export class CallEventSets {
     this.timeline.recordManyIn(run.stmt, repeats, consumed, { outcome: 'duplicate' });
     this.timeline.recordManyIn(run.stmt, applied, consumed, { outcome: 'applied', name: 'call_timeline_applied' });
     // The input's own columns, but those the locked rows name (the leg's id, as locked).
-    const inputColumns = columns.split(',').map((column) => column.trim().split(' ')[0]).filter((name) => !['call_id', 'leg_id', 'control_id', 'occurred_at'].includes(name));
+    const inputColumns = columns.split(',').map((column) => column.trim().split(' ')[0]).filter((name) => name && !['call_id', 'leg_id', 'control_id', 'occurred_at'].includes(name));
     return run.stmt.with(
       'call_legs_first',
-      `SELECT d.call_id, d.leg_id, d.control_id, d.occurred_at, ${inputColumns.map((name) => `i.${name}`).join(', ')}
+      `SELECT d.call_id, d.leg_id, d.control_id, d.occurred_at${inputColumns.map((name) => `, i.${name}`).join('')}
          FROM ${applied} d JOIN ${consumed} k ON k.consumed_event_id = d.event_id JOIN ${input} i ON i.event_id = d.event_id`,
     );
   }
@@ -246,33 +244,17 @@ function handOffRow(flow: CallFlow, call: CallNow | undefined, event: CallEvent)
   };
 }
 
-/** The winning answer's columns of an input row (winRow). */
-const WIN_COLUMNS = 'leg_id text, caller_control_id text, transcribe boolean, batch text, commands jsonb';
-
-/**
- * A leg's first answer as the winner, built in JS from `call` as read before the statement: the
- * leg's id, the caller's leg and transcription the join's commands were built for, and those
- * commands. No call with a caller's leg to join, or no such leg: leg_id null, which no leg matches.
- */
-function winRow(flow: CallFlow, call: CallNow | undefined, event: CallEvent): object {
-  const { target, attempt } = event.ourLeg!;
-  const legId = call?.leg_ids?.[`${target}:${attempt}`];
-  if (!call || !legId || !call.caller_control_id) return {};
-  const { batch, commands } = flow.joinCommands(call, { id: legId, control_id: event.carrierCallId } as KnownLeg);
-  return { leg_id: legId, caller_control_id: call.caller_control_id, transcribe: call.transcribe, batch, commands };
-}
-
 /** A repeated answer of the leg that won and is still its call's live winner (legAnswers). */
 const REPEATED_ANSWER = 'l.control_id = i.control_id AND l.ended_at IS NULL AND c.ended_at IS NULL AND c.answered_leg = l.id';
 
 /**
  * The winning answer (legAnswers): the leg live and ours (named by this physical leg, or none
- * yet), its call ringing and not ended with the cursor on its try (answerByLeg's guard), and the
- * call and leg the join's commands were built for.
+ * yet), its call ringing and not ended with the cursor on its try (answerByLeg's guard), with a
+ * caller's leg to join.
  */
-const WINS = `l.id = i.leg_id AND l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = i.control_id)
+const WINS = `l.ended_at IS NULL AND (l.control_id IS NULL OR l.control_id = i.control_id)
   AND c.status = 'ringing' AND c.ended_at IS NULL AND c.answered_leg IS NULL AND ${onCursor('c', 'l')}
-  AND c.caller_control_id = i.caller_control_id AND c.transcribe = i.transcribe`;
+  AND c.caller_control_id IS NOT NULL`;
 
 /** A repeated hangup of a leg (legHangups): its own physical leg ended it, and nothing is left for it to end. */
 const REPEATED_HANGUP = 'l.control_id = i.control_id AND l.ended_at IS NOT NULL AND (c.ended_at IS NOT NULL OR (c.ring_plan IS NOT NULL AND c.answered_leg IS DISTINCT FROM l.id))';

@@ -113,12 +113,25 @@ export class CallFlow {
     });
   }
 
-  /** The commands that join the caller to the leg that won (joinWinner, and the set statement's CallEventSets.legAnswers), and their batch. */
+  /** The commands that join the caller to the leg that won (joinWinner; joinCommandsSql is the set statement's twin), and their batch. */
   joinCommands(call: CallRow, leg: KnownLeg): { batch: string; commands: QueuedCommand[] } {
     // Each step names the leg it joins: it is sent only while that leg is still the live winner.
     const commands: QueuedCommand[] = [this.commands.answerCaller(call, leg.id), this.commands.bridge(call, leg)];
     if (call.transcribe) commands.push(this.commands.startTranscription(call, leg.id));
     return { batch: `${leg.id}-join`, commands };
+  }
+
+  /**
+   * joinCommands in SQL, over a row `w` of a set statement's winners (call_id, leg_id,
+   * caller_control_id, transcribe, control_id: the call and leg as the statement locked them):
+   * the same batch and commands (a test holds the two equal).
+   */
+  joinCommandsSql(w: string): { batch: string; commands: string } {
+    const join = this.commands.joinSql(`${w}.call_id`, `${w}.caller_control_id`, `${w}.leg_id`, `${w}.control_id`);
+    return {
+      batch: `${w}.leg_id || '-join'`,
+      commands: `jsonb_build_array(${join.answer}, ${join.bridge}) || CASE WHEN ${w}.transcribe THEN jsonb_build_array(${join.transcription}) ELSE '[]'::jsonb END`,
+    };
   }
 
   /** joinWinner's join timeout for the winners of a set statement: one job per row of CTE `winners` (call_id, leg_id), as `stmt` writes them. */

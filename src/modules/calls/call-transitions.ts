@@ -219,7 +219,7 @@ export class CallTransitions {
    * one statement: the leg, live (ended_at IS NULL) and named by this physical leg or none, is
    * answered; then its call, still ringing and not ended, with the plan's cursor on this leg's
    * target and try (answerByLeg's WHERE), takes it as its winner. Returns the CTE of the winners
-   * (call_id, leg_id).
+   * (call_id, leg_id, and the caller's leg, transcription and the leg's physical leg its join needs).
    */
   answersCte(stmt: CteStatement, answers: string): string {
     const legs = stmt.with(
@@ -234,7 +234,7 @@ export class CallTransitions {
       `UPDATE calls c SET status = 'in_progress', answered_leg = a.leg_id, answered_at = a.occurred_at, updated_at = now()
          FROM ${answers} a JOIN ${legs} w ON w.id = a.leg_id
         WHERE c.id = a.call_id AND c.status = 'ringing' AND c.ended_at IS NULL AND ${onCursor('c', 'w')}
-       RETURNING c.id AS call_id, a.leg_id`,
+       RETURNING c.id AS call_id, a.leg_id, c.caller_control_id, c.transcribe, a.control_id`,
     );
   }
 

@@ -160,6 +160,8 @@ describe('call events decided in sets, interleaved', () => {
     run.catch(() => undefined);
     return run;
   };
+  /** CallTransitions.callsNow's read: what a set statement decides a hand-off from before it runs. */
+  const isCallsRead = (text: string) => text.startsWith('SELECT id, account_id, direction, from_number, to_number, status, carrier, carrier_call_id');
   /** CallCommandSends.claim's statement (a command's send recorded before it goes out). */
   const isClaimStatement = (text: string) => text.startsWith('SELECT w.n, s.first_sent_at');
   const sendsOf = async (commandId: string) => (await voice.db.pool.query<{ sends: number }>(`SELECT sends FROM call_command_sends WHERE command_id = $1`, [commandId])).rows[0]?.sends;
@@ -179,6 +181,7 @@ describe('call events decided in sets, interleaved', () => {
       await voice.settled();
     });
     expect(texts.filter((text) => text.startsWith('WITH evt_input') && text.includes('calls_ring_turned'))).toHaveLength(1);
+    expect(texts.filter(isCallsRead)).toHaveLength(1);
     expect(transactionTexts(texts)).toEqual([]);
     // The dial is sent from the commands the statement wrote, not from a read of its job's row.
     expect(texts.filter((text) => text.startsWith('SELECT data FROM outbox_jobs'))).toEqual([]);
@@ -296,7 +299,7 @@ describe('call events decided in sets, interleaved', () => {
     expect(voice.telnyx.distinct('dial', (c) => c.clientState?.call_id === callId).map((d) => d.clientState?.target)).toEqual([0, 1]);
   });
 
-  it("a leg's first answer wins in sets: one read and one statement answer the leg and the call, queue the join and its timeout, no transaction", async () => {
+  it("a leg's first answer wins in sets: one statement, no read before it, answers the leg and the call, queues the join and its timeout, no transaction", async () => {
     const { call, callId, first } = await dialed();
     const hint = jest.spyOn(voice.app.app.get(RelayWakeup), 'hint');
     let hints = -1;
@@ -309,6 +312,8 @@ describe('call events decided in sets, interleaved', () => {
       hint.mockRestore();
     });
     expect(texts.filter((text) => text.startsWith('WITH evt_input') && text.includes('calls_answered'))).toHaveLength(1);
+    // The join is built from the call and leg as the statement locked them (CallFlow.joinCommandsSql).
+    expect(texts.filter(isCallsRead)).toEqual([]);
     expect(texts.filter((text) => !text.startsWith('WITH evt_input') && (text.includes('FOR UPDATE OF c FOR NO KEY UPDATE OF l') || text.includes('WITH live_leg')))).toEqual([]);
     expect(texts.filter((text) => text.startsWith('SELECT data FROM outbox_jobs'))).toEqual([]);
     expect(await voice.call(callId)).toMatchObject({ status: 'in_progress' });

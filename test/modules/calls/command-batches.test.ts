@@ -167,6 +167,20 @@ describe('call commands claimed and ended in sets', () => {
     }
   });
 
+  it("a set statement's join (CallFlow.joinCommandsSql) is joinCommands' batch and commands, with and without transcription", async () => {
+    const flow = t.app.app.get(CallFlow);
+    const { call, leg0 } = await ringingCall();
+    for (const transcribe of [false, true]) {
+      const expected = flow.joinCommands({ ...call, transcribe }, { ...leg0, control_id: 'v3:winner' });
+      const sql = flow.joinCommandsSql('w');
+      const { rows } = await t.db.pool.query(
+        `SELECT ${sql.batch} AS batch, ${sql.commands} AS commands FROM (SELECT $1::text AS call_id, $2::text AS leg_id, $3::text AS caller_control_id, $4::boolean AS transcribe, 'v3:winner'::text AS control_id) AS w`,
+        [call.id, leg0.id, call.caller_control_id, transcribe],
+      );
+      expect(rows[0]).toEqual(JSON.parse(JSON.stringify(expected)));
+    }
+  });
+
   it("a leg another statement holds does not hold up the ends it shares a statement with: they commit, and its own end waits alone for the leg, then finds it over", async () => {
     const held = await ringingCall();
     const free = await ringingCall();

@@ -6,8 +6,8 @@ import { afterLegEnded } from '../sequential-ring/ring-plan.js';
 import { CallControlCommands } from './call-control-commands.js';
 import { CallFlow } from './call-flow.js';
 import { CallTimeline } from './call-timeline.js';
-import { CallTransitions, onCursor, type CallNow } from './call-transitions.js';
-import type { LegRow } from './call-view.js';
+import { CallTransitions, onCursor } from './call-transitions.js';
+import type { CallRow, LegRow } from './call-view.js';
 import { CallControlCommandsJob } from './calls.jobs.js';
 
 /** Most event keys remembered as seen (RecentKeys): a few seconds of a busy process's leg events. */
@@ -167,10 +167,10 @@ export class CallEventSets {
   private async repeatOrFirst(
     run: EventBatchRun,
     events: CallEvent[],
-    { decided, repeated, first, firstCase }: { decided?: { columns: string; row: (call: CallNow | undefined, event: CallEvent) => object }; repeated: string; first: string; firstCase: string },
+    { decided, repeated, first, firstCase }: { decided?: { columns: string; row: (call: CallRow | undefined, event: CallEvent) => object }; repeated: string; first: string; firstCase: string },
   ): Promise<string> {
     const columns = decided?.columns ?? '';
-    const calls = decided ? await this.firstsCalls(events) : new Map<CallEvent, CallNow>();
+    const calls = decided ? await this.firstsCalls(events) : new Map<CallEvent, CallRow>();
     const input = this.legsInput(run, events, columns, (event) => decided?.row(calls.get(event), event) ?? {});
     const legs = this.lockedLegs(run, events, `(${repeated}) OR (${first})`, input, `${firstCase} AS first_case`);
     const consumed = run.consume({ ready: readyIn(legs), note: (r) => `CASE WHEN EXISTS (SELECT FROM ${legs} d WHERE d.event_id = ${r}.event_id AND NOT d.first_case) THEN 'duplicate' END` });
@@ -188,7 +188,7 @@ export class CallEventSets {
   }
 
   /** The calls of the events that are the first of their physical leg (a repeat decides nothing from them), read now; by event. */
-  private async firstsCalls(events: CallEvent[]): Promise<Map<CallEvent, CallNow>> {
+  private async firstsCalls(events: CallEvent[]): Promise<Map<CallEvent, CallRow>> {
     const firsts = events.filter((event) => this.seen.firstOf(legKey(event)) === event.carrierEventId);
     if (firsts.length === 0) return new Map();
     const calls = await this.transitions.callsNow(firsts.map((event) => event.ourLeg!.callId));
@@ -229,7 +229,7 @@ const HAND_OFF_COLUMNS = 'hangup_cause text, expected_plan jsonb, caller_control
  * the plan after, the next try's leg (a new id) and the step's commands. No plan, or none for this
  * leg's try (not its turn, a call over): expected_plan null, which no call matches.
  */
-function handOffRow(flow: CallFlow, call: CallNow | undefined, event: CallEvent): object {
+function handOffRow(flow: CallFlow, call: CallRow | undefined, event: CallEvent): object {
   const row = { hangup_cause: event.hangupCause ?? 'unspecified' };
   const plan = call?.ring_plan;
   const decision = call && plan && call.status === 'ringing' && !call.ended_at ? afterLegEnded(plan, event.ourLeg!, event.endReason ?? 'failed') : undefined;

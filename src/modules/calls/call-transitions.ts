@@ -91,9 +91,6 @@ function splitCallAndLeg(row: CallRow & Record<string, unknown>): { call: CallRo
   return { call, leg: leg as unknown as LegRow };
 }
 
-/** A call as CallTransitions.callsNow reads it: its legs' ids by `target:attempt` (null: none). */
-export type CallNow = CallRow & { leg_ids: Record<string, string> | null };
-
 /**
  * The answer race's guard on call `c` for leg `l` (its target_index, attempt): no ring plan, or
  * the plan rings and its cursor names exactly this target and try.
@@ -204,11 +201,10 @@ export class CallTransitions {
    * in JS before it runs (CallEventSets.legHangups). A hint only: that statement's guards (the
    * cursor's compare-and-set above all) check it again under the row locks.
    */
-  async callsNow(callIds: string[]): Promise<Map<string, CallNow>> {
-    const { rows } = await exec<CallNow>(
+  async callsNow(callIds: string[]): Promise<Map<string, CallRow>> {
+    const { rows } = await exec<CallRow>(
       this.dataSource.manager,
-      `SELECT ${CALL_COLUMNS}, (SELECT jsonb_object_agg(l.target_index || ':' || l.attempt, l.id) FROM call_legs l WHERE ${legsOfCall('calls.id')}) AS leg_ids
-         FROM calls WHERE id = ANY ($1::text[]) AND ${createdAtOfIds('$1::text[]')}`,
+      `SELECT ${CALL_COLUMNS} FROM calls WHERE id = ANY ($1::text[]) AND ${createdAtOfIds('$1::text[]')}`,
       [callIds],
     );
     return new Map(rows.map((call) => [call.id, call]));

@@ -6,7 +6,7 @@ import { GroupCommitter, type BatchOutcome } from '../../platform/database/group
 import { isDataError, retryingLockConflicts } from '../../platform/database/pg-errors.js';
 import { CteStatement } from '../../platform/database/cte-statement.js';
 import { Statements } from '../../platform/database/statements.js';
-import { AfterCommitJobs, type AfterCommitJob } from '../../platform/outbox/after-commit-jobs.js';
+import { AfterCommitJobs, type AfterCommitJob, type HandOverOrder } from '../../platform/outbox/after-commit-jobs.js';
 import { ProcessCarrierEventJob } from './ingest.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
 import { callTurn, urgencyOf } from './carrier-event-processor.js';
@@ -106,19 +106,21 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
     // and the later one may commit first: handing its runs over then, a call's later event would
     // run first, find the earlier one committed and untried (untriedEarlierEventSql), and leave
     // the set statement for a transaction that takes both (seen as the slowest 1-2 % of hand-offs,
-    // issue #43). Its runs wait for the earlier statement's instead; its commit does not.
+    // issue #43). Its runs wait for the earlier statement's instead; its commit and the carrier's
+    // answer do not.
     const lane = batchClass(items[0]);
-    const earlier = this.handOvers[lane];
-    let handedOver!: () => void;
-    this.handOvers[lane] = new Promise((resolve) => (handedOver = resolve));
+    const after = this.handOvers[lane];
+    let done!: () => void;
+    this.handOvers[lane] = new Promise((resolve) => (done = resolve));
     try {
-      return await this.insertInOrder(items, ids, earlier);
-    } finally {
-      handedOver();
+      return await this.insertInOrder(items, ids, { after, done });
+    } catch (err) {
+      done();
+      throw err;
     }
   }
 
-  private async insertInOrder(items: AcceptedWebhook[], ids: string[], earlier: Promise<void>): Promise<IngestStatus[]> {
+  private async insertInOrder(items: AcceptedWebhook[], ids: string[], handOverOrder: HandOverOrder): Promise<IngestStatus[]> {
     const now = Date.now();
     // Rows in key order, so two batches sharing keys lock them in the same order.
     const order = items.map((_, i) => i).sort((a, b) => compareKeys(items[a], items[b]));
@@ -154,11 +156,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
       [ProcessCarrierEventJob],
       items.length,
       stmt,
-      async () => {
-        const rows = await this.insertStatement(stmt, batch);
-        await earlier;
-        return rows;
-      },
+      () => this.insertStatement(stmt, batch),
       // In arrival order (the ids', minted in it), not the rows' key order: a call's events then run
       // in the order a run of one of them takes the others in (untriedEarlierEventSql), so a set
       // statement never finds its event behind an untried twin stored with it.
@@ -170,7 +168,7 @@ export class CarrierEventWriter implements BeforeApplicationShutdown {
             return { ...job, prefetched: event, turn: callTurn(event?.normalized), urgency: urgencyOf(event?.normalized) };
           }),
       // A batch holds calls' events or others only (write() batches them apart).
-      { urgency: mostUrgent(items.map((item) => urgencyOf(item.event))) },
+      { urgency: mostUrgent(items.map((item) => urgencyOf(item.event))), order: handOverOrder },
     );
     this.outbox.jobsWritten(rows[0]?.jobs ?? 0);
     const inserted = new Set(rows.map((r) => r.id));

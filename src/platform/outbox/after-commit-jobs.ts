@@ -35,6 +35,15 @@ export interface AfterCommitJob {
   urgency?: Urgency;
 }
 
+/**
+ * The order in which statements run concurrently hand their jobs over (aroundStatement): this one's
+ * once `after` has settled (the hand-over of the statement begun before it), then `done()`.
+ */
+export interface HandOverOrder {
+  after: Promise<void>;
+  done: () => void;
+}
+
 /** A reserved place for the jobs of one statement; exactly one of run() or release() is called. */
 export interface AfterCommitSlot {
   /** The statement committed and returned these new jobs: runs them now, in the background. */
@@ -152,7 +161,8 @@ export class AfterCommitJobs {
    * most urgent job of the first kind (the statement's own) it may create, see reserve; the other
    * kinds reserve at their specs'. Several kinds: a call's set statement runs both its commands
    * (realtime) and its customer events' first webhook attempts (bulk) here, neither round the
-   * relay and Redis.
+   * relay and Redis. `order`: the jobs are handed over only after those of the statement begun
+   * before this one (HandOverOrder), while the statement's caller goes on at once.
    */
   async aroundStatement<R>(
     kinds: readonly JobDefinition[],
@@ -160,7 +170,7 @@ export class AfterCommitJobs {
     stmt: CteStatement,
     execute: () => Promise<R>,
     handOver: (result: R) => AfterCommitJob[],
-    { urgency }: { urgency?: Urgency } = {},
+    { urgency, order }: { urgency?: Urgency; order?: HandOverOrder } = {},
   ): Promise<R> {
     const slots = kinds.map((job, i) => ({ job, slot: this.reserve(job, places, { urgency: i === 0 ? urgency : job.urgency }) }));
     for (const { job, slot } of slots) if (slot) StatementJobs.of(stmt).runAfterCommit.add(job.name);
@@ -169,16 +179,33 @@ export class AfterCommitJobs {
       result = await execute();
     } catch (err) {
       for (const { slot } of slots) slot?.release();
+      order?.done();
       throw err;
     }
-    // The statement has committed: its after-commit jobs run now, each on its kind's places.
-    const handed = slots.some(({ slot }) => slot) ? handOver(result) : [];
-    for (const { job, slot } of slots) {
-      if (!slot) continue;
-      const own = handed.filter((run) => run.name === job.name);
-      if (own.length > 0) slot.run(own);
-      else slot.release();
+    // The statement has committed: its after-commit jobs run now (in `order`'s turn), each on its kind's places.
+    const handOverNow = () => {
+      const handed = slots.some(({ slot }) => slot) ? handOver(result) : [];
+      for (const { job, slot } of slots) {
+        if (!slot) continue;
+        const own = handed.filter((run) => run.name === job.name);
+        if (own.length > 0) slot.run(own);
+        else slot.release();
+      }
+    };
+    if (!order) {
+      handOverNow();
+      return result;
     }
+    void order.after.then(() => {
+      try {
+        handOverNow();
+      } catch (err) {
+        // The rows are written a lease ahead: the relay takes them once it runs out.
+        this.logger.warn(`jobs not handed over after commit (${(err as Error).message}); the relay takes them once their leases run out`);
+      } finally {
+        order.done();
+      }
+    });
     return result;
   }
 

@@ -41,6 +41,10 @@ describe('ConnectionBudget', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     pool = new pg.Pool({ connectionString: db.url, max: 3, connectionTimeoutMillis: 5000 });
+    // As createTestDatabase's pool: pool.end() resolves before its sockets close, and drop()'s
+    // DROP ... WITH (FORCE) may terminate one mid-close; unheard, that 57P01 ended the test file
+    // (a fresh-clone CI run, 2026-12-08 01:27 UTC: "Worker exited unexpectedly").
+    pool.on('error', () => undefined);
     budget = new ConnectionBudget({ realtime: 1, bulk: 1 });
     budget.install(pool);
   });

@@ -206,9 +206,12 @@ describe('call ends decided in sets', () => {
     expect(voice.telnyx.of('hangup', (c) => c.controlId === call.caller)).toEqual([]);
   });
 
-  it("the caller's hangup in sets waits for the call row a competitor holds while it ends the call, and finds it ended: a duplicate, nothing ended or billed twice", async () => {
-    const { call, callId } = await joined();
-    // The competitor ends the call in a transaction that does not take the call's turn (as a refused dial's write-off does).
+  /**
+   * A competitor ends the call in a transaction that does not take the call's turn (as a refused
+   * dial's write-off does), held once it has; meanwhile `hangup` is delivered and its set statement
+   * waits for the call row. Returns once the competitor committed (its end stood) and all settled.
+   */
+  async function hangupWhileCompetitorEnds(callId: string, hangup: () => Promise<number>): Promise<void> {
     let ending: Promise<boolean> | undefined;
     const startEnding = async () => {
       ending = voice.app.app.get(UnitOfWork).run(async (tx) => {
@@ -222,7 +225,7 @@ describe('call ends decided in sets', () => {
       startEnding,
       async () => {
         const { texts } = await captured(async () => {
-          expect(await callerHangup(call)).toBe(200);
+          expect(await hangup()).toBe(200);
           await waitFor(() => setStatementsWaiting('transactionid'), (n) => n === 1, { what: 'the set statement waiting for the call row' });
         });
         expect(endStatements(texts)).toHaveLength(1);
@@ -230,6 +233,11 @@ describe('call ends decided in sets', () => {
     );
     expect(await ending).toBe(true);
     await voice.settled();
+  }
+
+  it("the caller's hangup in sets waits for the call row a competitor holds while it ends the call, and finds it ended: a duplicate, nothing ended or billed twice", async () => {
+    const { call, callId } = await joined();
+    await hangupWhileCompetitorEnds(callId, () => callerHangup(call));
     // Decided on the row as the competitor left it: its end stands, this hangup is a repeat.
     expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.answered:applied', 'call.bridged:applied', 'call.hangup:duplicate']);
     expect((await row(callId)).ended_at.toISOString()).toBe(at(50));
@@ -240,27 +248,7 @@ describe('call ends decided in sets', () => {
 
   it("the answered leg's hangup in sets waits for the call row a competitor holds while it ends the call, and finds it ended: a duplicate, nothing ended or billed twice", async () => {
     const { call, callId, dial } = await joined();
-    let ending: Promise<boolean> | undefined;
-    const startEnding = async () => {
-      ending = voice.app.app.get(UnitOfWork).run(async (tx) => {
-        const locked = (await voice.app.app.get(CallTransitions).lockById(tx, callId))!;
-        return voice.app.app.get(CallFlow).endCall(tx, locked, at(50), 'competitor', 'caller');
-      });
-      ending.catch(() => undefined);
-    };
-    await whileHeld(
-      endHeld(callId),
-      startEnding,
-      async () => {
-        const { texts } = await captured(async () => {
-          expect(await legHangup(call, dial)).toBe(200);
-          await waitFor(() => setStatementsWaiting('transactionid'), (n) => n === 1, { what: 'the set statement waiting for the call row' });
-        });
-        expect(endStatements(texts)).toHaveLength(1);
-      },
-    );
-    expect(await ending).toBe(true);
-    await voice.settled();
+    await hangupWhileCompetitorEnds(callId, () => legHangup(call, dial));
     // Decided on the row as the competitor left it: its end stands, the leg's hangup is a repeat.
     expect(await timeline(callId)).toEqual(['call.initiated:applied', 'call.answered:applied', 'call.bridged:applied', 'call.hangup:duplicate']);
     expect((await row(callId)).ended_at.toISOString()).toBe(at(50));

@@ -1,8 +1,17 @@
 import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { GroupCommitter, type BatchOutcome } from '../../platform/database/group-commit.js';
 import { Statements } from '../../platform/database/statements.js';
+import type { CteStatement } from '../../platform/database/cte-statement.js';
+import { StatementJobs } from '../../platform/outbox/statement-jobs.js';
 import { createdAtOfId } from '../../platform/retention/id-partition-key.js';
-import type { QueuedCommand } from './call-control-commands.js';
+import type { CallCommand } from '../../carriers/call-control.js';
+
+/**
+ * A command as queued (CallControlCommands): the carrier's command plus the leg it is about (for
+ * a dial, the leg row it creates; for the join of a winner, the winning leg), which decides
+ * whether it is still wanted when it is sent (WANTED).
+ */
+export type QueuedCommand = CallCommand & { legId?: string };
 
 /** A command we may (still) send: when its command_id first went out, and how often it has. */
 export interface CommandSend {
@@ -57,6 +66,15 @@ interface Claim {
   command: QueuedCommand;
 }
 
+/**
+ * A job's first send as recordFirstSendsIn recorded it (JobContext.prefetched of the run right
+ * after its statement), or undefined: none recorded, the run claims it.
+ */
+export function firstSendOf(prefetched: unknown): CommandSend | undefined {
+  const firstSend = (prefetched as { firstSend?: { firstSentAt: string; sends: number } } | null | undefined)?.firstSend;
+  return firstSend ? { firstSentAt: new Date(firstSend.firstSentAt), sends: firstSend.sends } : undefined;
+}
+
 /** Most claims one statement takes, and claim statements in flight at once (each holds a pooled connection). */
 const BATCH = { maxBatch: 128, maxInFlight: 2 };
 
@@ -83,6 +101,30 @@ export class CallCommandSends implements BeforeApplicationShutdown {
    */
   claim(callId: string | null, command: QueuedCommand): Promise<CommandSend | undefined> {
     return this.batches.submit({ callId, command });
+  }
+
+  /**
+   * The first command of each new job `queued` that this process sends right after `stmt` commits
+   * (a dial, the answer of a join, a hangup): its send recorded by the statement that decided it
+   * (call_command_send, as claim records it), handed to the run as its prefetched first send
+   * (firstSendOf), so the command goes out without a claim statement and its commit of its own. The
+   * claim's guard (the call still wants the command) holds by construction here: the statement
+   * decided it under its call's lock. The record says the command may have gone out: a run that
+   * dies after the commit leaves the relay's run a resend under the same command id, inside the
+   * carrier's window counted from here (earlier than the real send: the safe side). The job's
+   * later commands are claimed one by one before they go, each under its guard, as before.
+   */
+  recordFirstSendsIn(stmt: CteStatement, queued: string): void {
+    const jobs = StatementJobs.of(stmt);
+    if (!jobs.afterCommitPayloadCtes.has(queued)) return;
+    jobs.afterCommitPrefetchCtes.push(
+      stmt.with(
+        'call_commands_first_sends',
+        `SELECT q.job_id, jsonb_build_object('firstSend', jsonb_build_object('firstSentAt', s.first_sent_at, 'sends', s.sends)) AS prefetched
+           FROM ${queued} q CROSS JOIN LATERAL call_command_send(q.data->'commands'->0->>'commandId', q.data->>'callId') s`,
+        { materialized: true },
+      ),
+    );
   }
 
   async beforeApplicationShutdown(): Promise<void> {

@@ -8,7 +8,7 @@ import type { PayloadOf } from '../../platform/outbox/job-definition.js';
 import { CallControlCommandsJob } from './calls.jobs.js';
 import { HandlesJob, type JobContext, type JobHandler } from '../../platform/outbox/job-handler.js';
 import { CallCommandCompletions } from './call-command-completions.js';
-import { CallCommandSends, type CommandSend } from './call-command-sends.js';
+import { CallCommandSends, firstSendOf, type CommandSend } from './call-command-sends.js';
 import type { QueuedCommand } from './call-control-commands.js';
 import { CallFlow } from './call-flow.js';
 import { CallTransitions } from './call-transitions.js';
@@ -67,7 +67,7 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
    */
   async handle({ callId, commands }: Payload, { jobId, signal, prefetched }: Partial<JobContext> = {}): Promise<'completed' | void> {
     const queued = commands as QueuedCommand[];
-    const firstSend = recordedFirstSend(prefetched);
+    const firstSend = firstSendOf(prefetched);
     let claimed: Promise<CommandSend | undefined> | undefined = firstSend && Promise.resolve(firstSend);
     let completed = false;
     for (const [i, command] of queued.entries()) {
@@ -109,7 +109,7 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
   private async send(callId: string | null, command: QueuedCommand, signal: AbortSignal | undefined, claimed?: Promise<CommandSend | undefined>): Promise<CallCommandResult | 'not_wanted'> {
     const unanswered = { answered: 0, silent: 0 };
     // `claimed`: the first send's claim, already made (recorded by the statement that decided the
-    // command, CallControlCommands.recordFirstSendsIn, or beside the previous command's send).
+    // command, CallCommandSends.recordFirstSendsIn, or beside the previous command's send).
     let firstClaim = claimed;
     for (;;) {
       signal?.throwIfAborted();
@@ -173,12 +173,6 @@ export class CallControlCommandsHandler implements JobHandler<typeof CallControl
     }
     await this.flow.advanceAfterLeg(tx, call, leg, 'dial_refused');
   }
-}
-
-/** The first command's send as the deciding statement recorded it (JobContext.prefetched of a run right after it), if it did. */
-function recordedFirstSend(prefetched: unknown): CommandSend | undefined {
-  const firstSend = (prefetched as { firstSend?: { firstSentAt: string; sends: number } } | null | undefined)?.firstSend;
-  return firstSend ? { firstSentAt: new Date(firstSend.firstSentAt), sends: firstSend.sends } : undefined;
 }
 
 /**

@@ -1,19 +1,14 @@
 import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import type { CallCommand } from '../../carriers/call-control.js';
 import type { Tx } from '../../platform/database/tx.js';
 import type { CteStatement } from '../../platform/database/cte-statement.js';
 import { CallControlCommandsJob } from './calls.jobs.js';
 import { OutboxService } from '../../platform/outbox/outbox.service.js';
-import { StatementJobs } from '../../platform/outbox/statement-jobs.js';
+import { CallCommandSends, type QueuedCommand } from './call-command-sends.js';
 import type { CallRow, LegRow } from './call-view.js';
 
-/**
- * A command as queued: the carrier's command plus the leg it is about (for a dial, the leg row
- * it creates; for the join of a winner, the winning leg), which decides whether it is still
- * wanted when it is sent.
- */
-export type QueuedCommand = CallCommand & { legId?: string };
+/** A command as queued (declared beside the claims that read its leg: CallCommandSends). */
+export type { QueuedCommand } from './call-command-sends.js';
 
 /**
  * Builds call-control commands with ids that are stable per intent (the same decision replayed
@@ -22,7 +17,10 @@ export type QueuedCommand = CallCommand & { legId?: string };
  */
 @Injectable()
 export class CallControlCommands {
-  constructor(private readonly outbox: OutboxService) {}
+  constructor(
+    private readonly outbox: OutboxService,
+    private readonly sends: CallCommandSends,
+  ) {}
 
   /** Sends `commands` in order once this transaction commits; `batch` names the intent (the job id). */
   async queue(tx: Tx, callId: string | null, batch: string, commands: QueuedCommand[]): Promise<void> {
@@ -42,33 +40,10 @@ export class CallControlCommands {
       // Sent here after commit from the commands as written, as queue's are.
       payload: true,
     });
-    this.recordFirstSendsIn(stmt, queued);
+    this.sends.recordFirstSendsIn(stmt, queued);
     return queued;
   }
 
-  /**
-   * The first command of each new job `queued` that this process sends right after `stmt` commits
-   * (a dial, the answer of a join, a hangup): its send recorded by the statement that decided it
-   * (call_command_send, as CallCommandSends.claim records it), handed to the run as its prefetched
-   * FirstSend, so the command goes out without a claim statement and its commit of its own. The
-   * claim's guard (the call still wants the command) holds by construction here: the statement
-   * decided it under its call's lock. The record says the command may have gone out: a run that
-   * dies after the commit leaves the relay's run a resend under the same command id, inside the
-   * carrier's window counted from here (earlier than the real send: the safe side). The job's
-   * later commands are claimed one by one before they go, each under its guard, as before.
-   */
-  private recordFirstSendsIn(stmt: CteStatement, queued: string): void {
-    const jobs = StatementJobs.of(stmt);
-    if (!jobs.afterCommitPayloadCtes.has(queued)) return;
-    jobs.afterCommitPrefetchCtes.push(
-      stmt.with(
-        'call_commands_first_sends',
-        `SELECT q.job_id, jsonb_build_object('firstSend', jsonb_build_object('firstSentAt', s.first_sent_at, 'sends', s.sends)) AS prefetched
-           FROM ${queued} q CROSS JOIN LATERAL call_command_send(q.data->'commands'->0->>'commandId', q.data->>'callId') s`,
-        { materialized: true },
-      ),
-    );
-  }
 
   dial(call: CallRow, leg: LegRow, timeoutSecs: number): QueuedCommand {
     return {

@@ -184,7 +184,14 @@ export class AfterCommitJobs {
     }
     // The statement has committed: its after-commit jobs run now (in `order`'s turn), each on its kind's places.
     const handOverNow = () => {
-      const handed = slots.some(({ slot }) => slot) ? handOver(result) : [];
+      let handed: AfterCommitJob[];
+      try {
+        handed = slots.some(({ slot }) => slot) ? handOver(result) : [];
+      } catch (err) {
+        // Nothing handed over: the places come back, the rows (leased ahead) go to the relay.
+        for (const { slot } of slots) slot?.release();
+        throw err;
+      }
       for (const { job, slot } of slots) {
         if (!slot) continue;
         const own = handed.filter((run) => run.name === job.name);
